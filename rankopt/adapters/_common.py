@@ -1,0 +1,165 @@
+"""Helpers shared by the adapters: host lists, order digests, atomic writes.
+
+Nothing here imports mpi4py or torch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rankopt._validation import RankoptInputError, check_order
+
+__all__ = [
+    "as_order",
+    "check_hosts",
+    "node_index",
+    "order_digest",
+    "atomic_write_text",
+    "load_order",
+    "save_order",
+]
+
+# A host name as launchers read it: no whitespace, no "=" (rankfile syntax), no "#" (comments).
+_HOST_RE = re.compile(r"^[^\s=#,]+$")
+
+
+def as_order(order: ArrayLike, n: int | None = None, name: str = "order") -> NDArray[np.int64]:
+    """Validate ``order`` as a permutation of ``range(n)`` (``n`` defaults to its length)."""
+    if hasattr(order, "order") and not isinstance(order, np.ndarray):
+        order = order.order  # a SolveResult
+    arr = np.asarray(order)
+    return check_order(arr, len(arr) if n is None else n, name)
+
+
+def check_hosts(hosts: Any, n: int | None = None, name: str = "hosts") -> tuple[str, ...]:
+    """Return the host name of every original rank as a tuple of str.
+
+    ``hosts`` is a sequence of names (one per original rank) or an object with a
+    ``.hosts`` attribute (a ``Measurement``).
+    """
+    if hasattr(hosts, "hosts") and not isinstance(hosts, (str, bytes)):
+        hosts = hosts.hosts
+    if hosts is None:
+        raise RankoptInputError(f"`{name}` is None; the measurement carries no host names.")
+    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, Sequence | np.ndarray):
+        raise RankoptInputError(
+            f"`{name}` must be a sequence of host names; got {type(hosts).__name__} instead."
+        )
+    out = tuple(str(h) for h in hosts)
+    if n is not None and len(out) != n:
+        raise RankoptInputError(
+            f"`{name}` must have one entry per process ({n}); got {len(out)}."
+        )
+    for i, h in enumerate(out):
+        if not _HOST_RE.match(h):
+            raise RankoptInputError(
+                f"`{name}` must hold host names without spaces, '=', '#' or ','; "
+                f"{name}[{i}] is {h!r}."
+            )
+    return out
+
+
+def node_index(labels: Sequence[str]) -> NDArray[np.int64]:
+    """Number the distinct labels by first appearance: ``node_index(["b", "a", "b"]) == [0, 1, 0]``."""
+    seen: dict[str, int] = {}
+    return np.array([seen.setdefault(h, len(seen)) for h in labels], dtype=np.int64)
+
+
+def order_digest(order: NDArray[np.int64]) -> str:
+    """A short digest of an order, used to check that every rank holds the same one."""
+    data = np.ascontiguousarray(order, dtype="<i8").tobytes()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str | bytes) -> Path:
+    """Write ``text`` (str or bytes) to ``path`` atomically (temporary file + rename).
+
+    A reader never sees a half-written file, and a failed write leaves an existing
+    file untouched.
+    """
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise RankoptInputError(f"`path` must be a file name; {str(path)!r} is a directory.")
+    if not parent.is_dir():
+        raise RankoptInputError(
+            f"`path` must be in an existing directory; {str(parent)!r} does not exist."
+        )
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        data = text.encode("utf-8") if isinstance(text, str) else text
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def load_order(path: str | os.PathLike[str]) -> NDArray[np.int64]:
+    """Read an order from ``.npy``, ``.json`` (a list or ``{"order": [...]}``) or text.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "order.txt"
+    >>> _ = p.write_text("2 0 1\\n")
+    >>> load_order(p)
+    array([2, 0, 1])
+    """
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        raise RankoptInputError(f"order file {str(p)!r} does not exist.")
+    try:
+        if p.suffix == ".npy":
+            data: Any = np.load(p, allow_pickle=False)
+        elif p.suffix == ".json":
+            data = json.loads(p.read_text())
+            if isinstance(data, dict):
+                if "order" not in data:
+                    raise RankoptInputError(f"order file {str(p)!r} has no 'order' key.")
+                data = data["order"]
+        else:
+            data = np.loadtxt(p, dtype=np.int64, ndmin=1, comments="#")
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, RankoptInputError):
+            raise
+        raise RankoptInputError(f"cannot read an order from {str(p)!r}: {exc}") from exc
+    return as_order(np.asarray(data).ravel() if np.ndim(data) > 1 else data, name="order")
+
+
+def save_order(path: str | os.PathLike[str], order: ArrayLike) -> Path:
+    """Write an order atomically: ``.npy``, ``.json`` (``{"order": [...]}``) or one int per line."""
+    import json
+
+    arr = as_order(order)
+    p = Path(path)
+    if p.suffix == ".npy":
+        import io
+
+        buf = io.BytesIO()
+        np.save(buf, arr)
+        return atomic_write_text(p, buf.getvalue())
+    if p.suffix == ".json":
+        return atomic_write_text(p, json.dumps({"order": arr.tolist()}) + "\n")
+    return atomic_write_text(p, "\n".join(str(int(i)) for i in arr) + "\n")

@@ -1,0 +1,145 @@
+"""Command line of ``python -m rankopt.mpi``."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["main", "build_parser", "split_argv"]
+
+_USAGE = "python -m rankopt.mpi [options] (pyfile | -m mod | -c cmd) [arg ...]"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m rankopt.mpi", usage=_USAGE,
+        description="Run an unmodified mpi4py program with MPI.COMM_WORLD replaced by a "
+        "communicator whose ranks follow the measured network (probe, solve on rank 0, "
+        "MPI_Comm_split). Launch it under mpiexec like the program itself.",
+    )
+    p.add_argument("--collective", default="allreduce", help="collective to optimise for")
+    p.add_argument("--algorithm", default="ring", help="its algorithm (default: ring)")
+    p.add_argument("--method", default="auto", help="solver method (default: auto)")
+    p.add_argument("--nbytes", type=float, default=None, help="message size in bytes")
+    p.add_argument("--seed", type=int, default=None, help="solver seed (reproducible runs)")
+    p.add_argument("--time-limit", type=float, default=None, help="solver time guard, s")
+    p.add_argument("--keep-rank0", action="store_true", help="keep rank 0 in place")
+    p.add_argument("--order", metavar="FILE", default=None,
+                   help="apply this order (.npy, .json or text) instead of measuring")
+    p.add_argument("--save", metavar="FILE", default=None,
+                   help="rank 0 writes the order used (.npy, .json or text)")
+    p.add_argument("--rankfile", metavar="FILE", default=None,
+                   help="rank 0 writes an Open MPI rankfile for the next launch")
+    p.add_argument("--hostfile", metavar="FILE", default=None,
+                   help="rank 0 writes a sequential hostfile for the next launch")
+    p.add_argument("--probe-option", metavar="KEY=VALUE", action="append", default=[],
+                   help="extra keyword for rankopt.probe.mpi.measure (repeatable)")
+    p.add_argument("-v", "--verbose", action="store_true", help="rank 0 logs to stderr")
+    return p
+
+
+_FLAGS = {"--keep-rank0", "-v", "--verbose", "-h", "--help"}
+
+
+def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Split ``argv`` into rankopt options and the program command line.
+
+    The program starts at ``--`` (dropped), ``-m``, ``-c``, ``-`` or the first
+    word that is not an option.
+
+    Examples
+    --------
+    >>> split_argv(["--seed", "3", "prog.py", "--seed", "4"])
+    (['--seed', '3'], ['prog.py', '--seed', '4'])
+    >>> split_argv(["-v", "-m", "pkg.mod", "x"])
+    (['-v'], ['-m', 'pkg.mod', 'x'])
+    """
+    argv = list(argv)
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--":
+            return argv[:i], argv[i + 1:]
+        if tok in ("-m", "-c", "-") or not tok.startswith("-"):
+            return argv[:i], argv[i:]
+        i += 1 if (tok in _FLAGS or "=" in tok) else 2
+    return argv, []
+
+
+def _probe_options(items: Sequence[str], parser: argparse.ArgumentParser) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, val = item.partition("=")
+        if not sep or not key.isidentifier():
+            parser.error(f"--probe-option expects KEY=VALUE; got {item!r}")
+        try:
+            out[key] = ast.literal_eval(val)
+        except (ValueError, SyntaxError):
+            out[key] = val
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status (the program's own on SystemExit)."""
+    parser = build_parser()
+    opts, program = split_argv(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(opts)
+    if not program:
+        parser.error("missing program: pyfile | -m mod | -c cmd")
+    probe_options = _probe_options(args.probe_option, parser)
+
+    from rankopt._validation import RankoptInputError
+    from rankopt.adapters import mpi as adapter
+    from rankopt.adapters._common import load_order
+
+    order = None
+    if args.order is not None:
+        try:
+            order = load_order(args.order)
+        except RankoptInputError as exc:
+            parser.exit(1, f"rankopt.mpi: error: {exc}\n")
+
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    if args.verbose and world.Get_rank() == 0:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logging.getLogger("rankopt").addHandler(handler)
+        logging.getLogger("rankopt").setLevel(logging.INFO)
+
+    solve_options: dict[str, Any] = {"method": args.method}
+    for key in ("nbytes", "time_limit"):
+        if getattr(args, key) is not None:
+            solve_options[key] = getattr(args, key)
+    if args.seed is not None:
+        solve_options["rng"] = args.seed
+    if args.keep_rank0:
+        solve_options["keep_rank0"] = True
+
+    hosts = world.allgather(MPI.Get_processor_name()) if (args.rankfile or args.hostfile) else None
+
+    def after_reorder(comm: Any) -> None:
+        if world.Get_rank() != 0:
+            return
+        from rankopt.adapters._common import save_order
+        from rankopt.adapters.writers import write_hostfile, write_rankfile
+
+        # order[k] = rank in the world of the process with new rank k
+        order_used = comm.Get_group().Translate_ranks(
+            list(range(comm.Get_size())), world.Get_group())
+        if args.save:
+            save_order(args.save, order_used)
+        if args.rankfile:
+            write_rankfile(args.rankfile, order_used, hosts)
+        if args.hostfile:
+            write_hostfile(args.hostfile, order_used, hosts)
+
+    adapter.run_program(program, order, args.collective, args.algorithm,
+                        probe_options=probe_options, on_reorder=after_reorder,
+                        **solve_options)
+    return 0

@@ -1,0 +1,312 @@
+"""Apply a rank order to an MPI communicator (mpi4py).
+
+- :func:`reorder` -- ``comm.Split(0, key=rank_of[rank])``: a new communicator in
+  which process ``order[k]`` has rank ``k``.
+- :func:`optimize` -- probe, solve on the root, broadcast, reorder.
+- :func:`run_program` -- run an unmodified mpi4py program with ``MPI.COMM_WORLD``
+  replaced by a reordered communicator (``python -m rankopt.mpi``).
+- :func:`original_world` -- the real ``MPI_COMM_WORLD`` after a replacement.
+
+Why ``Split``: MPI's ``reorder=1`` topology constructors are free to ignore the
+flag (MPICH does; Open MPI only reorders within a node), while ``MPI_Comm_split``
+with one colour orders ranks by ``key`` by definition.
+
+mpi4py is imported inside functions only: importing ``mpi4py.MPI`` initialises MPI.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rankopt._validation import RankoptInputError, check_order
+from rankopt.adapters._common import order_digest
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+    from rankopt.result import SolveResult
+
+__all__ = ["reorder", "optimize", "run_program", "original_world", "RankoptMPIError"]
+
+logger = logging.getLogger("rankopt")
+
+_ORIGINAL_WORLD: list[Any] = []
+
+
+class RankoptMPIError(RuntimeError):
+    """Raised identically on every rank when a collective adapter step fails."""
+
+
+def _agree(comm: MPI.Comm, error: str | None, digest: str | None, what: str, *,
+           input_error: bool = False) -> None:
+    """One allgather: every rank learns whether any rank failed or disagrees; all raise alike.
+
+    With ``input_error``, an error reported identically by every rank (the same bad
+    input everywhere) is raised as a ``RankoptInputError``; otherwise errors are
+    raised as ``RankoptMPIError``.
+    """
+    reports = comm.allgather((error, digest))
+    errors = [e for e, _ in reports]
+    if input_error and errors[0] is not None and all(e == errors[0] for e in errors):
+        raise RankoptInputError(errors[0])
+    for r, err in enumerate(errors):
+        if err is not None:
+            raise RankoptMPIError(f"{what} failed on rank {r}: {err}")
+    digests = [d for _, d in reports]
+    if len(set(digests)) > 1:
+        odd = next(r for r, d in enumerate(digests) if d != digests[0])
+        raise RankoptMPIError(
+            f"`order` differs between ranks: rank {odd} holds a different order than rank 0 "
+            f"(digests {digests[odd]} != {digests[0]}); pass the same order on every rank."
+        )
+
+
+def reorder(comm: MPI.Intracomm, order: ArrayLike, *, check: bool = True,
+            name: str | None = "rankopt_reordered") -> MPI.Intracomm:
+    """Return a communicator in which original rank ``order[k]`` has rank ``k``.
+
+    Collective over ``comm``: every process must call it with the same order.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Intracomm
+        The communicator to renumber (``MPI.COMM_WORLD`` or any intracommunicator).
+    order : array_like of int, shape (comm.size,)
+        ``order[k]`` is the rank in ``comm`` of the process that gets new rank ``k``
+        (a ``SolveResult`` is accepted too).
+    check : bool, default True
+        Verify with one small ``allgather`` that every rank holds a valid and
+        identical order before splitting. With ``check=False`` an invalid order
+        still raises locally, but a rank-dependent order is not detected.
+    name : str or None
+        Name given to the new communicator (``comm.Set_name``).
+
+    Returns
+    -------
+    mpi4py.MPI.Intracomm
+        ``comm.Split(0, key=rank_of[comm.rank])``; free it with ``Free()`` when done.
+
+    Raises
+    ------
+    RankoptInputError
+        If ``order`` is not a permutation of ``range(comm.size)`` (raised on every
+        rank before any communication when all ranks got the same bad order).
+    RankoptMPIError
+        On every rank, if the order is invalid on some ranks only or differs between
+        ranks, or if MPI did not honour the split keys.
+
+    Notes
+    -----
+    The order is validated locally first; the agreement check then exchanges
+    one 16-character digest per rank, so ranks never disagree about whether to
+    raise (a rank that raised alone would leave the others waiting in ``Split``).
+    Cost: one ``allgather`` plus one ``MPI_Comm_split``.
+
+    Examples
+    --------
+    Run under ``mpiexec -n 4``:
+
+    >>> from mpi4py import MPI                                   # doctest: +SKIP
+    >>> new = reorder(MPI.COMM_WORLD, [3, 2, 1, 0])               # doctest: +SKIP
+    >>> new.rank == 3 - MPI.COMM_WORLD.rank                       # doctest: +SKIP
+    True
+    """
+    if hasattr(order, "order") and not isinstance(order, np.ndarray):
+        order = order.order
+    n = comm.Get_size()
+    error: str | None = None
+    arr = None
+    try:
+        arr = check_order(order, n)
+    except RankoptInputError as exc:
+        if not check:
+            raise
+        error = str(exc)
+    if check:
+        _agree(comm, error, None if arr is None else order_digest(arr), "order validation",
+               input_error=True)
+    assert arr is not None
+    rank_of = np.empty(n, dtype=np.int64)
+    rank_of[arr] = np.arange(n, dtype=np.int64)
+    rank = comm.Get_rank()
+    new = comm.Split(0, key=int(rank_of[rank]))
+    if new.Get_rank() != rank_of[rank]:
+        got = new.Get_rank()
+        new.Free()
+        raise RankoptMPIError(
+            f"MPI_Comm_split did not honour the key: rank {rank} got new rank {got}, "
+            f"expected {int(rank_of[rank])}."
+        )
+    if name:
+        new.Set_name(name)
+    return new
+
+
+def optimize(comm: MPI.Intracomm, collective: str = "allreduce", algorithm: str = "ring", *,
+             root: int = 0, probe_options: Mapping[str, Any] | None = None,
+             **solve_options: Any) -> tuple[MPI.Intracomm, SolveResult]:
+    """Measure the network of ``comm``, find a better rank order, return it applied.
+
+    Collective over ``comm``: probe all pairs (``rankopt.probe.mpi.measure``),
+    solve on ``root`` (``rankopt.solve``), broadcast the result, :func:`reorder`.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Intracomm
+        The communicator to optimise, usually ``MPI.COMM_WORLD``.
+    collective, algorithm : str
+        The collective and algorithm the order is tuned for (see ``rankopt.solve``).
+    root : int
+        Rank that solves.
+    probe_options : mapping, optional
+        Keyword arguments for ``rankopt.probe.mpi.measure``.
+    **solve_options
+        Keyword arguments for ``rankopt.solve`` (``method``, ``nbytes``, ``rng``,
+        ``time_limit``, ``keep_rank0``, ...).
+
+    Returns
+    -------
+    comm : mpi4py.MPI.Intracomm
+        The reordered communicator (identical rank numbering to ``result.order``).
+    result : SolveResult
+        The same object on every rank.
+
+    Raises
+    ------
+    RankoptMPIError
+        On every rank, if the probe or the solver fails on any rank.
+
+    Examples
+    --------
+    >>> from mpi4py import MPI                                       # doctest: +SKIP
+    >>> comm, result = optimize(MPI.COMM_WORLD, "allreduce", "ring")  # doctest: +SKIP
+    >>> comm.Allreduce(sendbuf, recvbuf)                              # doctest: +SKIP
+    """
+    from rankopt.probe.mpi import measure
+
+    rank = comm.Get_rank()
+    err: str | None = None
+    measurement = None
+    try:
+        measurement = measure(comm, **dict(probe_options or {}))
+    except Exception as exc:  # noqa: BLE001 - reported identically on every rank
+        err = f"{type(exc).__name__}: {exc}"
+    _agree(comm, err, "", "probe")
+    payload: tuple[str, Any]
+    if rank == root:
+        try:
+            import rankopt
+
+            if measurement is None:
+                raise RankoptMPIError(f"the probe returned no measurement on root rank {root}")
+            payload = ("ok", rankopt.solve(measurement, collective, algorithm, **solve_options))
+        except Exception as exc:  # noqa: BLE001
+            payload = ("error", f"{type(exc).__name__}: {exc}")
+    else:
+        payload = ("", None)
+    status, value = comm.bcast(payload, root=root)
+    if status == "error":
+        raise RankoptMPIError(f"solve failed on rank {root}: {value}")
+    result = value
+    logger.info("rankopt: %d ranks, %s", comm.Get_size(), _summary(result))
+    return reorder(comm, result.order), result
+
+
+def _summary(result: Any) -> str:
+    try:
+        return f"cost {result.cost:.3g} s (identity {result.baseline_cost:.3g} s)"
+    except Exception:  # noqa: BLE001
+        return repr(result)
+
+
+def original_world() -> MPI.Intracomm:
+    """The real ``MPI_COMM_WORLD``, also after :func:`run_program` replaced the attribute."""
+    from mpi4py import MPI
+
+    return _ORIGINAL_WORLD[0] if _ORIGINAL_WORLD else MPI.COMM_WORLD
+
+
+def replace_world(comm: MPI.Intracomm) -> None:
+    """Make ``mpi4py.MPI.COMM_WORLD`` refer to ``comm`` for code that looks it up later."""
+    from mpi4py import MPI
+
+    if not _ORIGINAL_WORLD:
+        _ORIGINAL_WORLD.append(MPI.COMM_WORLD)
+    MPI.COMM_WORLD = comm
+
+
+def run_program(args: Sequence[str], order: ArrayLike | None = None,
+                collective: str = "allreduce", algorithm: str = "ring", *,
+                probe_options: Mapping[str, Any] | None = None,
+                on_reorder: Callable[[MPI.Intracomm], None] | None = None,
+                **solve_options: Any) -> Any:
+    """Run ``[pyfile | -m mod | -c cmd] arg ...`` with a reordered ``MPI.COMM_WORLD``.
+
+    Collective over ``MPI_COMM_WORLD``. Obtains the order (``order`` if given,
+    else :func:`optimize`), replaces the ``COMM_WORLD`` attribute of the
+    ``mpi4py.MPI`` module with the reordered communicator, then runs the program
+    with ``runpy`` in this interpreter. An uncaught exception in the program
+    aborts the whole job (``MPI_Abort``), as ``python -m mpi4py`` does.
+
+    Parameters
+    ----------
+    args : sequence of str
+        Program and its arguments, as for ``python -m mpi4py``.
+    order : array_like of int, optional
+        Apply this order instead of measuring.
+    collective, algorithm, probe_options, **solve_options
+        Passed to :func:`optimize`.
+    on_reorder : callable, optional
+        Called with the reordered communicator before the program starts
+        (e.g. to save the order); an exception in it aborts the job.
+
+    Returns
+    -------
+    SolveResult or None
+        The result used (None when ``order`` was given).
+
+    Notes
+    -----
+    What sees the new numbering: every Python lookup of ``MPI.COMM_WORLD`` made
+    after the replacement -- ``from mpi4py import MPI; MPI.COMM_WORLD``,
+    ``from mpi4py.MPI import COMM_WORLD`` at the program's import time,
+    ``mpi4py.futures``, ``mpi4py.util``. What does not: C, C++ or Cython code that
+    uses the C constant ``MPI_COMM_WORLD`` (e.g. a library initialised with its
+    own default communicator), objects created before the replacement, and
+    launcher environment variables (``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``),
+    which keep the launch numbering. ``MPI.COMM_WORLD`` is then an ordinary
+    communicator: predefined attributes such as ``MPI.UNIVERSE_SIZE`` and
+    ``MPI.APPNUM`` live on the real world only (see :func:`original_world`), and
+    ``Free()`` on it is legal. Errors abort through the real world.
+    """
+    from mpi4py import MPI
+    from mpi4py.run import run_command_line, set_abort_status
+
+    if not args:
+        raise RankoptInputError("`args` must name a program: pyfile | -m mod | -c cmd.")
+    world = original_world()
+    result = None
+    try:
+        if order is None:
+            comm, result = optimize(world, collective, algorithm,
+                                    probe_options=probe_options, **solve_options)
+        else:
+            comm = reorder(world, order)
+        if on_reorder is not None:
+            on_reorder(comm)
+    except BaseException as exc:
+        set_abort_status(exc)
+        raise
+    replace_world(comm)
+    assert MPI.COMM_WORLD is comm
+    try:
+        run_command_line(list(args))
+    except BaseException as exc:
+        set_abort_status(exc)
+        raise
+    return result

@@ -1,0 +1,276 @@
+"""Launcher files that place each new rank on the host of the process it replaces.
+
+A rank order found in one job is applied to the *next* launch by telling the
+launcher where each rank goes:
+
+- :func:`write_rankfile` -- Open MPI rankfile, ``rank k=HOST slot=S`` lines.
+  Open MPI 5.x: ``mpiexec --map-by rankfile:file=PATH``; 4.x: ``mpirun --rankfile PATH``.
+- :func:`write_hostfile` -- sequential hostfile (one host per line, line k is rank k),
+  for ``mpiexec --hostfile PATH --map-by seq`` (Open MPI 4.x and 5.x).
+- :func:`write_slurm_hostfile` -- the same list for Slurm:
+  ``SLURM_HOSTFILE=PATH srun --distribution=arbitrary ...``.
+- :func:`launch_options` -- the matching command-line options.
+
+Line ``k`` of every file describes new rank ``k``, which runs where original
+rank ``order[k]`` ran (``hosts[order[k]]``). Files are written atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rankopt._validation import RankoptInputError
+from rankopt.adapters._common import as_order, atomic_write_text, check_hosts
+
+__all__ = [
+    "rank_hosts",
+    "format_rankfile",
+    "write_rankfile",
+    "format_hostfile",
+    "write_hostfile",
+    "write_slurm_hostfile",
+    "launch_options",
+]
+
+SlotSpec = Literal["original", "new"] | Sequence[int | str] | NDArray[np.integer]
+
+
+def rank_hosts(order: ArrayLike, hosts: Any) -> list[str]:
+    """Host of every new rank: ``[hosts[order[k]] for k in range(n)]``.
+
+    Parameters
+    ----------
+    order : array_like of int, shape (n,)
+        ``order[k]`` is the original rank of the process that gets new rank ``k``.
+    hosts : sequence of str or Measurement
+        Host name of every original rank (or an object with ``.hosts``).
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> rank_hosts([2, 0, 1], ["a", "b", "c"])
+    ['c', 'a', 'b']
+    """
+    arr = as_order(order)
+    names = check_hosts(hosts, arr.size)
+    return [names[i] for i in arr]
+
+
+def _slots(arr: NDArray[np.int64], names: tuple[str, ...], slots: Any) -> list[str]:
+    n = arr.size
+    if isinstance(slots, str):
+        if slots not in ("original", "new"):
+            raise RankoptInputError(
+                f"`slots` must be 'original', 'new' or one slot per process; got {slots!r}."
+            )
+        local = np.empty(n, dtype=np.int64)
+        count: dict[str, int] = {}
+        seq = range(n) if slots == "original" else arr
+        for i in seq:
+            local[i] = count.get(names[i], 0)
+            count[names[i]] = local[i] + 1
+        return [str(local[i]) for i in arr]
+    vals = list(slots)
+    if len(vals) != n:
+        raise RankoptInputError(
+            f"`slots` must have one entry per process ({n}); got {len(vals)}."
+        )
+    out = []
+    for i, v in enumerate(vals):
+        s = str(v).strip()
+        if not s or any(c.isspace() or c in "=#" for c in s):
+            raise RankoptInputError(
+                f"`slots` entries must be core numbers like 3, '0-1' or '1:2'; slots[{i}] is {v!r}."
+            )
+        out.append(s)
+    return [out[i] for i in arr]
+
+
+def format_rankfile(order: ArrayLike, hosts: Any, *, slots: SlotSpec = "original",
+                    comment: bool = True) -> str:
+    """Text of an Open MPI rankfile for ``order``.
+
+    Parameters
+    ----------
+    order : array_like of int, shape (n,)
+        The rank order (``order[k]`` = original rank that gets new rank ``k``).
+    hosts : sequence of str or Measurement
+        Host name of every original rank.
+    slots : {"original", "new"} or sequence, default "original"
+        Core (Open MPI "slot") of each new rank. ``"original"``: new rank ``k``
+        takes the slot original rank ``order[k]`` had under a by-slot launch
+        (its index among the original ranks of its host), so every process
+        lands on the core its predecessor was measured on. ``"new"``: slots are
+        numbered per host in new-rank order. A sequence gives the slot of every
+        *original* rank (an int, or an Open MPI slot string such as ``"0-1"``
+        or ``"1:2"``).
+    comment : bool
+        Start with ``#`` lines naming the launch options (Open MPI accepts them).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> print(format_rankfile([1, 0, 3, 2], ["a", "a", "b", "b"], comment=False), end="")
+    rank 0=a slot=1
+    rank 1=a slot=0
+    rank 2=b slot=1
+    rank 3=b slot=0
+    """
+    arr = as_order(order)
+    names = check_hosts(hosts, arr.size)
+    slot_of = _slots(arr, names, slots)
+    lines = []
+    if comment:
+        lines += [
+            f"# rank order for {arr.size} processes (line k: new rank k, original rank order[k])",
+            "# Open MPI 5.x: mpiexec --map-by rankfile:file=THIS_FILE ...",
+            "# Open MPI 4.x: mpirun --rankfile THIS_FILE ...",
+        ]
+    lines += [f"rank {k}={names[i]} slot={slot_of[k]}" for k, i in enumerate(arr)]
+    return "\n".join(lines) + "\n"
+
+
+def write_rankfile(path: str | os.PathLike[str], order: ArrayLike, hosts: Any, *,
+                   slots: SlotSpec = "original", comment: bool = True) -> Path:
+    """Write an Open MPI rankfile that places new rank ``k`` on ``hosts[order[k]]``.
+
+    Use it with ``mpiexec --map-by rankfile:file=PATH`` (Open MPI 5.x) or
+    ``mpirun --rankfile PATH`` (4.x); see :func:`launch_options`. When several
+    ranks share a core (more ranks than cores), Open MPI 5 also needs
+    ``--bind-to core:overload-allowed``.
+
+    Parameters
+    ----------
+    path : path-like
+        Output file; written atomically (temporary file + rename).
+    order, hosts, slots, comment
+        See :func:`format_rankfile`.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    RankoptInputError
+        If ``order`` is not a permutation, ``hosts`` has the wrong length or a
+        name a launcher cannot read, or the folder of ``path`` does not exist.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "rankfile"
+    >>> _ = write_rankfile(p, [1, 0], ["node1", "node2"], comment=False)
+    >>> print(p.read_text(), end="")
+    rank 0=node2 slot=0
+    rank 1=node1 slot=0
+    """
+    return atomic_write_text(path, format_rankfile(order, hosts, slots=slots, comment=comment))
+
+
+def format_hostfile(order: ArrayLike, hosts: Any, *, comment: bool = False) -> str:
+    """Text of a sequential hostfile: line ``k`` is the host of new rank ``k``.
+
+    Examples
+    --------
+    >>> print(format_hostfile([2, 0, 1], ["a", "b", "c"]), end="")
+    c
+    a
+    b
+    """
+    lines = rank_hosts(order, hosts)
+    if comment:
+        lines = ["# line k: host of new rank k (mpiexec --hostfile THIS_FILE --map-by seq)"] + lines
+    return "\n".join(lines) + "\n"
+
+
+def write_hostfile(path: str | os.PathLike[str], order: ArrayLike, hosts: Any, *,
+                   comment: bool = True) -> Path:
+    """Write a sequential hostfile for ``mpiexec --hostfile PATH --map-by seq``.
+
+    Line ``k`` names the host of new rank ``k`` (``hosts[order[k]]``). The
+    sequential mapper places ranks on hosts only; cores follow the launcher's
+    binding policy.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "hosts"
+    >>> _ = write_hostfile(p, [1, 0], ["node1", "node2"], comment=False)
+    >>> p.read_text().split()
+    ['node2', 'node1']
+    """
+    return atomic_write_text(path, format_hostfile(order, hosts, comment=comment))
+
+
+def write_slurm_hostfile(path: str | os.PathLike[str], order: ArrayLike, hosts: Any) -> Path:
+    """Write a Slurm hostfile for ``SLURM_HOSTFILE=PATH srun --distribution=arbitrary``.
+
+    Line ``k`` is the node of task ``k``. Host names must be Slurm node names
+    (as in ``SLURM_JOB_NODELIST``), and the file must have at least as many
+    lines as ``srun -n`` tasks; no comments are written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "slurm_hosts"
+    >>> _ = write_slurm_hostfile(p, [1, 2, 0], ["n1", "n2", "n3"])
+    >>> p.read_text().split()
+    ['n2', 'n3', 'n1']
+    """
+    return atomic_write_text(path, format_hostfile(order, hosts, comment=False))
+
+
+def launch_options(path: str | os.PathLike[str],
+                   kind: Literal["rankfile", "hostfile", "slurm"] = "rankfile", *,
+                   openmpi: int = 5) -> list[str]:
+    """Launcher options that apply a file written by this module.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    kind : {"rankfile", "hostfile", "slurm"}
+        Which writer produced it.
+    openmpi : {4, 5}
+        Open MPI major version (rankfile option syntax changed in 5.0).
+
+    Returns
+    -------
+    list of str
+        Options for ``mpiexec``/``mpirun``; for ``"slurm"`` the ``srun`` options
+        (``SLURM_HOSTFILE=PATH`` must also be exported).
+
+    Examples
+    --------
+    >>> launch_options("rf")
+    ['--map-by', 'rankfile:file=rf']
+    >>> launch_options("rf", openmpi=4)
+    ['--rankfile', 'rf']
+    >>> launch_options("hosts", "hostfile")
+    ['--hostfile', 'hosts', '--map-by', 'seq']
+    """
+    p = os.fspath(path)
+    if openmpi not in (4, 5):
+        raise RankoptInputError(f"`openmpi` must be 4 or 5; got {openmpi!r}.")
+    if kind == "rankfile":
+        return ["--map-by", f"rankfile:file={p}"] if openmpi == 5 else ["--rankfile", p]
+    if kind == "hostfile":
+        return ["--hostfile", p, "--map-by", "seq"]
+    if kind == "slurm":
+        return ["--distribution=arbitrary"]
+    raise RankoptInputError(
+        f"`kind` must be 'rankfile', 'hostfile' or 'slurm'; got {kind!r}."
+    )
