@@ -1,0 +1,58 @@
+"""Shared parts of the timing workers (configuration, timing loop, output)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Size of the per-order warm-up allreduce (opens connections, faults pages in).
+WARMUP_BYTES = 64 * 1024
+
+
+def load_config() -> dict[str, Any]:
+    """The JSON configuration whose path is the worker's first argument."""
+    return json.loads(Path(sys.argv[1]).read_text())
+
+
+def timing_loop(cfg: dict[str, Any], allreduce: Callable[[int, np.ndarray], float],
+                make_buffer: Callable[[int], Any] = lambda nbytes: None) -> list[list[float]]:
+    """Time every job ``(order_index, nbytes)`` ``repeats`` times.
+
+    ``allreduce(order_index, buffer)`` runs one allreduce and returns the slowest
+    rank's time.  Repeats are the outer loop so that slow phases of a busy
+    machine hit every order alike.
+    """
+    jobs: Sequence[tuple[int, int]] = [(int(o), int(b)) for o, b in cfg["jobs"]]
+    sizes = sorted({b for _, b in jobs} | {WARMUP_BYTES})
+    buffers = {b: make_buffer(b) for b in sizes}
+    for o in sorted({o for o, _ in jobs}):
+        allreduce(o, buffers[WARMUP_BYTES])
+    times: list[list[float]] = [[] for _ in jobs]
+    deadline = time.monotonic() + float(cfg.get("budget_s", 1e9))
+    for _ in range(int(cfg.get("repeats", 3))):
+        for k, (o, b) in enumerate(jobs):
+            times[k].append(allreduce(o, buffers[b]))
+        if time.monotonic() > deadline:
+            break
+    return times
+
+
+def write_result(cfg: dict[str, Any], result: dict[str, Any]) -> None:
+    """Write the rank-0 result next to the configuration."""
+    Path(cfg["out"]).write_text(json.dumps(result))
+
+
+def save_measurement(m: Any, path: str) -> None:
+    """Save a probe Measurement (its own ``save`` when it has one)."""
+    if hasattr(m, "save"):
+        m.save(path)
+        return
+    np.savez(path, latency=np.asarray(m.latency),
+             bandwidth=np.asarray(getattr(m, "bandwidth", np.zeros_like(m.latency))),
+             hosts=np.asarray(getattr(m, "hosts", []), dtype=str))

@@ -1,0 +1,235 @@
+"""Start one process per rank inside the testbed's hosts.
+
+Contents
+--------
+placement
+    Which host each launch rank runs on: ``contiguous``, ``interleaved`` (what a
+    scheduler that round-robins over racks does) or ``random`` (seeded).
+run_mpi
+    Open MPI: ``mpirun`` in the host of rank 0, daemons started in the other
+    hosts through an rsh agent that enters their namespace.
+run_gloo
+    torch.distributed: one process per rank, ``GLOO_SOCKET_IFNAME=eth0``.
+
+Every process gets its own UTS namespace with the host's name as hostname, so
+that Open MPI and Gloo see different hosts and never use shared memory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rankopt.testbed.topology import Testbed, TestbedError
+
+__all__ = ["placement", "run_mpi", "run_gloo", "MPI_MCA", "RING_MCA"]
+
+#: MCA settings that make Open MPI usable in the testbed (TCP only, no core
+#: binding, no busy polling on an oversubscribed machine).
+MPI_MCA: dict[str, str] = {
+    "btl": "tcp,self",
+    "pml": "ob1",
+    "btl_tcp_if_include": "eth0",
+    "mpi_yield_when_idle": "1",
+}
+#: Force the ring allreduce of Open MPI's tuned collectives.
+RING_MCA: dict[str, str] = {
+    "coll_tuned_use_dynamic_rules": "1",
+    "coll_tuned_allreduce_algorithm": "4",
+}
+
+_THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def _base_env(extra: Mapping[str, str] | None) -> dict[str, str]:
+    # workers import the same rankopt as this process, installed or not
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, **_THREAD_ENV, **(extra or {}),
+            "PYTHONPATH": root + (os.pathsep + path if path else "")}
+
+
+def placement(n_hosts: int, kind: str = "interleaved", *, shape: Sequence[int] = (),
+              rng: None | int | np.random.Generator = None) -> np.ndarray:
+    """Host of each launch rank.
+
+    Parameters
+    ----------
+    n_hosts : int
+    kind : {"contiguous", "interleaved", "random"}
+        ``interleaved`` deals ranks round-robin over the top level first
+        (pods), then racks, like a scheduler that spreads a job: with 2 racks
+        of 4, ranks 0, 2, 4, 6 land in rack 0.
+    shape : sequence of int
+        Group sizes per level, coarsest first, e.g. ``(pods, racks_per_pod,
+        hosts_per_rack)``; their product must be ``n_hosts``.
+    rng : None, int or Generator
+        Seed for ``random``.
+
+    Examples
+    --------
+    >>> placement(8, "interleaved", shape=(2, 4)).tolist()
+    [0, 4, 1, 5, 2, 6, 3, 7]
+    """
+    if kind == "contiguous":
+        return np.arange(n_hosts)
+    if kind == "random":
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        return gen.permutation(n_hosts)
+    if kind != "interleaved":
+        raise ValueError(f"`kind` must be 'contiguous', 'interleaved' or 'random'; got {kind!r}.")
+    shape = tuple(shape) or (n_hosts,)
+    if int(np.prod(shape)) != n_hosts:
+        raise ValueError(f"`shape` {shape} does not multiply to {n_hosts} hosts.")
+    out = np.empty(n_hosts, dtype=np.int64)
+    for r in range(n_hosts):
+        rest, host, stride = r, 0, n_hosts
+        for size in shape:  # least significant digit of r picks the top-level group
+            stride //= size
+            host += (rest % size) * stride
+            rest //= size
+        out[r] = host
+    return out
+
+
+def _uts(ns: str) -> list[str]:
+    # own hostname per process: Open MPI and Gloo then see distinct hosts
+    return ["unshare", "--uts", "--", "sh", "-c", 'hostname "$0" && exec "$@"', ns]
+
+
+def _agent(tb: Testbed, directory: Path) -> Path:
+    cases = "\n".join(f"  {tb.topology.address(h)}) ns={tb.ns(h)};;"
+                      for h in range(tb.topology.n_hosts))
+    script = directory / "agent.sh"
+    script.write_text(f"""#!/bin/sh
+host=$1; shift
+case "$host" in
+{cases}
+  *) echo "rankopt testbed agent: unknown host $host" >&2; exit 1;;
+esac
+exec ip netns exec "$ns" unshare --uts -- sh -c "hostname $ns && $*"
+""")
+    script.chmod(0o755)
+    return script
+
+
+def _check_tools(*names: str) -> None:
+    for name in names:
+        if shutil.which(name) is None:
+            raise TestbedError(f"`{name}` is not on PATH; it is needed to run ranks in the testbed.")
+
+
+def run_mpi(tb: Testbed, hosts: Sequence[int], argv: Sequence[str], *,
+            mca: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
+            timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` with Open MPI, launch rank ``r`` on host ``hosts[r]``.
+
+    Parameters
+    ----------
+    tb : Testbed
+        A testbed that is up.
+    hosts : sequence of int
+        Host of each rank (see :func:`placement`).
+    argv : sequence of str
+        The program, e.g. ``[sys.executable, "-m", "rankopt.testbed.worker_mpi", cfg]``.
+    mca : mapping, optional
+        Extra MCA parameters (added to :data:`MPI_MCA`).
+    env : mapping, optional
+        Extra environment variables for every rank.
+    timeout : float
+        Seconds before the whole job is killed.
+
+    Returns
+    -------
+    subprocess.CompletedProcess
+        With ``stdout``/``stderr`` captured; raises :class:`TestbedError` on failure.
+    """
+    _check_tools("mpirun", "unshare")
+    t = tb.topology
+    params = {**MPI_MCA, **(mca or {})}
+    with tempfile.TemporaryDirectory(prefix="rankopt-testbed-") as d:
+        hostfile = Path(d) / "hosts"
+        hostfile.write_text("".join(f"{t.address(int(h))}\n" for h in hosts))
+        cmd = ["mpirun", "-n", str(len(hosts)), "--hostfile", str(hostfile), "--map-by", "seq",
+               "--bind-to", "none", "--mca", "plm_rsh_agent", str(_agent(tb, Path(d)))]
+        for k, v in params.items():
+            cmd += ["--mca", k, str(v)]
+        full_env = {**_base_env(env), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        return _wait([tb.popen(int(hosts[0]), [*_uts(tb.ns(int(hosts[0]))), *cmd, *argv],
+                               env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, start_new_session=True)], timeout, "mpirun")[0]
+
+
+def run_gloo(tb: Testbed, hosts: Sequence[int], argv: Sequence[str], *,
+             env: Mapping[str, str] | None = None, rank: Sequence[int] | None = None,
+             port: int = 29511, timeout: float = 600.0) -> list[subprocess.CompletedProcess[str]]:
+    """Start ``argv`` once per rank for torch.distributed (Gloo) and wait.
+
+    Process ``r`` runs on host ``hosts[r]`` with ``RANK=rank[r]`` (default
+    ``r``), ``WORLD_SIZE``, ``MASTER_ADDR`` (the host of the process with
+    ``RANK=0``), ``MASTER_PORT``, ``LOCAL_RANK=0``, ``LOCAL_WORLD_SIZE=1`` and
+    ``GLOO_SOCKET_IFNAME=eth0``.  Passing ``rank=rank_of`` applies an order the
+    way a launcher wrapper does.
+
+    Returns one CompletedProcess per rank; raises :class:`TestbedError` when any fails.
+    """
+    _check_tools("unshare")
+    n = len(hosts)
+    ranks = list(range(n)) if rank is None else [int(x) for x in rank]
+    if sorted(ranks) != list(range(n)):
+        raise ValueError("`rank` must be a permutation of range(len(hosts)).")
+    master = int(hosts[ranks.index(0)])
+    procs = []
+    try:
+        for r in range(n):
+            h = int(hosts[r])
+            e = {**_base_env(env), "RANK": str(ranks[r]),
+                 "WORLD_SIZE": str(n), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+                 "MASTER_ADDR": tb.topology.address(master), "MASTER_PORT": str(port),
+                 "GLOO_SOCKET_IFNAME": "eth0", "TESTBED_LAUNCH_RANK": str(r)}
+            procs.append(tb.popen(h, [*_uts(tb.ns(h)), *argv], env=e, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, start_new_session=True))
+    except BaseException:
+        _kill(procs)
+        raise
+    return _wait(procs, timeout, "gloo job")
+
+
+def _kill(procs: Sequence[subprocess.Popen[str]]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, 9)
+            except (ProcessLookupError, PermissionError):
+                p.kill()
+    for p in procs:
+        p.wait()
+
+
+def _wait(procs: Sequence[subprocess.Popen[str]], timeout: float,
+          what: str) -> list[subprocess.CompletedProcess[str]]:
+    deadline = time.monotonic() + timeout
+    out: list[subprocess.CompletedProcess[str]] = []
+    try:
+        for p in procs:
+            stdout, stderr = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            out.append(subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr))
+            if p.returncode != 0:
+                _kill(procs)
+                tail = "\n".join((stderr or stdout or "").strip().splitlines()[-15:])
+                raise TestbedError(f"{what} failed (exit {p.returncode}):\n{tail}")
+    except subprocess.TimeoutExpired:
+        _kill(procs)
+        raise TestbedError(f"{what} did not finish within {timeout:g} s.") from None
+    except BaseException:
+        _kill(procs)
+        raise
+    return out
+
