@@ -20,8 +20,11 @@ def load_config() -> dict[str, Any]:
     return json.loads(Path(sys.argv[1]).read_text())
 
 
-def timing_loop(cfg: dict[str, Any], allreduce: Callable[[int, np.ndarray], float],
-                make_buffer: Callable[[int], Any] = lambda nbytes: None) -> list[list[float]]:
+def timing_loop(
+    cfg: dict[str, Any],
+    allreduce: Callable[[int, np.ndarray], float],
+    make_buffer: Callable[[int], Any] = lambda nbytes: None,
+) -> list[list[float]]:
     """Time every job ``(order_index, nbytes)`` ``repeats`` times.
 
     ``allreduce(order_index, buffer)`` runs one allreduce and returns the slowest
@@ -53,6 +56,9 @@ def save_measurement(m: Any, path: str) -> None:
     if hasattr(m, "save"):
         m.save(path)
         return
-    np.savez(path, latency=np.asarray(m.latency),
-             bandwidth=np.asarray(getattr(m, "bandwidth", np.zeros_like(m.latency))),
-             hosts=np.asarray(getattr(m, "hosts", []), dtype=str))
+    np.savez(
+        path,
+        latency=np.asarray(m.latency),
+        bandwidth=np.asarray(getattr(m, "bandwidth", np.zeros_like(m.latency))),
+        hosts=np.asarray(getattr(m, "hosts", []), dtype=str),
+    )

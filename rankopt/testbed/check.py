@@ -51,9 +51,11 @@ class LevelCheck:
         return abs(self.ratio - 1.0) <= tolerance
 
     def __str__(self) -> str:
-        return (f"{self.name:<5} {self.flows} flow(s): configured {self.expected * 8e-6:8.1f} "
-                f"Mbit/s, measured {self.measured * 8e-6:8.1f} Mbit/s ({self.ratio:6.1%}), "
-                f"rtt {self.rtt * 1e6:8.0f} us")
+        return (
+            f"{self.name:<5} {self.flows} flow(s): configured {self.expected * 8e-6:8.1f} "
+            f"Mbit/s, measured {self.measured * 8e-6:8.1f} Mbit/s ({self.ratio:6.1%}), "
+            f"rtt {self.rtt * 1e6:8.0f} us"
+        )
 
 
 def _pairs(tb: Testbed, level: int) -> list[tuple[int, int]]:
@@ -65,31 +67,63 @@ def _pairs(tb: Testbed, level: int) -> list[tuple[int, int]]:
     return [(i, other + i) for i in range(k)]
 
 
-def _flows(tb: Testbed, pairs: list[tuple[int, int]], mode: str, seconds: float,
-           port0: int) -> list[dict[str, float]]:
+def _flows(
+    tb: Testbed, pairs: list[tuple[int, int]], mode: str, seconds: float, port0: int
+) -> list[dict[str, float]]:
     t = tb.topology
     servers = []
     try:
         for i, (_, dst) in enumerate(pairs):
-            p = tb.popen(dst, [sys.executable, _NETPERF, "server", t.address(dst),
-                               str(port0 + i), mode, str(min(0.5, seconds / 4))],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            p = tb.popen(
+                dst,
+                [
+                    sys.executable,
+                    _NETPERF,
+                    "server",
+                    t.address(dst),
+                    str(port0 + i),
+                    mode,
+                    str(min(0.5, seconds / 4)),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             servers.append(p)
             if p.stdout is None or p.stdout.readline().strip() != "ready":
-                raise TestbedError(f"bandwidth server in {tb.ns(dst)} failed: "
-                                   f"{p.stderr.read() if p.stderr else ''}")
-        clients = [tb.popen(src, [sys.executable, _NETPERF, "client", t.address(dst),
-                                  str(port0 + i), mode, str(seconds)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                   for i, (src, dst) in enumerate(pairs)]
+                raise TestbedError(
+                    f"bandwidth server in {tb.ns(dst)} failed: "
+                    f"{p.stderr.read() if p.stderr else ''}"
+                )
+        clients = [
+            tb.popen(
+                src,
+                [
+                    sys.executable,
+                    _NETPERF,
+                    "client",
+                    t.address(dst),
+                    str(port0 + i),
+                    mode,
+                    str(seconds),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i, (src, dst) in enumerate(pairs)
+        ]
         outs = []
-        for c, s in zip(clients, servers):
+        for c, s in zip(clients, servers, strict=True):
             cout, cerr = c.communicate(timeout=seconds + 60)
             sout, serr = s.communicate(timeout=60)
             if c.returncode or s.returncode:
                 raise TestbedError(f"bandwidth test failed: {cerr.strip()} {serr.strip()}")
-            outs.append(json.loads(cout.splitlines()[-1]) if mode == "rtt"
-                        else json.loads(sout.splitlines()[-1]))
+            outs.append(
+                json.loads(cout.splitlines()[-1])
+                if mode == "rtt"
+                else json.loads(sout.splitlines()[-1])
+            )
         return outs
     finally:
         for p in servers:
@@ -98,7 +132,9 @@ def _flows(tb: Testbed, pairs: list[tuple[int, int]], mode: str, seconds: float,
                 p.wait()
 
 
-def check(tb: Testbed, *, seconds: float = 2.0, levels: list[int] | None = None) -> list[LevelCheck]:
+def check(
+    tb: Testbed, *, seconds: float = 2.0, levels: list[int] | None = None
+) -> list[LevelCheck]:
     """Measure each level of a running testbed.
 
     For level 0 one flow between two hosts of a rack; for the rack (pod) level

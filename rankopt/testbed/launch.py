@@ -52,12 +52,21 @@ def _base_env(extra: Mapping[str, str] | None) -> dict[str, str]:
     # workers import the same rankopt as this process, installed or not
     root = str(Path(__file__).resolve().parents[2])
     path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, **_THREAD_ENV, **(extra or {}),
-            "PYTHONPATH": root + (os.pathsep + path if path else "")}
+    return {
+        **os.environ,
+        **_THREAD_ENV,
+        **(extra or {}),
+        "PYTHONPATH": root + (os.pathsep + path if path else ""),
+    }
 
 
-def placement(n_hosts: int, kind: str = "interleaved", *, shape: Sequence[int] = (),
-              rng: None | int | np.random.Generator = None) -> np.ndarray:
+def placement(
+    n_hosts: int,
+    kind: str = "interleaved",
+    *,
+    shape: Sequence[int] = (),
+    rng: None | int | np.random.Generator = None,
+) -> np.ndarray:
     """Host of each launch rank.
 
     Parameters
@@ -105,8 +114,9 @@ def _uts(ns: str) -> list[str]:
 
 
 def _agent(tb: Testbed, directory: Path) -> Path:
-    cases = "\n".join(f"  {tb.topology.address(h)}) ns={tb.ns(h)};;"
-                      for h in range(tb.topology.n_hosts))
+    cases = "\n".join(
+        f"  {tb.topology.address(h)}) ns={tb.ns(h)};;" for h in range(tb.topology.n_hosts)
+    )
     script = directory / "agent.sh"
     script.write_text(f"""#!/bin/sh
 host=$1; shift
@@ -123,12 +133,20 @@ exec ip netns exec "$ns" unshare --uts -- sh -c "hostname $ns && $*"
 def _check_tools(*names: str) -> None:
     for name in names:
         if shutil.which(name) is None:
-            raise TestbedError(f"`{name}` is not on PATH; it is needed to run ranks in the testbed.")
+            raise TestbedError(
+                f"`{name}` is not on PATH; it is needed to run ranks in the testbed."
+            )
 
 
-def run_mpi(tb: Testbed, hosts: Sequence[int], argv: Sequence[str], *,
-            mca: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None,
-            timeout: float = 600.0) -> subprocess.CompletedProcess[str]:
+def run_mpi(
+    tb: Testbed,
+    hosts: Sequence[int],
+    argv: Sequence[str],
+    *,
+    mca: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600.0,
+) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` with Open MPI, launch rank ``r`` on host ``hosts[r]``.
 
     Parameters
@@ -157,19 +175,54 @@ def run_mpi(tb: Testbed, hosts: Sequence[int], argv: Sequence[str], *,
     with tempfile.TemporaryDirectory(prefix="rankopt-testbed-") as d:
         hostfile = Path(d) / "hosts"
         hostfile.write_text("".join(f"{t.address(int(h))}\n" for h in hosts))
-        cmd = ["mpirun", "-n", str(len(hosts)), "--hostfile", str(hostfile), "--map-by", "seq",
-               "--bind-to", "none", "--mca", "plm_rsh_agent", str(_agent(tb, Path(d)))]
+        cmd = [
+            "mpirun",
+            "-n",
+            str(len(hosts)),
+            "--hostfile",
+            str(hostfile),
+            "--map-by",
+            "seq",
+            "--bind-to",
+            "none",
+            "--mca",
+            "plm_rsh_agent",
+            str(_agent(tb, Path(d))),
+        ]
         for k, v in params.items():
             cmd += ["--mca", k, str(v)]
-        full_env = {**_base_env(env), "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-        return _wait([tb.popen(int(hosts[0]), [*_uts(tb.ns(int(hosts[0]))), *cmd, *argv],
-                               env=full_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)], timeout, "mpirun")[0]
+        full_env = {
+            **_base_env(env),
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+        }
+        return _wait(
+            [
+                tb.popen(
+                    int(hosts[0]),
+                    [*_uts(tb.ns(int(hosts[0]))), *cmd, *argv],
+                    env=full_env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    start_new_session=True,
+                )
+            ],
+            timeout,
+            "mpirun",
+        )[0]
 
 
-def run_gloo(tb: Testbed, hosts: Sequence[int], argv: Sequence[str], *,
-             env: Mapping[str, str] | None = None, rank: Sequence[int] | None = None,
-             port: int = 29511, timeout: float = 600.0) -> list[subprocess.CompletedProcess[str]]:
+def run_gloo(
+    tb: Testbed,
+    hosts: Sequence[int],
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    rank: Sequence[int] | None = None,
+    port: int = 29511,
+    timeout: float = 600.0,
+) -> list[subprocess.CompletedProcess[str]]:
     """Start ``argv`` once per rank for torch.distributed (Gloo) and wait.
 
     Process ``r`` runs on host ``hosts[r]`` with ``RANK=rank[r]`` (default
@@ -190,12 +243,28 @@ def run_gloo(tb: Testbed, hosts: Sequence[int], argv: Sequence[str], *,
     try:
         for r in range(n):
             h = int(hosts[r])
-            e = {**_base_env(env), "RANK": str(ranks[r]),
-                 "WORLD_SIZE": str(n), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
-                 "MASTER_ADDR": tb.topology.address(master), "MASTER_PORT": str(port),
-                 "GLOO_SOCKET_IFNAME": "eth0", "TESTBED_LAUNCH_RANK": str(r)}
-            procs.append(tb.popen(h, [*_uts(tb.ns(h)), *argv], env=e, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, start_new_session=True))
+            e = {
+                **_base_env(env),
+                "RANK": str(ranks[r]),
+                "WORLD_SIZE": str(n),
+                "LOCAL_RANK": "0",
+                "LOCAL_WORLD_SIZE": "1",
+                "MASTER_ADDR": tb.topology.address(master),
+                "MASTER_PORT": str(port),
+                "GLOO_SOCKET_IFNAME": "eth0",
+                "TESTBED_LAUNCH_RANK": str(r),
+            }
+            procs.append(
+                tb.popen(
+                    h,
+                    [*_uts(tb.ns(h)), *argv],
+                    env=e,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    start_new_session=True,
+                )
+            )
     except BaseException:
         _kill(procs)
         raise
@@ -213,8 +282,9 @@ def _kill(procs: Sequence[subprocess.Popen[str]]) -> None:
         p.wait()
 
 
-def _wait(procs: Sequence[subprocess.Popen[str]], timeout: float,
-          what: str) -> list[subprocess.CompletedProcess[str]]:
+def _wait(
+    procs: Sequence[subprocess.Popen[str]], timeout: float, what: str
+) -> list[subprocess.CompletedProcess[str]]:
     deadline = time.monotonic() + timeout
     out: list[subprocess.CompletedProcess[str]] = []
     try:
@@ -232,4 +302,3 @@ def _wait(procs: Sequence[subprocess.Popen[str]], timeout: float,
         _kill(procs)
         raise
     return out
-

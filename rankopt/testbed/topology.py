@@ -178,8 +178,7 @@ class Topology:
         rates += [rates[-1]] * (3 - len(rates))
         lat += [0.0] * (3 - len(lat))
         if lat[0] != 0.0:
-            raise ValueError("extra latency on the host level is not supported; got "
-                             f"{lat[0]!r} s.")
+            raise ValueError(f"extra latency on the host level is not supported; got {lat[0]!r} s.")
         object.__setattr__(self, "rates", tuple(rates[:3]))
         object.__setattr__(self, "latency", tuple(lat[:3]))
 
@@ -255,9 +254,12 @@ class Topology:
 
     def describe(self) -> str:
         """One line: shape, rates and latencies."""
-        parts = [f"{self.n_hosts} hosts = {self.pods} pod(s) x {self.racks_per_pod} racks x "
-                 f"{self.hosts_per_rack} hosts", f"host {_fmt_rate(self.rates[0])}",
-                 f"rack uplink {_fmt_rate(self.rates[1])}"]
+        parts = [
+            f"{self.n_hosts} hosts = {self.pods} pod(s) x {self.racks_per_pod} racks x "
+            f"{self.hosts_per_rack} hosts",
+            f"host {_fmt_rate(self.rates[0])}",
+            f"rack uplink {_fmt_rate(self.rates[1])}",
+        ]
         if self.pods > 1:
             parts.append(f"pod uplink {_fmt_rate(self.rates[2])}")
         for lv, name in ((1, "rack"), (2, "pod")):
@@ -299,8 +301,9 @@ def require_namespaces(prefix: str = "rkt") -> None:
     if os.name != "posix" or not hasattr(os, "geteuid"):
         raise TestbedError("the testbed needs Linux network namespaces.")
     if os.geteuid() != 0:
-        raise TestbedError("the testbed needs root (it creates network namespaces); "
-                           "run it as root or with sudo.")
+        raise TestbedError(
+            "the testbed needs root (it creates network namespaces); run it as root or with sudo."
+        )
     if shutil.which("ip") is None or shutil.which("tc") is None:
         raise TestbedError("the testbed needs the `ip` and `tc` commands (iproute2).")
     probe = f"{prefix}-chk{os.getpid()}"
@@ -315,8 +318,25 @@ def _shape(ns: str, dev: str, rate: float) -> list[str]:
     # queue of ~25 ms.
     burst = int(max(rate * 0.004, 64 * 1024 + 2 * _MTU))
     limit = int(max(rate * 0.025, 4 * burst))
-    return ["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
-            "rate", f"{int(rate * 8)}bit", "burst", str(burst), "limit", str(limit)]
+    return [
+        "ip",
+        "netns",
+        "exec",
+        ns,
+        "tc",
+        "qdisc",
+        "replace",
+        "dev",
+        dev,
+        "root",
+        "tbf",
+        "rate",
+        f"{int(rate * 8)}bit",
+        "burst",
+        str(burst),
+        "limit",
+        str(limit),
+    ]
 
 
 class Testbed:
@@ -369,16 +389,21 @@ class Testbed:
         """Create namespaces, bridges, links and shaping; tear down on any error."""
         require_namespaces(self.prefix)
         if existing_namespaces(self.prefix):
-            raise TestbedError(f"a testbed with prefix {self.prefix!r} exists; run "
-                               f"`rankopt testbed down --prefix {self.prefix}` first.")
+            raise TestbedError(
+                f"a testbed with prefix {self.prefix!r} exists; run "
+                f"`rankopt testbed down --prefix {self.prefix}` first."
+            )
         try:
             self._build()
         except BaseException:
             self.down()
             raise
         STATE_DIR.mkdir(parents=True, exist_ok=True)
-        state = {"prefix": self.prefix, "topology": self.topology.to_dict(),
-                 "relays": [r.pid for r in self._relays]}
+        state = {
+            "prefix": self.prefix,
+            "topology": self.topology.to_dict(),
+            "relays": [r.pid for r in self._relays],
+        }
         self.state_file.write_text(json.dumps(state))
         logger.info("testbed %s up: %s", self.prefix, self.topology.describe())
         return self
@@ -398,8 +423,25 @@ class Testbed:
             ns = self.ns(h)
             _run(["ip", "netns", "add", ns])
             _run(["ip", "-n", ns, "link", "set", "lo", "up"])
-            _run(["ip", "-n", fab, "link", "add", f"h{h}", "mtu", str(_MTU), "type", "veth",
-                  "peer", "name", "eth0", "netns", ns])
+            _run(
+                [
+                    "ip",
+                    "-n",
+                    fab,
+                    "link",
+                    "add",
+                    f"h{h}",
+                    "mtu",
+                    str(_MTU),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    "eth0",
+                    "netns",
+                    ns,
+                ]
+            )
             _run(["ip", "-n", fab, "link", "set", f"h{h}", "master", f"r{t.rack_of(h)}", "up"])
             _run(["ip", "-n", ns, "addr", "add", f"{t.address(h)}/16", "dev", "eth0"])
             _run(["ip", "-n", ns, "link", "set", "eth0", "up"])
@@ -413,8 +455,22 @@ class Testbed:
 
     def _bridge(self, name: str) -> None:
         fab = self.fabric
-        _run(["ip", "-n", fab, "link", "add", name, "type", "bridge", "stp_state", "0",
-              "forward_delay", "0"])
+        _run(
+            [
+                "ip",
+                "-n",
+                fab,
+                "link",
+                "add",
+                name,
+                "type",
+                "bridge",
+                "stp_state",
+                "0",
+                "forward_delay",
+                "0",
+            ]
+        )
         _run(["ip", "-n", fab, "link", "set", name, "up"])
 
     def _uplink(self, lower: str, upper: str, rate: float, delay: float) -> None:
@@ -428,8 +484,23 @@ class Testbed:
                 _run(["ip", "-n", fab, "link", "set", dev, "mtu", str(_MTU)])
                 _run(["ip", "-n", fab, "link", "set", dev, "master", br, "up"])
         else:
-            _run(["ip", "-n", fab, "link", "add", a, "mtu", str(_MTU), "type", "veth",
-                  "peer", "name", b])
+            _run(
+                [
+                    "ip",
+                    "-n",
+                    fab,
+                    "link",
+                    "add",
+                    a,
+                    "mtu",
+                    str(_MTU),
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    b,
+                ]
+            )
             _run(["ip", "-n", fab, "link", "set", a, "master", lower, "up"])
             _run(["ip", "-n", fab, "link", "set", b, "master", upper, "up"])
         _run(_shape(fab, a, rate))  # lower -> upper
@@ -445,8 +516,9 @@ class Testbed:
     # -- use --------------------------------------------------------------------
     def exec(self, host: int, cmd: Sequence[str], **kw: Any) -> subprocess.CompletedProcess[str]:
         """Run ``cmd`` inside host ``host`` and wait for it."""
-        return subprocess.run(["ip", "netns", "exec", self.ns(host), *cmd],
-                              capture_output=True, text=True, **kw)
+        return subprocess.run(
+            ["ip", "netns", "exec", self.ns(host), *cmd], capture_output=True, text=True, **kw
+        )
 
     def popen(self, host: int, cmd: Sequence[str], **kw: Any) -> subprocess.Popen[Any]:
         """Start ``cmd`` inside host ``host``."""
@@ -457,8 +529,10 @@ class Testbed:
         """The testbed that ``up`` built earlier with this prefix."""
         f = STATE_DIR / f"{prefix}.json"
         if not f.exists() or not existing_namespaces(prefix):
-            raise TestbedError(f"no testbed with prefix {prefix!r} is up; run "
-                               f"`rankopt testbed up --prefix {prefix}` first.")
+            raise TestbedError(
+                f"no testbed with prefix {prefix!r} is up; run "
+                f"`rankopt testbed up --prefix {prefix}` first."
+            )
         state = json.loads(f.read_text())
         return cls(Topology.from_dict(state["topology"]), prefix=prefix)
 

@@ -35,8 +35,10 @@ def main() -> None:
         result["probe_s"] = time.perf_counter() - t0
         if rank == 0:
             save_measurement(m, cfg["probe"])
-    groups = [dist.new_group(ranks=[int(x) for x in o], sort_ranks=False, timeout=timeout)
-              for o in cfg["orders"]]
+    groups = [
+        dist.new_group(ranks=[int(x) for x in o], sort_ranks=False, timeout=timeout)
+        for o in cfg["orders"]
+    ]
 
     def allreduce(o: int, buf: torch.Tensor) -> float:
         g = groups[o]
