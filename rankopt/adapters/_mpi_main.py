@@ -139,7 +139,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.hostfile:
             write_hostfile(args.hostfile, order_used, hosts)
 
-    adapter.run_program(program, order, args.collective, args.algorithm,
-                        probe_options=probe_options, on_reorder=after_reorder,
-                        **solve_options)
+    try:
+        adapter.run_program(program, order, args.collective, args.algorithm,
+                            probe_options=probe_options, on_reorder=after_reorder,
+                            **solve_options)
+    except (RankoptInputError, adapter.RankoptMPIError) as exc:
+        # raised alike on every rank: one message, clean exit everywhere
+        if world.Get_rank() == 0:
+            print(f"rankopt.mpi: error: {exc}", file=sys.stderr)
+        return 1
     return 0

@@ -270,6 +270,12 @@ def run_program(args: Sequence[str], order: ArrayLike | None = None,
     SolveResult or None
         The result used (None when ``order`` was given).
 
+    Raises
+    ------
+    RankoptInputError, RankoptMPIError
+        Raised alike on every rank when the order cannot be obtained or applied;
+        the program is not started. Any other exception aborts the job.
+
     Notes
     -----
     What sees the new numbering: every Python lookup of ``MPI.COMM_WORLD`` made
@@ -297,6 +303,12 @@ def run_program(args: Sequence[str], order: ArrayLike | None = None,
                                     probe_options=probe_options, **solve_options)
         else:
             comm = reorder(world, order)
+    except (RankoptInputError, RankoptMPIError):
+        raise  # raised alike on every rank: no abort needed
+    except BaseException as exc:
+        set_abort_status(exc)
+        raise
+    try:
         if on_reorder is not None:
             on_reorder(comm)
     except BaseException as exc:

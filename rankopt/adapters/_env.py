@@ -1,0 +1,180 @@
+"""Read the rank, world size and rendezvous address a launcher gave this process.
+
+Supported launchers, first match wins:
+
+==========  ==============================================================
+torchrun    ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``,
+            ``MASTER_PORT`` (also any launcher that sets these by hand)
+Open MPI    ``OMPI_COMM_WORLD_RANK``, ``_SIZE``, ``_LOCAL_RANK``, ``_LOCAL_SIZE``
+MPICH       ``PMI_RANK``, ``PMI_SIZE``, ``MPI_LOCALRANKID``
+Slurm       ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``,
+            ``SLURM_STEP_NODELIST`` / ``SLURM_JOB_NODELIST``
+==========  ==============================================================
+
+The rendezvous host is ``MASTER_ADDR`` when set; otherwise the first node of the
+Slurm node list, or ``127.0.0.1`` when every rank runs on one host. The port is
+``MASTER_PORT``, defaulting to 29500 (torch's default).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rankopt._validation import RankoptInputError
+
+__all__ = ["LaunchEnv", "detect", "first_slurm_host", "DEFAULT_PORT"]
+
+DEFAULT_PORT = 29500
+
+
+@dataclass(frozen=True)
+class LaunchEnv:
+    """What the launcher told this process.
+
+    Attributes
+    ----------
+    rank, world_size : int
+        This process's launch rank and the number of processes.
+    local_rank : int or None
+        Index on its host, when the launcher says.
+    master_addr : str
+        Host of the rendezvous store (that of launch rank 0).
+    master_port : int
+        Port of the program's rendezvous store.
+    launcher : str
+        ``"torchrun"``, ``"env"`` (RANK set by hand), ``"openmpi"``, ``"mpich"`` or ``"slurm"``.
+    agent_store : bool
+        True under torchrun's agent-hosted store (``TORCHELASTIC_USE_AGENT_STORE``):
+        the store already runs and outlives the worker processes.
+    job_id : str
+        Identifies this launch (used to keep store keys of restarts apart).
+    """
+
+    rank: int
+    world_size: int
+    local_rank: int | None
+    master_addr: str
+    master_port: int
+    launcher: str
+    agent_store: bool
+    job_id: str
+
+
+def _int(env: Mapping[str, str], key: str) -> int:
+    try:
+        return int(env[key])
+    except ValueError:
+        raise RankoptInputError(
+            f"environment variable {key} must be an integer; got {env[key]!r}."
+        ) from None
+
+
+def first_slurm_host(nodelist: str) -> str:
+    """First host of a Slurm node list such as ``"gpu[003-005,9],cpu1"``.
+
+    Examples
+    --------
+    >>> first_slurm_host("gpu[003-005,9],cpu1")
+    'gpu003'
+    >>> first_slurm_host("node7,node2")
+    'node7'
+    """
+    m = re.match(r"\s*([^,\[]+)(?:\[([^\]]+)\])?", nodelist)
+    if not m or not m.group(1):
+        raise RankoptInputError(f"cannot read a host from the Slurm node list {nodelist!r}.")
+    prefix, ranges = m.group(1), m.group(2)
+    if not ranges:
+        return prefix.strip()
+    first = ranges.split(",")[0].split("-")[0]
+    return prefix + first
+
+
+def detect(env: Mapping[str, str], *, master_addr: str | None = None,
+           master_port: int | None = None) -> LaunchEnv:
+    """Read the launch information from ``env`` (normally ``os.environ``).
+
+    Parameters
+    ----------
+    env : mapping
+        Environment variables.
+    master_addr, master_port : optional
+        Override ``MASTER_ADDR`` / ``MASTER_PORT``.
+
+    Returns
+    -------
+    LaunchEnv
+
+    Raises
+    ------
+    RankoptInputError
+        If no launcher variables are found, they are malformed, or the
+        rendezvous host cannot be determined.
+
+    Examples
+    --------
+    >>> e = detect({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4",
+    ...             "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"})
+    >>> (e.rank, e.world_size, e.master_addr, e.master_port, e.launcher)
+    (3, 4, '127.0.0.1', 29500, 'openmpi')
+    """
+    single_host = False
+    nodelist = None
+    local_rank: int | None = None
+    if "RANK" in env and "WORLD_SIZE" in env:
+        launcher = "torchrun" if "TORCHELASTIC_RUN_ID" in env else "env"
+        rank, size = _int(env, "RANK"), _int(env, "WORLD_SIZE")
+        if "LOCAL_RANK" in env:
+            local_rank = _int(env, "LOCAL_RANK")
+        job = f"{env.get('TORCHELASTIC_RUN_ID', '')}.{env.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+    elif "OMPI_COMM_WORLD_RANK" in env and "OMPI_COMM_WORLD_SIZE" in env:
+        launcher = "openmpi"
+        rank, size = _int(env, "OMPI_COMM_WORLD_RANK"), _int(env, "OMPI_COMM_WORLD_SIZE")
+        if "OMPI_COMM_WORLD_LOCAL_RANK" in env:
+            local_rank = _int(env, "OMPI_COMM_WORLD_LOCAL_RANK")
+        single_host = env.get("OMPI_COMM_WORLD_LOCAL_SIZE") == env["OMPI_COMM_WORLD_SIZE"]
+        job = env.get("PMIX_NAMESPACE", env.get("OMPI_MCA_orte_ess_jobid", ""))
+    elif "PMI_RANK" in env and "PMI_SIZE" in env:
+        launcher = "mpich"
+        rank, size = _int(env, "PMI_RANK"), _int(env, "PMI_SIZE")
+        if "MPI_LOCALRANKID" in env:
+            local_rank = _int(env, "MPI_LOCALRANKID")
+        single_host = env.get("MPI_LOCALNRANKS") == env["PMI_SIZE"]
+        job = env.get("PMI_KVSNAME", "")
+    elif "SLURM_PROCID" in env and ("SLURM_NTASKS" in env or "SLURM_NPROCS" in env):
+        launcher = "slurm"
+        rank = _int(env, "SLURM_PROCID")
+        size = _int(env, "SLURM_NTASKS" if "SLURM_NTASKS" in env else "SLURM_NPROCS")
+        if "SLURM_LOCALID" in env:
+            local_rank = _int(env, "SLURM_LOCALID")
+        nodelist = env.get("SLURM_STEP_NODELIST", env.get("SLURM_JOB_NODELIST"))
+        single_host = env.get("SLURM_STEP_NUM_NODES", env.get("SLURM_NNODES")) == "1"
+        job = f"{env.get('SLURM_JOB_ID', '')}.{env.get('SLURM_STEP_ID', '')}"
+    else:
+        raise RankoptInputError(
+            "no launcher found: expected RANK and WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK "
+            "(mpiexec), PMI_RANK (MPICH) or SLURM_PROCID (srun) in the environment."
+        )
+    if size < 1 or not 0 <= rank < size:
+        raise RankoptInputError(f"launcher gave rank {rank} of world size {size}.")
+    addr = master_addr or env.get("MASTER_ADDR")
+    if not addr:
+        if nodelist:
+            addr = first_slurm_host(nodelist)
+        elif single_host or size == 1:
+            addr = "127.0.0.1"
+        else:
+            raise RankoptInputError(
+                "MASTER_ADDR is not set: export it (the host of rank 0) or pass --master-addr."
+            )
+    if master_port is not None:
+        port = int(master_port)
+    elif env.get("MASTER_PORT"):
+        port = _int(env, "MASTER_PORT")
+    else:
+        port = DEFAULT_PORT
+    if not 0 < port < 65536:
+        raise RankoptInputError(f"MASTER_PORT must be in 1..65535; got {port}.")
+    agent = env.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+    return LaunchEnv(rank, size, local_rank, addr, port, launcher, agent, job)
