@@ -1,0 +1,39 @@
+"""rankopt: rank reordering for collective operations on hierarchical networks.
+
+measure -> model -> solve -> apply:
+
+- :func:`solve` finds the rank order that minimises a collective's modelled
+  time on a latency (and bandwidth) matrix;
+- :func:`load_matrix` reads matrices, :func:`synthetic_cloud` makes them;
+- ``rankopt.probe`` measures them over MPI or torch.distributed;
+- ``rankopt.adapters`` applies an order to MPI communicators, launchers and
+  torch.distributed process groups.
+
+Conventions: ``order[k]`` is the original rank of the process that gets new
+rank ``k``; ``rank_of = invert(order)``. SI units throughout.
+"""
+
+from rankopt._validation import RankoptInputError, check_matrix, check_order
+from rankopt.cloud import Cloud, synthetic_cloud
+from rankopt.io import load_matrix
+from rankopt.order import invert
+from rankopt.result import SolveResult
+from rankopt.solvers import METHODS, solve
+from rankopt import models
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "solve",
+    "SolveResult",
+    "METHODS",
+    "load_matrix",
+    "check_matrix",
+    "check_order",
+    "invert",
+    "synthetic_cloud",
+    "Cloud",
+    "RankoptInputError",
+    "models",
+    "__version__",
+]

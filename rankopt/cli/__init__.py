@@ -1,0 +1,65 @@
+"""The ``rankopt`` command line.
+
+Each subcommand lives in ``rankopt/cli/_<name>.py`` and exposes
+``register(subparsers)``, which adds its parser and sets ``func=run`` with
+``run(args) -> int``. Exit codes: 0 success, 1 error (one line on stderr,
+the traceback only with ``--debug``), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from rankopt import __version__
+
+__all__ = ["main", "CLIError", "build_parser"]
+
+#: Subcommand modules, in the order they appear in ``rankopt --help``.
+_COMMANDS: tuple[str, ...] = (
+    "_demo",
+    "_solve",
+)
+
+
+class CLIError(Exception):
+    """An error reported as one line and exit status 1."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rankopt",
+        description="Rank reordering for collectives: measure, model, solve, apply.",
+    )
+    parser.add_argument("--version", action="version", version=f"rankopt {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only results")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in _COMMANDS:
+        importlib.import_module(f"rankopt.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("rankopt: interrupted", file=sys.stderr)
+        return 130
+    except (CLIError, ValueError, OSError, TypeError, RuntimeError) as exc:
+        if args.debug:
+            raise
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"rankopt {args.command}: error: {msg}", file=sys.stderr)
+        return 1

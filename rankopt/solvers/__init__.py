@@ -1,0 +1,12 @@
+"""Solvers: find the order that minimises a cost model, behind one ``solve()``.
+
+Methods (``solve(method=...)``): ``auto``, ``exact``, ``brute_force``,
+``held_karp``, ``nearest_neighbor``, ``two_opt``, ``ils``; see each module.
+"""
+
+from rankopt.solvers import exact as _exact_methods  # noqa: F401  (registers methods)
+from rankopt.solvers import ring as _ring_methods  # noqa: F401
+from rankopt.solvers._base import METHODS
+from rankopt.solvers.solve import auto_method, solve
+
+__all__ = ["solve", "auto_method", "METHODS"]

@@ -1,0 +1,87 @@
+"""What every solver method receives and returns, and the method registry."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt.models.base import CostModel
+
+__all__ = ["SolveContext", "MethodOutput", "METHODS", "register", "check_method_options"]
+
+
+@dataclass
+class SolveContext:
+    """Budgets, randomness and reporting shared by all methods."""
+
+    gen: np.random.Generator
+    seed: int
+    time_limit: float | None = None
+    max_iter: int | None = None
+    keep_rank0: bool = False
+    callback: Callable[[dict[str, Any]], Any] | None = None
+    init: NDArray[np.int64] | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+    start: float = field(default_factory=time.perf_counter)
+    history: list[tuple[float, float]] = field(default_factory=list)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def remaining(self) -> float:
+        """Seconds left under ``time_limit`` (0.0 means no limit for kernels)."""
+        if self.time_limit is None:
+            return 0.0
+        return max(self.time_limit - self.elapsed(), 1e-6)
+
+    def out_of_time(self) -> bool:
+        return self.time_limit is not None and self.elapsed() >= self.time_limit
+
+    def record(self, cost: float, iteration: int = 0) -> None:
+        """Add a point to the convergence history and report it."""
+        t = self.elapsed()
+        if not self.history or cost < self.history[-1][1]:
+            self.history.append((t, float(cost)))
+        if self.callback is not None:
+            self.callback({"elapsed": t, "cost": float(cost), "iteration": iteration})
+
+
+@dataclass
+class MethodOutput:
+    order: NDArray[np.int64]
+    iterations: int = 0
+    evaluations: int = 0
+    stop_reason: str = "local_optimum"
+    method: str | None = None  # set when a method delegates (auto)
+
+
+MethodFn = Callable[[CostModel, SolveContext], MethodOutput]
+
+#: name -> (function, option names it accepts, one-line description)
+METHODS: dict[str, tuple[MethodFn, tuple[str, ...], str]] = {}
+
+
+def register(name: str, options: tuple[str, ...] = (), doc: str = "") -> Callable[[MethodFn], MethodFn]:
+    """Decorator adding a method to the registry behind ``solve(method=name)``."""
+
+    def deco(fn: MethodFn) -> MethodFn:
+        METHODS[name] = (fn, options, doc)
+        return fn
+
+    return deco
+
+
+def check_method_options(method: str, options: Mapping[str, Any]) -> None:
+    """Unknown options are an error (a typo must not silently run defaults)."""
+    allowed = METHODS[method][1]
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise TypeError(
+            f"method {method!r} got unknown option(s) {', '.join(map(repr, unknown))}; "
+            f"it accepts: {', '.join(map(repr, allowed)) or 'none'}."
+        )

@@ -1,0 +1,200 @@
+"""Ring methods: nearest neighbour, 2-opt + Or-opt, iterated local search.
+
+These drive the compiled kernels in ``src_ext/_ring_search.pyx``. They work on
+a symmetric weight matrix: the model's ``ring_weights`` for ``sum`` (the mean
+of both directions for asymmetric input; the better direction of the final
+ring is kept), and a threshold search for ``bottleneck``.
+
+``nearest_neighbor``
+    Greedy construction from a random start, O(n^2).
+``two_opt``
+    Nearest neighbour (or ``init``), then 2-opt and Or-opt (runs of 1-3
+    moved, either orientation) over k-nearest-neighbour candidate lists with
+    don't-look bits; every move is scored by an O(1) delta.
+``ils``
+    ``two_opt``, then iterated local search: each kick swaps two short
+    adjacent runs (an Or-3opt segment exchange within ``window`` positions),
+    repairs locally, and is undone if the ring got longer. ``max_iter`` is
+    the number of kicks.
+``bottleneck`` objective
+    Binary search on a threshold T between a lower bound (every process
+    needs two links: the largest second-smallest entry of a row) and the
+    bottleneck of a good ring; a threshold is feasible when local search on
+    ``w + P * (w > T)`` finds a ring without penalised links. The last feasible
+    ring is then shortened by ILS under the same penalty (ties broken by sum).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._build_check import require_extension
+from rankopt._rng import kernel_seed
+from rankopt._validation import RankoptInputError, check_positive
+from rankopt.models.base import CostModel
+from rankopt.models.ring import RingBottleneck
+from rankopt.solvers._base import MethodOutput, SolveContext, register
+
+_rs = require_extension("rankopt.solvers._ring_search")
+
+__all__ = ["nearest_neighbor", "two_opt", "ils", "default_kicks"]
+
+_STOP = {0: "local_optimum", 1: "time_limit", 2: "max_iter"}
+DEFAULT_NEIGHBORS = 10
+DEFAULT_WINDOW = 30
+
+
+def default_kicks(n: int) -> int:
+    """ILS kicks when ``max_iter`` is not given: ``clip(4 n, 1000, 50000)``."""
+    return int(min(max(4 * n, 1000), 50_000))
+
+
+def _require_ring(model: CostModel, method: str) -> None:
+    if model.ring_weights is None:
+        raise RankoptInputError(
+            f"method {method!r} optimises ring objectives ('sum', 'bottleneck'); got objective "
+            f"{model.objective!r}. Use method='anneal' or 'auto'."
+        )
+
+
+def _start(w: NDArray[np.float64], ctx: SolveContext) -> NDArray[np.int64]:
+    if ctx.init is not None:
+        return np.array(ctx.init, dtype=np.int64)
+    return _rs.nearest_neighbor(w, int(ctx.gen.integers(w.shape[0])))
+
+
+class _Search:
+    """Local search / ILS on one weight matrix, with budget and history."""
+
+    def __init__(self, ctx: SolveContext, model: CostModel, neighbors: int, window: int) -> None:
+        self.ctx = ctx
+        self.model = model
+        self.k = neighbors
+        self.window = window
+        self.iterations = 0
+        self.evaluations = 0
+        self.stop = "local_optimum"
+
+    def local(self, w: NDArray[np.float64], tour: NDArray[np.int64], nb=None) -> None:
+        nb = _rs.knn_lists(w, self.k) if nb is None else nb
+        _, ev, mv, st = _rs.local_search(w, tour, nb, True, self.ctx.remaining())
+        self.evaluations += ev
+        self.iterations += mv
+        if st == 1:
+            self.stop = "time_limit"
+
+    def kicks(self, w: NDArray[np.float64], tour: NDArray[np.int64], kicks: int, nb=None,
+              record: bool = True) -> None:
+        if kicks <= 0 or self.ctx.out_of_time():
+            if self.ctx.out_of_time():
+                self.stop = "time_limit"
+            return
+        nb = _rs.knn_lists(w, self.k) if nb is None else nb
+        every = max(kicks // 20, 1) if record else 0
+        cb = (lambda k, d: self.ctx.record(self.model.cost(tour), self.iterations + k)) if record else None
+        _, ev, mv, done, st = _rs.iterated_local_search(
+            w, tour, nb, kernel_seed(self.ctx.gen), kicks, self.ctx.remaining(), self.window,
+            cb, every,
+        )
+        self.evaluations += ev
+        self.iterations += done
+        self.stop = _STOP[st] if st != 0 else self.stop
+
+    def output(self, tour: NDArray[np.int64]) -> MethodOutput:
+        order = _best_direction(self.model, tour)
+        self.ctx.record(self.model.cost(order), self.iterations)
+        return MethodOutput(order, self.iterations, self.evaluations, self.stop)
+
+
+def _best_direction(model: CostModel, tour: NDArray[np.int64]) -> NDArray[np.int64]:
+    rev = tour[::-1].copy()
+    return rev if model.cost(rev) < model.cost(tour) else tour
+
+
+def _options(ctx: SolveContext) -> tuple[int, int]:
+    k = ctx.options.get("neighbors", DEFAULT_NEIGHBORS)
+    window = ctx.options.get("window", DEFAULT_WINDOW)
+    return (check_positive(k, "neighbors", integer=True),
+            check_positive(window, "window", integer=True))
+
+
+def _run(model: CostModel, ctx: SolveContext, kicks: int, construct_only: bool = False) -> MethodOutput:
+    k, window = _options(ctx)
+    s = _Search(ctx, model, k, window)
+    if isinstance(model, RingBottleneck):
+        return _bottleneck(model, ctx, s, kicks, construct_only)
+    w = model.ring_weights
+    assert w is not None
+    tour = _start(w, ctx)
+    ctx.record(model.cost(tour), 0)
+    if construct_only:
+        s.stop = "constructed"
+        return s.output(tour)
+    nb = _rs.knn_lists(w, k)
+    s.local(w, tour, nb)
+    ctx.record(model.cost(_best_direction(model, tour)), s.iterations)
+    s.kicks(w, tour, kicks, nb)
+    return s.output(tour)
+
+
+def _bottleneck(model: RingBottleneck, ctx: SolveContext, s: _Search, kicks: int,
+                construct_only: bool) -> MethodOutput:
+    w = model.max_weights
+    n = model.n
+    tour = _start(w, ctx)
+    if construct_only:
+        s.stop = "constructed"
+        return s.output(tour)
+    nb = _rs.knn_lists(w, s.k)
+    s.local(w, tour, nb)
+    upper = float(w[tour, np.roll(tour, -1)].max())
+    ctx.record(model.cost(_best_direction(model, tour)), s.iterations)
+    off = w + np.diag(np.full(n, np.inf))
+    lower = float(np.sort(off, axis=1)[:, 1].max())
+    cand = np.unique(w[np.triu_indices(n, 1)])
+    cand = cand[(cand >= lower) & (cand <= upper)]
+    penalty = float(w.max()) * n + 1.0
+    lo, hi = 0, len(cand) - 1
+    best = tour
+    probe_kicks = min(kicks, max(n, 100))
+    while lo < hi and not ctx.out_of_time():
+        mid = (lo + hi) // 2
+        wt = np.ascontiguousarray(w + penalty * (w > cand[mid]))
+        t = best.copy()
+        s.local(wt, t)
+        if w[t, np.roll(t, -1)].max() > cand[mid]:
+            s.kicks(wt, t, probe_kicks, record=False)
+        if w[t, np.roll(t, -1)].max() <= cand[mid]:
+            hi = mid
+            best = t
+            ctx.record(model.cost(_best_direction(model, t)), s.iterations)
+        else:
+            lo = mid + 1
+    if len(cand):
+        wt = np.ascontiguousarray(w + penalty * (w > cand[hi]))
+        s.local(wt, best)
+        s.kicks(wt, best, kicks, record=False)
+    if s.stop == "local_optimum" and lo >= hi:
+        s.stop = "threshold_converged"
+    return s.output(best)
+
+
+@register("nearest_neighbor", options=("neighbors", "window"), doc="greedy construction")
+def nearest_neighbor(model: CostModel, ctx: SolveContext) -> MethodOutput:
+    _require_ring(model, "nearest_neighbor")
+    return _run(model, ctx, 0, construct_only=True)
+
+
+@register("two_opt", options=("neighbors", "window"), doc="NN + 2-opt/Or-opt local search")
+def two_opt(model: CostModel, ctx: SolveContext) -> MethodOutput:
+    _require_ring(model, "two_opt")
+    return _run(model, ctx, 0)
+
+
+@register("ils", options=("neighbors", "window"), doc="2-opt/Or-opt + Or-3opt kicks")
+def ils(model: CostModel, ctx: SolveContext) -> MethodOutput:
+    _require_ring(model, "ils")
+    kicks = ctx.max_iter if ctx.max_iter is not None else default_kicks(model.n)
+    return _run(model, ctx, kicks)
+

@@ -1,0 +1,253 @@
+"""``solve()``: one entry point for every collective, objective and method."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rankopt._rng import normalize_rng
+from rankopt._validation import (
+    NanPolicy,
+    RankoptInputError,
+    check_matrix,
+    check_options,
+    check_order,
+    check_positive,
+)
+from rankopt.models import make_model
+from rankopt.models.base import CostModel
+from rankopt.models.ring import RingSum
+from rankopt.order import identity, invert
+from rankopt.result import SolveResult
+from rankopt.solvers._base import METHODS, MethodOutput, SolveContext, check_method_options, register
+from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
+
+logger = logging.getLogger("rankopt")
+
+__all__ = ["solve", "auto_method", "as_matrices"]
+
+#: Largest n solved exactly by ``method="auto"``.
+AUTO_EXACT_MAX_N = 12
+
+
+def auto_method(model: CostModel) -> str:
+    """The method ``method="auto"`` runs for ``model`` (the documented rule).
+
+    * ring ``sum``: ``held_karp`` (exact) for n <= 12, else ``ils``;
+    * ring ``bottleneck``: ``brute_force`` (exact) for n <= 9, else ``ils``
+      (threshold search);
+    * any other model: ``brute_force`` for n <= 8, else the best generic
+      search registered (``anneal`` when available, else ``swap``).
+    """
+    n = model.n
+    if model.ring_weights is not None:
+        if isinstance(model, RingSum):
+            return "held_karp" if n <= min(AUTO_EXACT_MAX_N, HELD_KARP_MAX_N) else "ils"
+        return "brute_force" if n <= min(9, BRUTE_FORCE_MAX_N) else "ils"
+    if n <= 8:
+        return "brute_force"
+    return "anneal" if "anneal" in METHODS else "swap"
+
+
+@register("auto", options=("neighbors", "window"), doc="exact when small, else the best heuristic")
+def _auto(model: CostModel, ctx: SolveContext) -> MethodOutput:
+    name = auto_method(model)
+    fn, allowed, _ = METHODS[name]
+    sub = SolveContext(**{**ctx.__dict__, "options": {k: v for k, v in ctx.options.items() if k in allowed}})
+    out = fn(model, sub)
+    ctx.history[:] = sub.history
+    out.method = out.method or name
+    return out
+
+
+def as_matrices(latency: Any, bandwidth: Any = None) -> tuple[Any, Any]:
+    """Unpack a Measurement-like object (``.latency``/``.bandwidth``) or a path."""
+    if hasattr(latency, "latency"):
+        if bandwidth is None:
+            bandwidth = getattr(latency, "bandwidth", None)
+        latency = latency.latency
+    elif isinstance(latency, (str, bytes)) or hasattr(latency, "__fspath__"):
+        from rankopt.io import load_matrix
+
+        path = latency
+        latency = load_matrix(path)
+        if bandwidth is None and str(path).endswith(".npz"):
+            from rankopt.probe.measurement import load_measurement
+
+            bandwidth = load_measurement(path).bandwidth
+    return latency, bandwidth
+
+
+def solve(
+    latency: ArrayLike | Any,
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    *,
+    objective: str | None = None,
+    bandwidth: ArrayLike | float | None = None,
+    nbytes: float | None = None,
+    groups: Any = None,
+    uplink_bandwidth: Any = None,
+    method: str = "auto",
+    rng: None | int | np.random.Generator = None,
+    time_limit: float | None = None,
+    max_iter: int | None = None,
+    keep_rank0: bool = False,
+    init: ArrayLike | None = None,
+    callback: Callable[[dict[str, Any]], Any] | None = None,
+    nan: NanPolicy = "raise",
+    options: Mapping[str, Any] | None = None,
+) -> SolveResult:
+    """Find the rank order that minimises the modelled cost of a collective.
+
+    Parameters
+    ----------
+    latency : array_like (n, n), path, or Measurement
+        One-way latency in seconds, ``latency[i, j]`` from process i to j
+        (original ranks). A path is read by :func:`rankopt.load_matrix`; an
+        object with ``.latency`` (and ``.bandwidth``) such as a
+        :class:`rankopt.Measurement` is used directly.
+    collective, algorithm : str
+        The collective operation and the algorithm the engine runs.
+    objective : str, optional
+        What to minimise. Default: ``"sum"`` (the ring's total latency) when
+        only latency is known; see :func:`rankopt.models.default_objective`.
+    bandwidth : array_like (n, n) or float, optional
+        Point-to-point bandwidth in bytes/s (for time models).
+    nbytes : float, optional
+        Message size in bytes (for time models).
+    groups, uplink_bandwidth : optional
+        Hierarchy labels and uplink capacities (for the contention model).
+    method : str
+        One of the registered methods (``rankopt.solvers.METHODS``);
+        ``"auto"`` follows :func:`auto_method`.
+    rng : None, int or numpy.random.Generator
+        Randomness; the seed used is recorded in the result.
+    time_limit : float, optional
+        Wall-clock guard in seconds (results then depend on machine speed).
+    max_iter : int, optional
+        The reproducible budget (kicks for ``ils``, moves for local search).
+    keep_rank0 : bool
+        Guarantee ``order[0] == 0``: the process at original rank 0 (e.g. a
+        rendezvous-store host) keeps rank 0. Free for ring objectives, which
+        are invariant under rotation.
+    init : array_like, optional
+        Start order for local-search methods.
+    callback : callable, optional
+        Called with ``{"elapsed", "cost", "iteration"}`` on progress.
+    nan : {"raise", "symmetric", "max", "mean"}
+        Policy for missing (NaN) latency entries.
+    options : mapping, optional
+        Method-specific options (e.g. ``{"neighbors": 12}``); unknown ones
+        raise ``TypeError``.
+
+    Returns
+    -------
+    SolveResult
+        Unpacks as ``order, cost = solve(...)``.
+
+    Raises
+    ------
+    RankoptInputError
+        For an invalid matrix, order, budget or an unknown collective,
+        algorithm, objective or method (the message lists the valid ones).
+    TypeError
+        For unknown method options.
+
+    Notes
+    -----
+    ``order[k]`` is the original rank of the process given new rank ``k``;
+    ``result.rank_of`` is its inverse. The baseline is the launch order
+    (identity).
+
+    Examples
+    --------
+    Four processes, two per rack, launched interleaved; the optimum found
+    here is proven by brute force:
+
+    >>> import itertools, numpy as np, rankopt
+    >>> rack = np.array([0, 1, 0, 1])
+    >>> lat = np.where(rack[:, None] == rack[None, :], 1e-6, 1e-4)
+    >>> res = rankopt.solve(lat, rng=0)
+    >>> res.order, res.speedup
+    (array([0, 2, 1, 3]), 1.98...)
+    >>> min(rankopt.models.ring.ring_sum_reference(lat, (0,) + p)
+    ...     for p in itertools.permutations(range(1, 4))) == res.cost
+    True
+    """
+    t0 = time.perf_counter()
+    latency, bandwidth = as_matrices(latency, bandwidth)
+    lat = check_matrix(latency, "latency", nan=nan)
+    n = lat.shape[0]
+    check_options("method", method, tuple(sorted(METHODS)))
+    opts = dict(options or {})
+    check_method_options(method, opts)
+    time_limit = check_positive(time_limit, "time_limit", allow_none=True)
+    max_iter = check_positive(max_iter, "max_iter", integer=True, allow_none=True)
+    if not isinstance(keep_rank0, (bool, np.bool_)):
+        raise RankoptInputError(f"`keep_rank0` must be a bool; got {keep_rank0!r} instead.")
+    init_order = check_order(init, n, "init") if init is not None else None
+    if callback is not None and not callable(callback):
+        raise RankoptInputError(f"`callback` must be callable; got {callback!r} instead.")
+    gen, seed = normalize_rng(rng)
+    model = make_model(
+        lat,
+        collective,
+        algorithm,
+        objective=objective,
+        bandwidth=bandwidth,
+        nbytes=nbytes,
+        groups=groups,
+        uplink_bandwidth=uplink_bandwidth,
+    )
+    baseline = model.cost(identity(n))
+    ctx = SolveContext(
+        gen=gen,
+        seed=seed,
+        time_limit=time_limit,
+        max_iter=max_iter,
+        keep_rank0=bool(keep_rank0),
+        callback=callback,
+        init=init_order,
+        options=opts,
+        start=t0,
+    )
+    fn = METHODS[method][0]
+    out = fn(model, ctx)
+    order = np.asarray(out.order, dtype=np.int64)
+    if ctx.keep_rank0 and order[0] != 0:
+        if not model.rotation_invariant:
+            raise AssertionError(f"method {method!r} moved rank 0 under keep_rank0=True")
+        order = np.roll(order, -int(np.flatnonzero(order == 0)[0]))
+    cost = model.cost(order)
+    if init_order is not None and model.cost(init_order) < cost:
+        order, cost = init_order, model.cost(init_order)
+    runtime = time.perf_counter() - t0
+    result = SolveResult(
+        order=order,
+        rank_of=invert(order),
+        cost=float(cost),
+        baseline_cost=float(baseline),
+        speedup=float(baseline / cost) if cost > 0 else (1.0 if baseline == 0 else float("inf")),
+        method=out.method or method,
+        objective=model.objective,
+        collective=collective,
+        algorithm=algorithm,
+        iterations=int(out.iterations),
+        evaluations=int(out.evaluations),
+        runtime_s=runtime,
+        stop_reason=out.stop_reason,
+        seed=seed,
+        history=tuple(ctx.history),
+    )
+    logger.info(
+        "solve %s/%s n=%d method=%s: %.6g -> %.6g (%.3fx) in %.3f s",
+        collective, algorithm, n, result.method, baseline, cost, result.speedup, runtime,
+    )
+    return result
+

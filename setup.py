@@ -1,0 +1,41 @@
+"""Build the compiled kernels of rankopt (everything else is in pyproject.toml).
+
+Set ``RANKOPT_DEBUG_CYTHON=1`` to build with bounds checks, wraparound and
+initialised-memory checks turned back on (for a debug test run).
+"""
+
+import os
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("RANKOPT_DEBUG_CYTHON", "0") not in ("", "0")
+
+DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": not DEBUG,
+    "nonecheck": False,
+    "embedsignature": True,
+}
+
+# (module name, source) -- each kernel sits beside the Python module that drives it.
+KERNELS = [
+    ("rankopt.models._ring_eval", "src_ext/_ring_eval.pyx"),
+    ("rankopt.solvers._ring_search", "src_ext/_ring_search.pyx"),
+    ("rankopt.solvers._exact", "src_ext/_exact.pyx"),
+]
+
+extensions = [
+    Extension(
+        name,
+        [src],
+        include_dirs=["src_ext"],
+        extra_compile_args=["-O3"] if not DEBUG else ["-O0", "-g"],
+    )
+    for name, src in KERNELS
+]
+
+setup(ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, include_path=["src_ext"]))

@@ -1,0 +1,112 @@
+# Header-only C-level helpers shared by the ring kernels: random numbers, a
+# monotonic clock, cyclic tour reversal and the O(1) move deltas.
+#
+# A tour is an array ``tour`` of length n (``tour[k]`` = process at position
+# k) with its inverse ``pos``. Every move is built from ``reverse_path``, which
+# is its own inverse, so a move log can be undone exactly.
+
+cdef extern from "<time.h>" nogil:
+    ctypedef long time_t
+    cdef struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(int clk_id, timespec *tp)
+    int CLOCK_MONOTONIC
+
+
+cdef inline double now_s() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + 1e-9 * ts.tv_nsec
+
+
+# splitmix64: tiny, fast, good enough for move selection; state passed explicitly.
+cdef inline unsigned long long rng_next(unsigned long long *state) noexcept nogil:
+    state[0] += 0x9E3779B97F4A7C15ULL
+    cdef unsigned long long z = state[0]
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
+    return z ^ (z >> 31)
+
+
+cdef inline long long rng_int(unsigned long long *state, long long n) noexcept nogil:
+    """Uniform integer in [0, n)."""
+    return <long long>(rng_next(state) % <unsigned long long>n)
+
+
+cdef inline double rng_uniform(unsigned long long *state) noexcept nogil:
+    return (rng_next(state) >> 11) * (1.0 / 9007199254740992.0)
+
+
+cdef inline long long cyc(long long i, long long n) noexcept nogil:
+    i = i % n
+    return i + n if i < 0 else i
+
+
+cdef inline long long succ(long long[::1] tour, long long[::1] pos, long long c,
+                           long long n) noexcept nogil:
+    cdef long long p = pos[c] + 1
+    return tour[0] if p == n else tour[p]
+
+
+cdef inline long long pred(long long[::1] tour, long long[::1] pos, long long c,
+                           long long n) noexcept nogil:
+    cdef long long p = pos[c] - 1
+    return tour[n - 1] if p < 0 else tour[p]
+
+
+cdef inline long long reverse_path(long long[::1] tour, long long[::1] pos,
+                                   long long i, long long j, long long n) noexcept nogil:
+    """Reverse the cyclic run of positions i..j (inclusive).
+
+    When the run is longer than half the tour the complement is reversed
+    instead: for a symmetric matrix both give the same cyclic tour (up to
+    orientation). The choice depends only on (i, j, n), so calling it twice
+    restores the tour. Returns the number of elements moved.
+    """
+    cdef long long length = cyc(j - i, n) + 1
+    cdef long long a, b, k, ta, tb, half
+    if 2 * length > n:
+        a = cyc(j + 1, n)
+        b = cyc(i - 1, n)
+        length = n - length
+    else:
+        a = i
+        b = j
+    half = length // 2
+    for k in range(half):
+        ta = tour[a]
+        tb = tour[b]
+        tour[a] = tb
+        pos[tb] = a
+        tour[b] = ta
+        pos[ta] = b
+        a += 1
+        if a == n:
+            a = 0
+        b -= 1
+        if b < 0:
+            b = n - 1
+    return length
+
+
+cdef inline double delta_two_opt(const double[:, ::1] w, long long a, long long b,
+                                 long long c, long long d) noexcept nogil:
+    """Change of a symmetric ring sum when edges (a,b), (c,d) become (a,c), (b,d)."""
+    return w[a, c] + w[b, d] - w[a, b] - w[c, d]
+
+
+cdef inline double delta_or_opt(const double[:, ::1] w, long long p, long long s1,
+                                long long s2, long long nx, long long c, long long d,
+                                bint rev) noexcept nogil:
+    """Change when the run s1..s2 (between p and nx) moves between c and d.
+
+    ``rev`` inserts it as c, s2..s1, d; otherwise c, s1..s2, d.
+    """
+    cdef double removed = w[p, s1] + w[s2, nx] + w[c, d]
+    cdef double added = w[p, nx]
+    if rev:
+        added += w[c, s2] + w[s1, d]
+    else:
+        added += w[c, s1] + w[s2, d]
+    return added - removed

@@ -1,0 +1,57 @@
+# Ring cost evaluation: full costs and the O(1) move deltas, exposed for the
+# models and for tests against the NumPy references.
+
+from _ring_common cimport delta_two_opt, delta_or_opt, cyc
+
+
+def ring_sum(const double[:, ::1] w, const long long[::1] order):
+    """Sum of w[order[k], order[k+1]] around the ring (directed)."""
+    cdef Py_ssize_t n = order.shape[0], k
+    cdef double s = 0.0
+    with nogil:
+        for k in range(n - 1):
+            s += w[order[k], order[k + 1]]
+        s += w[order[n - 1], order[0]]
+    return s
+
+
+def ring_max(const double[:, ::1] w, const long long[::1] order):
+    """Largest edge w[order[k], order[k+1]] around the ring (directed)."""
+    cdef Py_ssize_t n = order.shape[0], k
+    cdef double m = w[order[n - 1], order[0]]
+    with nogil:
+        for k in range(n - 1):
+            if w[order[k], order[k + 1]] > m:
+                m = w[order[k], order[k + 1]]
+    return m
+
+
+def ring_sum_batch(const double[:, ::1] w, const long long[:, ::1] orders):
+    """Ring sums of many orders (one per row)."""
+    import numpy as np
+    cdef Py_ssize_t m = orders.shape[0], n = orders.shape[1], r, k
+    out_np = np.empty(m, dtype=np.float64)
+    cdef double[::1] out = out_np
+    cdef double s
+    with nogil:
+        for r in range(m):
+            s = w[orders[r, n - 1], orders[r, 0]]
+            for k in range(n - 1):
+                s += w[orders[r, k], orders[r, k + 1]]
+            out[r] = s
+    return out_np
+
+
+def two_opt_delta(const double[:, ::1] w, const long long[::1] order, long long i,
+                  long long j):
+    """Change of the symmetric ring sum when positions i+1..j are reversed."""
+    cdef long long n = order.shape[0]
+    return delta_two_opt(w, order[i], order[cyc(i + 1, n)], order[j], order[cyc(j + 1, n)])
+
+
+def or_opt_delta(const double[:, ::1] w, const long long[::1] order, long long i,
+                 long long length, long long j, bint rev):
+    """Change when the run at positions i..i+length-1 moves between j and j+1."""
+    cdef long long n = order.shape[0]
+    return delta_or_opt(w, order[cyc(i - 1, n)], order[i], order[cyc(i + length - 1, n)],
+                        order[cyc(i + length, n)], order[j], order[cyc(j + 1, n)], rev)
