@@ -1,0 +1,208 @@
+"""``rankopt testbed up|down|check|run``: the emulated cloud network (needs root)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+
+__all__ = ["register", "run"]
+
+_EPILOG = """\
+examples:
+  rankopt testbed up --hosts-per-rack 4 --racks-per-pod 2 --rates 1gbit,200mbit --check
+  rankopt testbed check
+  rankopt testbed down
+  rankopt testbed run --engines mpi-ring,gloo --sizes 1,16,64 -o report.json
+  rankopt testbed run --pods 2 --racks-per-pod 2 --hosts-per-rack 2 --rates 1gbit,400mbit,200mbit
+"""
+
+
+def _topology_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("topology")
+    g.add_argument("--hosts-per-rack", type=int, default=4, metavar="N")
+    g.add_argument("--racks-per-pod", type=int, default=2, metavar="N")
+    g.add_argument("--pods", type=int, default=1, metavar="N")
+    g.add_argument(
+        "--rates",
+        default="1gbit,200mbit,100mbit",
+        metavar="R,R[,R]",
+        help="link rate per level: host, rack uplink, pod uplink (default: %(default)s)",
+    )
+    g.add_argument(
+        "--latency",
+        default="0",
+        metavar="T,T[,T]",
+        help="extra one-way latency per level, e.g. 0,5ms (host level must be 0; "
+        "adds a user-space relay on the uplinks)",
+    )
+
+
+def _prefix_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--prefix", default="rkt", help="name prefix of the namespaces (default: %(default)s)"
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add ``rankopt testbed`` and its actions."""
+    p = subparsers.add_parser(
+        "testbed",
+        help="emulated cloud network in network namespaces (root)",
+        description="Build a hierarchical network from Linux network namespaces, check it, "
+        "and measure real allreduce speedups of rankopt's orders in it.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+    up = sub.add_parser("up", help="build a topology and leave it up")
+    _topology_args(up)
+    _prefix_arg(up)
+    up.add_argument("--check", action="store_true", help="check the rates after building")
+    down = sub.add_parser("down", help="remove a testbed (idempotent)")
+    _prefix_arg(down)
+    chk = sub.add_parser("check", help="measure each level's bandwidth and round trip")
+    _prefix_arg(chk)
+    chk.add_argument("--seconds", type=float, default=2.0, help="per test (default: 2)")
+    chk.add_argument(
+        "--tolerance", type=float, default=0.15, help="allowed relative deviation (default: 0.15)"
+    )
+    r = sub.add_parser("run", help="probe, solve, apply and time allreduce in a testbed")
+    _topology_args(r)
+    _prefix_arg(r)
+    r.add_argument(
+        "--attach",
+        action="store_true",
+        help="use the testbed that `up` built instead of building one",
+    )
+    r.add_argument(
+        "--launch", default="interleaved", choices=("interleaved", "random", "contiguous")
+    )
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument(
+        "--engines",
+        default="mpi-ring,mpi-default,gloo",
+        help="comma list of mpi-ring, mpi-default, gloo",
+    )
+    r.add_argument("--sizes", default="1,16,64", help="allreduce sizes in MB (2^20 bytes)")
+    r.add_argument("--random", type=int, default=3, help="random orders to time")
+    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--probe-engine", default="mpi", choices=("mpi", "gloo"))
+    r.add_argument("--objective", default=None, help="objective passed to rankopt.solve")
+    r.add_argument(
+        "--fidelity",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time N random orders and correlate with the cost models",
+    )
+    r.add_argument("--fidelity-size", type=float, default=16, metavar="MB")
+    r.add_argument("--ddp", action="store_true", help="also run a DDP loop (torch, Gloo)")
+    r.add_argument("--ddp-grad-mb", type=float, default=24)
+    r.add_argument("--ddp-steps", type=int, default=5)
+    r.add_argument("--check", action="store_true", help="check the rates before the run")
+    r.add_argument("-o", "--output", help="write the JSON report here")
+    p.set_defaults(func=run)
+
+
+def _topology(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from rankopt.testbed import Topology
+
+    return Topology(
+        args.hosts_per_rack,
+        args.racks_per_pod,
+        args.pods,
+        rates=tuple(args.rates.split(",")),
+        latency=tuple(args.latency.split(",")),
+    )
+
+
+def _print_checks(results, tolerance: float) -> bool:  # type: ignore[no-untyped-def]
+    ok = True
+    for res in results:
+        flag = "ok" if res.ok(tolerance) else f"OUT OF ±{tolerance:.0%}"
+        print(f"  {res}  {flag}")
+        ok &= res.ok(tolerance)
+    return ok
+
+
+@contextlib.contextmanager
+def _testbed(args: argparse.Namespace) -> Iterator:  # type: ignore[type-arg]
+    from rankopt.testbed import Testbed
+
+    if args.attach:
+        yield Testbed.attach(args.prefix)
+        return
+    with Testbed(_topology(args), prefix=args.prefix) as tb:
+        yield tb
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch ``rankopt testbed ACTION``."""
+    from rankopt.cli import CLIError
+    from rankopt.testbed import Testbed, check, teardown
+    from rankopt.testbed.topology import require_namespaces
+
+    quiet = getattr(args, "quiet", False)
+    if args.action == "down":
+        removed = teardown(args.prefix)
+        if not quiet:
+            print(
+                f"removed {len(removed)} namespaces"
+                if removed
+                else f"no testbed with prefix {args.prefix!r}"
+            )
+        return 0
+    require_namespaces(args.prefix)
+    if args.action == "up":
+        tb = Testbed(_topology(args), prefix=args.prefix).up()
+        print(
+            f"up: {tb.topology.describe()} (namespaces {tb.prefix}-h0..h"
+            f"{tb.topology.n_hosts - 1}, {tb.fabric})"
+        )
+        if args.check and not _print_checks(check(tb), 0.15):
+            raise CLIError("measured rates are off by more than 15%; see above.")
+        return 0
+    if args.action == "check":
+        tb = Testbed.attach(args.prefix)
+        print(tb.topology.describe())
+        if not _print_checks(check(tb, seconds=args.seconds), args.tolerance):
+            raise CLIError(f"measured rates are off by more than {args.tolerance:.0%}.")
+        return 0
+    return _run_experiment(args, quiet)
+
+
+def _run_experiment(args: argparse.Namespace, quiet: bool) -> int:
+    from rankopt.cli import CLIError
+    from rankopt.testbed import check
+    from rankopt.testbed.experiment import ExperimentConfig, run_experiment
+    from rankopt.testbed.report import format_report
+
+    mb = 1 << 20
+    cfg = ExperimentConfig(
+        launch=args.launch,
+        seed=args.seed,
+        engines=tuple(args.engines.split(",")),
+        sizes=tuple(int(float(s) * mb) for s in args.sizes.split(",")),
+        n_random=args.random,
+        repeats=args.repeats,
+        probe_engine=args.probe_engine,
+        solve_kwargs={"objective": args.objective} if args.objective else {},
+        fidelity_orders=args.fidelity,
+        fidelity_size=int(args.fidelity_size * mb),
+        ddp=args.ddp,
+        ddp_kwargs={"grad_mb": args.ddp_grad_mb, "steps": args.ddp_steps},
+    )
+    say = (lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    with _testbed(args) as tb:
+        if args.check and not _print_checks(check(tb), 0.15):
+            raise CLIError("measured rates are off by more than 15%; see above.")
+        report = run_experiment(tb, cfg, callback=say)
+    print(format_report(report))
+    if args.output:
+        with open(args.output, "w") as fh:
+            json.dump(report, fh, indent=1)
+    return 0
