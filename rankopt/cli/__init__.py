@@ -22,6 +22,8 @@ __all__ = ["main", "CLIError", "build_parser"]
 _COMMANDS: tuple[str, ...] = (
     "_demo",
     "_solve",
+    "_testbed",
+    "_shim",
 )
 
 
