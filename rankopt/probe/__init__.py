@@ -1,0 +1,32 @@
+"""Measure the network the job runs on: latency and bandwidth between every pair of processes.
+
+Contents
+--------
+rankopt.probe.mpi.measure
+    Probe an MPI communicator (mpi4py).
+rankopt.probe.torch.measure
+    Probe a torch.distributed process group (Gloo).
+Measurement, load_measurement
+    The result and its ``.npz`` file format.
+round_robin, bandwidth_slots
+    The schedules shared by the backends.
+ProbeTimeoutError, ProbeProgress
+    The error raised on every process when a peer does not answer, and the
+    progress report passed to callbacks.
+
+The backends are submodules so that importing :mod:`rankopt.probe` never
+imports mpi4py or torch.
+"""
+
+from rankopt.probe._common import ProbeProgress, ProbeTimeoutError
+from rankopt.probe.measurement import Measurement, load_measurement
+from rankopt.probe.schedule import bandwidth_slots, round_robin
+
+__all__ = [
+    "Measurement",
+    "load_measurement",
+    "ProbeProgress",
+    "ProbeTimeoutError",
+    "round_robin",
+    "bandwidth_slots",
+]

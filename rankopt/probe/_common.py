@@ -1,0 +1,209 @@
+"""Parameters, errors, progress reports, statistics and test hooks of the probes.
+
+Test hooks
+----------
+Two environment variables, read only by the probe and meant only for tests,
+make a process misbehave on purpose:
+
+``RANKOPT_PROBE_TEST_DELAY="RANK:SECONDS[:PEER][,...]"``
+    Process ``RANK`` sleeps ``SECONDS`` before every message it sends during
+    the measurement (to ``PEER`` only, when given): a slow process or a slow
+    pair, which must show up as the slowest entries of the matrices.
+``RANKOPT_PROBE_TEST_STALL="RANK:ROUND:SECONDS"``
+    Process ``RANK`` sleeps ``SECONDS`` at the start of latency round
+    ``ROUND`` (1-based): an unresponsive peer, which must make every process
+    raise :class:`ProbeTimeoutError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._validation import RankoptInputError, check_positive
+
+__all__ = [
+    "ProbeTimeoutError",
+    "ProbeProgress",
+    "ProbeParams",
+    "TestHooks",
+    "check_params",
+    "median_mad",
+]
+
+DELAY_ENV = "RANKOPT_PROBE_TEST_DELAY"
+STALL_ENV = "RANKOPT_PROBE_TEST_STALL"
+
+
+class ProbeTimeoutError(RuntimeError):
+    """A peer did not answer within the probe's timeout.
+
+    Raised on every process that is still alive, with the same phase and step.
+
+    Attributes
+    ----------
+    phase : str
+        ``"start"``, ``"latency"``, ``"bandwidth"`` or ``"gather"``.
+    step : int
+        1-based round (latency) or slot (bandwidth) in which it happened.
+    pairs : list of (int, int)
+        Pairs in which a process waited in vain for its partner.
+    ranks : list of int
+        Processes that did not report back at all.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        phase: str = "",
+        step: int = 0,
+        pairs: list[tuple[int, int]] | None = None,
+        ranks: list[int] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.phase = phase
+        self.step = step
+        self.pairs = list(pairs or [])
+        self.ranks = list(ranks or [])
+
+
+@dataclass(frozen=True)
+class ProbeProgress:
+    """Progress report passed to a probe's ``callback`` after every round or slot.
+
+    Attributes
+    ----------
+    phase : str
+        ``"latency"`` or ``"bandwidth"``.
+    step : int
+        The round or slot just finished (1-based).
+    steps : int
+        Number of rounds or slots of the phase.
+    pairs : tuple of (int, int)
+        The pairs measured in it.
+    elapsed : float
+        Seconds since the probe started.
+    """
+
+    phase: str
+    step: int
+    steps: int
+    pairs: tuple[tuple[int, int], ...]
+    elapsed: float
+
+
+@dataclass(frozen=True)
+class ProbeParams:
+    """Validated probe settings (see :func:`rankopt.probe.mpi.measure`)."""
+
+    latency_bytes: int = 8
+    bandwidth_bytes: int = 1 << 20
+    repeats: int = 10
+    bandwidth_repeats: int = 3
+    warmup: int = 1
+    timeout: float = 30.0
+    bandwidth: bool = True
+    bw_concurrency: int = 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def fingerprint(self) -> int:
+        """A number that differs when two processes were given different settings."""
+        import zlib
+
+        return zlib.crc32(repr(sorted(self.as_dict().items())).encode())
+
+
+def _check_count(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise RankoptInputError(f"`{name}` must be an integer; got {value!r} instead.")
+    if value < minimum:
+        raise RankoptInputError(f"`{name}` must be at least {minimum}; got {value!r} instead.")
+    return int(value)
+
+
+def check_params(
+    *,
+    latency_bytes: int,
+    bandwidth_bytes: int,
+    repeats: int,
+    bandwidth_repeats: int,
+    warmup: int,
+    timeout: float,
+    bandwidth: bool,
+    bw_concurrency: int,
+    callback: Callable[[ProbeProgress], Any] | None,
+) -> ProbeParams:
+    """Validate the probe settings; raise before any communication happens."""
+    if not isinstance(bandwidth, (bool, np.bool_)):
+        raise RankoptInputError(f"`bandwidth` must be True or False; got {bandwidth!r} instead.")
+    if callback is not None and not callable(callback):
+        raise RankoptInputError(f"`callback` must be callable or None; got {callback!r} instead.")
+    return ProbeParams(
+        latency_bytes=_check_count(latency_bytes, "latency_bytes", 1),
+        bandwidth_bytes=_check_count(bandwidth_bytes, "bandwidth_bytes", 1),
+        repeats=_check_count(repeats, "repeats", 1),
+        bandwidth_repeats=_check_count(bandwidth_repeats, "bandwidth_repeats", 1),
+        warmup=_check_count(warmup, "warmup", 0),
+        timeout=check_positive(timeout, "timeout"),
+        bandwidth=bool(bandwidth),
+        bw_concurrency=_check_count(bw_concurrency, "bw_concurrency", 1),
+    )
+
+
+def median_mad(samples: NDArray[np.float64]) -> tuple[float, float]:
+    """Median and median absolute deviation (unscaled) of a 1-D sample.
+
+    Examples
+    --------
+    >>> from rankopt.probe._common import median_mad
+    >>> median_mad([1.0, 2.0, 3.0, 10.0])
+    (2.5, 1.0)
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    med = float(np.median(x))
+    return med, float(np.median(np.abs(x - med)))
+
+
+@dataclass(frozen=True)
+class TestHooks:
+    """Deliberate misbehaviour of one process, read from the test-hook variables."""
+
+    __test__ = False  # not a pytest test class
+
+    delays: dict[int, float] = field(default_factory=dict)  # peer (-1: any) -> seconds
+    stall_round: int = 0  # 1-based latency round, 0: none
+    stall_seconds: float = 0.0
+
+    def delay_to(self, peer: int) -> float:
+        return self.delays.get(peer, self.delays.get(-1, 0.0))
+
+    @classmethod
+    def from_env(cls, rank: int, environ: dict[str, str] | None = None) -> TestHooks:
+        env = os.environ if environ is None else environ
+        delays: dict[int, float] = {}
+        stall_round, stall_seconds = 0, 0.0
+        try:
+            for spec in filter(None, env.get(DELAY_ENV, "").split(",")):
+                parts = spec.split(":")
+                if int(parts[0]) == rank:
+                    peer = int(parts[2]) if len(parts) > 2 else -1
+                    delays[peer] = float(parts[1])
+            spec = env.get(STALL_ENV, "")
+            if spec:
+                who, rnd, secs = spec.split(":")
+                if int(who) == rank:
+                    stall_round, stall_seconds = int(rnd), float(secs)
+        except ValueError as exc:
+            raise RankoptInputError(
+                f"malformed test hook {DELAY_ENV}={env.get(DELAY_ENV, '')!r} / "
+                f"{STALL_ENV}={env.get(STALL_ENV, '')!r}: {exc}"
+            ) from None
+        return cls(delays, stall_round, stall_seconds)

@@ -1,0 +1,349 @@
+"""The probe protocol, written once for every backend.
+
+A backend supplies a :class:`Transport` (non-blocking point-to-point messages,
+a non-blocking max-allreduce and allgather, and waits with a deadline); the
+engine runs the phases:
+
+1. **start** -- allgather of host names, start time and a fingerprint of the
+   settings (different settings on different processes are an error);
+2. **latency** -- the round-robin rounds; in each, both processes of a pair
+   start ``warmup + repeats`` ping-pongs in turn;
+3. **bandwidth** -- the slots of :func:`~rankopt.probe.schedule.bandwidth_slots`;
+   in each, both processes of a pair send ``warmup + bandwidth_repeats`` large
+   messages in turn, each answered by a small acknowledgement;
+4. **gather** -- allgather of every process's rows of the matrices.
+
+Every round and slot ends with a consensus: an allreduce of a failure flag with
+a deadline. When it fails or times out, all processes still alive exchange
+failure reports point to point and raise :class:`ProbeTimeoutError` naming the
+round and the pairs or processes that did not answer. Deadlines are measured
+from the start of the round: the pair exchange has ``0.6 * timeout``, the
+consensus until ``0.8 * timeout`` and the failure exchange until
+``0.95 * timeout``, so every live process raises within ``timeout`` of the
+round's start.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt.probe._common import (
+    ProbeParams,
+    ProbeProgress,
+    ProbeTimeoutError,
+    TestHooks,
+    median_mad,
+)
+from rankopt.probe._topology import infer_link_levels
+from rankopt.probe.measurement import Measurement
+from rankopt.probe.schedule import bandwidth_slots, partner_table, round_robin
+
+__all__ = ["Transport", "run_probe"]
+
+logger = logging.getLogger("rankopt.probe")
+
+TAG_LAT, TAG_BW, TAG_ACK, TAG_FAIL = 0x7A10, 0x7A11, 0x7A12, 0x7A13
+PAIR_SHARE, CONSENSUS_SHARE, FAILURE_SHARE = 0.6, 0.8, 0.95
+HOST_BYTES = 256
+_UNIT = {"latency": "round", "bandwidth": "slot", "start": "step", "gather": "step"}
+
+
+class Transport(Protocol):
+    """What a backend provides to the engine. Buffers are 1-D NumPy arrays."""
+
+    rank: int
+    size: int
+
+    def isend(self, buf: NDArray[Any], peer: int, tag: int) -> Any: ...
+
+    def irecv(self, buf: NDArray[Any], peer: int, tag: int) -> Any: ...
+
+    def allreduce_max(self, send: NDArray[np.int64], recv: NDArray[np.int64]) -> Any: ...
+
+    def allgather(self, send: NDArray[Any], recv: NDArray[Any]) -> Any: ...
+
+    def wait(self, handles: Sequence[Any], deadline: float, *, busy: bool) -> bool:
+        """Wait for all handles until ``deadline`` (perf_counter); False on timeout."""
+        ...
+
+    def wait_each(self, handles: Sequence[Any], deadline: float) -> list[bool]:
+        """Wait for every handle (``None``: never completes); which ones completed."""
+        ...
+
+
+class _Probe:
+    def __init__(
+        self,
+        tr: Transport,
+        params: ProbeParams,
+        callback: Callable[[ProbeProgress], Any] | None,
+        backend: str,
+        hostname: str,
+    ) -> None:
+        self.tr, self.p, self.callback, self.backend = tr, params, callback, backend
+        self.n, self.me = tr.size, tr.rank
+        self.hostname = hostname
+        self.hooks = TestHooks.from_env(self.me)
+        self.t_begin = time.perf_counter()
+        self.small_out = np.zeros(params.latency_bytes, dtype=np.uint8)
+        self.small_in = np.zeros(params.latency_bytes, dtype=np.uint8)
+
+    # -- control plane -----------------------------------------------------------------
+    def _consensus(
+        self, phase: str, step: int, steps: int, t0: float, failed_peer: int, pairs: Sequence
+    ) -> None:
+        flag = np.array([0 if failed_peer < 0 else 1], dtype=np.int64)
+        out = np.zeros(1, dtype=np.int64)
+        deadline = t0 + CONSENSUS_SHARE * self.p.timeout
+        try:
+            ok = self.tr.wait([self.tr.allreduce_max(flag, out)], deadline, busy=False)
+        except RuntimeError as exc:  # a backend that already gave up on the peer
+            logger.debug("consensus failed on rank %d: %s", self.me, exc)
+            ok = False
+        if ok and out[0] == 0:
+            return
+        self._fail(phase, step, steps, t0, failed_peer, pairs)
+
+    def _fail(
+        self, phase: str, step: int, steps: int, t0: float, failed_peer: int, pairs: Sequence
+    ) -> None:
+        """Exchange failure reports with everyone still alive, then raise on all of them."""
+        n, me, tr = self.n, self.me, self.tr
+        report = np.array([failed_peer], dtype=np.int64)
+        reports = np.full((n, 1), -2, dtype=np.int64)
+        recvs: list[Any] = []
+        sends: list[Any] = []
+        for q in range(n):
+            if q == me:
+                recvs.append(None)
+                continue
+            try:
+                recvs.append(tr.irecv(reports[q], q, TAG_FAIL))
+                sends.append(tr.isend(report, q, TAG_FAIL))
+            except RuntimeError:  # the backend already closed the link to a dead peer
+                recvs.append(None)
+        deadline = max(t0 + FAILURE_SHARE * self.p.timeout, time.perf_counter() + 0.05)
+        got = tr.wait_each(recvs, deadline)
+        reports[me, 0] = failed_peer
+        got[me] = True
+        partner = {a: b for a, b in pairs} | {b: a for a, b in pairs}
+        failed = sorted(
+            {(q, int(reports[q, 0])) for q in range(n) if got[q] and reports[q, 0] >= 0}
+        )
+        silent = [q for q in range(n) if not got[q]]
+        unit = _UNIT[phase]
+        parts = [f"rank {peer} did not answer rank {q}" for q, peer in failed]
+        named = {peer for _, peer in failed}
+        for q in silent:
+            if q in named:
+                continue
+            where = f"paired with {partner[q]}" if q in partner else "no pair this " + unit
+            parts.append(f"rank {q} ({where}) did not report")
+        if not parts:
+            parts.append("the consensus did not complete")
+        message = (
+            f"probe timed out in {phase} {unit} {step + 1} of {steps} "
+            f"(timeout {self.p.timeout:g} s): " + "; ".join(parts) + "."
+        )
+        failed_pairs = sorted({(min(q, p), max(q, p)) for q, p in failed})
+        failed_pairs += sorted(
+            (min(q, partner[q]), max(q, partner[q]))
+            for q in silent
+            if q in partner and (min(q, partner[q]), max(q, partner[q])) not in failed_pairs
+        )
+        raise ProbeTimeoutError(
+            message, phase=phase, step=step + 1, pairs=failed_pairs, ranks=sorted(named | set(silent))
+        )
+
+    def _allgather(self, send: NDArray[Any], phase: str) -> NDArray[Any]:
+        recv = np.zeros((self.n, send.size), dtype=send.dtype)
+        t0 = time.perf_counter()
+        deadline = t0 + CONSENSUS_SHARE * self.p.timeout
+        if not self.tr.wait([self.tr.allgather(send, recv)], deadline, busy=False):
+            self._fail(phase, 0, 1, t0, -1, ())
+        return recv
+
+    def _progress(self, phase: str, step: int, steps: int, pairs: Sequence) -> None:
+        logger.debug("rank %d finished %s %d/%d", self.me, phase, step + 1, steps)
+        if self.callback is not None:
+            self.callback(
+                ProbeProgress(
+                    phase, step + 1, steps, tuple(pairs), time.perf_counter() - self.t_begin
+                )
+            )
+
+    # -- data plane --------------------------------------------------------------------
+    def _initiate(
+        self, peer: int, out: NDArray, back: NDArray, tags: tuple[int, int], count: int,
+        deadline: float,
+    ) -> NDArray[np.float64] | None:
+        """Send ``out`` and wait for ``back``, ``warmup + count`` times; timed samples."""
+        tr, warmup = self.tr, self.p.warmup
+        delay = self.hooks.delay_to(peer)
+        samples = np.empty(count)
+        for i in range(warmup + count):
+            rreq = tr.irecv(back, peer, tags[1])
+            t = time.perf_counter()
+            if delay:
+                time.sleep(delay)
+            sreq = tr.isend(out, peer, tags[0])
+            if not tr.wait([sreq, rreq], deadline, busy=True):
+                return None
+            if i >= warmup:
+                samples[i - warmup] = time.perf_counter() - t
+        return samples
+
+    def _respond(
+        self, peer: int, inbox: NDArray, reply: NDArray, tags: tuple[int, int], count: int,
+        deadline: float,
+    ) -> bool:
+        tr = self.tr
+        delay = self.hooks.delay_to(peer)
+        for _ in range(self.p.warmup + count):
+            if not tr.wait([tr.irecv(inbox, peer, tags[0])], deadline, busy=True):
+                return False
+            if delay:
+                time.sleep(delay)
+            if not tr.wait([tr.isend(reply, peer, tags[1])], deadline, busy=True):
+                return False
+        return True
+
+    # -- phases --------------------------------------------------------------------------
+    def _start(self) -> tuple[tuple[str, ...], float]:
+        row = np.zeros(16 + HOST_BYTES, dtype=np.uint8)
+        row[:8] = np.array([self.p.fingerprint()], dtype=np.int64).view(np.uint8)
+        row[8:16] = np.array([time.time()], dtype=np.float64).view(np.uint8)
+        name = self.hostname.encode()[:HOST_BYTES]
+        row[16 : 16 + len(name)] = np.frombuffer(name, dtype=np.uint8)
+        table = self._allgather(row, "start")
+        prints = table[:, :8].copy().view(np.int64)[:, 0]
+        if np.any(prints != prints[0]):
+            from rankopt._validation import RankoptInputError
+
+            bad = int(np.nonzero(prints != prints[0])[0][0])
+            raise RankoptInputError(
+                f"probe settings differ between processes: rank {bad} was called with "
+                "other arguments than rank 0."
+            )
+        hosts = tuple(bytes(r[16:]).rstrip(b"\0").decode(errors="replace") for r in table)
+        started = float(table[0, 8:16].copy().view(np.float64)[0])
+        return hosts, started
+
+    def _latency(self) -> tuple[NDArray, NDArray, NDArray, int, float]:
+        n, me, p = self.n, self.me, self.p
+        rounds = round_robin(n)
+        table = partner_table(rounds, n)
+        row = np.zeros((3, n))  # latency, spread, count
+        for r, pairs in enumerate(rounds):
+            t0 = time.perf_counter()
+            if self.hooks.stall_round == r + 1:
+                time.sleep(self.hooks.stall_seconds)
+            peer = int(table[r, me])
+            failed = -1
+            if peer >= 0:
+                deadline = t0 + PAIR_SHARE * p.timeout
+                tags = (TAG_LAT, TAG_LAT)
+                for first in sorted((me, peer)):
+                    if first == me:
+                        rtt = self._initiate(
+                            peer, self.small_out, self.small_in, tags, p.repeats, deadline
+                        )
+                        if rtt is None:
+                            failed = peer
+                            break
+                        row[0, peer], row[1, peer] = median_mad(rtt / 2.0)
+                        row[2, peer] += 1
+                    elif not self._respond(
+                        peer, self.small_in, self.small_out, tags, p.repeats, deadline
+                    ):
+                        failed = peer
+                        break
+            self._consensus("latency", r, len(rounds), t0, failed, pairs)
+            self._progress("latency", r, len(rounds), pairs)
+        gathered = self._allgather(np.concatenate([row.ravel(), [time.time()]]), "gather")
+        mats = gathered[:, : 3 * n].reshape(n, 3, n)
+        return mats[:, 0], mats[:, 1], mats[:, 2], len(rounds), float(gathered[:, -1].max())
+
+    def _bandwidth(
+        self, latency: NDArray, slots: list[list[tuple[int, int]]]
+    ) -> tuple[NDArray, NDArray, NDArray, float]:
+        n, me, p = self.n, self.me, self.p
+        big_out = np.ones(p.bandwidth_bytes, dtype=np.uint8)
+        big_in = np.zeros(p.bandwidth_bytes, dtype=np.uint8)
+        row = np.zeros((3, n))  # bandwidth, spread, count
+        for s, pairs in enumerate(slots):
+            t0 = time.perf_counter()
+            peer = next((b if a == me else a for a, b in pairs if me in (a, b)), -1)
+            failed = -1
+            if peer >= 0:
+                deadline = t0 + PAIR_SHARE * p.timeout
+                tags = (TAG_BW, TAG_ACK)
+                for first in sorted((me, peer)):
+                    if first == me:
+                        el = self._initiate(
+                            peer, big_out, self.small_in, tags, p.bandwidth_repeats, deadline
+                        )
+                        if el is None:
+                            failed = peer
+                            break
+                        # one-way transfer time: elapsed minus the acknowledgement's latency
+                        one_way = np.maximum(el - latency[peer, me], el / 2.0)
+                        row[0, peer], row[1, peer] = median_mad(p.bandwidth_bytes / one_way)
+                        row[2, peer] += 1
+                    elif not self._respond(
+                        peer, big_in, self.small_out, tags, p.bandwidth_repeats, deadline
+                    ):
+                        failed = peer
+                        break
+            self._consensus("bandwidth", s, len(slots), t0, failed, pairs)
+            self._progress("bandwidth", s, len(slots), pairs)
+        gathered = self._allgather(np.concatenate([row.ravel(), [time.time()]]), "gather")
+        mats = gathered[:, : 3 * n].reshape(n, 3, n)
+        return mats[:, 0], mats[:, 1], mats[:, 2], float(gathered[:, -1].max())
+
+    def run(self) -> Measurement:
+        hosts, started = self._start()
+        lat, lat_spread, counts, n_rounds, finished = self._latency()
+        bw = bw_spread = bw_counts = None
+        levels = infer_link_levels(lat, hosts)
+        slots: list[list[tuple[int, int]]] = []
+        if self.p.bandwidth:
+            slots = bandwidth_slots(lat, hosts, concurrency=self.p.bw_concurrency, levels=levels)
+            bw, bw_spread, bw_counts, finished = self._bandwidth(lat, slots)
+        parameters = self.p.as_dict() | {
+            "n": self.n,
+            "latency_rounds": n_rounds,
+            "bandwidth_slots": len(slots),
+            "link_levels": len(levels),
+        }
+        return Measurement(
+            latency=lat,
+            bandwidth=bw,
+            hosts=hosts,
+            latency_spread=lat_spread,
+            bandwidth_spread=bw_spread,
+            pair_counts=counts.astype(np.int64),
+            bandwidth_counts=None if bw_counts is None else bw_counts.astype(np.int64),
+            started_at=started,
+            finished_at=finished,
+            backend=self.backend,
+            parameters=parameters,
+        )
+
+
+def run_probe(
+    tr: Transport,
+    params: ProbeParams,
+    callback: Callable[[ProbeProgress], Any] | None,
+    *,
+    backend: str,
+    hostname: str,
+) -> Measurement:
+    """Run the whole probe over ``tr``; the same :class:`Measurement` on every process."""
+    return _Probe(tr, params, callback, backend, hostname).run()

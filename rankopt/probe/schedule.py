@@ -1,0 +1,212 @@
+"""Who measures whom, and when: the schedules shared by every probe backend.
+
+Contents
+--------
+round_robin
+    The circle-method round robin: all pairs of ``n`` processes in ``n - 1``
+    rounds (``n`` for odd ``n``) of disjoint pairs.
+partner_table
+    The same schedule as an ``(rounds, n)`` array of partners (``-1`` for a bye).
+bandwidth_slots
+    The bandwidth schedule: every pair once, in slots of concurrent pairs that
+    never share a suspected link (see :mod:`rankopt.probe._topology`).
+
+The schedules are pure functions of their inputs, so every rank computes the
+same one without communicating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._validation import RankoptInputError
+from rankopt.probe._topology import infer_link_levels, pair_links
+
+__all__ = ["round_robin", "partner_table", "bandwidth_slots"]
+
+Pair = tuple[int, int]
+
+
+def _check_n(n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise RankoptInputError(f"`n` must be an integer; got {n!r} instead.")
+    if n < 1:
+        raise RankoptInputError(f"`n` must be at least 1; got {n} instead.")
+    return int(n)
+
+
+def round_robin(n: int) -> list[list[Pair]]:
+    """All pairs of ``n`` processes in rounds of disjoint pairs (circle method).
+
+    Parameters
+    ----------
+    n : int
+        Number of processes, at least 1.
+
+    Returns
+    -------
+    list of list of (int, int)
+        ``rounds[r]`` is the list of pairs ``(a, b)`` with ``a < b`` that meet
+        in round ``r``. There are ``n - 1`` rounds of ``n / 2`` pairs for even
+        ``n`` and ``n`` rounds of ``(n - 1) / 2`` pairs for odd ``n`` (one
+        process sits out each round: a bye). Every unordered pair occurs in
+        exactly one round; the result depends only on ``n``.
+
+    Raises
+    ------
+    RankoptInputError
+        If ``n`` is not an integer of at least 1.
+
+    Notes
+    -----
+    Circle method: process ``0`` stays fixed, the others sit on a circle that
+    rotates by one place per round, and position ``i`` meets position
+    ``m - 1 - i`` (``m`` = ``n`` rounded up to even; the extra position is the
+    bye). Cost :math:`O(n^2)`.
+
+    Examples
+    --------
+    >>> from rankopt.probe.schedule import round_robin
+    >>> round_robin(4)
+    [[(0, 3), (1, 2)], [(0, 2), (1, 3)], [(0, 1), (2, 3)]]
+    >>> [len(r) for r in round_robin(5)]
+    [2, 2, 2, 2, 2]
+    """
+    n = _check_n(n)
+    if n < 2:
+        return []
+    m = n + (n % 2)  # position m - 1 is the bye when n is odd
+    circle = list(range(1, m))
+    rounds: list[list[Pair]] = []
+    for _ in range(m - 1):
+        seats = [0, *circle]
+        pairs = []
+        for i in range(m // 2):
+            a, b = seats[i], seats[m - 1 - i]
+            if a < n and b < n:
+                pairs.append((min(a, b), max(a, b)))
+        rounds.append(sorted(pairs))
+        circle = [circle[-1], *circle[:-1]]
+    return rounds
+
+
+def partner_table(rounds: Sequence[Sequence[Pair]], n: int) -> NDArray[np.int64]:
+    """Partner of every process in every round.
+
+    Parameters
+    ----------
+    rounds : sequence of sequence of (int, int)
+        A schedule such as the one returned by :func:`round_robin`.
+    n : int
+        Number of processes.
+
+    Returns
+    -------
+    ndarray of int64, shape (len(rounds), n)
+        ``table[r, i]`` is the process that ``i`` meets in round ``r``, or
+        ``-1`` if ``i`` has a bye.
+
+    Examples
+    --------
+    >>> from rankopt.probe.schedule import partner_table, round_robin
+    >>> partner_table(round_robin(3), 3)
+    array([[-1,  2,  1],
+           [ 2, -1,  0],
+           [ 1,  0, -1]])
+    """
+    n = _check_n(n)
+    table = np.full((len(rounds), n), -1, dtype=np.int64)
+    for r, pairs in enumerate(rounds):
+        for a, b in pairs:
+            table[r, a] = b
+            table[r, b] = a
+    return table
+
+
+def bandwidth_slots(
+    latency: NDArray[np.float64],
+    hosts: Sequence[str],
+    *,
+    concurrency: int = 1,
+    levels: Sequence[NDArray[np.int64]] | None = None,
+) -> list[list[Pair]]:
+    """Schedule the bandwidth transfers so that no suspected link is shared.
+
+    Parameters
+    ----------
+    latency : ndarray, shape (n, n)
+        Measured one-way latencies in seconds; used to infer the link
+        hierarchy above the hosts when ``levels`` is not given.
+    hosts : sequence of str
+        Host name of every process.
+    concurrency : int, default 1
+        How many pairs may use one suspected link at the same time. ``1``
+        means every pair is measured alone on every link it crosses, so
+        ``bandwidth[i, j]`` is the pair's own bandwidth.
+    levels : sequence of ndarray of int, optional
+        Group labels per level, finest first (host level first), as returned
+        by :func:`rankopt.probe._topology.infer_link_levels`. Inferred from
+        ``latency`` and ``hosts`` when omitted.
+
+    Returns
+    -------
+    list of list of (int, int)
+        Slots of pairs ``(a, b)`` with ``a < b``. The pairs of one slot have
+        distinct processes and each link is used by at most ``concurrency``
+        of them; every unordered pair occurs in exactly one slot.
+
+    Notes
+    -----
+    A pair uses the uplink of every group that contains exactly one of its
+    two processes, and the internal bus of its host when both are on one
+    host. Pairs are placed first-fit in round-robin order, so on a network
+    with no shared link the slots are the round-robin rounds. On a single
+    host every pair shares the bus and the schedule is sequential:
+    ``n (n - 1) / 2`` slots. Cost :math:`O(P S)` for ``P`` pairs and ``S``
+    slots.
+
+    Examples
+    --------
+    Two hosts with two processes each: the two intra-host pairs run
+    together, the four cross-host pairs share the host uplinks and run alone.
+
+    >>> import numpy as np
+    >>> from rankopt.probe.schedule import bandwidth_slots
+    >>> lat = np.array([[0, 1, 9, 9], [1, 0, 9, 9], [9, 9, 0, 1], [9, 9, 1, 0]]) * 1e-6
+    >>> bandwidth_slots(lat, ["a", "a", "b", "b"])
+    [[(0, 3)], [(1, 2)], [(0, 2)], [(1, 3)], [(0, 1), (2, 3)]]
+    """
+    concurrency = int(concurrency)
+    if concurrency < 1:
+        raise RankoptInputError(
+            f"`concurrency` must be at least 1; got {concurrency} instead."
+        )
+    n = len(hosts)
+    if levels is None:
+        levels = infer_link_levels(latency, hosts)
+    slots: list[list[Pair]] = []
+    busy: list[set[int]] = []
+    load: list[dict[tuple[int, int, int], int]] = []
+    for pairs in round_robin(n):
+        for a, b in pairs:
+            links = pair_links(levels, a, b)
+            for s in range(len(slots)):
+                if a in busy[s] or b in busy[s]:
+                    continue
+                if any(load[s].get(link, 0) >= concurrency for link in links):
+                    continue
+                break
+            else:
+                s = len(slots)
+                slots.append([])
+                busy.append(set())
+                load.append({})
+            slots[s].append((a, b))
+            busy[s].update((a, b))
+            for link in links:
+                load[s][link] = load[s].get(link, 0) + 1
+    return [sorted(slot) for slot in slots]
