@@ -1,0 +1,400 @@
+"""Generate the PMPI shim's wrappers from one table and the MPI's own header.
+
+``wrappers.tbl`` (beside this file) lists the wrapped functions, one line
+``name group action`` each. The signature of each wrapper is read from the
+declarations of the ``mpi.h`` the shim is compiled against (preprocessed by
+that MPI's compiler wrapper, ``mpicc -E``), so the generated code matches the
+library's own const-ness and types, and a function the library does not declare
+is skipped rather than breaking the build. See the table's header comment for
+the actions.
+
+Run as a script to see the code for an MPI installation::
+
+    mpicc -E -P - <<< '#include <mpi.h>' > mpi.i
+    python -m rankopt._shim_src.generate mpi.i -o wrappers.c
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "ACTIONS",
+    "Declaration",
+    "Entry",
+    "Generated",
+    "Param",
+    "TableError",
+    "generate",
+    "parse_declarations",
+    "read_table",
+]
+
+TABLE = Path(__file__).with_name("wrappers.tbl")
+
+ACTIONS = ("sub", "init", "finalize", "both", "attr", "unmap")
+
+_C_TYPE_WORDS = frozenset(
+    "void char short int long float double signed unsigned _Bool const volatile restrict "
+    "struct union enum".split()
+)
+_UNAVAILABLE = "__rankopt_unavailable__"
+
+
+class TableError(ValueError):
+    """The wrapper table, or the header it is matched against, is not usable."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the wrapper table."""
+
+    name: str
+    group: str
+    action: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a C declaration: ``type name suffix``."""
+
+    type: str
+    name: str
+    suffix: str = ""
+
+    @property
+    def is_comm(self) -> bool:
+        """True for a by-value ``MPI_Comm`` parameter."""
+        return not self.suffix and re.fullmatch(r"(const\s+)?MPI_Comm", self.type) is not None
+
+    def declare(self) -> str:
+        sep = "" if self.type.endswith("*") else " "
+        return f"{self.type}{sep}{self.name}{self.suffix}"
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """A function declaration found in the header."""
+
+    name: str
+    ret: str
+    params: tuple[Param, ...]
+
+    def signature(self) -> str:
+        params = ", ".join(p.declare() for p in self.params) or "void"
+        return f"{self.ret} {self.name}({params})"
+
+
+@dataclass(frozen=True)
+class Generated:
+    """The generated C code and what it covers."""
+
+    code: str
+    wrapped: tuple[str, ...]
+    skipped: tuple[str, ...]
+
+
+def read_table(path: str | Path | None = None) -> list[Entry]:
+    """Read the wrapper table.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The table; ``wrappers.tbl`` beside this module by default.
+
+    Returns
+    -------
+    list of Entry
+        In table order.
+
+    Raises
+    ------
+    TableError
+        On a malformed line, an unknown action or a repeated name.
+
+    Examples
+    --------
+    >>> entries = read_table()
+    >>> [e.action for e in entries if e.name == "MPI_Init"]
+    ['init']
+    """
+    path = TABLE if path is None else Path(path)
+    entries: list[Entry] = []
+    seen: dict[str, int] = {}
+    for lineno, raw in enumerate(path.read_text().splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = line.split()
+        if len(fields) != 3 or not re.fullmatch(r"MPI_\w+", fields[0]):
+            raise TableError(f"{path}:{lineno}: expected `MPI_name group action`, got {raw!r}")
+        name, group, action = fields
+        if action not in ACTIONS:
+            raise TableError(
+                f"{path}:{lineno}: unknown action {action!r} for {name}; expected one of {ACTIONS}"
+            )
+        if name in seen:
+            raise TableError(f"{path}:{lineno}: {name} is already listed on line {seen[name]}")
+        seen[name] = lineno
+        entries.append(Entry(name, group, action, lineno))
+    return entries
+
+
+def _strip_attributes(text: str) -> str:
+    """Remove ``__attribute__((...))``; mark unavailable functions."""
+    out: list[str] = []
+    i = 0
+    key = "__attribute__"
+    while True:
+        j = text.find(key, i)
+        if j < 0:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:j])
+        k = text.find("(", j)
+        end = _match_paren(text, k)
+        body = text[k:end]
+        unavailable = re.search(r"\b_*(error|unavailable)_*\b", body) is not None
+        out.append(f" {_UNAVAILABLE} " if unavailable else " ")
+        i = end
+
+
+def _match_paren(text: str, start: int) -> int:
+    """Index just past the parenthesis that closes ``text[start]``."""
+    depth = 0
+    i = start
+    quote = ""
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\":
+                i += 1
+            elif c == quote:
+                quote = ""
+        elif c in "\"'":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise TableError(f"unbalanced parentheses in the MPI header near {text[start : start + 60]!r}")
+
+
+def _split_params(text: str) -> list[str]:
+    parts, depth, cur = [], 0, []
+    for c in text:
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def _parse_param(text: str, index: int, func: str) -> Param:
+    m = re.fullmatch(r"(?P<head>.*?)\s*(?P<suffix>(\[[^\]]*\]\s*)*)", text)
+    assert m is not None
+    head, suffix = m["head"], re.sub(r"\s+", "", m["suffix"])
+    if "(" in head or "..." in head:
+        raise TableError(f"{func}: cannot wrap the parameter {text!r}")
+    name = f"arg{index}"
+    m = re.fullmatch(r"(?P<type>.*?[\w*])\s*\b(?P<name>[A-Za-z_]\w*)", head)
+    if m is not None:
+        words = re.findall(r"[A-Za-z_]\w*", m["type"])
+        named = (
+            m["name"] not in _C_TYPE_WORDS
+            and not m["name"].startswith("MPI_")
+            and (any(w not in ("const", "volatile") for w in words) or "*" in m["type"])
+        )
+        if named:
+            head, name = m["type"], m["name"]
+    ctype = re.sub(r"\s*\*\s*", " *", re.sub(r"\s+", " ", head)).strip()
+    ctype = ctype.replace("* *", "**").replace("* *", "**")
+    return Param(ctype, name, suffix)
+
+
+def parse_declarations(header: str, names: Iterable[str]) -> dict[str, Declaration]:
+    """Find the declarations of ``names`` in preprocessed header text.
+
+    Parameters
+    ----------
+    header : str
+        ``mpi.h`` after the C preprocessor (``mpicc -E``).
+    names : iterable of str
+        Function names to look for.
+
+    Returns
+    -------
+    dict
+        Name to Declaration, for the names declared (and not marked
+        unavailable) in the header.
+
+    Examples
+    --------
+    >>> h = "int MPI_Barrier(MPI_Comm comm) __attribute__((visibility(\\"default\\")));"
+    >>> parse_declarations(h, ["MPI_Barrier", "MPI_Send"])["MPI_Barrier"].signature()
+    'int MPI_Barrier(MPI_Comm comm)'
+    """
+    text = "\n".join(ln for ln in header.splitlines() if not ln.lstrip().startswith("#"))
+    text = re.sub(r"\s+", " ", _strip_attributes(text))
+    found: dict[str, Declaration] = {}
+    for name in names:
+        for m in re.finditer(rf"(?<![\w$]){re.escape(name)}\s*\(", text):
+            start = max(text.rfind(c, 0, m.start()) for c in ";{}") + 1
+            ret = text[start : m.start()]
+            end = _match_paren(text, m.end() - 1)
+            rest = text[end:].lstrip()
+            if not rest.startswith(";") and not rest.startswith(_UNAVAILABLE):
+                continue
+            if "typedef" in ret or "(" in ret or ")" in ret:
+                continue
+            if _UNAVAILABLE in ret or rest.startswith(_UNAVAILABLE):
+                break
+            ret = " ".join(w for w in ret.split() if w not in ("extern", "__extension__"))
+            raw = _split_params(text[m.end() : end - 1])
+            if raw == ["void"] or raw == [""]:
+                raw = []
+            params = tuple(_parse_param(p, i, name) for i, p in enumerate(raw))
+            found[name] = Declaration(name, ret.strip(), params)
+            break
+    return found
+
+
+def _call(decl: Declaration, comm_expr: str = "rankopt_in({})") -> str:
+    args = [comm_expr.format(p.name) if p.is_comm else p.name for p in decl.params]
+    return f"P{decl.name}({', '.join(args)})"
+
+
+def _body(entry: Entry, decl: Declaration) -> list[str]:
+    comms = [p for p in decl.params if p.is_comm]
+    where = f"{entry.name} (wrappers.tbl line {entry.line})"
+    if entry.action in ("sub", "both", "attr") and not comms:
+        raise TableError(f"{where}: action {entry.action!r} but no MPI_Comm argument")
+    if entry.action in ("init", "finalize", "both", "attr") and decl.ret != "int":
+        raise TableError(f"{where}: action {entry.action!r} needs an int return")
+    plain = _call(decl, "{}")
+    if entry.action == "sub":
+        return [f"return {_call(decl)};"]
+    if entry.action == "init":
+        return [
+            f"int rc = {plain};",
+            "if (rc == MPI_SUCCESS) rankopt_after_init();",
+            "return rc;",
+        ]
+    if entry.action == "finalize":
+        return ["rankopt_before_finalize();", f"return {plain};"]
+    if entry.action == "both":
+        differs = " || ".join(f"{p.name} != rankopt_in({p.name})" for p in comms)
+        return [
+            f"int rc = {plain};",
+            f"if (rc == MPI_SUCCESS && ({differs})) rc = {_call(decl)};",
+            "return rc;",
+        ]
+    if entry.action == "attr":
+        p = decl.params
+        if len(p) != 4 or not p[0].is_comm or p[1].type != "int" or p[3].type != "int *":
+            raise TableError(f"{where}: action 'attr' needs (MPI_Comm, int, void *, int *)")
+        return [
+            f"int rc = {_call(decl)};",
+            f"if (rc == MPI_SUCCESS && !*{p[3].name} && rankopt_world != MPI_COMM_NULL",
+            f"    && rankopt_is_predefined_keyval({p[1].name}))",
+            f"    rc = P{decl.name}(MPI_COMM_WORLD, {p[1].name}, {p[2].name}, {p[3].name});",
+            "return rc;",
+        ]
+    if decl.ret != "MPI_Comm":
+        raise TableError(f"{where}: action 'unmap' needs an MPI_Comm return")
+    return [f"return rankopt_out({plain});"]
+
+
+def generate(
+    header: str, entries: list[Entry] | None = None, *, source: str = "mpi.h"
+) -> Generated:
+    """Generate the C code of the wrappers.
+
+    Parameters
+    ----------
+    header : str
+        Preprocessed ``mpi.h`` of the target MPI.
+    entries : list of Entry, optional
+        The table; ``read_table()`` by default.
+    source : str
+        Describes the header in the generated file's banner.
+
+    Returns
+    -------
+    Generated
+        ``code`` (a C translation unit that includes ``rankopt_shim.h``),
+        ``wrapped`` (the functions it defines) and ``skipped`` (table names
+        the header does not declare).
+
+    Raises
+    ------
+    TableError
+        If a declared function does not fit its action, or a wrapped
+        function and its ``PMPI_`` twin are not both declared.
+
+    Examples
+    --------
+    >>> h = "int MPI_Barrier(MPI_Comm comm); int PMPI_Barrier(MPI_Comm comm);"
+    >>> g = generate(h, [Entry("MPI_Barrier", "coll", "sub", 1)])
+    >>> print(g.code.split("\\n\\n")[-1].strip())
+    RANKOPT_EXPORT int MPI_Barrier(MPI_Comm comm)
+    {
+        return PMPI_Barrier(rankopt_in(comm));
+    }
+    """
+    entries = read_table() if entries is None else entries
+    wanted: list[Entry] = []
+    for e in entries:
+        wanted.append(e)
+        if e.action == "sub":
+            wanted.append(Entry(e.name + "_c", e.group, e.action, e.line))
+    names = [e.name for e in wanted]
+    decls = parse_declarations(header, names + ["P" + n for n in names])
+    lines = [
+        f"/* Generated by rankopt/_shim_src/generate.py from wrappers.tbl for {source}.",
+        " * Do not edit: change the table or the generator. */",
+        '#include "rankopt_shim.h"',
+    ]
+    wrapped, skipped = [], []
+    for e in wanted:
+        decl = decls.get(e.name)
+        if decl is None:
+            if not e.name.endswith("_c") or e.action != "sub" or e.name[:-2] not in names:
+                skipped.append(e.name)
+            continue
+        if "P" + e.name not in decls:
+            raise TableError(f"{e.name} is declared in {source} but P{e.name} is not")
+        body = "\n".join("    " + ln for ln in _body(e, decl))
+        lines.append(f"\nRANKOPT_EXPORT {decl.signature()}\n{{\n{body}\n}}")
+        wrapped.append(e.name)
+    return Generated("\n".join(lines) + "\n", tuple(wrapped), tuple(skipped))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("header", type=Path, help="preprocessed mpi.h (mpicc -E)")
+    parser.add_argument("-o", "--output", type=Path, default=Path("wrappers.c"))
+    parser.add_argument("--table", type=Path, default=TABLE)
+    args = parser.parse_args(argv)
+    gen = generate(args.header.read_text(), read_table(args.table), source=str(args.header))
+    args.output.write_text(gen.code)
+    print(f"{args.output}: {len(gen.wrapped)} wrappers; not declared: {' '.join(gen.skipped)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,47 @@
+/*
+ * rankopt PMPI shim: state shared by the hand-written core (shim_core.c)
+ * and the generated wrappers (wrappers.c, written by generate.py from
+ * wrappers.tbl).
+ *
+ * The shim owns one communicator, `rankopt_world`: MPI_COMM_WORLD split
+ * with key = new rank. While it is set, every wrapped call replaces an
+ * MPI_Comm argument equal to MPI_COMM_WORLD by it. It is MPI_COMM_NULL
+ * before MPI_Init, after MPI_Finalize and whenever RANKOPT_ORDER is unset,
+ * and then every wrapper passes its arguments through unchanged.
+ */
+#ifndef RANKOPT_SHIM_H
+#define RANKOPT_SHIM_H
+
+#include <mpi.h>
+
+#define RANKOPT_HIDDEN __attribute__((visibility("hidden")))
+#define RANKOPT_EXPORT __attribute__((visibility("default")))
+
+extern RANKOPT_HIDDEN MPI_Comm rankopt_world;
+
+/* The communicator the library should see for the one the program passed. */
+static inline MPI_Comm rankopt_in(MPI_Comm comm)
+{
+    return (comm == MPI_COMM_WORLD && rankopt_world != MPI_COMM_NULL) ? rankopt_world : comm;
+}
+
+/* The communicator the program should see for one the library returned. */
+static inline MPI_Comm rankopt_out(MPI_Comm comm)
+{
+    return (rankopt_world != MPI_COMM_NULL && comm == rankopt_world) ? MPI_COMM_WORLD : comm;
+}
+
+/* Called after a successful PMPI_Init / PMPI_Init_thread: reads
+ * RANKOPT_ORDER, validates it on rank 0, and builds rankopt_world.
+ * On a bad order every rank finalizes and exits with status 1. */
+RANKOPT_HIDDEN void rankopt_after_init(void);
+
+/* Called before PMPI_Finalize: frees rankopt_world. */
+RANKOPT_HIDDEN void rankopt_before_finalize(void);
+
+/* Keyvals whose attributes MPI caches on MPI_COMM_WORLD only
+ * (MPI_TAG_UB, MPI_HOST, ...): looked up on the real world communicator
+ * when the reordered one does not have them. */
+RANKOPT_HIDDEN int rankopt_is_predefined_keyval(int keyval);
+
+#endif

@@ -1,0 +1,121 @@
+"""``rankopt shim build`` and ``rankopt run-mpi``: reorder unmodified compiled MPI programs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+
+from rankopt import shim
+from rankopt.cli import CLIError
+
+__all__ = ["register", "run", "run_mpi"]
+
+_RUN_MPI_EPILOG = """\
+example:
+  rankopt solve latency.npy --order-out order.txt
+  rankopt run-mpi --order order.txt -- mpiexec -n 8 ./app
+
+The same by hand (Open MPI):
+  mpiexec -n 8 -x LD_PRELOAD=$(rankopt shim build) -x RANKOPT_ORDER=$PWD/order.txt ./app
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "shim",
+        help="build the LD_PRELOAD shim that reorders unmodified MPI programs",
+        description="Build librankopt_shim.so with the MPI's compiler wrapper and print its "
+        f"path. Built libraries are cached in {shim.cache_dir()} (set RANKOPT_CACHE_DIR to "
+        "move it), one per MPI library and version.",
+    )
+    actions = p.add_subparsers(dest="shim_action", metavar="ACTION")
+    actions.required = True
+    b = actions.add_parser("build", help="build (or find in the cache) the shim; print its path")
+    b.add_argument(
+        "--mpicc",
+        help="MPI C compiler wrapper (default: $MPICC, mpicc on PATH, "
+        "mpicc next to mpiexec or python)",
+    )
+    b.add_argument("-o", "--outdir", help="write the library here instead of the cache")
+    b.add_argument("--force", action="store_true", help="rebuild a cached library")
+    b.set_defaults(func=run)
+
+    r = sub.add_parser(
+        "run-mpi",
+        help="run an unmodified MPI program with its ranks reordered",
+        description="Run COMMAND (an mpiexec/mpirun/srun line) with the rankopt shim preloaded,\n"
+        "so that the program's MPI_COMM_WORLD is renumbered by the order file:\n"
+        "new rank k is the process launched as rank order[k]. The program is not changed.",
+        epilog=_RUN_MPI_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    r.add_argument(
+        "--order",
+        help="order file (text, .npy or .json) as written by "
+        "`rankopt solve --order-out`; default $RANKOPT_ORDER, else no reordering",
+    )
+    r.add_argument("--shim", help="shim library to use (default: build or reuse the cached one)")
+    r.add_argument("--mpicc", help="MPI C compiler wrapper used to build the shim")
+    r.add_argument(
+        "--propagate",
+        choices=("auto", "x", "env"),
+        default="auto",
+        help="pass the variables with Open MPI's -x (x), through the launcher's "
+        "environment (env), or pick by launcher (auto, default)",
+    )
+    r.add_argument("-v", "--verbose", action="store_true", help="rank 0 reports what the shim did")
+    r.add_argument("--dry-run", action="store_true", help="print the command, do not run it")
+    r.add_argument(
+        "launch",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND",
+        help="launch command, after --: mpiexec -n N ./app ...",
+    )
+    r.set_defaults(func=run_mpi)
+
+
+def run(args: argparse.Namespace) -> int:
+    """``rankopt shim build``."""
+    try:
+        lib = shim.build(mpicc=args.mpicc, outdir=args.outdir, force=args.force)
+    except shim.ShimBuildError as exc:
+        raise CLIError(str(exc).splitlines()[0]) from exc
+    print(lib)
+    return 0
+
+
+def run_mpi(args: argparse.Namespace) -> int:
+    """``rankopt run-mpi``."""
+    command = list(args.launch)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        raise CLIError(
+            "no command given; usage: rankopt run-mpi --order FILE -- mpiexec -n N ./app"
+        )
+    order = args.order or os.environ.get("RANKOPT_ORDER") or None
+    try:
+        lib = args.shim if args.shim else shim.build(mpicc=args.mpicc)
+    except shim.ShimBuildError as exc:
+        raise CLIError(str(exc).splitlines()[0]) from exc
+    if order is None and not args.quiet:
+        print(
+            "rankopt run-mpi: no --order and no RANKOPT_ORDER: MPI_COMM_WORLD is left as launched",
+            file=sys.stderr,
+        )
+    if args.dry_run:
+        path = None if order is None else shim.order_text_file(order)
+        argv, env = shim.launch_command(
+            command, path, shim=lib, propagate=args.propagate, verbose=args.verbose
+        )
+        extra = {
+            k: env[k]
+            for k in ("LD_PRELOAD", "RANKOPT_ORDER", "RANKOPT_SHIM_VERBOSE")
+            if k in env and env.get(k) != os.environ.get(k)
+        }
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in extra.items())
+        print((prefix + " " if prefix else "") + shlex.join(argv))
+        return 0
+    return shim.run_mpi(command, order, shim=lib, propagate=args.propagate, verbose=args.verbose)

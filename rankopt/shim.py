@@ -1,0 +1,509 @@
+"""Reorder unmodified compiled MPI programs with a PMPI shim loaded by ``LD_PRELOAD``.
+
+The shim (``librankopt_shim.so``) wraps the MPI calls that take a communicator.
+At ``MPI_Init`` / ``MPI_Init_thread`` it reads the order named by
+``RANKOPT_ORDER``, checks it, and builds the reordered communicator
+``PMPI_Comm_split(MPI_COMM_WORLD, 0, rank_of[rank])``; from then on every
+``MPI_COMM_WORLD`` argument is replaced by that communicator. The program is
+neither changed nor rebuilt: ``MPI_Comm_rank(MPI_COMM_WORLD, ...)`` returns the
+new rank, and point-to-point partners and collectives follow the new order.
+
+Contents
+--------
+- :func:`build` -- compile the shim with the MPI's compiler wrapper (cached).
+- :func:`find_mpicc`, :func:`cache_dir` -- where the compiler and the cache are.
+- :func:`launch_command`, :func:`run_mpi` -- run ``mpiexec ... ./app`` under the shim.
+- :func:`order_text_file` -- an order in the text form the shim reads.
+
+Notes
+-----
+**Where the order comes from.** The order is read from a file written by
+``rankopt solve --order-out`` (integers separated by white space, entry ``k`` the
+original rank of the process that gets new rank ``k``; ``#`` starts a comment).
+Measuring and solving inside ``MPI_Init`` in C was considered and not done: the
+probe and the solvers live in Python, where they are tested against their
+references, and a second C implementation would drift from them; a file also
+makes the run reproducible and inspectable. Run ``rankopt probe`` and
+``rankopt solve`` first (one short job), then launch the program under the shim.
+Without ``RANKOPT_ORDER`` the shim changes nothing.
+
+**Failure.** Rank 0 reads and validates the file (integers, as many as
+``MPI_COMM_WORLD`` has ranks, a permutation) and shares the verdict. If the
+file is unreadable or wrong, rank 0 prints one line starting ``rankopt shim:``,
+every rank calls ``MPI_Finalize`` and exits with status 1, before the program
+runs past ``MPI_Init``. The environment must be the same on all ranks.
+
+**Plain launcher form.** With Open MPI::
+
+    mpiexec -n 8 -x LD_PRELOAD=$(rankopt shim build) -x RANKOPT_ORDER=$PWD/order.txt ./app
+
+With launchers that pass their environment on (MPICH's Hydra, Slurm's srun)::
+
+    LD_PRELOAD=... RANKOPT_ORDER=... srun -n 8 ./app
+
+(the launcher itself then loads the shim too; it does nothing there).
+
+**Cache.** Libraries are cached in ``$RANKOPT_CACHE_DIR/shim``, else
+``$XDG_CACHE_HOME/rankopt/shim``, else ``~/.cache/rankopt/shim``, one folder
+per MPI library and version plus a hash of the MPI header, the shim sources and
+the compiler (``openmpi-5.0.11-1a2b3c4d5e6f/``), holding the library, the
+generated ``wrappers.c`` and ``build.json``. The path must be visible on every
+node. ``build(outdir=...)`` writes elsewhere.
+
+**Caveats.**
+
+- ``MPI_COMM_WORLD`` is recognised by handle: a communicator equal to it is
+  replaced, so a copy in a variable works, but the reordered handle that MPI
+  passes to an error-handler callback is not ``MPI_COMM_WORLD``.
+- Groups: ``MPI_Comm_group(MPI_COMM_WORLD)`` is the reordered group, and so are
+  groups of windows and files opened on ``MPI_COMM_WORLD``; group rank
+  translations are consistent with the new ranks. Rank numbers from outside MPI
+  (``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``, ``SLURM_PROCID``, log file names chosen
+  by them) are the launch ranks and are not changed.
+- Attributes: predefined ones (``MPI_TAG_UB``, ...) exist only on the real
+  ``MPI_COMM_WORLD``; the shim reads them from there when the reordered
+  communicator (or one derived from it) lacks them. ``MPI_Comm_get_name`` still
+  says ``MPI_COMM_WORLD``. ``MPI_Abort`` is not redirected (it ends the job either
+  way).
+- Fortran: ``MPI_Comm_c2f(MPI_COMM_WORLD)`` gives the Fortran handle of the
+  reordered communicator and ``MPI_Comm_f2c`` maps it back, so handles passed
+  between C and Fortran agree. Calls made from Fortran are redirected only when
+  the library's Fortran bindings call the C ``MPI_`` entry points (then the
+  Fortran ``MPI_COMM_WORLD`` arrives as the C handle and is replaced); bindings
+  that call ``PMPI_`` directly bypass the shim. Not tested here.
+- Not covered: statically linked MPI (``LD_PRELOAD`` cannot interpose), MPI
+  Sessions (``MPI_Comm_create_from_group`` builds its own world), the MPI-4
+  large-count ``_c`` calls when the library does not declare them (they are
+  wrapped when it does), non-Linux systems.
+- The wrapped functions are listed in ``rankopt/_shim_src/wrappers.tbl``; the
+  wrapper code is generated from that table and the MPI's own ``mpi.h``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rankopt._shim_src import generate as _gen
+
+__all__ = [
+    "LIBRARY_NAME",
+    "ShimBuildError",
+    "build",
+    "cache_dir",
+    "find_mpicc",
+    "launch_command",
+    "order_text_file",
+    "run_mpi",
+]
+
+log = logging.getLogger("rankopt")
+
+LIBRARY_NAME = "librankopt_shim.so"
+SOURCE_DIR = Path(_gen.__file__).parent
+_SOURCES = ("rankopt_shim.h", "shim_core.c", "wrappers.tbl", "generate.py")
+_OPEN_MPI_LAUNCHERS = ("mpiexec", "mpirun", "orterun", "prterun", "oshrun")
+_PROBE = """#include <mpi.h>
+rankopt_mpi_standard MPI_VERSION MPI_SUBVERSION
+#if defined(OPEN_MPI)
+rankopt_mpi_library "Open MPI" OMPI_MAJOR_VERSION OMPI_MINOR_VERSION OMPI_RELEASE_VERSION
+#elif defined(I_MPI_VERSION)
+rankopt_mpi_library "Intel MPI" I_MPI_VERSION
+#elif defined(MVAPICH2_VERSION)
+rankopt_mpi_library "MVAPICH2" MVAPICH2_VERSION
+#elif defined(MPICH_VERSION)
+rankopt_mpi_library "MPICH" MPICH_VERSION
+#else
+rankopt_mpi_library "MPI"
+#endif
+"""
+
+
+class ShimBuildError(RuntimeError):
+    """The shim cannot be built: no MPI compiler wrapper, or the compile failed."""
+
+
+def cache_dir() -> Path:
+    """Folder where built shims are cached.
+
+    ``$RANKOPT_CACHE_DIR/shim``, else ``$XDG_CACHE_HOME/rankopt/shim``, else
+    ``~/.cache/rankopt/shim``.
+
+    Examples
+    --------
+    >>> cache_dir().name
+    'shim'
+    """
+    root = os.environ.get("RANKOPT_CACHE_DIR")
+    if root:
+        return Path(root).expanduser() / "shim"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "rankopt" / "shim"
+
+
+def find_mpicc(mpicc: str | os.PathLike[str] | None = None) -> Path:
+    """Locate the MPI C compiler wrapper.
+
+    Parameters
+    ----------
+    mpicc : str or path-like, optional
+        Use this one (a path or a name on ``PATH``). Otherwise try ``$MPICC``,
+        ``mpicc`` on ``PATH``, ``mpicc`` next to ``mpiexec`` and next to the
+        running Python (where the ``openmpi`` wheel puts it).
+
+    Returns
+    -------
+    Path
+        Absolute path of the compiler wrapper.
+
+    Raises
+    ------
+    ShimBuildError
+        If none is found; the message lists what was tried.
+
+    Examples
+    --------
+    >>> find_mpicc("/no/such/mpicc")
+    Traceback (most recent call last):
+    ...
+    rankopt.shim.ShimBuildError: MPI compiler wrapper '/no/such/mpicc' not found.
+    """
+    if mpicc is not None:
+        found = shutil.which(os.fspath(mpicc))
+        if found is None:
+            raise ShimBuildError(f"MPI compiler wrapper {os.fspath(mpicc)!r} not found.")
+        return Path(found).absolute()
+    tried = []
+    candidates: list[str] = []
+    if os.environ.get("MPICC"):
+        candidates.append(os.environ["MPICC"])
+        tried.append(f"$MPICC={os.environ['MPICC']}")
+    candidates.append("mpicc")
+    tried.append("mpicc on PATH")
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is not None:
+        candidates.append(str(Path(mpiexec).resolve().parent / "mpicc"))
+        tried.append("next to mpiexec")
+    candidates.append(str(Path(sys.executable).parent / "mpicc"))
+    tried.append(f"{Path(sys.executable).parent}")
+    for cand in candidates:
+        found = shutil.which(cand)
+        if found is not None:
+            return Path(found).absolute()
+    raise ShimBuildError(
+        "No MPI C compiler wrapper (mpicc) found; tried "
+        + ", ".join(tried)
+        + ". Install an MPI with its compiler wrappers (for example `pip install openmpi`) "
+        "or pass its path with --mpicc / mpicc=."
+    )
+
+
+def _run(cmd: Sequence[str], cwd: Path, what: str) -> str:
+    proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines()
+        default = lines[-1] if lines else "no output"
+        last = next((ln for ln in reversed(lines) if "error" in ln.lower()), default)
+        raise ShimBuildError(
+            f"{what} failed (exit {proc.returncode}): {last.strip()}\n"
+            f"command: {' '.join(cmd)}\n" + "\n".join(lines[-20:])
+        )
+    return proc.stdout
+
+
+def _inspect_mpi(mpicc: Path, work: Path) -> tuple[str, str, str]:
+    """Preprocess ``mpi.h``: (header text, library label, cache key)."""
+    (work / "probe.c").write_text(_PROBE)
+    text = _run([str(mpicc), "-E", "-P", "probe.c"], work, f"preprocessing mpi.h with {mpicc}")
+    m = re.search(r"^rankopt_mpi_library\s+\"([^\"]*)\"\s*(.*)$", text, re.M)
+    if m is None:
+        raise ShimBuildError(f"{mpicc} -E did not expand the MPI version macros.")
+    version = ".".join(re.findall(r"[\w.]+", m[2].replace('"', " ")))
+    label = f"{m[1]} {version}".strip()
+    h = hashlib.sha256(text.encode())
+    h.update(os.fsencode(mpicc.resolve()))
+    for name in _SOURCES:
+        h.update((SOURCE_DIR / name).read_bytes())
+    slug = re.sub(r"[^a-z0-9.]+", "", m[1].lower()) + (f"-{version}" if version else "")
+    return text, label, f"{slug}-{h.hexdigest()[:12]}"
+
+
+def build(
+    *,
+    mpicc: str | os.PathLike[str] | None = None,
+    outdir: str | os.PathLike[str] | None = None,
+    force: bool = False,
+) -> Path:
+    """Build ``librankopt_shim.so`` against the MPI of ``mpicc``.
+
+    Parameters
+    ----------
+    mpicc : str or path-like, optional
+        MPI C compiler wrapper; see :func:`find_mpicc`.
+    outdir : str or path-like, optional
+        Write the library here (always rebuilt). By default it goes to
+        :func:`cache_dir`, in a folder named after the MPI library, its version
+        and a hash of its header and the shim sources, and is reused.
+    force : bool
+        Rebuild a cached library.
+
+    Returns
+    -------
+    Path
+        The shared library, to put in ``LD_PRELOAD``.
+
+    Raises
+    ------
+    ShimBuildError
+        No compiler wrapper, a non-Linux system, or a failed compile (the
+        compiler's last messages are in the error).
+
+    Examples
+    --------
+    >>> lib = build()  # doctest: +SKIP
+    >>> lib.name  # doctest: +SKIP
+    'librankopt_shim.so'
+    """
+    if not sys.platform.startswith("linux"):
+        raise ShimBuildError(f"the LD_PRELOAD shim needs Linux; this is {sys.platform}.")
+    cc = find_mpicc(mpicc)
+    with tempfile.TemporaryDirectory(prefix="rankopt-shim-") as tmp:
+        work = Path(tmp)
+        header, label, key = _inspect_mpi(cc, work)
+        target_dir = cache_dir() / key if outdir is None else Path(outdir)
+        target = target_dir / LIBRARY_NAME
+        if outdir is None and target.is_file() and not force:
+            log.debug("using cached shim %s", target)
+            return target
+        try:
+            gen = _gen.generate(header, source=label)
+        except _gen.TableError as exc:
+            raise ShimBuildError(f"cannot generate the wrappers for {label}: {exc}") from exc
+        (work / "wrappers.c").write_text(gen.code)
+        lib = work / LIBRARY_NAME
+        cmd = [
+            str(cc),
+            "-shared",
+            "-fPIC",
+            "-O2",
+            "-fvisibility=hidden",
+            "-Wno-deprecated-declarations",
+            f"-I{SOURCE_DIR}",
+            "-o",
+            str(lib),
+            str(SOURCE_DIR / "shim_core.c"),
+            "wrappers.c",
+            "-Wl,--no-undefined",
+        ]
+        log.info("building the rankopt shim for %s: %d wrappers", label, len(gen.wrapped))
+        _run(cmd, work, f"compiling the shim with {cc}")
+        info = {
+            "mpi": label,
+            "mpicc": str(cc),
+            "command": cmd,
+            "wrapped": list(gen.wrapped),
+            "not_declared": list(gen.skipped),
+        }
+        target_dir.mkdir(parents=True, exist_ok=True)
+        (work / "build.json").write_text(json.dumps(info, indent=1) + "\n")
+        for name in ("wrappers.c", "build.json", LIBRARY_NAME):
+            # stage then rename: a concurrent build or a running job never sees half a file
+            staged = target_dir / f".{name}.{os.getpid()}"
+            shutil.copyfile(work / name, staged)
+            os.replace(staged, target_dir / name)
+    return target
+
+
+def order_text_file(order: str | os.PathLike[str], n: int | None = None) -> Path:
+    """Return a text file with ``order`` in the form the shim reads.
+
+    Parameters
+    ----------
+    order : str or path-like
+        An order file: text (returned as is, after checking), ``.npy`` or
+        ``.json`` (converted into a text file in the cache folder).
+    n : int, optional
+        Number of ranks the order must have.
+
+    Returns
+    -------
+    Path
+        Absolute path of a text order file.
+
+    Raises
+    ------
+    rankopt.RankoptInputError
+        If the file is missing, unreadable, not a permutation, or not of length ``n``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "order.txt"
+    >>> _ = p.write_text("2\\n0\\n1\\n")
+    >>> order_text_file(p, 3) == p.resolve()
+    True
+    """
+    from rankopt._validation import RankoptInputError
+    from rankopt.adapters._common import atomic_write_text, load_order, order_digest
+
+    path = Path(order).expanduser().resolve()
+    arr = load_order(path)
+    if n is not None and len(arr) != n:
+        raise RankoptInputError(
+            f"order file {str(path)!r} has {len(arr)} entries, but the job has {n} ranks."
+        )
+    if path.suffix in (".npy", ".json"):
+        text = "\n".join(str(int(r)) for r in arr) + "\n"
+        path = cache_dir().parent / "orders" / f"order-{len(arr)}-{order_digest(arr)}.txt"
+        if not path.is_file():
+            atomic_write_text(path, text)
+    return path
+
+
+def _launcher_ranks(command: Sequence[str]) -> int | None:
+    """The ``-n N`` / ``-np N`` of an mpiexec-like command line, if given plainly."""
+    for i, arg in enumerate(command[1:-1], start=1):
+        if arg in ("-n", "-np", "--np", "-c", "--n") and command[i + 1].isdigit():
+            return int(command[i + 1])
+    return None
+
+
+def _is_open_mpi(launcher: str) -> bool:
+    name = Path(launcher).name
+    if not name.startswith(_OPEN_MPI_LAUNCHERS):
+        return False
+    try:
+        out = subprocess.run([launcher, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "Open MPI" in out.stdout + out.stderr or "OpenRTE" in out.stdout + out.stderr
+
+
+def launch_command(
+    command: Sequence[str],
+    order: str | os.PathLike[str] | None = None,
+    *,
+    shim: str | os.PathLike[str],
+    propagate: str = "auto",
+    verbose: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[list[str], dict[str, str]]:
+    """Command line and environment that run ``command`` under the shim.
+
+    Parameters
+    ----------
+    command : sequence of str
+        The launch command, e.g. ``["mpiexec", "-n", "4", "./app"]``.
+    order : str or path-like, optional
+        Text order file (see :func:`order_text_file`); without it the shim
+        leaves ``MPI_COMM_WORLD`` unchanged.
+    shim : str or path-like
+        The library from :func:`build`.
+    propagate : {"auto", "x", "env"}
+        How the variables reach the ranks: ``"x"`` adds Open MPI's
+        ``-x NAME=VALUE`` options after the launcher, ``"env"`` sets them in the
+        launcher's environment, ``"auto"`` picks ``"x"`` for Open MPI's
+        ``mpiexec``/``mpirun`` and ``"env"`` otherwise.
+    verbose : bool
+        Set ``RANKOPT_SHIM_VERBOSE=1`` (rank 0 reports what the shim did).
+    environ : mapping, optional
+        The environment to extend; ``os.environ`` by default.
+
+    Returns
+    -------
+    argv : list of str
+        The command to run.
+    env : dict
+        The full environment for it.
+
+    Examples
+    --------
+    >>> argv, env = launch_command(["mpiexec", "-n", "2", "./app"], "/tmp/o.txt",
+    ...                            shim="/lib/librankopt_shim.so", propagate="x", environ={})
+    >>> argv
+    ['mpiexec', '-x', 'LD_PRELOAD=/lib/librankopt_shim.so', '-x', 'RANKOPT_ORDER=/tmp/o.txt', \
+'-n', '2', './app']
+    """
+    if not command:
+        raise ValueError(
+            "`command` is empty; expected a launch command such as mpiexec -n 4 ./app."
+        )
+    if propagate not in ("auto", "x", "env"):
+        raise ValueError(f"`propagate` must be 'auto', 'x' or 'env'; got {propagate!r} instead.")
+    env = dict(os.environ if environ is None else environ)
+    preload = os.fspath(Path(shim).absolute())
+    if env.get("LD_PRELOAD"):
+        preload = f"{preload}:{env['LD_PRELOAD']}"
+    add = {"LD_PRELOAD": preload}
+    if order is not None:
+        add["RANKOPT_ORDER"] = os.fspath(Path(order).absolute())
+    if verbose:
+        add["RANKOPT_SHIM_VERBOSE"] = "1"
+    if propagate == "auto":
+        propagate = "x" if _is_open_mpi(command[0]) else "env"
+    if propagate == "env":
+        env.update(add)
+        if order is None:
+            env.pop("RANKOPT_ORDER", None)
+        return list(command), env
+    flags = [f for k, v in add.items() for f in ("-x", f"{k}={v}")]
+    if order is None:
+        env.pop("RANKOPT_ORDER", None)
+    return [command[0], *flags, *command[1:]], env
+
+
+def run_mpi(
+    command: Sequence[str],
+    order: str | os.PathLike[str] | None = None,
+    *,
+    shim: str | os.PathLike[str] | None = None,
+    mpicc: str | os.PathLike[str] | None = None,
+    propagate: str = "auto",
+    verbose: bool = False,
+) -> int:
+    """Run an unmodified MPI program with its ranks in ``order``.
+
+    Builds (or reuses) the shim, checks the order against the ``-n`` of the
+    command when it has one, and runs the command; the program's output goes
+    where this process's output goes.
+
+    Parameters
+    ----------
+    command : sequence of str
+        ``["mpiexec", "-n", "4", "./app", ...]``.
+    order : str or path-like, optional
+        Order file (text, ``.npy`` or ``.json``).
+    shim : str or path-like, optional
+        A built library; by default :func:`build` (cached).
+    mpicc : str or path-like, optional
+        Compiler wrapper for :func:`build`.
+    propagate, verbose
+        See :func:`launch_command`.
+
+    Returns
+    -------
+    int
+        The exit status of the command.
+
+    Examples
+    --------
+    >>> run_mpi(["mpiexec", "-n", "4", "./app"], "order.txt")  # doctest: +SKIP
+    0
+    """
+    lib = Path(shim) if shim is not None else build(mpicc=mpicc)
+    if not lib.is_file():
+        raise FileNotFoundError(f"shim library {os.fspath(lib)!r} does not exist.")
+    path = None if order is None else order_text_file(order, _launcher_ranks(command))
+    argv, env = launch_command(command, path, shim=lib, propagate=propagate, verbose=verbose)
+    log.info("running %s", " ".join(argv))
+    return subprocess.call(argv, env=env)
