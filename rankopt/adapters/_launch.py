@@ -1,0 +1,382 @@
+"""The launcher behind ``rankopt run`` and ``python -m rankopt.run``.
+
+Each process started by torchrun, mpiexec or srun runs this first:
+
+1. read its launch rank, world size and rendezvous address (:mod:`._env`);
+2. open a *temporary* store: under torchrun's agent store, the agent's store
+   (already running, outlives the workers) under a ``rankopt/<job>/`` prefix;
+   otherwise a TCPStore hosted by launch rank 0 on ``--probe-port`` (default
+   ``MASTER_PORT + 1``), so the program's own ``MASTER_PORT`` is never bound
+   by us and is free when the program starts;
+3. probe the network over a temporary Gloo group (``rankopt.probe.torch.measure``),
+   unless an order or a matrix is given;
+4. rank 0 solves with rank 0 pinned (``keep_rank0=True``: the process that hosts
+   the program's store keeps rank 0) -- node-granular for NCCL -- and publishes
+   the order; every rank reads it and acknowledges; rank 0 keeps the temporary
+   store up until every rank has acknowledged;
+5. the caller execs the program with ``RANK`` set to the new rank
+   (``LOCAL_RANK``, ``CUDA_VISIBLE_DEVICES`` and every other variable untouched).
+
+Every failure is published through the store, so all ranks that are alive take
+the same decision: fail, or (``--on-error identity``) run with the launch order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._validation import RankoptInputError
+from rankopt.adapters._common import as_order, load_order, node_index, save_order
+from rankopt.adapters._env import LaunchEnv, detect
+
+__all__ = ["add_arguments", "launch", "LaunchDecision", "child_env", "main", "run_args"]
+
+logger = logging.getLogger("rankopt")
+
+
+class LaunchError(RuntimeError):
+    """The launcher could not produce an order (same message on every rank)."""
+
+
+@dataclass(frozen=True)
+class LaunchDecision:
+    """What the launcher decided for this process.
+
+    Attributes
+    ----------
+    rank : int
+        Launch rank of this process.
+    new_rank : int
+        Rank the program gets.
+    order : ndarray of int64
+        ``order[k]`` = launch rank of the process that gets rank ``k``.
+    hosts : tuple of str
+        Host label of every launch rank.
+    summary : str
+        One line describing the result (for logs).
+    error : str or None
+        Why the launch order is kept (``on_error="identity"`` only).
+    """
+
+    rank: int
+    new_rank: int
+    order: NDArray[np.int64]
+    hosts: tuple[str, ...]
+    summary: str
+    error: str | None = None
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add the launcher options and the ``command`` positional to ``p``."""
+    p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
+                   help="backend the program uses: nccl keeps each node's ranks contiguous "
+                   "and orders nodes (only node order reaches NCCL's rings and trees)")
+    p.add_argument("--collective", default="allreduce", help="collective to optimise for")
+    p.add_argument("--algorithm", default="ring", help="its algorithm (default: ring)")
+    p.add_argument("--method", default="auto", help="solver method (default: auto)")
+    p.add_argument("--nbytes", type=float, default=None, help="message size in bytes")
+    p.add_argument("--seed", type=int, default=None, help="solver seed")
+    p.add_argument("--time-limit", type=float, default=None, help="solver time guard, s")
+    p.add_argument("--granularity", choices=("auto", "rank", "node"), default="auto",
+                   help="order ranks or whole nodes (auto: node for nccl, rank for gloo)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--order", metavar="FILE", default=None,
+                     help="apply this order (.npy/.json/text) instead of probing")
+    src.add_argument("--latency", metavar="FILE", default=None,
+                     help="solve on this latency matrix (seconds) instead of probing")
+    p.add_argument("--master-addr", default=None, help="override MASTER_ADDR")
+    p.add_argument("--master-port", type=int, default=None, help="override MASTER_PORT")
+    p.add_argument("--probe-port", type=int, default=None,
+                   help="port of the temporary store on MASTER_ADDR when no torchrun agent "
+                   "store runs (default: MASTER_PORT + 1)")
+    p.add_argument("--hostname", default=None,
+                   help="host label of this process (default: $RANKOPT_HOSTNAME or the hostname)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for peers")
+    p.add_argument("--on-error", choices=("fail", "identity"), default="fail",
+                   help="when no order can be found: fail, or run with the launch order")
+    p.add_argument("--save", metavar="FILE", default=None,
+                   help="rank 0 writes the order (.npy/.json/text)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print each process's new RANK instead of running the program")
+    p.add_argument("-q", "--quiet", action="store_true", help="no summary line on rank 0")
+    p.add_argument("command", nargs=argparse.REMAINDER,
+                   help="-- program and arguments (e.g. -- python train.py --lr 0.1)")
+
+
+def _open_store(info: LaunchEnv, probe_port: int | None, timeout: timedelta) -> Any:
+    import torch.distributed as dist
+
+    if info.agent_store:
+        base = dist.TCPStore(info.master_addr, info.master_port, None, False, timeout)
+        return dist.PrefixStore(f"rankopt/{info.job_id}/", base), base
+    port = probe_port if probe_port is not None else info.master_port + 1
+    if not 0 < port < 65536:
+        raise RankoptInputError(f"--probe-port must be in 1..65535; got {port}.")
+    try:
+        base = dist.TCPStore(info.master_addr, port, info.world_size, info.rank == 0, timeout,
+                             wait_for_workers=False)
+    except Exception as exc:  # noqa: BLE001 - turned into a clear message
+        where = "host" if info.rank == 0 else "reach"
+        raise LaunchError(
+            f"cannot {where} the temporary store at {info.master_addr}:{port} ({exc}); "
+            f"pick a free port with --probe-port"
+        ) from exc
+    return dist.PrefixStore("rankopt/", base), base
+
+
+def _wait_count(store: Any, key: str, target: int, deadline: float) -> int:
+    count = int(store.add(key, 0))
+    delay = 0.001
+    while count < target and time.monotonic() < deadline:
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+        count = int(store.add(key, 0))
+    return count
+
+
+def _probe(info: LaunchEnv, store: Any, timeout: timedelta,
+           probe_options: Mapping[str, Any]) -> Any:
+    import torch.distributed as dist
+
+    from rankopt.probe.torch import measure
+
+    dist.init_process_group("gloo", store=dist.PrefixStore("probe/", store),
+                            rank=info.rank, world_size=info.world_size, timeout=timeout)
+    try:
+        return measure(None, **dict(probe_options))
+    finally:
+        dist.destroy_process_group()
+
+
+class _Matrix:
+    def __init__(self, latency: NDArray[np.float64], hosts: tuple[str, ...]) -> None:
+        self.latency = latency
+        self.bandwidth = None
+        self.hosts = hosts
+
+
+def _solve(args: argparse.Namespace, n: int, hosts: tuple[str, ...], measurement: Any
+           ) -> tuple[NDArray[np.int64], str]:
+    """Rank 0: the order to apply and a summary line."""
+    if args.order is not None:
+        order = load_order(args.order)
+        order = as_order(order, n)
+        if order[0] != 0:
+            raise RankoptInputError(
+                f"the order must keep rank 0 first (it hosts the rendezvous store); "
+                f"order[0] is {order[0]}."
+            )
+        return order, f"order from {args.order}"
+    if args.latency is not None:
+        import rankopt
+
+        loader = getattr(rankopt, "load_matrix", None)
+        lat = loader(args.latency) if loader else np.load(args.latency)
+        measurement = _Matrix(np.asarray(lat, dtype=np.float64), hosts)
+    opts: dict[str, Any] = {"method": args.method}
+    if args.nbytes is not None:
+        opts["nbytes"] = args.nbytes
+    if args.time_limit is not None:
+        opts["time_limit"] = args.time_limit
+    if args.seed is not None:
+        opts["rng"] = args.seed
+    granularity = args.granularity
+    if granularity == "auto":
+        granularity = "node" if args.backend == "nccl" else "rank"
+    if granularity == "node":
+        from rankopt.adapters.nccl import solve_nodes
+
+        lat = getattr(measurement, "latency", measurement)
+        bw = getattr(measurement, "bandwidth", None)
+        order, res = solve_nodes(lat, hosts, args.collective, args.algorithm,
+                                 bandwidth=bw, keep_rank0=True, **opts)
+        m = int(node_index(hosts).max()) + 1
+        what = "nodes" if res is None else _describe(res)
+        return order, f"node-granular, {m} nodes, {what}"
+    import rankopt
+
+    res = rankopt.solve(measurement, args.collective, args.algorithm, keep_rank0=True, **opts)
+    return as_order(res.order, n), _describe(res)
+
+
+def _describe(res: Any) -> str:
+    try:
+        return (f"{res.method}: cost {res.cost:.4g} s vs launch order {res.baseline_cost:.4g} s "
+                f"(speedup {res.speedup:.3g}x)")
+    except Exception:  # noqa: BLE001
+        return type(res).__name__
+
+
+def launch(args: argparse.Namespace, env: Mapping[str, str] | None = None,
+           probe_options: Mapping[str, Any] | None = None) -> LaunchDecision:
+    """Run steps 1-4 of the launcher in this process; collective over the job.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Options as parsed by :func:`add_arguments`.
+    env : mapping, optional
+        Environment (default ``os.environ``).
+    probe_options : mapping, optional
+        Keyword arguments for ``rankopt.probe.torch.measure``.
+
+    Returns
+    -------
+    LaunchDecision
+
+    Raises
+    ------
+    RankoptInputError
+        Bad options or launcher environment (raised before any communication).
+    LaunchError
+        No order could be found (``on_error="fail"``), with the same message on
+        every rank that is alive.
+    """
+    env = os.environ if env is None else env
+    info = detect(env, master_addr=args.master_addr, master_port=args.master_port)
+    timeout = timedelta(seconds=args.timeout)
+    deadline = time.monotonic() + args.timeout
+    host = args.hostname or env.get("RANKOPT_HOSTNAME") or socket.gethostname()
+    n, rank = info.world_size, info.rank
+    store, base = _open_store(info, args.probe_port, timeout)
+    try:
+        store.set(f"host/{rank}", host)
+        measurement = None
+        if args.order is None and args.latency is None:
+            try:
+                measurement = _probe(info, store, timeout, probe_options or {})
+            except Exception as exc:  # noqa: BLE001 - published to rank 0
+                store.set(f"failed/{rank}", f"{type(exc).__name__}: {exc}")
+        store.add("probed", 1)
+        if rank == 0:
+            decision = _decide(args, store, n, measurement, deadline)
+            store.set("decision", json.dumps(decision))
+        raw = store.get("decision")
+        decision = json.loads(raw)
+        hosts = tuple(decision["hosts"])
+        if decision.get("error") and args.on_error == "fail":
+            raise LaunchError(decision["error"])
+        order = as_order(decision["order"], n)
+        store.add("ack", 1)
+        if rank == 0:
+            acked = _wait_count(store, "ack", n, deadline)
+            if acked < n:
+                logger.warning("rankopt run: only %d of %d ranks read the order", acked, n)
+    finally:
+        del store, base
+    new_rank = int(np.flatnonzero(order == rank)[0])
+    return LaunchDecision(rank, new_rank, order, hosts, decision.get("summary", ""),
+                          decision.get("error"))
+
+
+def _decide(args: argparse.Namespace, store: Any, n: int, measurement: Any,
+            deadline: float) -> dict[str, Any]:
+    probed = _wait_count(store, "probed", n, deadline)
+    hosts: list[str] = []
+    try:
+        if probed < n:
+            raise LaunchError(f"only {probed} of {n} ranks finished the probe in time")
+        failed = [r for r in range(n) if store.check([f"failed/{r}"])]
+        if failed:
+            msg = store.get(f"failed/{failed[0]}").decode()
+            raise LaunchError(f"probe failed on {len(failed)} rank(s), first rank "
+                              f"{failed[0]}: {msg}")
+        hosts = [store.get(f"host/{r}").decode() for r in range(n)]
+        order, summary = _solve(args, n, tuple(hosts), measurement)
+        if args.save:
+            save_order(args.save, order)
+        return {"order": order.tolist(), "hosts": hosts, "summary": summary}
+    except Exception as exc:  # noqa: BLE001 - every rank gets the same decision
+        if not hosts:
+            hosts = ["?"] * n
+        return {"order": list(range(n)), "hosts": hosts, "summary": "launch order kept",
+                "error": f"{type(exc).__name__}: {exc}" if not isinstance(exc, LaunchError)
+                else str(exc)}
+
+
+def child_env(env: Mapping[str, str], info: LaunchEnv, decision: LaunchDecision) -> dict[str, str]:
+    """Environment of the program: ``RANK`` renumbered, everything else kept.
+
+    Sets ``RANK`` (and ``ROLE_RANK`` where it equalled ``RANK``), ``WORLD_SIZE``,
+    ``MASTER_ADDR``, ``MASTER_PORT``, ``LOCAL_RANK`` only where the launcher did
+    not set it, and ``RANKOPT_LAUNCH_RANK`` (the rank before reordering).
+
+    Examples
+    --------
+    >>> from rankopt.adapters._env import detect
+    >>> env = {"RANK": "2", "WORLD_SIZE": "3", "LOCAL_RANK": "0", "MASTER_ADDR": "h",
+    ...        "MASTER_PORT": "5"}
+    >>> d = LaunchDecision(2, 1, np.array([0, 2, 1]), ("h", "h", "h"), "")
+    >>> out = child_env(env, detect(env), d)
+    >>> out["RANK"], out["LOCAL_RANK"], out["RANKOPT_LAUNCH_RANK"]
+    ('1', '0', '2')
+    """
+    out = dict(env)
+    if out.get("ROLE_RANK") == str(info.rank):
+        out["ROLE_RANK"] = str(decision.new_rank)
+    out["RANK"] = str(decision.new_rank)
+    out["WORLD_SIZE"] = str(info.world_size)
+    out["MASTER_ADDR"] = info.master_addr
+    out["MASTER_PORT"] = str(info.master_port)
+    if "LOCAL_RANK" not in out and info.local_rank is not None:
+        out["LOCAL_RANK"] = str(info.local_rank)
+    out["RANKOPT_LAUNCH_RANK"] = str(info.rank)
+    return out
+
+
+def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
+    """Run the launcher for parsed options; execs the program (returns only on error)."""
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command and not args.dry_run:
+        raise RankoptInputError(f"missing program: {prog} [options] -- PROGRAM ARGS")
+    if command and command[0].endswith(".py") and not os.access(command[0], os.X_OK):
+        command = [sys.executable, *command]  # "-- train.py" as torchrun would run it
+    info = detect(os.environ, master_addr=args.master_addr, master_port=args.master_port)
+    decision = launch(args)
+    if decision.error:
+        print(f"{prog}: {decision.error}; running with the launch order", file=sys.stderr)
+    if info.rank == 0 and not args.quiet:
+        print(f"{prog}: {info.world_size} ranks, {decision.summary}", file=sys.stderr)
+    env = child_env(os.environ, info, decision)
+    if args.dry_run:
+        print(f"RANK {info.rank} -> {decision.new_rank} host {decision.hosts[info.rank]}",
+              flush=True)
+        return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvpe(command[0], command, env)
+    except OSError as exc:
+        raise RankoptInputError(f"cannot run {command[0]!r}: {exc}") from exc
+    return 127  # not reached
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m rankopt.run [options] -- program args``."""
+    p = argparse.ArgumentParser(
+        prog="python -m rankopt.run",
+        description="Renumber the ranks of a torch.distributed job to follow the measured "
+        "network, then run the program with its new RANK. Start it with torchrun, "
+        "mpiexec or srun in place of the program.")
+    add_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        return run_args(args, prog="rankopt.run")
+    except (RankoptInputError, LaunchError) as exc:
+        print(f"rankopt.run: error: {exc}", file=sys.stderr)
+        return 1
