@@ -356,6 +356,8 @@ class Testbed:
     ...     print(tb.exec(0, ["ip", "-brief", "addr"]).stdout)
     """
 
+    __test__ = False  # not a pytest test class
+
     def __init__(self, topology: Topology, prefix: str = "rkt") -> None:
         if not re.fullmatch(r"[a-z][a-z0-9]{1,7}", prefix):
             raise ValueError(f"`prefix` must be 2-8 lowercase letters/digits; got {prefix!r}.")

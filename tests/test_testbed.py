@@ -1,0 +1,233 @@
+"""Tests of the namespace testbed.
+
+Pure-Python parts run everywhere.  Tests marked ``root`` build real namespaces
+and run only as root where ``ip netns`` works; the short end-to-end experiment
+(probe -> solve -> reorder -> time Open MPI ring allreduce) is the CI version of
+``bench/testbed_allreduce.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import uuid
+
+import numpy as np
+import pytest
+
+from rankopt.testbed import Testbed, TestbedError, Topology, parse_rate, parse_time
+from rankopt.testbed import topology as topo_mod
+from rankopt.testbed.experiment import ExperimentConfig, summarize
+from rankopt.testbed.fidelity import truth_network
+from rankopt.testbed.launch import placement
+from rankopt.testbed.report import format_report
+
+MB = 1 << 20
+
+
+# -- pure Python ---------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("200mbit", 25e6),
+        ("1gbit", 125e6),
+        ("8kbit", 1e3),
+        ("3mbps", 3e6),
+        (5.0, 5.0),
+    ],
+)
+def test_parse_rate(text, expected):
+    assert parse_rate(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("bad", ["fast", "10 furlongs", "-1mbit", "0"])
+def test_parse_rate_rejects(bad):
+    with pytest.raises(ValueError, match="`rate` must"):
+        parse_rate(bad)
+
+
+def test_parse_time():
+    assert parse_time("5ms") == pytest.approx(5e-3)
+    assert parse_time("250us") == pytest.approx(2.5e-4)
+    with pytest.raises(ValueError, match="`latency` must be non-negative"):
+        parse_time(-1.0)
+
+
+def test_topology_shape_groups_and_matrices():
+    t = Topology(2, 2, 2, rates=("1gbit", "400mbit", "200mbit"), latency=(0, "1ms", "2ms"))
+    assert (t.n_hosts, t.n_racks, t.levels) == (8, 4, 3)
+    assert [g.tolist() for g in t.groups()] == [[0, 0, 1, 1, 2, 2, 3, 3], [0, 0, 0, 0, 1, 1, 1, 1]]
+    lat, bw = t.matrices(base_latency=0.0)
+    assert bw[0, 1] == pytest.approx(125e6) and bw[0, 2] == pytest.approx(50e6)
+    assert bw[0, 4] == pytest.approx(25e6)
+    # a cross-pod path crosses two rack uplinks and two pod uplinks
+    assert lat[0, 4] == pytest.approx(2 * 1e-3 + 2 * 2e-3)
+    assert lat[0, 2] == pytest.approx(2e-3) and lat[0, 1] == 0.0
+    assert t.address(0) == "10.213.0.1" and t.address(251) == "10.213.1.2"
+    assert Topology.from_dict(t.to_dict()) == t
+    assert "pod uplink 200mbit" in t.describe()
+
+
+def test_topology_rejects_bad_input():
+    with pytest.raises(ValueError, match="`hosts_per_rack` must be a positive integer"):
+        Topology(0)
+    with pytest.raises(ValueError, match="at least 2 hosts"):
+        Topology(1, 1, 1)
+    with pytest.raises(ValueError, match="host level is not supported"):
+        Topology(2, 2, latency=("1ms",))
+
+
+def test_testbed_rejects_bad_prefix():
+    with pytest.raises(ValueError, match="`prefix` must be"):
+        Testbed(Topology(), prefix="Bad-Prefix")
+
+
+def test_require_namespaces_refuses_non_root(monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(TestbedError, match="needs root"):
+        topo_mod.require_namespaces("rkq")
+
+
+def test_placement():
+    assert placement(8, "interleaved", shape=(2, 4)).tolist() == [0, 4, 1, 5, 2, 6, 3, 7]
+    # 3 levels: consecutive ranks alternate pods, then racks
+    assert placement(8, "interleaved", shape=(2, 2, 2)).tolist() == [0, 4, 2, 6, 1, 5, 3, 7]
+    assert placement(4, "contiguous").tolist() == [0, 1, 2, 3]
+    r = placement(8, "random", rng=3)
+    assert sorted(r.tolist()) == list(range(8))
+    assert r.tolist() == placement(8, "random", rng=3).tolist()
+    with pytest.raises(ValueError, match="does not multiply"):
+        placement(8, "interleaved", shape=(3, 3))
+
+
+def test_truth_network_follows_placement():
+    t = Topology(2, 2, rates=("1gbit", "200mbit"))
+    hosts = np.array([0, 2, 1, 3])
+    net = truth_network(t, hosts)
+    assert net["groups"][0].tolist() == [0, 1, 0, 1]
+    assert net["bandwidth"][0, 2] == pytest.approx(125e6)
+    assert net["bandwidth"][0, 1] == pytest.approx(25e6)
+
+
+def test_summary_and_report():
+    rows = [
+        {"engine": "mpi-ring", "size": MB, "label": lb, "times": [m], "median": m}
+        for lb, m in (
+            ("launch", 4.0),
+            ("rankopt", 1.0),
+            ("ideal", 0.95),
+            ("random-0", 2.0),
+            ("random-1", 3.0),
+        )
+    ]
+    (s,) = summarize(rows)
+    assert s["best_label"] == "ideal"
+    assert s["speedup_rankopt"] == pytest.approx(4.0)
+    assert s["fraction_of_best"] == pytest.approx(0.95)
+    assert s["speedup_random_median"] == pytest.approx(4.0 / 2.5)
+    text = format_report({"describe": "x", "summary": [s]})
+    assert "4.00x" in text and "95%" in text
+
+
+def test_experiment_config_rejects_unknown_engine():
+    with pytest.raises(ValueError, match="unknown engine 'nccl'"):
+        ExperimentConfig(engines=("nccl",))
+
+
+# -- real namespaces -----------------------------------------------------------
+@functools.cache
+def _namespaces_reason() -> str | None:
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    if shutil.which("ip") is None or shutil.which("tc") is None:
+        return "needs iproute2 (ip, tc)"
+    name = f"rkq{uuid.uuid4().hex[:6]}"
+    p = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True)
+    if p.returncode != 0:
+        return f"`ip netns` does not work here: {p.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", name], capture_output=True)
+    return None
+
+
+def _require_ns() -> None:
+    reason = _namespaces_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def _prefix() -> str:
+    return f"rkq{uuid.uuid4().hex[:4]}"
+
+
+@pytest.mark.root
+def test_up_check_down_idempotent():
+    _require_ns()
+    prefix = _prefix()
+    tb = Testbed(Topology(2, 2, rates=("1gbit", "200mbit")), prefix=prefix)
+    try:
+        tb.up()
+        assert Testbed.attach(prefix).topology == tb.topology
+        with pytest.raises(TestbedError, match="exists"):
+            Testbed(tb.topology, prefix=prefix).up()
+        from rankopt.testbed import check
+
+        results = check(tb, seconds=1.0)
+        assert [r.name for r in results] == ["host", "rack"]
+        assert all(r.ok(0.15) for r in results), [str(r) for r in results]
+    finally:
+        removed = tb.down()
+    assert len(removed) == 5
+    assert tb.down() == []
+    with pytest.raises(TestbedError, match="no testbed"):
+        Testbed.attach(prefix)
+
+
+@pytest.mark.root
+def test_teardown_on_error(monkeypatch):
+    _require_ns()
+    prefix = _prefix()
+    tb = Testbed(Topology(2, 2), prefix=prefix)
+    calls = {"n": 0}
+    real = topo_mod._run
+
+    def failing(cmd, check=True):
+        calls["n"] += 1
+        if calls["n"] == 12:
+            raise TestbedError("injected failure")
+        return real(cmd, check)
+
+    monkeypatch.setattr(topo_mod, "_run", failing)
+    with pytest.raises(TestbedError, match="injected"), tb:
+        pass
+    monkeypatch.undo()
+    assert topo_mod.existing_namespaces(prefix) == []
+
+
+@pytest.mark.root
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_experiment_ci():
+    """Short end-to-end run: rankopt's own order beats the interleaved launch."""
+    _require_ns()
+    pytest.importorskip("mpi4py")
+    if shutil.which("mpirun") is None:
+        pytest.skip("needs Open MPI's mpirun")
+    from rankopt.testbed.experiment import run_experiment
+
+    cfg = ExperimentConfig(
+        engines=("mpi-ring",),
+        sizes=(4 * MB,),
+        n_random=1,
+        repeats=3,
+        probe_kwargs={"repeats": 3},
+        timeout=240,
+    )
+    with Testbed(Topology(4, 2, rates=("1gbit", "200mbit")), prefix=_prefix()) as tb:
+        report = run_experiment(tb, cfg)
+    (s,) = report["summary"]
+    # configured ratio is 4x; a busy 2-core machine costs some of it
+    assert s["speedup_best"] >= 2.5, format_report(report)
+    assert s["speedup_rankopt"] >= 2.5, format_report(report)
+    assert s["fraction_of_best"] >= 0.8, format_report(report)
