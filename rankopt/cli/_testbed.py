@@ -27,7 +27,7 @@ def _topology_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pods", type=int, default=1, metavar="N")
     g.add_argument(
         "--rates",
-        default="1gbit,200mbit,100mbit",
+        default="1gbit,200mbit,200mbit",
         metavar="R,R[,R]",
         help="link rate per level: host, rack uplink, pod uplink (default: %(default)s)",
     )
