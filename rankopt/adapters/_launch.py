@@ -79,8 +79,11 @@ class LaunchDecision:
     error: str | None = None
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Add the launcher options and the ``command`` positional to ``p``."""
+def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
+    """Add the launcher options and the ``command`` positional to ``p``.
+
+    ``quiet=False`` leaves out ``-q/--quiet`` (for a parent parser that has it).
+    """
     p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
                    help="backend the program uses: nccl keeps each node's ranks contiguous "
                    "and orders nodes (only node order reaches NCCL's rings and trees)")
@@ -111,8 +114,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rank 0 writes the order (.npy/.json/text)")
     p.add_argument("--dry-run", action="store_true",
                    help="print each process's new RANK instead of running the program")
-    p.add_argument("-q", "--quiet", action="store_true", help="no summary line on rank 0")
-    p.add_argument("command", nargs=argparse.REMAINDER,
+    if quiet:
+        p.add_argument("-q", "--quiet", action="store_true", help="no summary line on rank 0")
+    p.add_argument("program", nargs=argparse.REMAINDER,
                    help="-- program and arguments (e.g. -- python train.py --lr 0.1)")
 
 
@@ -251,6 +255,8 @@ def launch(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     deadline = time.monotonic() + args.timeout
     host = args.hostname or env.get("RANKOPT_HOSTNAME") or socket.gethostname()
     n, rank = info.world_size, info.rank
+    if n == 1:
+        return LaunchDecision(0, 0, np.zeros(1, dtype=np.int64), (host,), "one process")
     store, base = _open_store(info, args.probe_port, timeout)
     try:
         store.set(f"host/{rank}", host)
@@ -339,7 +345,7 @@ def child_env(env: Mapping[str, str], info: LaunchEnv, decision: LaunchDecision)
 
 def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
     """Run the launcher for parsed options; execs the program (returns only on error)."""
-    command = list(args.command)
+    command = list(args.program)
     if command and command[0] == "--":
         command = command[1:]
     if not command and not args.dry_run:
@@ -350,7 +356,7 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
     decision = launch(args)
     if decision.error:
         print(f"{prog}: {decision.error}; running with the launch order", file=sys.stderr)
-    if info.rank == 0 and not args.quiet:
+    if info.rank == 0 and not getattr(args, "quiet", False):
         print(f"{prog}: {info.world_size} ranks, {decision.summary}", file=sys.stderr)
     env = child_env(os.environ, info, decision)
     if args.dry_run:
