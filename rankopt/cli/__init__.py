@@ -24,6 +24,7 @@ _COMMANDS: tuple[str, ...] = (
     "_solve",
     "_testbed",
     "_shim",
+    "_run",
 )
 
 
