@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -323,7 +324,9 @@ def _launch(mpi, program, *, order=None, preload=True, wrap=False):
     if order is not None:
         env["RANKOPT_ORDER"] = str(order)
     flags = [f for k, v in env.items() for f in ("-x", f"{k}={v}")]
-    app = ["sh", "-c", f'{program}; echo "exit $?"'] if wrap else [str(program)]
+    app = [str(a) for a in program] if isinstance(program, list) else [str(program)]
+    if wrap:
+        app = ["sh", "-c", f'{shlex.join(app)}; echo "exit $?"']
     cmd = [mpi["mpiexec"], "--oversubscribe", "-n", str(N), *flags, *app]
     return subprocess.run(cmd, env=_mpi_env(), capture_output=True, text=True, timeout=120)
 
@@ -354,6 +357,9 @@ def test_ranks_follow_the_order(mpi):
         assert row["dup"] == str(k) and row["cmp"] == "congruent"
         assert row["half"] == f"{k // 2}/{N // 2}"  # split of MPI_COMM_WORLD by new rank
         assert row["tag_ub"] == "1"  # predefined attribute still found on the dup
+        assert row["f2c"] == "1"  # MPI_Comm_f2c(MPI_Comm_c2f(MPI_COMM_WORLD)) == MPI_COMM_WORLD
+        assert row["group"] == str(k)  # MPI_Comm_group(MPI_COMM_WORLD) is the reordered group
+        assert row["err"] == "1"  # MPI_ERRORS_RETURN set on MPI_COMM_WORLD reaches the new one
 
 
 @pytest.mark.mpi
@@ -412,27 +418,42 @@ def test_bad_order_stops_every_rank_with_one_message(mpi, name, content, match):
 
 
 @pytest.mark.mpi
-def test_cli_run_mpi(mpi, capfd, monkeypatch):
+def test_solve_then_run_mpi(mpi, capfd, monkeypatch):
+    """``rankopt solve --order-out`` then ``rankopt run-mpi`` on an unmodified program."""
+    # two hosts, launched interleaved (0 and 2 on one, 1 and 3 on the other)
+    host = np.array([0, 1, 0, 1])
+    lat = np.where(host[:, None] == host[None, :], 1e-6, 1e-4)
+    np.save(mpi["tmp"] / "lat.npy", lat)
+    out_file = mpi["tmp"] / "solved.txt"
+    assert main(["-q", "solve", str(mpi["tmp"] / "lat.npy"), "--order-out", str(out_file)]) == 0
+    order = [int(x) for x in out_file.read_text().split()]
+    assert sorted(order) == list(range(N)) and order != list(range(N))
+    capfd.readouterr()
     for k, v in _mpi_env().items():
         monkeypatch.setenv(k, v)
     monkeypatch.delenv("RANKOPT_ORDER", raising=False)
-    rc = main(
-        [
-            "run-mpi",
-            "--shim",
-            str(mpi["lib"]),
-            "--order",
-            str(mpi["order"]),
-            "-v",
-            "--",
-            mpi["mpiexec"],
-            "--oversubscribe",
-            "-n",
-            str(N),
-            str(mpi["pairs"]),
-        ]
-    )
+    argv = ["run-mpi", "--shim", str(mpi["lib"]), "--order", str(out_file), "-v", "--"]
+    argv += [mpi["mpiexec"], "--oversubscribe", "-n", str(N), str(mpi["pairs"])]
+    rc = main(argv)
     out, err = capfd.readouterr()
     assert rc == 0, err
-    assert "rankopt shim: MPI_COMM_WORLD reordered by" in err
-    assert {int(r["launch"]) for k, r in _table(out).items() if r["rank"] == "0"} == {ORDER[0]}
+    assert f"rankopt shim: MPI_COMM_WORLD reordered by '{out_file}' (4 ranks)" in err
+    rows = _table(out)
+    assert [int(rows[k]["launch"]) for k in range(N)] == order
+    assert [int(rows[k]["from_prev"]) for k in range(N)] == [order[k - 1] for k in range(N)]
+
+
+@pytest.mark.mpi
+def test_unmodified_mpi4py_program(mpi):
+    pytest.importorskip("mpi4py")
+    # the launch rank comes from the launcher's environment, which the shim leaves alone
+    code = (
+        "import os; from mpi4py import MPI; c = MPI.COMM_WORLD; "
+        "launch = int(os.environ.get('OMPI_COMM_WORLD_RANK', os.environ.get('PMI_RANK'))); "
+        "print('rank', c.Get_rank(), 'gather', ','.join(map(str, c.allgather(launch))))"
+    )
+    proc = _launch(mpi, [sys.executable, "-c", code], order=mpi["order"])
+    assert proc.returncode == 0, proc.stderr
+    rows = _table(proc.stdout)
+    assert sorted(rows) == list(range(N))
+    assert {row["gather"] for row in rows.values()} == {",".join(map(str, ORDER))}
