@@ -15,7 +15,8 @@ engine runs the phases:
 
 Every round and slot ends with a consensus: an allreduce of a failure flag with
 a deadline. When it fails or times out, all processes still alive exchange
-failure reports point to point and raise :class:`ProbeTimeoutError` naming the
+failure reports (over a channel that does not depend on the failed links) and
+raise :class:`ProbeTimeoutError` naming the
 round and the pairs or processes that did not answer. Deadlines are measured
 from the start of the round: the pair exchange has ``0.6 * timeout``, the
 consensus until ``0.8 * timeout`` and the failure exchange until
@@ -48,7 +49,7 @@ __all__ = ["Transport", "run_probe"]
 
 logger = logging.getLogger("rankopt.probe")
 
-TAG_LAT, TAG_BW, TAG_ACK, TAG_FAIL = 0x7A10, 0x7A11, 0x7A12, 0x7A13
+TAG_LAT, TAG_BW, TAG_ACK = 0x7A10, 0x7A11, 0x7A12
 PAIR_SHARE, CONSENSUS_SHARE, FAILURE_SHARE = 0.6, 0.8, 0.95
 HOST_BYTES = 256
 _UNIT = {"latency": "round", "bandwidth": "slot", "start": "step", "gather": "step"}
@@ -72,8 +73,12 @@ class Transport(Protocol):
         """Wait for all handles until ``deadline`` (perf_counter); False on timeout."""
         ...
 
-    def wait_each(self, handles: Sequence[Any], deadline: float) -> list[bool]:
-        """Wait for every handle (``None``: never completes); which ones completed."""
+    def exchange_reports(self, key: str, report: int, deadline: float) -> list[int | None]:
+        """Tell every other process ``report`` and collect theirs until ``deadline``.
+
+        Returns one entry per process: its report, or ``None`` if none arrived.
+        Used only after a failure, so it must not rely on the failed links.
+        """
         ...
 
 
@@ -114,31 +119,18 @@ class _Probe:
         self, phase: str, step: int, steps: int, t0: float, failed_peer: int, pairs: Sequence
     ) -> None:
         """Exchange failure reports with everyone still alive, then raise on all of them."""
-        n, me, tr = self.n, self.me, self.tr
-        report = np.array([failed_peer], dtype=np.int64)
-        reports = np.full((n, 1), -2, dtype=np.int64)
-        recvs: list[Any] = []
-        sends: list[Any] = []
-        for q in range(n):
-            if q == me:
-                recvs.append(None)
-                continue
-            try:
-                recvs.append(tr.irecv(reports[q], q, TAG_FAIL))
-                sends.append(tr.isend(report, q, TAG_FAIL))
-            except RuntimeError:  # the backend already closed the link to a dead peer
-                recvs.append(None)
+        n = self.n
         deadline = max(t0 + FAILURE_SHARE * self.p.timeout, time.perf_counter() + 0.05)
-        got = tr.wait_each(recvs, deadline)
-        reports[me, 0] = failed_peer
-        got[me] = True
+        got = self.tr.exchange_reports(f"{phase}/{step}", failed_peer, deadline)
+        got[self.me] = failed_peer
         partner = {a: b for a, b in pairs} | {b: a for a, b in pairs}
-        failed = sorted(
-            {(q, int(reports[q, 0])) for q in range(n) if got[q] and reports[q, 0] >= 0}
-        )
-        silent = [q for q in range(n) if not got[q]]
+        failed = sorted({(q, peer) for q, peer in enumerate(got) if peer is not None and peer >= 0})
+        silent = [q for q in range(n) if got[q] is None]
         unit = _UNIT[phase]
-        parts = [f"rank {peer} did not answer rank {q}" for q, peer in failed]
+        parts = [
+            f"rank {peer} did not answer rank {q} (pair ({min(q, peer)}, {max(q, peer)}))"
+            for q, peer in failed
+        ]
         named = {peer for _, peer in failed}
         for q in silent:
             if q in named:
@@ -151,21 +143,25 @@ class _Probe:
             f"probe timed out in {phase} {unit} {step + 1} of {steps} "
             f"(timeout {self.p.timeout:g} s): " + "; ".join(parts) + "."
         )
-        failed_pairs = sorted({(min(q, p), max(q, p)) for q, p in failed})
-        failed_pairs += sorted(
-            (min(q, partner[q]), max(q, partner[q]))
-            for q in silent
-            if q in partner and (min(q, partner[q]), max(q, partner[q])) not in failed_pairs
-        )
+        failed_pairs = {(min(q, p), max(q, p)) for q, p in failed}
+        failed_pairs |= {(min(q, partner[q]), max(q, partner[q])) for q in silent if q in partner}
         raise ProbeTimeoutError(
-            message, phase=phase, step=step + 1, pairs=failed_pairs, ranks=sorted(named | set(silent))
+            message,
+            phase=phase,
+            step=step + 1,
+            pairs=sorted(failed_pairs),
+            ranks=sorted(named | set(silent)),
         )
 
     def _allgather(self, send: NDArray[Any], phase: str) -> NDArray[Any]:
         recv = np.zeros((self.n, send.size), dtype=send.dtype)
         t0 = time.perf_counter()
         deadline = t0 + CONSENSUS_SHARE * self.p.timeout
-        if not self.tr.wait([self.tr.allgather(send, recv)], deadline, busy=False):
+        try:
+            ok = self.tr.wait([self.tr.allgather(send, recv)], deadline, busy=False)
+        except RuntimeError:
+            ok = False
+        if not ok:
             self._fail(phase, 0, 1, t0, -1, ())
         return recv
 
@@ -188,12 +184,17 @@ class _Probe:
         delay = self.hooks.delay_to(peer)
         samples = np.empty(count)
         for i in range(warmup + count):
-            rreq = tr.irecv(back, peer, tags[1])
-            t = time.perf_counter()
-            if delay:
-                time.sleep(delay)
-            sreq = tr.isend(out, peer, tags[0])
-            if not tr.wait([sreq, rreq], deadline, busy=True):
+            try:
+                rreq = tr.irecv(back, peer, tags[1])
+                t = time.perf_counter()
+                if delay:
+                    time.sleep(delay)
+                sreq = tr.isend(out, peer, tags[0])
+                ok = tr.wait([sreq, rreq], deadline, busy=True)
+            except RuntimeError as exc:  # the backend gave up on the link
+                logger.debug("rank %d lost peer %d: %s", self.me, peer, exc)
+                ok = False
+            if not ok:
                 return None
             if i >= warmup:
                 samples[i - warmup] = time.perf_counter() - t
@@ -205,13 +206,17 @@ class _Probe:
     ) -> bool:
         tr = self.tr
         delay = self.hooks.delay_to(peer)
-        for _ in range(self.p.warmup + count):
-            if not tr.wait([tr.irecv(inbox, peer, tags[0])], deadline, busy=True):
-                return False
-            if delay:
-                time.sleep(delay)
-            if not tr.wait([tr.isend(reply, peer, tags[1])], deadline, busy=True):
-                return False
+        try:
+            for _ in range(self.p.warmup + count):
+                if not tr.wait([tr.irecv(inbox, peer, tags[0])], deadline, busy=True):
+                    return False
+                if delay:
+                    time.sleep(delay)
+                if not tr.wait([tr.isend(reply, peer, tags[1])], deadline, busy=True):
+                    return False
+        except RuntimeError as exc:  # the backend gave up on the link
+            logger.debug("rank %d lost peer %d: %s", self.me, peer, exc)
+            return False
         return True
 
     # -- phases --------------------------------------------------------------------------

@@ -27,6 +27,8 @@ from rankopt.probe.measurement import Measurement
 
 __all__ = ["measure"]
 
+_TAG_REPORT = 0x7A13
+
 
 class _MPITransport:
     """Non-blocking mpi4py operations on a private duplicate of the communicator."""
@@ -65,18 +67,19 @@ class _MPITransport:
                 pause = min(2 * pause, 1e-3)
         return True
 
-    def wait_each(self, handles: Sequence[Any], deadline: float) -> list[bool]:
-        done = [False] * len(handles)
-        pending = [i for i, h in enumerate(handles) if h is not None]
-        while pending:
-            pending = [i for i in pending if not handles[i].Test()]
-            for i in range(len(handles)):
-                if handles[i] is not None and i not in pending:
-                    done[i] = True
-            if not pending or time.perf_counter() >= deadline:
-                break
+    def exchange_reports(self, key: str, report: int, deadline: float) -> list[int | None]:
+        # MPI keeps the other links usable after a peer stops answering: point to point.
+        n, me = self.size, self.rank
+        mine = np.array([report], dtype=np.int64)
+        theirs = np.full((n, 1), -2, dtype=np.int64)
+        recvs = {q: self.irecv(theirs[q], q, _TAG_REPORT) for q in range(n) if q != me}
+        sends = [self.isend(mine, q, _TAG_REPORT) for q in range(n) if q != me]
+        while recvs and time.perf_counter() < deadline:
+            recvs = {q: r for q, r in recvs.items() if not r.Test()}
             time.sleep(1e-3)
-        return done
+        recvs = {q: r for q, r in recvs.items() if not r.Test()}
+        del sends  # sends to silent ranks may never complete; they are abandoned
+        return [None if q in recvs or q == me else int(theirs[q, 0]) for q in range(n)]
 
 
 def measure(
