@@ -1,0 +1,181 @@
+"""``rankopt probe``: measure the job's latency and bandwidth matrices and save them.
+
+Run under the job's launcher, one process per rank::
+
+    mpiexec -n 8 rankopt probe --backend mpi -o net.npz
+    torchrun --nproc-per-node 8 -m rankopt probe --backend gloo -o net.npz
+
+Rank 0 prints a progress line per round to stderr and writes the file
+atomically; ``rankopt solve net.npz`` reads it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rankopt.cli import CLIError
+from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, check_params
+
+__all__ = ["register", "run"]
+
+_TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "probe",
+        help="measure latency and bandwidth between all ranks of the job (run under the launcher)",
+        description="Measure the one-way latency and point-to-point bandwidth between every pair "
+        "of processes of the job and save them as an .npz measurement. Start one process per "
+        "rank with the job's launcher: `mpiexec -n N rankopt probe --backend mpi -o net.npz` or "
+        "`torchrun --nproc-per-node N -m rankopt probe --backend gloo -o net.npz`.",
+    )
+    p.add_argument("--backend", choices=("mpi", "gloo"), required=True,
+                   help="engine to probe over: MPI (mpi4py) or torch.distributed Gloo")
+    p.add_argument("-o", "--output", required=True, type=Path,
+                   help="measurement file written by rank 0 (.npz)")
+    p.add_argument("--repeats", type=int, default=10,
+                   help="timed ping-pongs per direction of each pair (default: 10)")
+    p.add_argument("--bandwidth-repeats", type=int, default=3,
+                   help="timed transfers per direction of each pair (default: 3)")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="untimed exchanges before the timed ones (default: 1)")
+    p.add_argument("--latency-bytes", type=int, default=8,
+                   help="ping-pong message size in bytes (default: 8)")
+    p.add_argument("--bandwidth-bytes", type=int, default=1 << 20,
+                   help="bandwidth transfer size in bytes (default: 1048576)")
+    p.add_argument("--bw-concurrency", type=int, default=1,
+                   help="transfers allowed to share one suspected link (default: 1)")
+    p.add_argument("--no-bandwidth", action="store_true",
+                   help="measure latency only")
+    p.add_argument("--timeout", type=float, default=30.0,
+                   help="seconds allowed per round before every rank gives up (default: 30)")
+    p.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    return {
+        "latency_bytes": args.latency_bytes,
+        "bandwidth_bytes": args.bandwidth_bytes,
+        "repeats": args.repeats,
+        "bandwidth_repeats": args.bandwidth_repeats,
+        "warmup": args.warmup,
+        "timeout": args.timeout,
+        "bandwidth": not args.no_bandwidth,
+        "bw_concurrency": args.bw_concurrency,
+    }
+
+
+def _output_problem(path: Path) -> str:
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        return f"cannot write {path}: directory {parent} does not exist"
+    if not os.access(parent, os.W_OK):
+        return f"cannot write {path}: directory {parent} is not writable"
+    return ""
+
+
+def _progress(p: ProbeProgress) -> None:
+    unit = "round" if p.phase == "latency" else "slot"
+    print(f"probe: {p.phase} {unit} {p.step}/{p.steps} ({p.elapsed:.2f} s)",
+          file=sys.stderr, flush=True)
+
+
+def _summary(m: Any, path: Path) -> str:
+    n = m.n
+    off = ~np.eye(n, dtype=bool)
+    line = (f"wrote {path}: {n} ranks on {len(m.ranks_per_host())} host(s), "
+            f"median latency {np.median(m.latency[off]) * 1e6:.3g} us")
+    if m.bandwidth is not None:
+        line += f", median bandwidth {np.median(m.bandwidth[off]) / 1e9:.3g} GB/s"
+    return line + f", {m.duration:.2f} s"
+
+
+def _fail(exc: ProbeTimeoutError, rank: int, n: int, abort: Any) -> None:
+    """Report a timeout once (lowest live rank) and end the job without waiting for peers."""
+    live = sorted(set(range(n)) - set(exc.ranks))
+    if not live or rank == live[0]:
+        print(f"rankopt probe: error: {exc}", file=sys.stderr, flush=True)
+    else:
+        time.sleep(1.0)  # let the reporting rank print before the job is torn down
+    sys.stdout.flush()
+    abort()
+
+
+def _run_mpi(args: argparse.Namespace, options: dict[str, Any]) -> int:
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise CLIError(f"--backend mpi needs mpi4py ({exc})") from None
+    from rankopt.probe.mpi import measure
+
+    comm = MPI.COMM_WORLD
+    rank, n = comm.Get_rank(), comm.Get_size()
+    if n < 2:
+        raise CLIError("the probe needs at least 2 ranks; start it with `mpiexec -n N`")
+    problem = comm.bcast(_output_problem(args.output) if rank == 0 else None, root=0)
+    if problem:
+        raise CLIError(problem)
+    show = rank == 0 and not args.quiet
+    try:
+        m = measure(comm, callback=_progress if show else None, **options)
+    except ProbeTimeoutError as exc:
+        _fail(exc, rank, n, lambda: comm.Abort(1))
+        return 1
+    if rank == 0:
+        m.save(args.output)
+        print(_summary(m, args.output))
+    return 0
+
+
+def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
+    try:
+        import torch.distributed as dist
+    except ImportError as exc:
+        raise CLIError(f"--backend gloo needs torch ({exc})") from None
+    from rankopt.probe.torch import measure
+
+    created = False
+    if not dist.is_initialized():
+        missing = [v for v in _TORCHRUN_ENV if v not in os.environ]
+        if missing:
+            raise CLIError(
+                f"--backend gloo must run under torchrun (missing {', '.join(missing)}): "
+                "`torchrun --nproc-per-node N -m rankopt probe --backend gloo -o net.npz`"
+            )
+        dist.init_process_group("gloo")
+        created = True
+    rank, n = dist.get_rank(), dist.get_world_size()
+    if n < 2:
+        raise CLIError("the probe needs at least 2 ranks; start it with `torchrun --nproc-per-node N`")
+    box = [_output_problem(args.output) if rank == 0 else None]
+    dist.broadcast_object_list(box, src=0)
+    if box[0]:
+        raise CLIError(box[0])
+    show = rank == 0 and not args.quiet
+    try:
+        m = measure(None, callback=_progress if show else None, **options)
+    except ProbeTimeoutError as exc:
+        _fail(exc, rank, n, lambda: os._exit(1))
+        return 1
+    if rank == 0:
+        m.save(args.output)
+        print(_summary(m, args.output))
+    if created:
+        dist.destroy_process_group()
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    options = _options(args)
+    check_params(callback=None, **options)  # reject bad settings before starting the engine
+    if args.backend == "mpi":
+        return _run_mpi(args, options)
+    return _run_gloo(args, options)
