@@ -13,13 +13,14 @@ Conventions: ``order[k]`` is the original rank of the process that gets new
 rank ``k``; ``rank_of = invert(order)``. SI units throughout.
 """
 
+from rankopt import models
 from rankopt._validation import RankoptInputError, check_matrix, check_order
 from rankopt.cloud import Cloud, synthetic_cloud
 from rankopt.io import load_matrix
 from rankopt.order import invert
+from rankopt.probe.measurement import Measurement, load_measurement
 from rankopt.result import SolveResult
 from rankopt.solvers import METHODS, solve
-from rankopt import models
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ __all__ = [
     "synthetic_cloud",
     "Cloud",
     "RankoptInputError",
+    "Measurement", "load_measurement",
     "models",
     "__version__",
 ]

@@ -91,12 +91,8 @@ def check_matrix(
         arr = np.asarray(a)
     except Exception as exc:  # ragged nested lists and similar
         raise RankoptInputError(f"`{name}` must be a numeric array; {exc}") from None
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_
-    ):
-        raise RankoptInputError(
-            f"`{name}` must be a numeric array; got dtype {arr.dtype} instead."
-        )
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
+        raise RankoptInputError(f"`{name}` must be a numeric array; got dtype {arr.dtype} instead.")
     if np.issubdtype(arr.dtype, np.complexfloating):
         raise RankoptInputError(f"`{name}` must be real; got dtype {arr.dtype} instead.")
     if arr.ndim != 2:
@@ -123,7 +119,7 @@ def check_matrix(
     if (out < 0).any():
         idx = _first_index(out < 0)
         raise RankoptInputError(
-            f"`{name}` must be non-negative; {_fmt_index(name, idx)} is {out[idx]!r}."
+            f"`{name}` must be non-negative; {_fmt_index(name, idx)} is {float(out[idx])}."
         )
     if not allow_zero:
         off = out == 0
@@ -179,9 +175,7 @@ def check_order(order: ArrayLike, n: int, name: str = "order") -> NDArray[np.int
         )
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
-            raise RankoptInputError(
-                f"`{name}` must hold integers; got dtype {arr.dtype} instead."
-            )
+            raise RankoptInputError(f"`{name}` must hold integers; got dtype {arr.dtype} instead.")
     if arr.shape[0] != n:
         raise RankoptInputError(
             f"`{name}` must have length {n} (one entry per process); got {arr.shape[0]}."

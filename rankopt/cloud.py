@@ -75,7 +75,9 @@ def load_cloud(path: str | os.PathLike[str]) -> Cloud:
     with np.load(path, allow_pickle=False) as z:
         missing = {"latency", "bandwidth", "hosts", "groups"} - set(z.files)
         if missing:
-            raise RankoptInputError(f"{str(path)!r} is not a cloud file; missing {sorted(missing)}.")
+            raise RankoptInputError(
+                f"{str(path)!r} is not a cloud file; missing {sorted(missing)}."
+            )
         return Cloud(
             latency=z["latency"].astype(float),
             bandwidth=z["bandwidth"].astype(float),
@@ -135,11 +137,17 @@ def synthetic_cloud(
     >>> c.n, len(c.groups), c.hosts[0]
     (8, 3, 'p1-r1-h0')
     """
-    for name, v in (("n_pods", n_pods), ("racks_per_pod", racks_per_pod),
-                    ("hosts_per_rack", hosts_per_rack), ("ranks_per_host", ranks_per_host)):
+    for name, v in (
+        ("n_pods", n_pods),
+        ("racks_per_pod", racks_per_pod),
+        ("hosts_per_rack", hosts_per_rack),
+        ("ranks_per_host", ranks_per_host),
+    ):
         check_positive(v, name, integer=True)
     if len(latency) != 4 or len(bandwidth) != 4:
-        raise RankoptInputError("`latency` and `bandwidth` must give 4 values (host, rack, pod, cross).")
+        raise RankoptInputError(
+            "`latency` and `bandwidth` must give 4 values (host, rack, pod, cross)."
+        )
     for name, val in (("noise", noise), ("asymmetry", asymmetry), ("congested", congested)):
         if not 0 <= val < 1:
             raise RankoptInputError(f"`{name}` must be in [0, 1); got {val!r} instead.")
@@ -170,9 +178,7 @@ def synthetic_cloud(
     bw /= factor
     np.fill_diagonal(lat, 0.0)
     np.fill_diagonal(bw, 0.0)
-    names = [
-        f"p{pod[i]}-r{rack[i] % racks_per_pod}-h{host[i] % hosts_per_rack}" for i in range(n)
-    ]
+    names = [f"p{pod[i]}-r{rack[i] % racks_per_pod}-h{host[i] % hosts_per_rack}" for i in range(n)]
     perm = gen.permutation(n) if shuffle else np.arange(n)
     lat = lat[np.ix_(perm, perm)]
     bw = bw[np.ix_(perm, perm)]

@@ -45,7 +45,9 @@ UNITS: dict[str, float] = {
 }
 
 
-def read_matrix(path: str | os.PathLike[str]) -> tuple[NDArray[np.float64], list[str] | None, str | None]:
+def read_matrix(
+    path: str | os.PathLike[str],
+) -> tuple[NDArray[np.float64], list[str] | None, str | None]:
     """Read a matrix file as stored: ``(values, labels or None, unit named in the file or None)``.
 
     No validation and no unit conversion; see :func:`load_matrix`.
@@ -119,7 +121,9 @@ def _read_csv(p: Path) -> tuple[NDArray[np.float64], list[str] | None, str | Non
     vals = np.array(
         [
             [
-                0.0 if i == j and c.strip() == "" else _to_float(c, f"{str(p)!r} data row {i}, column {j}")
+                0.0
+                if i == j and c.strip() == ""
+                else _to_float(c, f"{str(p)!r} data row {i}, column {j}")
                 for j, c in enumerate(r)
             ]
             for i, r in enumerate(rows)
@@ -152,15 +156,15 @@ def _read_json(p: Path) -> tuple[NDArray[np.float64], list[str] | None, str | No
         vals = np.full((len(labels), len(labels)), np.nan)
         for src, row in data.items():
             if not isinstance(row, dict):
-                raise RankoptInputError(f"{str(p)!r}: entry {src!r} is not a mapping of destinations.")
+                raise RankoptInputError(
+                    f"{str(p)!r}: entry {src!r} is not a mapping of destinations."
+                )
             for dst, v in row.items():
                 vals[idx[src], idx[dst]] = np.nan if v is None else float(v)
         np.fill_diagonal(vals, 0.0)
         return vals, labels, unit
     try:
-        vals = np.array(
-            [[np.nan if v is None else v for v in row] for row in data], dtype=float
-        )
+        vals = np.array([[np.nan if v is None else v for v in row] for row in data], dtype=float)
     except (TypeError, ValueError) as exc:
         raise RankoptInputError(f"{str(p)!r}: expected a list of numeric rows ({exc}).") from None
     return vals, labels, unit

@@ -22,6 +22,7 @@ __all__ = ["main", "CLIError", "build_parser"]
 _COMMANDS: tuple[str, ...] = (
     "_demo",
     "_solve",
+    "_probe",
     "_testbed",
     "_shim",
     "_run",

@@ -38,8 +38,10 @@ def run(args: argparse.Namespace) -> int:
     cloud = load_cloud(example_path())
     res = solve(cloud, objective=args.objective, rng=args.seed)
     n = cloud.n
-    print(f"example cloud: {n} VMs, {len(set(cloud.groups[1]))} racks in "
-          f"{len(set(cloud.groups[2]))} pods ({example_path().name})")
+    print(
+        f"example cloud: {n} VMs, {len(set(cloud.groups[1]))} racks in "
+        f"{len(set(cloud.groups[2]))} pods ({example_path().name})"
+    )
     print(res.summary())
     print(f"  racks along the launch-order ring   : {_racks_line(cloud.hosts, np.arange(n))}"[:110])
     print(f"  racks along the optimised ring      : {_racks_line(cloud.hosts, res.order)}")

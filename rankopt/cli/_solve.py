@@ -33,8 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-iter", type=int, default=None, help="iteration budget (reproducible)")
     p.add_argument("--unit", default=None, help="unit of the matrix values: s, ms, us, ns")
     p.add_argument("--rtt", action="store_true", help="values are round-trip times (halve them)")
-    p.add_argument("--nan", default="raise", choices=["raise", "symmetric", "max", "mean"],
-                   help="policy for missing entries (default: raise)")
+    p.add_argument(
+        "--nan",
+        default="raise",
+        choices=["raise", "symmetric", "max", "mean"],
+        help="policy for missing entries (default: raise)",
+    )
     p.add_argument("--keep-rank0", action="store_true", help="keep original rank 0 at new rank 0")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--order-out", metavar="FILE", help="write the order, one rank per line")

@@ -33,7 +33,9 @@ __all__ = [
 ]
 
 
-def ring_edges_reference(latency: NDArray[np.float64], order: NDArray[np.int64]) -> NDArray[np.float64]:
+def ring_edges_reference(
+    latency: NDArray[np.float64], order: NDArray[np.int64]
+) -> NDArray[np.float64]:
     """Weights of the ring's directed edges ``order[k] -> order[k+1]``."""
     order = np.asarray(order)
     return np.array(

@@ -66,7 +66,9 @@ MethodFn = Callable[[CostModel, SolveContext], MethodOutput]
 METHODS: dict[str, tuple[MethodFn, tuple[str, ...], str]] = {}
 
 
-def register(name: str, options: tuple[str, ...] = (), doc: str = "") -> Callable[[MethodFn], MethodFn]:
+def register(
+    name: str, options: tuple[str, ...] = (), doc: str = ""
+) -> Callable[[MethodFn], MethodFn]:
     """Decorator adding a method to the registry behind ``solve(method=name)``."""
 
     def deco(fn: MethodFn) -> MethodFn:

@@ -6,7 +6,7 @@
 ``held_karp``
     Dynamic programming over subsets for the ring ``sum`` (directed, so
     asymmetric input is solved exactly): ``O(2^n n^2)`` time, ``O(2^n n)``
-    memory; up to n = 16.
+    memory; up to n = 17.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _exact = require_extension("rankopt.solvers._exact")
 __all__ = ["brute_force", "held_karp", "exact", "BRUTE_FORCE_MAX_N", "HELD_KARP_MAX_N"]
 
 BRUTE_FORCE_MAX_N = 10
-HELD_KARP_MAX_N = 16
+HELD_KARP_MAX_N = 17
 _BATCH = 20_000
 
 
@@ -82,8 +82,9 @@ def held_karp(model: CostModel, ctx: SolveContext) -> MethodOutput:
         )
     cost, order = _exact.held_karp(model.latency)
     ctx.record(cost, 1)
-    return MethodOutput(order, iterations=1, evaluations=(1 << (n - 1)) * (n - 1) ** 2,
-                        stop_reason="optimal")
+    return MethodOutput(
+        order, iterations=1, evaluations=(1 << (n - 1)) * (n - 1) ** 2, stop_reason="optimal"
+    )
 
 
 @register("exact", doc="held_karp for the ring sum, brute_force otherwise")

@@ -24,7 +24,13 @@ from rankopt.models.base import CostModel
 from rankopt.models.ring import RingSum
 from rankopt.order import identity, invert
 from rankopt.result import SolveResult
-from rankopt.solvers._base import METHODS, MethodOutput, SolveContext, check_method_options, register
+from rankopt.solvers._base import (
+    METHODS,
+    MethodOutput,
+    SolveContext,
+    check_method_options,
+    register,
+)
 from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
 
 logger = logging.getLogger("rankopt")
@@ -58,7 +64,9 @@ def auto_method(model: CostModel) -> str:
 def _auto(model: CostModel, ctx: SolveContext) -> MethodOutput:
     name = auto_method(model)
     fn, allowed, _ = METHODS[name]
-    sub = SolveContext(**{**ctx.__dict__, "options": {k: v for k, v in ctx.options.items() if k in allowed}})
+    sub = SolveContext(
+        **{**ctx.__dict__, "options": {k: v for k, v in ctx.options.items() if k in allowed}}
+    )
     out = fn(model, sub)
     ctx.history[:] = sub.history
     out.method = out.method or name
@@ -247,7 +255,13 @@ def solve(
     )
     logger.info(
         "solve %s/%s n=%d method=%s: %.6g -> %.6g (%.3fx) in %.3f s",
-        collective, algorithm, n, result.method, baseline, cost, result.speedup, runtime,
+        collective,
+        algorithm,
+        n,
+        result.method,
+        baseline,
+        cost,
+        result.speedup,
+        runtime,
     )
     return result
-

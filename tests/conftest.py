@@ -1,0 +1,50 @@
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    deadline=None,
+    max_examples=40,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None, max_examples=100)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path | None:
+    env = os.environ.get("RANKOPT_SHARED_DATA")
+    cands = [Path(env)] if env else []
+    cands += [REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data"]
+    for c in cands:
+        if (c / "optima.csv").exists():
+            return c
+    return None
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    d = shared_data_dir()
+    if d is None:
+        pytest.skip("shared reference data (../shared/data) not found; set RANKOPT_SHARED_DATA")
+    return d
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+def random_matrix(rng: np.random.Generator, n: int, symmetric: bool = True) -> np.ndarray:
+    pts = rng.random((n, 2))
+    m = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    if not symmetric:
+        m = m * rng.uniform(0.7, 1.3, size=(n, n))
+    np.fill_diagonal(m, 0.0)
+    return m
