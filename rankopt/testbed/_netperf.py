@@ -67,7 +67,7 @@ def client(addr: str, port: int, mode: str, seconds: float) -> dict[str, float]:
     with s:
         if mode == "rtt":
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            rtts = []
+            rtts: list[float] = []
             end = time.perf_counter() + seconds
             while time.perf_counter() < end or len(rtts) < 10:
                 t0 = time.perf_counter()

@@ -22,7 +22,7 @@ def load_config() -> dict[str, Any]:
 
 def timing_loop(
     cfg: dict[str, Any],
-    allreduce: Callable[[int, np.ndarray], float],
+    allreduce: Callable[[int, Any], float],
     make_buffer: Callable[[int], Any] = lambda nbytes: None,
 ) -> list[list[float]]:
     """Time every job ``(order_index, nbytes)`` ``repeats`` times.

@@ -52,7 +52,7 @@ def _model_costs(
         kw.pop("uplink_bandwidth", None)
     return [
         float(
-            rankopt.cost(
+            rankopt.cost(  # type: ignore[attr-defined,unused-ignore]
                 latency,
                 np.asarray(o),
                 "allreduce",

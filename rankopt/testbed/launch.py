@@ -140,7 +140,7 @@ def _check_tools(*names: str) -> None:
 
 def run_mpi(
     tb: Testbed,
-    hosts: Sequence[int],
+    hosts: Sequence[int] | np.ndarray,
     argv: Sequence[str],
     *,
     mca: Mapping[str, str] | None = None,
@@ -215,7 +215,7 @@ def run_mpi(
 
 def run_gloo(
     tb: Testbed,
-    hosts: Sequence[int],
+    hosts: Sequence[int] | np.ndarray,
     argv: Sequence[str],
     *,
     env: Mapping[str, str] | None = None,

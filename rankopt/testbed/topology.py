@@ -274,7 +274,8 @@ class Topology:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Topology:
         """Inverse of :meth:`to_dict`."""
-        return cls(**{k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()})
+        kw: dict[str, Any] = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items()}
+        return cls(**kw)
 
 
 # ---------------------------------------------------------------------------
@@ -363,7 +364,7 @@ class Testbed:
             raise ValueError(f"`prefix` must be 2-8 lowercase letters/digits; got {prefix!r}.")
         self.topology = topology
         self.prefix = prefix
-        self._relays: list[subprocess.Popen[bytes]] = []
+        self._relays: list[subprocess.Popen[str]] = []
         self._old_handlers: dict[int, Any] = {}
 
     # -- names ----------------------------------------------------------------
