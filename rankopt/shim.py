@@ -28,7 +28,8 @@ makes the run reproducible and inspectable. Run ``rankopt probe`` and
 Without ``RANKOPT_ORDER`` the shim changes nothing.
 
 **Failure.** Rank 0 reads and validates the file (integers, as many as
-``MPI_COMM_WORLD`` has ranks, a permutation) and shares the verdict. If the
+``MPI_COMM_WORLD`` has ranks, a permutation; it must be readable on rank 0's
+node) and shares the verdict. If the
 file is unreadable or wrong, rank 0 prints one line starting ``rankopt shim:``,
 every rank calls ``MPI_Finalize`` and exits with status 1, before the program
 runs past ``MPI_Init``. The environment must be the same on all ranks.
@@ -71,12 +72,13 @@ node. ``build(outdir=...)`` writes elsewhere.
   the library's Fortran bindings call the C ``MPI_`` entry points (then the
   Fortran ``MPI_COMM_WORLD`` arrives as the C handle and is replaced); bindings
   that call ``PMPI_`` directly bypass the shim. Not tested here.
-- Not covered: statically linked MPI (``LD_PRELOAD`` cannot interpose), MPI
-  Sessions (``MPI_Comm_create_from_group`` builds its own world), the MPI-4
-  large-count ``_c`` calls when the library does not declare them (they are
-  wrapped when it does), non-Linux systems.
+- Not covered: statically linked MPI (``LD_PRELOAD`` cannot interpose), calls
+  a program makes to ``PMPI_`` functions itself, MPI Sessions
+  (``MPI_Comm_create_from_group`` builds its own world), non-Linux systems.
 - The wrapped functions are listed in ``rankopt/_shim_src/wrappers.tbl``; the
-  wrapper code is generated from that table and the MPI's own ``mpi.h``.
+  wrapper code is generated from that table and the MPI's own ``mpi.h`` (the
+  MPI-4 large-count ``_c`` twins are wrapped where the library declares them).
+  mpi4py programs run under the shim unchanged as well.
 """
 
 from __future__ import annotations
@@ -110,22 +112,8 @@ log = logging.getLogger("rankopt")
 
 LIBRARY_NAME = "librankopt_shim.so"
 SOURCE_DIR = Path(_gen.__file__).parent
-_SOURCES = ("rankopt_shim.h", "shim_core.c", "wrappers.tbl", "generate.py")
+_SOURCES = ("rankopt_shim.h", "shim_core.c", "wrappers.tbl", "generate.py", "mpi_version.c")
 _OPEN_MPI_LAUNCHERS = ("mpiexec", "mpirun", "orterun", "prterun", "oshrun")
-_PROBE = """#include <mpi.h>
-rankopt_mpi_standard MPI_VERSION MPI_SUBVERSION
-#if defined(OPEN_MPI)
-rankopt_mpi_library "Open MPI" OMPI_MAJOR_VERSION OMPI_MINOR_VERSION OMPI_RELEASE_VERSION
-#elif defined(I_MPI_VERSION)
-rankopt_mpi_library "Intel MPI" I_MPI_VERSION
-#elif defined(MVAPICH2_VERSION)
-rankopt_mpi_library "MVAPICH2" MVAPICH2_VERSION
-#elif defined(MPICH_VERSION)
-rankopt_mpi_library "MPICH" MPICH_VERSION
-#else
-rankopt_mpi_library "MPI"
-#endif
-"""
 
 
 class ShimBuildError(RuntimeError):
@@ -223,8 +211,8 @@ def _run(cmd: Sequence[str], cwd: Path, what: str) -> str:
 
 def _inspect_mpi(mpicc: Path, work: Path) -> tuple[str, str, str]:
     """Preprocess ``mpi.h``: (header text, library label, cache key)."""
-    (work / "probe.c").write_text(_PROBE)
-    text = _run([str(mpicc), "-E", "-P", "probe.c"], work, f"preprocessing mpi.h with {mpicc}")
+    probe = str(SOURCE_DIR / "mpi_version.c")
+    text = _run([str(mpicc), "-E", "-P", probe], work, f"preprocessing mpi.h with {mpicc}")
     m = re.search(r"^rankopt_mpi_library\s+\"([^\"]*)\"\s*(.*)$", text, re.M)
     if m is None:
         raise ShimBuildError(f"{mpicc} -E did not expand the MPI version macros.")

@@ -189,7 +189,9 @@ def _match_paren(text: str, start: int) -> int:
 
 
 def _split_params(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for c in text:
         if c in "([":
             depth += 1
