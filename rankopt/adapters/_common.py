@@ -26,6 +26,7 @@ __all__ = [
     "atomic_write_text",
     "load_order",
     "save_order",
+    "parse_options",
 ]
 
 # A host name as launchers read it: no whitespace, no "=" (rankfile syntax), no "#" (comments).
@@ -163,3 +164,25 @@ def save_order(path: str | os.PathLike[str], order: ArrayLike) -> Path:
     if p.suffix == ".json":
         return atomic_write_text(p, json.dumps({"order": arr.tolist()}) + "\n")
     return atomic_write_text(p, "\n".join(str(int(i)) for i in arr) + "\n")
+
+
+def parse_options(items: Sequence[str], flag: str = "--probe-option") -> dict[str, Any]:
+    """Turn ``["repeats=3", "bandwidth=False"]`` into keyword arguments (Python literals).
+
+    Examples
+    --------
+    >>> parse_options(["repeats=3", "bandwidth=False", "name=x"])
+    {'repeats': 3, 'bandwidth': False, 'name': 'x'}
+    """
+    import ast
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, val = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise RankoptInputError(f"{flag} expects KEY=VALUE; got {item!r}.")
+        try:
+            out[key] = ast.literal_eval(val)
+        except (ValueError, SyntaxError):
+            out[key] = val
+    return out

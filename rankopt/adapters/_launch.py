@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.adapters._common import as_order, load_order, node_index, save_order
+from rankopt.adapters._common import as_order, load_order, node_index, parse_options, save_order
 from rankopt.adapters._env import LaunchEnv, detect
 
 __all__ = ["add_arguments", "launch", "LaunchDecision", "child_env", "main", "run_args"]
@@ -100,6 +100,9 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
                      help="apply this order (.npy/.json/text) instead of probing")
     src.add_argument("--latency", metavar="FILE", default=None,
                      help="solve on this latency matrix (seconds) instead of probing")
+    p.add_argument("--probe-option", metavar="KEY=VALUE", action="append", default=[],
+                   help="extra keyword for rankopt.probe.torch.measure, e.g. repeats=5 "
+                   "(repeatable)")
     p.add_argument("--master-addr", default=None, help="override MASTER_ADDR")
     p.add_argument("--master-port", type=int, default=None, help="override MASTER_PORT")
     p.add_argument("--probe-port", type=int, default=None,
@@ -254,6 +257,8 @@ def launch(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     timeout = timedelta(seconds=args.timeout)
     deadline = time.monotonic() + args.timeout
     host = args.hostname or env.get("RANKOPT_HOSTNAME") or socket.gethostname()
+    popts = parse_options(getattr(args, "probe_option", []))
+    popts.update(probe_options or {})
     n, rank = info.world_size, info.rank
     if n == 1:
         return LaunchDecision(0, 0, np.zeros(1, dtype=np.int64), (host,), "one process")
@@ -263,7 +268,7 @@ def launch(args: argparse.Namespace, env: Mapping[str, str] | None = None,
         measurement = None
         if args.order is None and args.latency is None:
             try:
-                measurement = _probe(info, store, timeout, probe_options or {})
+                measurement = _probe(info, store, timeout, popts)
             except Exception as exc:  # noqa: BLE001 - published to rank 0
                 store.set(f"failed/{rank}", f"{type(exc).__name__}: {exc}")
         store.add("probed", 1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import logging
 import sys
 from collections.abc import Sequence
@@ -70,19 +69,6 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
-def _probe_options(items: Sequence[str], parser: argparse.ArgumentParser) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, val = item.partition("=")
-        if not sep or not key.isidentifier():
-            parser.error(f"--probe-option expects KEY=VALUE; got {item!r}")
-        try:
-            out[key] = ast.literal_eval(val)
-        except (ValueError, SyntaxError):
-            out[key] = val
-    return out
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (the program's own on SystemExit)."""
     parser = build_parser()
@@ -90,11 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(opts)
     if not program:
         parser.error("missing program: pyfile | -m mod | -c cmd")
-    probe_options = _probe_options(args.probe_option, parser)
-
     from rankopt._validation import RankoptInputError
     from rankopt.adapters import mpi as adapter
-    from rankopt.adapters._common import load_order
+    from rankopt.adapters._common import load_order, parse_options
+
+    try:
+        probe_options = parse_options(args.probe_option)
+    except RankoptInputError as exc:
+        parser.error(str(exc))
 
     order = None
     if args.order is not None:
