@@ -1,0 +1,136 @@
+"""Probe schedules: round robin, bandwidth slots and the inferred link hierarchy."""
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import rankopt
+from rankopt import RankoptInputError
+from rankopt.probe._topology import host_labels, infer_link_levels, pair_links
+from rankopt.probe.schedule import bandwidth_slots, partner_table, round_robin
+
+
+def _same_partition(a, b) -> bool:
+    """Two label arrays describe the same grouping (up to renaming)."""
+    return len(set(zip(a.tolist(), b.tolist()))) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+@given(st.integers(1, 64))
+def test_round_robin_is_a_proper_round_robin(n):
+    rounds = round_robin(n)
+    expected_rounds = 0 if n < 2 else (n - 1 if n % 2 == 0 else n)
+    assert len(rounds) == expected_rounds
+    seen = []
+    for pairs in rounds:
+        procs = [p for pair in pairs for p in pair]
+        assert len(procs) == len(set(procs)), "a process meets two partners in one round"
+        assert len(pairs) == n // 2, "every round has n // 2 pairs (one bye for odd n)"
+        assert all(0 <= a < b < n for a, b in pairs)
+        seen.extend(pairs)
+    assert sorted(seen) == list(combinations(range(n), 2)), "every pair exactly once"
+    assert round_robin(n) == rounds, "deterministic"
+
+
+@given(st.integers(2, 64))
+def test_partner_table_matches_rounds(n):
+    rounds = round_robin(n)
+    table = partner_table(rounds, n)
+    assert table.shape == (len(rounds), n)
+    for r, pairs in enumerate(rounds):
+        for a, b in pairs:
+            assert table[r, a] == b and table[r, b] == a
+        assert (table[r] == -1).sum() == n % 2
+    # an odd n gives every process exactly one bye
+    if n % 2:
+        assert sorted(np.nonzero(table == -1)[1].tolist()) == list(range(n))
+
+
+def test_round_robin_small_cases():
+    assert round_robin(1) == []
+    assert round_robin(2) == [[(0, 1)]]
+    assert round_robin(4) == [[(0, 3), (1, 2)], [(0, 2), (1, 3)], [(0, 1), (2, 3)]]
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "4", True])
+def test_round_robin_rejects_bad_n(bad):
+    with pytest.raises(RankoptInputError, match="`n` must be"):
+        round_robin(bad)
+
+
+def _check_slots(slots, n, levels, concurrency):
+    seen = [pair for slot in slots for pair in slot]
+    assert sorted(seen) == list(combinations(range(n), 2)), "every pair exactly once"
+    for slot in slots:
+        procs = [p for pair in slot for p in pair]
+        assert len(procs) == len(set(procs))
+        load = {}
+        for a, b in slot:
+            for link in pair_links(levels, a, b):
+                load[link] = load.get(link, 0) + 1
+        assert max(load.values()) <= concurrency, "a suspected link is overloaded"
+
+
+@given(
+    st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(1, 2),
+    st.integers(1, 3), st.integers(0, 2**16),
+)
+def test_bandwidth_slots_never_share_a_link(pods, racks, hosts, per_host, conc, seed):
+    if pods * racks * hosts * per_host < 2:
+        return
+    cloud = rankopt.synthetic_cloud(
+        pods, racks, hosts, per_host, congested=0.0, shuffle=True, rng=seed
+    )
+    levels = infer_link_levels(cloud.latency, cloud.hosts)
+    slots = bandwidth_slots(cloud.latency, cloud.hosts, concurrency=conc)
+    _check_slots(slots, cloud.n, levels, conc)
+
+
+def test_bandwidth_slots_cost_extremes():
+    n = 8
+    lat = np.full((n, n), 1e-5)
+    one_host = bandwidth_slots(lat, ["h"] * n)
+    assert len(one_host) == n * (n - 1) // 2, "one host: everything shares the bus"
+    flat = bandwidth_slots(lat, [f"h{i}" for i in range(n)])
+    assert len(flat) == n - 1, "no shared link: the round-robin rounds"
+    assert all(len(s) == n // 2 for s in flat)
+
+
+def test_bandwidth_slots_separate_cross_rack_flows():
+    # 2 racks of 2 hosts: two flows crossing the rack boundary must never run together
+    cloud = rankopt.synthetic_cloud(1, 2, 2, 1, noise=0.0, asymmetry=0.0, congested=0.0,
+                                    shuffle=False)
+    levels = infer_link_levels(cloud.latency, cloud.hosts)
+    rack = levels[1]
+    for slot in bandwidth_slots(cloud.latency, cloud.hosts):
+        crossing = [p for p in slot if rack[p[0]] != rack[p[1]]]
+        assert len(crossing) <= 1
+
+
+def test_bandwidth_slots_rejects_bad_concurrency():
+    with pytest.raises(RankoptInputError, match="`concurrency` must be at least 1"):
+        bandwidth_slots(np.zeros((2, 2)), ["a", "b"], concurrency=0)
+
+
+def test_infer_link_levels_recovers_the_hierarchy():
+    cloud = rankopt.synthetic_cloud(2, 3, 4, 2, congested=0.0, rng=7)
+    levels = infer_link_levels(cloud.latency, cloud.hosts)
+    assert len(levels) == 3
+    for inferred, true in zip(levels, cloud.groups):
+        assert _same_partition(inferred, np.asarray(true))
+
+
+def test_infer_link_levels_flat_and_small():
+    lat = np.full((6, 6), 2e-5)
+    assert len(infer_link_levels(lat, [f"h{i}" for i in range(6)])) == 1
+    assert infer_link_levels(lat[:2, :2], ["a", "b"])[0].tolist() == [0, 1]
+
+
+def test_host_labels_and_pair_links():
+    assert host_labels(["x", "y", "x"]).tolist() == [0, 1, 0]
+    levels = [np.array([0, 0, 1, 2]), np.array([0, 0, 0, 1])]
+    assert pair_links(levels, 0, 1) == [(0, 0, 1)]
+    assert pair_links(levels, 0, 2) == [(0, 0, 0), (0, 1, 0)]
+    assert pair_links(levels, 0, 3) == [(0, 0, 0), (0, 2, 0), (1, 0, 0), (1, 1, 0)]
