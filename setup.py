@@ -26,6 +26,8 @@ KERNELS = [
     ("rankopt.models._ring_eval", "src_ext/_ring_eval.pyx"),
     ("rankopt.solvers._ring_search", "src_ext/_ring_search.pyx"),
     ("rankopt.solvers._exact", "src_ext/_exact.pyx"),
+    ("rankopt.models._schedule_eval", "src_ext/_schedule_eval.pyx"),
+    ("rankopt.solvers._anneal_ring", "src_ext/_anneal_ring.pyx"),
 ]
 
 extensions = [

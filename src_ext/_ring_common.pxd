@@ -1,9 +1,13 @@
 # Header-only C-level helpers shared by the ring kernels: random numbers, a
-# monotonic clock, cyclic tour reversal and the O(1) move deltas.
+# monotonic clock, cyclic tour reversal, 2-opt / segment moves with an undo
+# log, and the O(1) move deltas.
 #
 # A tour is an array ``tour`` of length n (``tour[k]`` = process at position
 # k) with its inverse ``pos``. Every move is built from ``reverse_path``, which
 # is its own inverse, so a move log can be undone exactly.
+
+from libc.stdlib cimport malloc, free
+
 
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t
@@ -110,3 +114,81 @@ cdef inline double delta_or_opt(const double[:, ::1] w, long long p, long long s
     else:
         added += w[c, s1] + w[s2, d]
     return added - removed
+
+
+cdef struct Log:
+    long long *i
+    long long *j
+    long long size
+    long long cap
+    bint enabled
+
+
+cdef inline void do_reverse(long long[::1] tour, long long[::1] pos, long long i,
+                            long long j, long long n, Log *log) noexcept nogil:
+    cdef long long *ni
+    cdef long long *nj
+    cdef long long t
+    reverse_path(tour, pos, i, j, n)
+    if log.enabled:
+        if log.size == log.cap:
+            ni = <long long *>malloc(2 * log.cap * sizeof(long long))
+            nj = <long long *>malloc(2 * log.cap * sizeof(long long))
+            for t in range(log.size):
+                ni[t] = log.i[t]
+                nj[t] = log.j[t]
+            free(log.i)
+            free(log.j)
+            log.i = ni
+            log.j = nj
+            log.cap *= 2
+        log.i[log.size] = i
+        log.j[log.size] = j
+        log.size += 1
+
+
+cdef inline void undo_log(long long[::1] tour, long long[::1] pos, long long n,
+                          Log *log) noexcept nogil:
+    cdef long long t
+    for t in range(log.size - 1, -1, -1):
+        reverse_path(tour, pos, log.i[t], log.j[t], n)
+    log.size = 0
+
+
+cdef inline void flip(long long[::1] tour, long long[::1] pos, long long n,
+                      long long a, long long b, long long c, long long d,
+                      Log *log) noexcept nogil:
+    """2-opt move: edges {a,b}, {c,d} become {a,c}, {b,d}.
+
+    Valid when, in one orientation of the tour, b follows a and d follows c;
+    the current orientation is read here, so the caller need not track it.
+    """
+    if succ(tour, pos, a, n) == b:
+        do_reverse(tour, pos, pos[b], pos[c], n, log)
+    else:
+        do_reverse(tour, pos, pos[a], pos[d], n, log)
+
+
+cdef inline void move_segment(long long[::1] tour, long long[::1] pos, long long n,
+                              long long s1, long long s2, long long c, long long d,
+                              bint rev, Log *log) noexcept nogil:
+    """Move the run s1..s2 (forward) between adjacent c, d (d = succ(c)).
+
+    Ends as c, s2..s1, d when ``rev`` else c, s1..s2, d: two or three flips.
+    """
+    cdef long long p = pred(tour, pos, s1, n)
+    cdef long long nx = succ(tour, pos, s2, n)
+    cdef long long span_a = cyc(pos[c] - pos[nx], n)
+    cdef long long span_b = cyc(pos[p] - pos[d], n)
+    if span_a <= span_b:
+        # p [s1..s2] nx ... c d  ->  p c ... nx s2..s1 d  ->  p nx ... c s2..s1 d
+        flip(tour, pos, n, p, s1, c, d, log)
+        if c != nx:
+            flip(tour, pos, n, p, c, nx, s2, log)
+    else:
+        # c d ... p [s1..s2] nx  ->  c s2..s1 p ... d nx  ->  c s2..s1 d ... p nx
+        flip(tour, pos, n, c, d, s2, nx, log)
+        if d != p:
+            flip(tour, pos, n, s1, p, d, nx, log)
+    if not rev and s1 != s2:
+        flip(tour, pos, n, c, s2, s1, d, log)

@@ -31,6 +31,7 @@ from rankopt.solvers._base import (
     check_method_options,
     register,
 )
+from rankopt.solvers.custom import CustomModel
 from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
 
 logger = logging.getLogger("rankopt")
@@ -41,28 +42,36 @@ __all__ = ["solve", "auto_method", "as_matrices"]
 AUTO_EXACT_MAX_N = 12
 
 
-def auto_method(model: CostModel) -> str:
+def auto_method(model: CostModel, time_limit: float | None = None) -> str:
     """The method ``method="auto"`` runs for ``model`` (the documented rule).
 
-    * ring ``sum``: ``held_karp`` (exact) for n <= 12, else ``ils``;
+    * ring ``sum``: ``held_karp`` (exact) for n <= 12; else ``two_opt`` when
+      ``time_limit`` is under 1 ms per 100 processes; else ``ils``;
     * ring ``bottleneck``: ``brute_force`` (exact) for n <= 9, else ``ils``
       (threshold search);
-    * any other model: ``brute_force`` for n <= 8, else the best generic
-      search registered (``anneal`` when available, else ``swap``).
+    * any other model, custom objectives included: ``brute_force`` for
+      n <= 8; else ``greedy_cluster`` when ``time_limit`` is under 10 us per
+      process; else ``anneal`` started from the greedy-cluster order.
+
+    ``bench/bench_solvers.py`` (group ``auto``) measures the rule.
     """
     n = model.n
-    if model.ring_weights is not None:
-        if isinstance(model, RingSum):
-            return "held_karp" if n <= min(AUTO_EXACT_MAX_N, HELD_KARP_MAX_N) else "ils"
+    if model.ring_weights is not None and model.objective in ("sum", "bottleneck"):
+        if model.objective == "sum":
+            if isinstance(model, RingSum) and n <= min(AUTO_EXACT_MAX_N, HELD_KARP_MAX_N):
+                return "held_karp"
+            return "two_opt" if time_limit is not None and time_limit < 1e-5 * n else "ils"
         return "brute_force" if n <= min(9, BRUTE_FORCE_MAX_N) else "ils"
     if n <= 8:
         return "brute_force"
-    return "anneal" if "anneal" in METHODS else "swap"
+    if time_limit is not None and time_limit < 1e-5 * n:
+        return "greedy_cluster"
+    return "anneal"
 
 
-@register("auto", options=("neighbors", "window"), doc="exact when small, else the best heuristic")
+@register("auto", options=("neighbors", "window", "starts", "max_evals"), doc="exact when small, else the best heuristic")
 def _auto(model: CostModel, ctx: SolveContext) -> MethodOutput:
-    name = auto_method(model)
+    name = auto_method(model, ctx.time_limit)
     fn, allowed, _ = METHODS[name]
     sub = SolveContext(
         **{**ctx.__dict__, "options": {k: v for k, v in ctx.options.items() if k in allowed}}
@@ -122,9 +131,11 @@ def solve(
         :class:`rankopt.Measurement` is used directly.
     collective, algorithm : str
         The collective operation and the algorithm the engine runs.
-    objective : str, optional
+    objective : str or callable, optional
         What to minimise. Default: ``"sum"`` (the ring's total latency) when
         only latency is known; see :func:`rankopt.models.default_objective`.
+        A callable ``f(latency, order) -> float`` (ideally ``@numba.njit``) is
+        minimised as is (:mod:`rankopt.solvers.custom`).
     bandwidth : array_like (n, n) or float, optional
         Point-to-point bandwidth in bytes/s (for time models).
     nbytes : float, optional
@@ -203,7 +214,7 @@ def solve(
     if callback is not None and not callable(callback):
         raise RankoptInputError(f"`callback` must be callable; got {callback!r} instead.")
     gen, seed = normalize_rng(rng)
-    model = make_model(
+    model = CustomModel(lat, objective) if callable(objective) else make_model(
         lat,
         collective,
         algorithm,

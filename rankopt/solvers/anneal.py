@@ -1,0 +1,271 @@
+"""Simulated annealing, generic over every cost model.
+
+``anneal``
+    Metropolis search with a geometric temperature schedule.
+
+    * Ring models with edge weights (``objective="sum"``): 2-opt, Or-opt
+      (runs of 1-3, either orientation) and swap moves proposed around
+      k-nearest-neighbour candidates, scored by O(1) deltas in the compiled
+      kernel ``src_ext/_anneal_ring.pyx``; the result is polished by 2-opt /
+      Or-opt local search.
+    * Every other model (step-based algorithms, ring ``bottleneck``, custom
+      objectives): swap moves scored by ``model.swap_delta`` and insert moves
+      (one process moves to another rank, the ranks in between shift) scored
+      by a full ``model.cost``. Custom Numba objectives run the whole loop in
+      Numba (:mod:`rankopt.solvers.custom`).
+
+Temperature: ``t0`` makes an average uphill move from the start order
+accepted with probability 0.2 (the start is a construction, not a random
+order, so the search need not melt it); ``t1`` makes the smallest uphill moves (10th percentile)
+accepted with probability 1e-3. Both come from deltas sampled at the start.
+
+Budgets: ``max_iter`` (proposals per start) and ``options={"max_evals": m}``
+(cost or delta evaluations, all starts together) are reproducible;
+``time_limit`` is a guard. ``options={"starts": k}`` runs k independent
+starts with generators from ``Generator.spawn`` and keeps the best.
+
+Start order: ``init`` when given; otherwise nearest neighbour for rings and
+the greedy-cluster order (:mod:`rankopt.solvers.greedy`) for other models.
+With ``keep_rank0`` and a model that is not rotation invariant, position 0
+never moves (the start is fixed up first).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._build_check import require_extension
+from rankopt._rng import kernel_seed
+from rankopt._validation import check_positive
+from rankopt.models.base import CostModel
+from rankopt.solvers._base import MethodOutput, SolveContext, register
+from rankopt.solvers.greedy import greedy_order
+
+_ar = require_extension("rankopt.solvers._anneal_ring")
+_rs = require_extension("rankopt.solvers._ring_search")
+
+__all__ = ["anneal", "default_iterations", "temperatures"]
+
+ACCEPT_START = 0.2
+ACCEPT_END = 1e-3
+_SAMPLES = 2000
+
+
+def default_iterations(model: CostModel) -> int:
+    """Proposals per start when ``max_iter`` is not given.
+
+    Rings (O(1) deltas): ``clip(500 n, 50_000, 5_000_000)``; Numba custom
+    objectives: ``clip(1000 n, 20_000, 1_000_000)``; other models:
+    ``clip(50 n, 2_000, 200_000)``.
+    """
+    n = model.n
+    if model.objective == "sum" and model.ring_weights is not None:
+        return int(min(max(500 * n, 50_000), 5_000_000))
+    if getattr(model, "jitted", False):
+        return int(min(max(1000 * n, 20_000), 1_000_000))
+    return int(min(max(50 * n, 2_000), 200_000))
+
+
+def temperatures(deltas: NDArray[np.float64], p_start: float = ACCEPT_START) -> tuple[float, float]:
+    """Start and end temperature from sampled move deltas (see module docstring).
+
+    Examples
+    --------
+    >>> t0, t1 = temperatures(np.array([-1.0, 1.0, 2.0, 3.0]))
+    >>> round(t0, 3), t1 < t0
+    (1.243, True)
+    """
+    up = deltas[deltas > 0]
+    if len(up) == 0:
+        return 0.0, 0.0
+    t0 = float(up.mean()) / -math.log(p_start)
+    t1 = float(np.percentile(up, 10)) / -math.log(ACCEPT_END)
+    return t0, min(t1, t0)
+
+
+def _fixed_first(model: CostModel, ctx: SolveContext) -> bool:
+    return ctx.keep_rank0 and not model.rotation_invariant
+
+
+def _start_order(model: CostModel, ctx: SolveContext) -> tuple[NDArray[np.int64], int]:
+    if ctx.init is not None:
+        order = np.array(ctx.init, dtype=np.int64)
+        evals = 0
+    elif model.objective == "sum" and model.ring_weights is not None:
+        order = _rs.nearest_neighbor(model.ring_weights, int(ctx.gen.integers(model.n)))
+        evals = 0
+    else:
+        order, evals = greedy_order(model, ctx)
+    if _fixed_first(model, ctx) and order[0] != 0:
+        p = int(np.flatnonzero(order == 0)[0])
+        order[[0, p]] = order[[p, 0]]
+    return order, evals
+
+
+class _Budget:
+    def __init__(self, ctx: SolveContext, model: CostModel) -> None:
+        self.ctx = ctx
+        self.iters = ctx.max_iter if ctx.max_iter is not None else default_iterations(model)
+        m = ctx.options.get("max_evals")
+        self.evals_left = None if m is None else check_positive(m, "max_evals", integer=True)
+        self.starts = check_positive(ctx.options.get("starts", 1), "starts", integer=True)
+        self.k = check_positive(ctx.options.get("neighbors", 10), "neighbors", integer=True)
+        self.evaluations = 0
+        self.iterations = 0
+        self.stop = "max_iter"
+
+    def for_start(self, i: int) -> int:
+        """Proposals for start i under the evaluation budget."""
+        if self.evals_left is None:
+            return self.iters
+        share = self.evals_left // (self.starts - i)
+        return int(min(self.iters, max(share, 0)))
+
+    def spend(self, evals: int, iters: int) -> None:
+        self.evaluations += evals
+        self.iterations += iters
+        if self.evals_left is not None:
+            self.evals_left -= evals
+            if self.evals_left <= 0:
+                self.stop = "max_evals"
+
+
+def _ring(
+    model: CostModel,
+    ctx: SolveContext,
+    gen: np.random.Generator,
+    start: NDArray[np.int64],
+    budget: _Budget,
+    iters: int,
+) -> NDArray[np.int64]:
+    w = model.ring_weights
+    assert w is not None
+    n = model.n
+    tour = start.copy()
+    if n < 5:
+        return tour
+    nb = _rs.knn_lists(w, budget.k)
+    deltas = _ar.sample_deltas(w, tour, nb, kernel_seed(gen), _SAMPLES)
+    t0, t1 = temperatures(deltas)
+    every = max(iters // 20, 1)
+    base = model.cost(tour)
+
+    def report(it: int, total: float) -> None:
+        ctx.record(base + total, budget.iterations + it)
+
+    _, ev, _, it, st = _ar.anneal(
+        w, tour, nb, kernel_seed(gen), iters, t0, t1, ctx.remaining(), report, every
+    )
+    _, ev2, mv, _ = _rs.local_search(w, tour, nb, True, ctx.remaining())
+    budget.spend(ev + ev2, it)
+    if st == 1:
+        budget.stop = "time_limit"
+    rev = tour[::-1].copy()
+    return rev if model.cost(rev) < model.cost(tour) else tour
+
+
+def _generic(
+    model: CostModel,
+    ctx: SolveContext,
+    gen: np.random.Generator,
+    start: NDArray[np.int64],
+    budget: _Budget,
+    iters: int,
+) -> NDArray[np.int64]:
+    """Swap (``swap_delta``) and insert (full cost) moves, Metropolis acceptance."""
+    n = model.n
+    lo = 1 if _fixed_first(model, ctx) else 0
+    order = start.copy()
+    cur = float(model.cost(order))
+    if n - lo < 2:
+        return order
+    m = n - lo
+    sample = min(_SAMPLES // 10, max(iters // 10, 20))
+    ii = gen.integers(lo, n, size=sample)
+    jj = lo + (ii - lo + gen.integers(1, m, size=sample)) % m
+    deltas = np.array(
+        [model.swap_delta(order, int(i), int(j)) for i, j in zip(ii, jj, strict=True)]
+    )
+    budget.spend(sample, 0)
+    t0, t1 = temperatures(deltas)
+    best, best_cost = order.copy(), cur
+    temp = t0
+    factor = (t1 / t0) ** (1.0 / iters) if t0 > 0 and iters > 0 else 0.0
+    every = max(iters // 20, 1)
+    evals = 0
+    batch = 4096
+    it = 0
+    while it < iters:
+        size = min(batch, iters - it)
+        ii = gen.integers(lo, n, size=size)
+        jj = lo + (ii - lo + gen.integers(1, m, size=size)) % m
+        uu = gen.random(size)
+        kind = gen.random(size) < 0.2
+        for t in range(size):
+            i, j = int(ii[t]), int(jj[t])
+            if kind[t] and m > 2:
+                new = np.insert(np.delete(order, i), j, order[i])
+                d = float(model.cost(new)) - cur
+            else:
+                new = None
+                d = float(model.swap_delta(order, i, j))
+            evals += 1
+            temp *= factor
+            if d <= 0.0 or (temp > 0.0 and uu[t] < math.exp(-d / temp)):
+                if new is None:
+                    order[i], order[j] = order[j], order[i]
+                else:
+                    order = new
+                cur += d
+                if cur < best_cost:
+                    cur = float(model.cost(order))  # resynchronise: no drift in the best
+                    if cur < best_cost:
+                        best, best_cost = order.copy(), cur
+            it += 1
+            if it % every == 0:
+                ctx.record(best_cost, budget.iterations + it)
+        if ctx.out_of_time():
+            budget.stop = "time_limit"
+            break
+        if budget.evals_left is not None and evals >= budget.evals_left:
+            break
+    budget.spend(evals, it)
+    return best
+
+
+@register(
+    "anneal",
+    options=("starts", "max_evals", "neighbors"),
+    doc="simulated annealing, any model (ring moves or swap/insert)",
+)
+def anneal(model: CostModel, ctx: SolveContext) -> MethodOutput:
+    """Simulated annealing (see the module docstring)."""
+    from rankopt.solvers.custom import CustomModel, anneal_custom
+
+    budget = _Budget(ctx, model)
+    start, ev0 = _start_order(model, ctx)
+    budget.spend(ev0, 0)
+    start_cost = float(model.cost(start))
+    ctx.record(start_cost, 0)
+    best, best_cost = start, start_cost
+    ring = model.objective == "sum" and model.ring_weights is not None
+    for i, gen in enumerate(ctx.gen.spawn(budget.starts)):
+        iters = budget.for_start(i)
+        if iters <= 0 or ctx.out_of_time():
+            break
+        if isinstance(model, CustomModel) and model.jitted:
+            order = anneal_custom(model, ctx, gen, start, budget, iters)
+        elif ring:
+            order = _ring(model, ctx, gen, start, budget, iters)
+        else:
+            order = _generic(model, ctx, gen, start, budget, iters)
+        c = float(model.cost(order))
+        if c < best_cost:
+            best, best_cost = order, c
+            ctx.record(c, budget.iterations)
+    if ctx.out_of_time() and budget.stop == "max_iter":
+        budget.stop = "time_limit"
+    return MethodOutput(best, budget.iterations, budget.evaluations, budget.stop)
