@@ -14,6 +14,8 @@ rank ``k``; ``rank_of = invert(order)``. SI units throughout.
 """
 
 from rankopt import models
+from rankopt.hierarchy import infer_hierarchy
+from rankopt.models import cost, schedule
 from rankopt._validation import RankoptInputError, check_matrix, check_order
 from rankopt.cloud import Cloud, synthetic_cloud
 from rankopt.io import load_matrix
@@ -37,5 +39,8 @@ __all__ = [
     "RankoptInputError",
     "Measurement", "load_measurement",
     "models",
+    "cost",
+    "schedule",
+    "infer_hierarchy",
     "__version__",
 ]

@@ -2,14 +2,23 @@
 
 ``make_model`` turns (matrix, collective, algorithm, objective, ...) into a
 :class:`~rankopt.models.base.CostModel`; solvers see nothing else.
+:func:`~rankopt.models.evaluate.cost` evaluates one order,
+:func:`~rankopt.models.schedule.schedule` shows the steps behind a model.
 
 Objectives
 ----------
 ``"sum"``
     Ring algorithms only: total latency around the ring (latency-bound,
-    pipelined regime). Default for rings when only latency is known.
+    pipelined regime).
 ``"bottleneck"``
     Ring algorithms only: slowest ring link (step-synchronous, latency only).
+``"time"``
+    Any algorithm: α-β step-synchronous time of its schedule,
+    ``sum over steps of max over transfers (latency + bytes / bandwidth)``;
+    latency only when ``bandwidth`` or ``nbytes`` is missing.
+``"contention"``
+    ``"time"`` plus shared uplinks: needs ``groups``, ``uplink_bandwidth``
+    and ``nbytes``.
 """
 
 from __future__ import annotations
@@ -21,33 +30,58 @@ from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError, check_options
 from rankopt.models.base import CostModel
+from rankopt.models.network import check_groups, make_network
 from rankopt.models.ring import RingBottleneck, RingSum
+from rankopt.models.schedule import ALGORITHMS, Schedule, check_collective, schedule
+from rankopt.models.step import HierarchicalModel, StepModel
 
-__all__ = ["CostModel", "make_model", "ALGORITHMS", "RING_OBJECTIVES", "default_objective"]
-
-#: Valid algorithm names per collective.
-ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "allreduce": ("ring",),
-    "allgather": ("ring",),
-    "reduce_scatter": ("ring",),
-}
+__all__ = [
+    "CostModel",
+    "make_model",
+    "ALGORITHMS",
+    "OBJECTIVES",
+    "RING_OBJECTIVES",
+    "default_objective",
+    "check_collective",
+    "schedule",
+    "Schedule",
+    "cost",
+]
 
 RING_OBJECTIVES = ("sum", "bottleneck")
+OBJECTIVES = ("sum", "bottleneck", "time", "contention")
 
 
-def default_objective(algorithm: str, *, bandwidth: Any = None, groups: Any = None) -> str:
-    """The objective ``solve()`` uses when none is given (documented rule)."""
-    return "sum"
+def default_objective(
+    algorithm: str,
+    *,
+    bandwidth: Any = None,
+    groups: Any = None,
+    nbytes: Any = None,
+    uplink_bandwidth: Any = None,
+) -> str:
+    """The objective ``solve()`` uses when none is given (the documented rule).
 
+    1. ``groups``, ``uplink_bandwidth`` and ``nbytes`` all given:
+       ``"contention"`` (the only model that sees shared uplinks);
+    2. a ring algorithm without both ``bandwidth`` and ``nbytes``: ``"sum"``
+       (only latency is known: the ring's total latency, as in the
+       latency-bound regime; rotation invariant, solved exactly up to n=12);
+    3. otherwise ``"time"``: the α-β schedule model, latency-only when
+       ``bandwidth`` or ``nbytes`` is missing.
 
-def check_collective(collective: str, algorithm: str) -> None:
-    """Raise a clear error for an unknown collective or algorithm."""
-    check_options("collective", collective, tuple(ALGORITHMS))
-    if algorithm not in ALGORITHMS[collective]:
-        raise RankoptInputError(
-            f"`algorithm` must be one of {', '.join(map(repr, ALGORITHMS[collective]))} "
-            f"for collective {collective!r}; got {algorithm!r} instead."
-        )
+    Examples
+    --------
+    >>> default_objective("ring"), default_objective("ring", bandwidth=1e9, nbytes=1e6)
+    ('sum', 'time')
+    >>> default_objective("ring", groups=[0, 0, 1, 1], uplink_bandwidth=1e9, nbytes=1e6)
+    'contention'
+    """
+    if groups is not None and uplink_bandwidth is not None and nbytes is not None:
+        return "contention"
+    if algorithm == "ring" and (bandwidth is None or nbytes is None):
+        return "sum"
+    return "time"
 
 
 def make_model(
@@ -60,12 +94,57 @@ def make_model(
     nbytes: float | None = None,
     groups: Any = None,
     uplink_bandwidth: Any = None,
+    segment_size: float | None = None,
+    inter: str | None = None,
 ) -> CostModel:
-    """Build the cost model of ``collective``/``algorithm`` on a validated matrix."""
+    """Build the cost model of ``collective``/``algorithm`` on a validated matrix.
+
+    ``objective=None`` follows :func:`default_objective`. ``"time"`` without
+    ``nbytes`` is latency-only (``bandwidth`` is then unused);
+    ``"contention"`` requires ``groups``, ``uplink_bandwidth`` and ``nbytes``.
+    Hierarchical allreduce takes its groups from the finest level of
+    ``groups``, or from :func:`rankopt.infer_hierarchy` when none are given.
+    """
     check_collective(collective, algorithm)
     if objective is None:
-        objective = default_objective(algorithm, bandwidth=bandwidth, groups=groups)
-    check_options("objective", objective, RING_OBJECTIVES)
-    if objective == "sum":
-        return RingSum(latency)
-    return RingBottleneck(latency)
+        objective = default_objective(algorithm, bandwidth=bandwidth, groups=groups,
+                                      nbytes=nbytes, uplink_bandwidth=uplink_bandwidth)
+    check_options("objective", objective, OBJECTIVES)
+    n = latency.shape[0]
+    if objective in RING_OBJECTIVES:
+        if algorithm != "ring":
+            raise RankoptInputError(
+                f"objective {objective!r} applies to ring algorithms only; use objective='time' "
+                f"for {collective!r}/{algorithm!r}."
+            )
+        return RingSum(latency) if objective == "sum" else RingBottleneck(latency)
+    if objective == "contention":
+        missing = [k for k, v in (("groups", groups), ("uplink_bandwidth", uplink_bandwidth),
+                                  ("nbytes", nbytes)) if v is None]
+        if missing:
+            raise RankoptInputError(
+                f"objective 'contention' needs {', '.join(f'`{m}`' for m in missing)}."
+            )
+        net = make_network(latency, bandwidth=bandwidth, nbytes=nbytes, groups=groups,
+                           uplink_bandwidth=uplink_bandwidth)
+    else:
+        net = make_network(latency, bandwidth=bandwidth if nbytes is not None else None,
+                           nbytes=nbytes)
+    if algorithm == "hierarchical":
+        if groups is not None:
+            finest = check_groups(groups, n)[0]
+        else:
+            from rankopt.hierarchy import infer_hierarchy
+
+            levels = infer_hierarchy(latency, net.bandwidth if bandwidth is not None else None)
+            finest = levels[0] if levels else np.arange(n, dtype=np.int64)
+        return HierarchicalModel(net, finest, objective, inter=inter)
+    sched = schedule(collective, algorithm, n, nbytes=nbytes, segment_size=segment_size)
+    if algorithm == "ring":
+        from rankopt.models.ring_time import RingTime
+
+        return RingTime(sched, net, objective)
+    return StepModel(sched, net, objective)
+
+
+from rankopt.models.evaluate import cost  # noqa: E402

@@ -9,6 +9,7 @@ from rankopt.solvers import anneal as _anneal_methods  # noqa: F401
 from rankopt.solvers import exact as _exact_methods  # noqa: F401  (registers methods)
 from rankopt.solvers import greedy as _greedy_methods  # noqa: F401
 from rankopt.solvers import ring as _ring_methods  # noqa: F401
+from rankopt.solvers import swap as _swap_methods  # noqa: F401
 from rankopt.solvers._base import METHODS
 from rankopt.solvers.solve import auto_method, solve
 

@@ -1,0 +1,431 @@
+"""Step generators of every collective algorithm (internal to ``schedule()``).
+
+Each generator returns a list of :class:`Step` in new-rank numbers. A step's
+transfers run concurrently; ``frac`` is the payload as a fraction of
+``nbytes`` (see :func:`rankopt.models.schedule.schedule` for what ``nbytes``
+means per collective). With ``blocks=True`` every transfer also carries the
+ids of the data blocks it moves, so that tests can execute a schedule
+symbolically; ``reduce`` says whether the receiver combines (``True``) or
+stores (``False``) what it gets.
+
+Conventions shared with MPICH / NCCL (cited per generator): roots are new
+rank 0; non-powers of two are folded (MPICH): ranks ``2i`` (``i < r``,
+``r = n - 2**floor(lg n)``) hand their data to ``2i + 1`` first and get the
+result back at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["Step", "GENERATORS", "Layout", "parallel", "btree_parents"]
+
+Blocks = tuple[int, ...]
+
+
+@dataclass
+class Step:
+    """One step: concurrent transfers ``src[t] -> dst[t]`` of ``frac[t] * nbytes``."""
+
+    src: NDArray[np.int64]
+    dst: NDArray[np.int64]
+    frac: NDArray[np.float64]
+    reduce: bool
+    blocks: list[Blocks] | None = None
+    repeat: int = 1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Block layout: ``nblocks`` ids, each ``block_frac`` of ``nbytes`` (or one size per block)."""
+
+    nblocks: int
+    block_frac: float | tuple[float, ...]
+
+    def size(self, block: int) -> float:
+        """Size of ``block`` as a fraction of ``nbytes``."""
+        f = self.block_frac
+        return float(f[block]) if isinstance(f, tuple) else float(f)
+
+
+def _step(src, dst, frac, reduce, blocks, with_blocks) -> Step:
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    f = np.broadcast_to(np.asarray(frac, dtype=np.float64), src.shape).copy()
+    return Step(src, dst, f, reduce, list(blocks) if with_blocks else None)
+
+
+def parallel(*phases: list[Step]) -> list[Step]:
+    """Run step lists side by side: step k of the result joins step k of each."""
+    out: list[Step] = []
+    for k in range(max((len(p) for p in phases), default=0)):
+        parts = [p[k] for p in phases if k < len(p)]
+        red = {s.reduce for s in parts}
+        if len(red) != 1:
+            raise AssertionError("parallel steps must agree on reduce/copy")
+        blocks = None
+        if parts[0].blocks is not None:
+            blocks = [b for s in parts for b in s.blocks]  # type: ignore[union-attr]
+        out.append(Step(np.concatenate([s.src for s in parts]),
+                        np.concatenate([s.dst for s in parts]),
+                        np.concatenate([s.frac for s in parts]), parts[0].reduce, blocks))
+    return out
+
+
+def _pof2_floor(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+# ----------------------------------------------------------------- rings
+def ring_phase(members: NDArray[np.int64], chunks: Sequence[Blocks], frac: float,
+               reduce: bool, wb: bool) -> list[Step]:
+    """Ring reduce-scatter (``reduce``) or allgather over ``members``.
+
+    Member ``l`` sends chunk ``(l - t - 1) % m`` (reduce-scatter: member ``l``
+    ends owning chunk ``l``) or ``(l - t) % m`` (allgather) to member ``l+1``
+    at step ``t``; ``m - 1`` steps.
+    """
+    m = len(members)
+    src = np.asarray(members, dtype=np.int64)
+    dst = np.roll(src, -1)
+    steps = []
+    for t in range(m - 1):
+        blocks = None
+        if wb:
+            shift = t + 1 if reduce else t
+            blocks = [chunks[(l - shift) % m] for l in range(m)]
+        steps.append(_step(src, dst, frac, reduce, blocks or [], wb))
+    return steps
+
+
+def _ring_allreduce(n, wb, **_):
+    ids = np.arange(n)
+    chunks = [(c,) for c in range(n)]
+    return (ring_phase(ids, chunks, 1 / n, True, wb) + ring_phase(ids, chunks, 1 / n, False, wb),
+            Layout(n, 1 / n))
+
+
+def _ring_allgather(n, wb, **_):
+    return ring_phase(np.arange(n), [(c,) for c in range(n)], 1 / n, False, wb), Layout(n, 1 / n)
+
+
+def _ring_reduce_scatter(n, wb, **_):
+    return ring_phase(np.arange(n), [(c,) for c in range(n)], 1 / n, True, wb), Layout(n, 1 / n)
+
+
+# ------------------------------------------------------- recursive schemes
+def _fold(n: int) -> tuple[int, int, NDArray[np.int64]]:
+    """MPICH fold: ``(p2, r, active)``; virtual rank ``v`` runs on ``active[v]``."""
+    p2 = _pof2_floor(n)
+    r = n - p2
+    v = np.arange(p2)
+    return p2, r, np.where(v < r, 2 * v + 1, v + r).astype(np.int64)
+
+
+def _fold_pre(r, frac, reduce, blocks_of, wb) -> list[Step]:
+    if r == 0:
+        return []
+    ev = 2 * np.arange(r)
+    return [_step(ev, ev + 1, frac, reduce, [blocks_of(int(e)) for e in ev] if wb else [], wb)]
+
+
+def _fold_post(r, frac, blocks_of, wb) -> list[Step]:
+    if r == 0:
+        return []
+    ev = 2 * np.arange(r)
+    return [_step(ev + 1, ev, frac, False, [blocks_of(int(e)) for e in ev] if wb else [], wb)]
+
+
+def _halving(p2, active, vchunks, nbytes_per_block, wb) -> list[Step]:
+    """Recursive-halving reduce-scatter over virtual ranks (distance p2/2 .. 1)."""
+    lo = np.zeros(p2, dtype=np.int64)
+    hi = np.full(p2, p2, dtype=np.int64)
+    sizes = np.array([len(c) for c in vchunks], dtype=np.float64) * nbytes_per_block
+    steps = []
+    mask = p2 // 2
+    v = np.arange(p2)
+    while mask >= 1:
+        half = (hi - lo) // 2
+        upper = (v & mask) != 0
+        s_lo = np.where(upper, lo, lo + half)
+        s_hi = np.where(upper, lo + half, hi)
+        frac = [sizes[a:b].sum() for a, b in zip(s_lo, s_hi)]
+        blocks = [tuple(x for c in vchunks[a:b] for x in c) for a, b in zip(s_lo, s_hi)] if wb else []
+        steps.append(_step(active, active[v ^ mask], frac, True, blocks, wb))
+        lo, hi = np.where(upper, lo + half, lo), np.where(upper, hi, lo + half)
+        mask //= 2
+    return steps
+
+
+def _doubling_gather(p2, active, vchunks, nbytes_per_block, wb) -> list[Step]:
+    """Recursive-doubling allgather over virtual ranks (distance 1 .. p2/2)."""
+    sizes = np.array([len(c) for c in vchunks], dtype=np.float64) * nbytes_per_block
+    v = np.arange(p2)
+    steps = []
+    mask = 1
+    while mask < p2:
+        lo = v & ~(mask - 1)
+        frac = [sizes[a:a + mask].sum() for a in lo]
+        blocks = [tuple(x for c in vchunks[a:a + mask] for x in c) for a in lo] if wb else []
+        steps.append(_step(active, active[v ^ mask], frac, False, blocks, wb))
+        mask *= 2
+    return steps
+
+
+def _real_vchunks(n, p2, r) -> list[Blocks]:
+    return [(2 * v, 2 * v + 1) if v < r else (v + r,) for v in range(p2)]
+
+
+def _rd_allreduce(n, wb, **_):
+    p2, r, active = _fold(n)
+    allb = tuple(range(n))
+    v = np.arange(p2)
+    mid = []
+    mask = 1
+    while mask < p2:
+        mid.append(_step(active, active[v ^ mask], 1.0, True, [allb] * p2 if wb else [], wb))
+        mask *= 2
+    steps = _fold_pre(r, 1.0, True, lambda e: allb, wb) + mid
+    return steps + _fold_post(r, 1.0, lambda e: allb, wb), Layout(n, 1 / n)
+
+
+def _rabenseifner(n, wb, **_):
+    p2, r, active = _fold(n)
+    allb = tuple(range(p2))
+    vchunks = [(v,) for v in range(p2)]
+    steps = _fold_pre(r, 1.0, True, lambda e: allb, wb)
+    steps += _halving(p2, active, vchunks, 1 / p2, wb)
+    steps += _doubling_gather(p2, active, vchunks, 1 / p2, wb)
+    return steps + _fold_post(r, 1.0, lambda e: allb, wb), Layout(p2, 1 / p2)
+
+
+def _rh_reduce_scatter(n, wb, **_):
+    p2, r, active = _fold(n)
+    steps = _fold_pre(r, 1.0, True, lambda e: tuple(range(n)), wb)
+    steps += _halving(p2, active, _real_vchunks(n, p2, r), 1 / n, wb)
+    return steps + _fold_post(r, 1 / n, lambda e: (e,), wb), Layout(n, 1 / n)
+
+
+def _rd_allgather(n, wb, **_):
+    p2, r, active = _fold(n)
+    steps = _fold_pre(r, 1 / n, False, lambda e: (e,), wb)
+    steps += _doubling_gather(p2, active, _real_vchunks(n, p2, r), 1 / n, wb)
+    rest = lambda e: tuple(b for b in range(n) if b != e)  # noqa: E731
+    return steps + _fold_post(r, (n - 1) / n, rest, wb), Layout(n, 1 / n)
+
+
+def _bruck(n, wb, **_):
+    r = np.arange(n)
+    steps = []
+    d = 1
+    while d < n:
+        cnt = min(d, n - d)
+        blocks = [tuple((x + k) % n for k in range(cnt)) for x in range(n)] if wb else []
+        steps.append(_step(r, (r - d) % n, cnt / n, False, blocks, wb))
+        d *= 2
+    return steps, Layout(n, 1 / n)
+
+
+def _pairwise(n, wb, **_):
+    r = np.arange(n)
+    pof2 = n & (n - 1) == 0
+    steps = []
+    for i in range(1, n):
+        dst = r ^ i if pof2 else (r + i) % n
+        blocks = [(x * n + int(dst[x]),) for x in range(n)] if wb else []
+        steps.append(_step(r, dst, 1 / n, False, blocks, wb))
+    return steps, Layout(n * n, 1 / n)
+
+
+# ------------------------------------------------------------------ trees
+def binomial_bcast(members: NDArray[np.int64], frac: float, blocks: Blocks, wb: bool) -> list[Step]:
+    """MPICH binomial broadcast from ``members[0]``: largest distance first."""
+    m = len(members)
+    big = 1 << max(m - 1, 0).bit_length()
+    steps = []
+    mask = big // 2
+    while mask >= 1:
+        s = np.arange(0, m, 2 * mask)
+        s = s[s + mask < m]
+        if len(s):
+            steps.append(_step(members[s], members[s + mask], frac, False, [blocks] * len(s), wb))
+        mask //= 2
+    return steps
+
+
+def binomial_reduce(members: NDArray[np.int64], frac: float, blocks: Blocks, wb: bool) -> list[Step]:
+    """MPICH binomial reduce to ``members[0]``: distance 1 first."""
+    m = len(members)
+    steps = []
+    mask = 1
+    while mask < m:
+        s = np.arange(mask, m, 2 * mask)
+        steps.append(_step(members[s], members[s - mask], frac, True, [blocks] * len(s), wb))
+        mask *= 2
+    return steps
+
+
+def _binomial_allreduce(n, wb, **_):
+    r = np.arange(n)
+    return binomial_reduce(r, 1.0, (0,), wb) + binomial_bcast(r, 1.0, (0,), wb), Layout(1, 1.0)
+
+
+def _binomial_bcast(n, wb, **_):
+    return binomial_bcast(np.arange(n), 1.0, (0,), wb), Layout(1, 1.0)
+
+
+def _binomial_reduce(n, wb, **_):
+    return binomial_reduce(np.arange(n), 1.0, (0,), wb), Layout(1, 1.0)
+
+
+def _tree_phases(parent: NDArray[np.int64], frac: float, block: Blocks, wb: bool):
+    """Reduce up a tree (node sends at step = its height) and broadcast down (step = depth-1)."""
+    n = len(parent)
+    depth = np.zeros(n, dtype=np.int64)
+    for v in range(n):  # parents may have larger indices: walk up
+        d, u = 0, v
+        while parent[u] >= 0:
+            u = parent[u]
+            d += 1
+        depth[v] = d
+    height = np.zeros(n, dtype=np.int64)
+    for v in np.argsort(-depth, kind="stable"):
+        if parent[v] >= 0:
+            height[parent[v]] = max(height[parent[v]], height[v] + 1)
+    nodes = np.flatnonzero(parent >= 0)
+    red = [_step(nodes[height[nodes] == h], parent[nodes[height[nodes] == h]], frac, True,
+                 [block] * int((height[nodes] == h).sum()), wb) for h in range(int(height.max()))]
+    bc = [_step(parent[nodes[depth[nodes] == d]], nodes[depth[nodes] == d], frac, False,
+                [block] * int((depth[nodes] == d).sum()), wb)
+          for d in range(1, int(depth.max()) + 1)]
+    return red, bc
+
+
+def btree_parents(n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Parents in NCCL's two complementary binary trees (``-1`` at the root).
+
+    Tree 1 is NCCL's ``ncclGetBtree``: rank ``r`` with lowest set bit ``b`` has
+    parent ``(r ^ b) | (b << 1)`` (or ``r ^ b`` if that is out of range); rank 0
+    is the root. Tree 2 mirrors it (``n - 1 - r``) for even ``n`` and shifts
+    it by one for odd ``n`` (``ncclGetDtree``), so most interior nodes of one
+    tree are leaves of the other.
+    """
+    p1 = np.full(n, -1, dtype=np.int64)
+    for r in range(1, n):
+        b = r & -r
+        up = (r ^ b) | (b << 1)
+        p1[r] = up if up < n else r ^ b
+    p2 = np.full(n, -1, dtype=np.int64)
+    for r in range(n):
+        if n % 2 == 0:
+            u = p1[n - 1 - r]
+            p2[r] = -1 if u < 0 else n - 1 - u
+        else:
+            u = p1[(r - 1) % n]
+            p2[r] = -1 if u < 0 else (u + 1) % n
+    return p1, p2
+
+
+def _double_binary_tree(n, wb, **_):
+    t1, t2 = btree_parents(n)
+    r1, b1 = _tree_phases(t1, 0.5, (0,), wb)
+    r2, b2 = _tree_phases(t2, 0.5, (1,), wb)
+    return parallel(r1, r2) + parallel(b1, b2), Layout(2, 0.5)
+
+
+def _binary_tree_bcast(n, wb, **_):
+    parent = np.array([-1] + [(k - 1) // 2 for k in range(1, n)], dtype=np.int64)
+    return _tree_phases(parent, 1.0, (0,), wb)[1], Layout(1, 1.0)
+
+
+def _chain(n, wb, *, segments=1, seg_fracs=None, **_):
+    """Pipelined chain 0 -> 1 -> ... -> n-1: at step t rank k forwards segment t - k.
+
+    ``n - 2 + segments`` steps; the steady-state steps in which every link
+    carries a full segment are identical and stored once with a repeat count.
+    """
+    nseg = int(segments)
+    fr = np.full(nseg, 1 / nseg) if seg_fracs is None else np.asarray(seg_fracs, dtype=np.float64)
+    k = np.arange(n - 1)
+    t0 = n - 2
+    t1 = nseg - 1 - int(fr[-1] != fr[0])  # last steady step (a short last segment is not steady)
+    steps: list[Step] = []
+    t = 0
+    while t <= n - 2 + nseg - 1:
+        if not wb and t == t0 and t1 > t0:
+            steps.append(_step(k, k + 1, fr[0], False, [], False))
+            steps[-1].repeat = t1 - t0 + 1
+            t = t1 + 1
+            continue
+        seg = t - k
+        ok = (seg >= 0) & (seg < nseg)
+        kk = k[ok]
+        steps.append(_step(kk, kk + 1, fr[seg[ok]], False, [(int(x),) for x in seg[ok]], wb))
+        t += 1
+    return steps, Layout(nseg, tuple(float(x) for x in fr))
+
+
+# ----------------------------------------------------------- hierarchical
+def _hierarchical(n, wb, *, groups=None, inter=None, **_):
+    """Intra-group ring reduce-scatter, inter-group ring allreduce, intra-group allgather.
+
+    Groups are ordered by their lowest new rank; members by new rank.
+    ``inter="rings"`` (equal group sizes s, m groups): member l of every
+    group joins ring l over the groups, which allreduces chunk l (s-1, then
+    2(m-1), then s-1 steps). ``inter="leaders"`` (any sizes): binomial reduce
+    to the group leader, ring allreduce over the leaders, binomial broadcast.
+    """
+    lab = np.zeros(n, dtype=np.int64) if groups is None else np.asarray(groups)
+    _, first, inv = np.unique(lab, return_index=True, return_inverse=True)
+    rank_of_group = np.argsort(np.argsort(first))
+    g = rank_of_group[inv.reshape(-1)]
+    m = int(g.max()) + 1
+    members = [np.flatnonzero(g == k) for k in range(m)]
+    sizes = {len(x) for x in members}
+    if inter is None:
+        inter = "rings" if len(sizes) == 1 else "leaders"
+    if inter == "rings":
+        if len(sizes) != 1:
+            raise ValueError("inter='rings' needs groups of equal size")
+        s = sizes.pop()
+        # block c*m + q: chunk c (owned by member c), sub-block q (ring position q)
+        chunks = [tuple(c * m + q for q in range(m)) for c in range(s)]
+        rs = parallel(*[ring_phase(mem, chunks, 1 / s, True, wb) for mem in members])
+        ag = parallel(*[ring_phase(mem, chunks, 1 / s, False, wb) for mem in members])
+        rings = [np.array([members[k][c] for k in range(m)]) for c in range(s)]
+        sub = [[(c * m + q,) for q in range(m)] for c in range(s)]
+        mid = parallel(*[ring_phase(rings[c], sub[c], 1 / n, True, wb) for c in range(s)])
+        mid += parallel(*[ring_phase(rings[c], sub[c], 1 / n, False, wb) for c in range(s)])
+        return rs + mid + ag, Layout(n, 1 / n)
+    allb = tuple(range(m))
+    red = parallel(*[binomial_reduce(mem, 1.0, allb, wb) for mem in members])
+    bc = parallel(*[binomial_bcast(mem, 1.0, allb, wb) for mem in members])
+    leaders = np.array([mem[0] for mem in members], dtype=np.int64)
+    chunks = [(q,) for q in range(m)]
+    mid = ring_phase(leaders, chunks, 1 / m, True, wb) + ring_phase(leaders, chunks, 1 / m, False, wb)
+    return red + mid + bc, Layout(m, 1 / m)
+
+
+#: (collective, algorithm) -> generator(n, wb, **options) -> (steps, layout)
+GENERATORS = {
+    ("allreduce", "ring"): _ring_allreduce,
+    ("allreduce", "recursive_doubling"): _rd_allreduce,
+    ("allreduce", "rabenseifner"): _rabenseifner,
+    ("allreduce", "binomial"): _binomial_allreduce,
+    ("allreduce", "double_binary_tree"): _double_binary_tree,
+    ("allreduce", "hierarchical"): _hierarchical,
+    ("allgather", "ring"): _ring_allgather,
+    ("allgather", "recursive_doubling"): _rd_allgather,
+    ("allgather", "bruck"): _bruck,
+    ("reduce_scatter", "ring"): _ring_reduce_scatter,
+    ("reduce_scatter", "recursive_halving"): _rh_reduce_scatter,
+    ("broadcast", "binomial"): _binomial_bcast,
+    ("broadcast", "binary_tree"): _binary_tree_bcast,
+    ("broadcast", "chain"): _chain,
+    ("reduce", "binomial"): _binomial_reduce,
+    ("alltoall", "pairwise"): _pairwise,
+}

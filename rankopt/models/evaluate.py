@@ -1,0 +1,110 @@
+"""``rankopt.cost``: modelled seconds of one collective under one rank order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from rankopt._validation import RankoptInputError, check_matrix, check_order
+
+__all__ = ["cost"]
+
+
+def cost(
+    latency: ArrayLike,
+    order: ArrayLike,
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    *,
+    bandwidth: ArrayLike | float | None = None,
+    nbytes: float | None = None,
+    groups: Any = None,
+    uplink_bandwidth: Any = None,
+    objective: str | None = None,
+    segment_size: float | None = None,
+    inter: str | None = None,
+) -> float:
+    """Modelled time in seconds of ``collective``/``algorithm`` under ``order``.
+
+    Parameters
+    ----------
+    latency : array_like (n, n)
+        One-way latency in seconds between original ranks.
+    order : array_like of int (n,)
+        ``order[k]`` is the original rank given new rank ``k``.
+    collective, algorithm : str
+        See :data:`rankopt.models.ALGORITHMS`.
+    bandwidth : float or array_like (n, n), optional
+        Pair bandwidth in bytes/s; ``None`` gives a latency-only model.
+    nbytes : float
+        Size of each rank's full result buffer in bytes (allreduce: the
+        vector; allgather: the gathered output; reduce_scatter: the input
+        vector; broadcast/reduce: the message; alltoall: each rank's whole
+        send buffer). Required with ``bandwidth`` or ``uplink_bandwidth``.
+    groups : array_like of int (n,) or list of them, optional
+        Group of each process per level, finest first (host, rack, pod).
+    uplink_bandwidth : float or sequence, optional
+        Capacity of each group's uplink per direction (bytes/s): one number
+        for all levels, or one entry per level (a number, or one rate per
+        group in the order of the sorted labels).
+    objective : str, optional
+        Default: ``"contention"`` when groups and uplinks are given, else
+        ``"time"``. ``"sum"`` / ``"bottleneck"`` give the latency-only ring
+        objectives (bandwidth and uplinks are then not used).
+    segment_size : float, optional
+        Segment size of the pipelined chain broadcast.
+    inter : {"rings", "leaders"}, optional
+        Inter-group phase of the hierarchical allreduce.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Notes
+    -----
+    α-β, step-synchronous: a step lasts as long as its slowest transfer
+    ``latency[a, b] + bytes / rate``; the total is the sum over steps. With
+    uplinks, the K transfers of a step that leave (enter) a group share its
+    uplink: each gets at most ``uplink / K`` (see
+    :func:`rankopt.models.network.reference_time`).
+
+    Examples
+    --------
+    Ring allreduce on a uniform network: ``2(p-1) a + 2(p-1)/p n/B``.
+
+    >>> import numpy as np, rankopt
+    >>> lat = np.full((4, 4), 1e-5)
+    >>> t = rankopt.cost(lat, [0, 1, 2, 3], "allreduce", "ring", bandwidth=1e9, nbytes=4e6)
+    >>> bool(np.isclose(t, 6 * 1e-5 + 1.5 * 4e6 / 1e9))
+    True
+
+    Two racks with 1 GB/s uplinks: an interleaved ring puts 4 flows on each
+    uplink direction, a rack-contiguous one 1.
+
+    >>> rack = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    >>> lat = np.full((8, 8), 1e-5)
+    >>> kw = dict(bandwidth=10e9, nbytes=1e8, groups=rack, uplink_bandwidth=1e9)
+    >>> a = rankopt.cost(lat, [0, 4, 1, 5, 2, 6, 3, 7], **kw)
+    >>> b = rankopt.cost(lat, [0, 1, 2, 3, 4, 5, 6, 7], **kw)
+    >>> round(a / b, 2)
+    3.99
+    """
+    from rankopt.models import make_model
+
+    lat = check_matrix(latency, "latency")
+    o = check_order(order, lat.shape[0])
+    if (bandwidth is not None or uplink_bandwidth is not None) and nbytes is None and \
+            objective not in ("sum", "bottleneck"):
+        raise RankoptInputError(
+            "`nbytes` is required with `bandwidth` or `uplink_bandwidth` (the message size in "
+            "bytes); pass bandwidth=None for a latency-only model."
+        )
+    if objective is None:
+        objective = "contention" if (groups is not None and uplink_bandwidth is not None) else "time"
+    model = make_model(lat, collective, algorithm, objective=objective, bandwidth=bandwidth,
+                       nbytes=nbytes, groups=groups, uplink_bandwidth=uplink_bandwidth,
+                       segment_size=segment_size, inter=inter)
+    return float(model.cost(np.ascontiguousarray(o, dtype=np.int64)))

@@ -1,0 +1,208 @@
+"""The network a time model sees, validated once, and the reference evaluator.
+
+Contents
+--------
+Network
+    Latency, optional bandwidth, message size and the uplink hierarchy.
+make_network
+    Validation of ``bandwidth``, ``nbytes``, ``groups``, ``uplink_bandwidth``.
+reference_time
+    The slow, obviously correct evaluation of a :class:`Schedule` under an
+    order: the spec every compiled kernel is tested against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._validation import RankoptInputError, check_matrix, check_positive
+from rankopt.models.schedule import Schedule
+
+__all__ = ["Network", "make_network", "check_groups", "reference_time"]
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """Everything an α-β(-contention) model needs, indexed by original rank.
+
+    Attributes
+    ----------
+    latency : ndarray (n, n)
+        One-way latency in seconds.
+    bandwidth : ndarray (n, n) or None
+        Pair bandwidth in bytes/s; ``None`` means no per-pair bandwidth term.
+    nbytes : float or None
+        Message size in bytes (see :func:`rankopt.schedule`).
+    labels : ndarray (levels, n) of int64
+        Group of each process per level (finest first), relabelled 0..G-1 in
+        the order of the sorted input labels.
+    uplink : ndarray (levels, max G) of float64
+        Uplink capacity of each group per direction (bytes/s); ``inf`` pads.
+    """
+
+    latency: NDArray[np.float64]
+    bandwidth: NDArray[np.float64] | None
+    nbytes: float | None
+    labels: NDArray[np.int64]
+    uplink: NDArray[np.float64]
+
+    @property
+    def n(self) -> int:
+        return int(self.latency.shape[0])
+
+    @property
+    def levels(self) -> int:
+        return int(self.labels.shape[0])
+
+    @property
+    def has_rate(self) -> bool:
+        """Whether transfers have a bytes term (bandwidth or uplinks with a size)."""
+        return self.nbytes is not None and (self.bandwidth is not None or self.levels > 0)
+
+
+def check_groups(groups: Any, n: int) -> list[NDArray[np.int64]]:
+    """Validate one label array or a list of them (finest first) -> list of int arrays."""
+    arr = groups
+    if isinstance(groups, np.ndarray) and groups.ndim == 1:
+        arr = [groups]
+    elif isinstance(groups, np.ndarray) and groups.ndim == 2:
+        arr = list(groups)
+    elif isinstance(groups, Sequence) and groups and np.ndim(groups[0]) == 0:
+        arr = [groups]
+    if not isinstance(arr, (list, tuple)) or not arr:
+        raise RankoptInputError(
+            "`groups` must be one label array of length n or a list of them (finest first); "
+            f"got {type(groups).__name__} instead."
+        )
+    out = []
+    for k, g in enumerate(arr):
+        lab = np.asarray(g)
+        if lab.shape != (n,):
+            raise RankoptInputError(
+                f"`groups` level {k} must have shape ({n},) (one label per process); "
+                f"got shape {lab.shape}."
+            )
+        if lab.size and not np.issubdtype(lab.dtype, np.integer):
+            raise RankoptInputError(f"`groups` level {k} must hold integers; got dtype {lab.dtype}.")
+        out.append(np.unique(lab, return_inverse=True)[1].reshape(-1).astype(np.int64))
+    return out
+
+
+def _check_uplinks(uplink_bandwidth: Any, labels: list[NDArray[np.int64]]) -> NDArray[np.float64]:
+    nlev = len(labels)
+    gmax = max(int(lab.max()) + 1 for lab in labels)
+    up = np.full((nlev, gmax), np.inf)
+    if np.ndim(uplink_bandwidth) == 0:
+        per = [uplink_bandwidth] * nlev
+    else:
+        per = list(uplink_bandwidth)
+        if len(per) != nlev:
+            raise RankoptInputError(
+                f"`uplink_bandwidth` must give one entry per level ({nlev}); got {len(per)}."
+            )
+    for k, v in enumerate(per):
+        g = int(labels[k].max()) + 1
+        vals = np.broadcast_to(np.asarray(v, dtype=np.float64), (g,)) if np.ndim(v) == 0 else \
+            np.asarray(v, dtype=np.float64)
+        if vals.shape != (g,):
+            raise RankoptInputError(
+                f"`uplink_bandwidth` level {k} must be a number or one rate per group ({g}); "
+                f"got shape {vals.shape}."
+            )
+        if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+            bad = int(np.flatnonzero(~np.isfinite(vals) | (vals <= 0))[0])
+            raise RankoptInputError(
+                f"`uplink_bandwidth` must be positive and finite; level {k} group {bad} is "
+                f"{vals[bad]!r}."
+            )
+        up[k, :g] = vals
+    return up
+
+
+def make_network(
+    latency: NDArray[np.float64],
+    *,
+    bandwidth: Any = None,
+    nbytes: Any = None,
+    groups: Any = None,
+    uplink_bandwidth: Any = None,
+) -> Network:
+    """Validate the inputs of a time model (``latency`` is already validated).
+
+    ``bandwidth`` may be a scalar (every pair) or an (n, n) matrix; groups are
+    used only together with ``uplink_bandwidth``.
+    """
+    n = latency.shape[0]
+    bw = None
+    if bandwidth is not None:
+        if np.ndim(bandwidth) == 0:
+            b = check_positive(bandwidth, "bandwidth")
+            bw = np.full((n, n), b)
+        else:
+            bw = check_matrix(bandwidth, "bandwidth", allow_zero=False)
+            if bw.shape != (n, n):
+                raise RankoptInputError(
+                    f"`bandwidth` must have the shape of `latency` {(n, n)}; got {bw.shape}."
+                )
+        np.fill_diagonal(bw, np.inf)
+    nb = None if nbytes is None else check_positive(nbytes, "nbytes")
+    if (bw is not None or uplink_bandwidth is not None) and nb is None:
+        raise RankoptInputError(
+            "`nbytes` is required with `bandwidth` or `uplink_bandwidth` (the message size in "
+            "bytes); pass bandwidth=None for a latency-only model."
+        )
+    labels = np.zeros((0, n), dtype=np.int64)
+    up = np.zeros((0, 1))
+    if uplink_bandwidth is not None:
+        if groups is None:
+            raise RankoptInputError("`uplink_bandwidth` needs `groups` (which group each process is in).")
+        labs = check_groups(groups, n)
+        up = _check_uplinks(uplink_bandwidth, labs)
+        labels = np.ascontiguousarray(np.array(labs, dtype=np.int64))
+    return Network(np.ascontiguousarray(latency, dtype=np.float64), bw, nb, labels,
+                   np.ascontiguousarray(up))
+
+
+def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> float:
+    """Modelled seconds of ``sched`` under ``order`` -- the spec, written plainly.
+
+    For every step: each transfer ``k -> j`` runs between ``a = order[k]`` and
+    ``b = order[j]`` and takes ``latency[a, b] + frac * nbytes / rate`` where
+    ``rate`` is the smallest of ``bandwidth[a, b]`` and, at every level where
+    ``a`` and ``b`` are in different groups, ``uplink[g(a)] / K_out`` and
+    ``uplink[g(b)] / K_in`` -- ``K_out`` (``K_in``) being the number of
+    transfers of this step that leave (enter) that group. A step lasts as
+    long as its slowest transfer and runs ``repeat`` times; the total is the
+    sum over steps. Without bandwidth and uplinks only latency counts.
+    """
+    total = 0.0
+    for s in range(sched.n_distinct):
+        tr = range(int(sched.step_ptr[s]), int(sched.step_ptr[s + 1]))
+        pairs = [(int(order[sched.src[e]]), int(order[sched.dst[e]])) for e in tr]
+        out_cnt: dict[tuple[int, int], int] = {}
+        in_cnt: dict[tuple[int, int], int] = {}
+        for a, b in pairs:
+            for lev in range(net.levels):
+                ga, gb = int(net.labels[lev, a]), int(net.labels[lev, b])
+                if ga != gb:
+                    out_cnt[lev, ga] = out_cnt.get((lev, ga), 0) + 1
+                    in_cnt[lev, gb] = in_cnt.get((lev, gb), 0) + 1
+        longest = 0.0
+        for e, (a, b) in zip(tr, pairs):
+            t = float(net.latency[a, b])
+            if net.has_rate:
+                rate = float(net.bandwidth[a, b]) if net.bandwidth is not None else float("inf")
+                for lev in range(net.levels):
+                    ga, gb = int(net.labels[lev, a]), int(net.labels[lev, b])
+                    if ga != gb:
+                        rate = min(rate, net.uplink[lev, ga] / out_cnt[lev, ga],
+                                   net.uplink[lev, gb] / in_cnt[lev, gb])
+                t += float(sched.frac[e]) * float(net.nbytes) / rate  # type: ignore[arg-type]
+            longest = max(longest, t)
+        total += int(sched.repeat[s]) * longest
+    return total

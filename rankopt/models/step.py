@@ -1,0 +1,154 @@
+"""Time models built from a schedule: α-β, step-synchronous, shared uplinks.
+
+``objective="time"``
+    Each step lasts as long as its slowest transfer,
+    ``latency[a, b] + frac * nbytes / bandwidth[a, b]``; the total is the sum
+    over steps. Without bandwidth (or without ``nbytes``) only latency counts.
+``objective="contention"``
+    As ``"time"``, and the transfers of a step that leave (enter) a group
+    share its uplink in that direction: K of them get ``uplink / K`` each.
+
+See :func:`rankopt.models.network.reference_time` for the exact spec, which
+the compiled kernel (``src_ext/_schedule_eval.pyx``) is tested against.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._build_check import require_extension
+from rankopt.models.base import CostModel
+from rankopt.models.network import Network, reference_time
+from rankopt.models.schedule import Schedule, schedule
+
+_se = require_extension("rankopt.models._schedule_eval")
+
+__all__ = ["StepModel", "HierarchicalModel", "make_evaluator"]
+
+
+def _as_order(order: NDArray[np.int64]) -> NDArray[np.int64]:
+    if isinstance(order, np.ndarray) and order.dtype == np.int64 and order.flags.c_contiguous:
+        return order
+    return np.ascontiguousarray(order, dtype=np.int64)
+
+
+def make_evaluator(sched: Schedule, net: Network, *, index: bool = True):
+    """The compiled evaluator of ``sched`` on ``net``.
+
+    With ``index`` it also builds, for every rank, the list of transfers it
+    takes part in (what swap deltas need).
+    """
+    n = sched.n
+    ne = sched.n_transfers
+    tstep = np.repeat(np.arange(sched.n_distinct, dtype=np.int64), np.diff(sched.step_ptr))
+    if index and ne:
+        ranks = np.concatenate([sched.src, sched.dst])
+        ids = np.concatenate([np.arange(ne), np.arange(ne)]).astype(np.int64)
+        key = np.lexsort((ids, ranks))
+        rtr = np.ascontiguousarray(ids[key])
+        rptr = np.zeros(n + 1, dtype=np.int64)
+        rptr[1:] = np.cumsum(np.bincount(ranks, minlength=n))
+        per = np.bincount(ranks * sched.n_distinct + np.concatenate([tstep, tstep]))
+        bufsize = 2 * int(per.max())
+    else:
+        rtr = np.zeros(0, dtype=np.int64)
+        rptr = np.zeros(n + 1, dtype=np.int64)
+        bufsize = 1
+    bw = net.bandwidth if net.bandwidth is not None else np.zeros((1, 1))
+    return _se.StepEval(
+        net.latency, bw, net.bandwidth is not None, float(net.nbytes or 0.0), net.has_rate,
+        net.labels, net.uplink, sched.src, sched.dst, sched.frac, sched.step_ptr, sched.repeat,
+        tstep, rptr, rtr, bufsize,
+    )
+
+
+class StepModel(CostModel):
+    """α-β time (``"time"``) or time with shared uplinks (``"contention"``) of a schedule.
+
+    The schedule is fixed in new-rank numbers, so a swap of new ranks ``i``
+    and ``j`` only changes the steps in which ``i`` or ``j`` take part;
+    :meth:`swap_delta` revisits just those (``O(lg n)`` steps for recursive
+    doubling/halving, Rabenseifner, Bruck and the trees; every step for
+    pairwise all-to-all), each in ``O(1)`` unless its slowest transfer moved
+    or uplinks are shared, then in ``O(step size)``.
+
+    Attributes
+    ----------
+    schedule : Schedule
+        The algorithm's steps. ``schedule.pattern()`` gives, per distinct
+        step, its partner structure (``("xor", d, frac, repeat)`` for
+        recursive doubling/halving: partner ``k ^ d``, ``frac * nbytes`` bytes;
+        ``("shift", d, ...)`` for rings and Bruck) -- what a constructive
+        solver (greedy clustering) needs to know which distances carry the
+        most bytes.
+    network : Network
+    evaluator : StepEval
+        The compiled kernel: ``cost``, ``batch_cost``, ``swap_delta``,
+        ``swap_deltas`` (many pairs in one call), ``step_times`` and
+        ``search`` (first-improvement swap local search).
+
+    Examples
+    --------
+    >>> from rankopt.models.network import make_network
+    >>> lat = np.full((4, 4), 1e-6)
+    >>> net = make_network(lat, bandwidth=1e9, nbytes=1e6)
+    >>> m = StepModel(schedule("allreduce", "rabenseifner", 4), net, "time")
+    >>> round(m.cost(np.arange(4)) * 1e6, 6)  # 2 lg p a + 2 (p-1)/p n/B, in us
+    1504.0
+    """
+
+    def __init__(self, sched: Schedule, net: Network, objective: str) -> None:
+        self.schedule = sched
+        self.network = net
+        self.n = sched.n
+        self.objective = objective
+        self.rotation_invariant = sched.algorithm == "ring"
+        self.evaluator = make_evaluator(sched, net)
+
+    def reference_cost(self, order: NDArray[np.int64]) -> float:
+        return reference_time(self.schedule, self.network, np.asarray(order))
+
+    def cost(self, order: NDArray[np.int64]) -> float:
+        return float(self.evaluator.cost(_as_order(order)))
+
+    def batch_cost(self, orders: NDArray[np.int64]) -> NDArray[np.float64]:
+        return self.evaluator.batch_cost(np.ascontiguousarray(orders, dtype=np.int64))
+
+    def swap_delta(self, order: NDArray[np.int64], i: int, j: int) -> float:
+        return self.evaluator.swap_delta(_as_order(order), i, j)
+
+    def swap_deltas(self, order: NDArray[np.int64], pairs: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Cost changes of many swaps ``pairs[r] = (i, j)`` from ``order`` (one call)."""
+        return self.evaluator.swap_deltas(_as_order(order), np.ascontiguousarray(pairs, dtype=np.int64))
+
+
+class HierarchicalModel(CostModel):
+    """Hierarchical allreduce: its schedule depends on where each rank runs.
+
+    The group of new rank ``k`` is ``groups[order[k]]`` (the finest level of
+    the hierarchy: hosts), so the schedule is rebuilt for every order and
+    :meth:`swap_delta` is the difference of two full evaluations (O(n)).
+    """
+
+    rotation_invariant = False
+
+    def __init__(self, net: Network, groups: NDArray[np.int64], objective: str,
+                 inter: str | None = None) -> None:
+        self.network = net
+        self.groups = np.asarray(groups, dtype=np.int64)
+        self.n = net.n
+        self.objective = objective
+        self.inter = inter
+
+    def schedule_for(self, order: NDArray[np.int64]) -> Schedule:
+        """The schedule the algorithm runs under ``order``."""
+        return schedule("allreduce", "hierarchical", self.n, groups=self.groups[np.asarray(order)],
+                        inter=self.inter)
+
+    def reference_cost(self, order: NDArray[np.int64]) -> float:
+        return reference_time(self.schedule_for(order), self.network, np.asarray(order))
+
+    def cost(self, order: NDArray[np.int64]) -> float:
+        ev = make_evaluator(self.schedule_for(order), self.network, index=False)
+        return float(ev.cost(_as_order(order)))

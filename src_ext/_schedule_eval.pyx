@@ -1,0 +1,342 @@
+# Compiled evaluation of a schedule under a rank order (alpha-beta, step
+# synchronous, shared uplinks), swap deltas that only revisit the steps in
+# which the two swapped ranks take part, and a first-improvement swap search.
+#
+# Transfers are stored flat (src, dst, frac) with step_ptr / repeat, exactly as
+# rankopt.models.schedule.Schedule; the NumPy twin is
+# rankopt.models.network.reference_time.
+
+from libc.string cimport memcmp, memcpy
+from _ring_common cimport now_s, rng_int
+
+cdef double INF = float("inf")
+
+
+cdef class StepEval:
+    """Evaluator of one schedule on one network; caches the last order seen.
+
+    ``swap_delta(order, i, j)`` first brings its cache up to ``order``
+    (nothing to do when unchanged, the touched steps when ``order`` differs
+    from the cached one by one swap, else a rebuild), then revisits only the
+    steps in which new ranks ``i`` or ``j`` take part. Without uplinks a
+    touched step is rescanned only when its slowest transfer was touched.
+    """
+
+    cdef const double[:, ::1] lat
+    cdef const double[:, ::1] bw
+    cdef const long long[:, ::1] lab
+    cdef const double[:, ::1] up
+    cdef const long long[::1] src
+    cdef const long long[::1] dst
+    cdef const double[::1] frac
+    cdef const long long[::1] ptr
+    cdef const long long[::1] rep
+    cdef const long long[::1] tstep
+    cdef const long long[::1] rptr
+    cdef const long long[::1] rtr
+    cdef long long[:, ::1] cout
+    cdef long long[:, ::1] cin
+    cdef long long[::1] cur
+    cdef double[::1] tt
+    cdef double[::1] st
+    cdef long long[::1] amax
+    cdef unsigned char[::1] mark
+    cdef long long[::1] buf
+    cdef double nbytes
+    cdef int has_bw, has_rate, nlev
+    cdef Py_ssize_t n, nsteps
+    cdef bint valid
+
+    def __init__(self, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
+                 double nbytes, bint has_rate, const long long[:, ::1] labels,
+                 const double[:, ::1] uplink, const long long[::1] src,
+                 const long long[::1] dst, const double[::1] frac,
+                 const long long[::1] step_ptr, const long long[::1] repeat,
+                 const long long[::1] tstep, const long long[::1] rptr,
+                 const long long[::1] rtr, long long bufsize):
+        import numpy as np
+        self.lat = lat
+        self.bw = bw
+        self.has_bw = has_bw
+        self.nbytes = nbytes
+        self.has_rate = has_rate
+        self.lab = labels
+        self.up = uplink
+        self.nlev = labels.shape[0]
+        self.src = src
+        self.dst = dst
+        self.frac = frac
+        self.ptr = step_ptr
+        self.rep = repeat
+        self.tstep = tstep
+        self.rptr = rptr
+        self.rtr = rtr
+        self.n = lat.shape[0]
+        self.nsteps = repeat.shape[0]
+        self.cout = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.int64)
+        self.cin = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.int64)
+        self.cur = np.full(self.n, -1, dtype=np.int64)
+        self.tt = np.zeros(src.shape[0], dtype=np.float64)
+        self.st = np.zeros(self.nsteps, dtype=np.float64)
+        self.amax = np.zeros(self.nsteps, dtype=np.int64)
+        self.mark = np.zeros(src.shape[0], dtype=np.uint8)
+        self.buf = np.zeros(max(bufsize, 1), dtype=np.int64)
+        self.valid = False
+
+    # ---------------------------------------------------------------- core
+    cdef void _count(self, const long long[::1] o, Py_ssize_t s, long long sign) noexcept nogil:
+        cdef Py_ssize_t e, L
+        cdef long long a, b, ga, gb
+        for e in range(self.ptr[s], self.ptr[s + 1]):
+            a = o[self.src[e]]
+            b = o[self.dst[e]]
+            for L in range(self.nlev):
+                ga = self.lab[L, a]
+                gb = self.lab[L, b]
+                if ga != gb:
+                    self.cout[L, ga] += sign
+                    self.cin[L, gb] += sign
+
+    cdef inline double _time(self, const long long[::1] o, Py_ssize_t e) noexcept nogil:
+        cdef long long a = o[self.src[e]], b = o[self.dst[e]], ga, gb
+        cdef double t = self.lat[a, b], rate, r
+        cdef Py_ssize_t L
+        if not self.has_rate:
+            return t
+        rate = self.bw[a, b] if self.has_bw else INF
+        for L in range(self.nlev):
+            ga = self.lab[L, a]
+            gb = self.lab[L, b]
+            if ga != gb:
+                r = self.up[L, ga] / self.cout[L, ga]
+                if r < rate:
+                    rate = r
+                r = self.up[L, gb] / self.cin[L, gb]
+                if r < rate:
+                    rate = r
+        return t + self.frac[e] * self.nbytes / rate
+
+    cdef double _step(self, const long long[::1] o, Py_ssize_t s, bint store) noexcept nogil:
+        cdef Py_ssize_t e, arg = self.ptr[s]
+        cdef double m = -1.0, t
+        if self.nlev:
+            self._count(o, s, 1)
+        for e in range(self.ptr[s], self.ptr[s + 1]):
+            t = self._time(o, e)
+            if store:
+                self.tt[e] = t
+            if t > m:
+                m = t
+                arg = e
+        if self.nlev:
+            self._count(o, s, -1)
+        if m < 0:
+            m = 0.0
+        if store:
+            self.st[s] = m
+            self.amax[s] = arg
+        return m
+
+    cdef double _full(self, const long long[::1] o) noexcept nogil:
+        cdef double total = 0.0
+        cdef Py_ssize_t s
+        for s in range(self.nsteps):
+            total += self.rep[s] * self._step(o, s, False)
+        return total
+
+    cdef void _rebuild(self, const long long[::1] o) noexcept nogil:
+        cdef Py_ssize_t s
+        memcpy(&self.cur[0], &o[0], self.n * sizeof(long long))
+        for s in range(self.nsteps):
+            self._step(self.cur, s, True)
+        self.valid = True
+
+    cdef Py_ssize_t _collect(self, long long i, long long j, Py_ssize_t *pi,
+                             Py_ssize_t *pj, long long *step) noexcept nogil:
+        """Next step in which rank i or j takes part: its transfers into buf."""
+        cdef Py_ssize_t ei = self.rptr[i + 1], ej = self.rptr[j + 1], k = 0, q
+        cdef long long s, e
+        cdef bint dup
+        if pi[0] >= ei and pj[0] >= ej:
+            return -1
+        s = self.tstep[self.rtr[pi[0]]] if pi[0] < ei else self.tstep[self.rtr[pj[0]]]
+        if pj[0] < ej and self.tstep[self.rtr[pj[0]]] < s:
+            s = self.tstep[self.rtr[pj[0]]]
+        while pi[0] < ei and self.tstep[self.rtr[pi[0]]] == s:
+            self.buf[k] = self.rtr[pi[0]]
+            k += 1
+            pi[0] += 1
+        while pj[0] < ej and self.tstep[self.rtr[pj[0]]] == s:
+            e = self.rtr[pj[0]]
+            dup = False
+            for q in range(k):
+                if self.buf[q] == e:
+                    dup = True
+            if not dup:
+                self.buf[k] = e
+                k += 1
+            pj[0] += 1
+        step[0] = s
+        return k
+
+    cdef void _apply(self, long long i, long long j) noexcept nogil:
+        cdef long long tmp = self.cur[i], s
+        cdef Py_ssize_t pi = self.rptr[i], pj = self.rptr[j]
+        self.cur[i] = self.cur[j]
+        self.cur[j] = tmp
+        while self._collect(i, j, &pi, &pj, &s) >= 0:
+            self._step(self.cur, s, True)
+
+    cdef double _delta(self, long long i, long long j) noexcept nogil:
+        cdef long long a = self.cur[i], b = self.cur[j], s, e
+        cdef Py_ssize_t pi = self.rptr[i], pj = self.rptr[j], k, q
+        cdef bint hit
+        cdef double d = 0.0, m, t
+        if i == j:
+            return 0.0
+        self.cur[i] = b
+        self.cur[j] = a
+        while True:
+            k = self._collect(i, j, &pi, &pj, &s)
+            if k < 0:
+                break
+            if self.nlev:  # uplink counts of the step may change: recompute it
+                m = self._step(self.cur, s, False)
+            else:
+                m = 0.0
+                hit = False
+                for q in range(k):
+                    e = self.buf[q]
+                    t = self._time(self.cur, e)
+                    if t > m:
+                        m = t
+                    if e == self.amax[s]:
+                        hit = True
+                if not hit:
+                    if self.st[s] > m:
+                        m = self.st[s]
+                else:
+                    for q in range(k):
+                        self.mark[self.buf[q]] = 1
+                    for e in range(self.ptr[s], self.ptr[s + 1]):
+                        if not self.mark[e] and self.tt[e] > m:
+                            m = self.tt[e]
+                    for q in range(k):
+                        self.mark[self.buf[q]] = 0
+            d += self.rep[s] * (m - self.st[s])
+        self.cur[i] = a
+        self.cur[j] = b
+        return d
+
+    cdef void _sync(self, const long long[::1] o) noexcept nogil:
+        cdef Py_ssize_t k, p = -1, q = -1, nd = 0
+        if self.valid and memcmp(&o[0], &self.cur[0], self.n * sizeof(long long)) == 0:
+            return
+        if self.valid:
+            for k in range(self.n):
+                if o[k] != self.cur[k]:
+                    nd += 1
+                    if nd == 1:
+                        p = k
+                    elif nd == 2:
+                        q = k
+                    else:
+                        break
+            if nd == 2 and o[p] == self.cur[q] and o[q] == self.cur[p]:
+                self._apply(p, q)
+                return
+        self._rebuild(o)
+
+    # ------------------------------------------------------------ python API
+    def cost(self, const long long[::1] order):
+        """Modelled seconds of the schedule under ``order``."""
+        cdef double c
+        with nogil:
+            c = self._full(order)
+        return c
+
+    def batch_cost(self, const long long[:, ::1] orders):
+        """Costs of many orders, one per row."""
+        import numpy as np
+        out_np = np.empty(orders.shape[0], dtype=np.float64)
+        cdef double[::1] out = out_np
+        cdef Py_ssize_t r
+        with nogil:
+            for r in range(orders.shape[0]):
+                out[r] = self._full(orders[r])
+        return out_np
+
+    def swap_delta(self, const long long[::1] order, long long i, long long j):
+        """Cost change when new ranks ``i`` and ``j`` swap processes."""
+        self._sync(order)
+        return self._delta(i, j)
+
+    def swap_deltas(self, const long long[::1] order, const long long[:, ::1] pairs):
+        """Cost changes of many swaps (one ``(i, j)`` per row) from one order."""
+        import numpy as np
+        out_np = np.empty(pairs.shape[0], dtype=np.float64)
+        cdef double[::1] out = out_np
+        cdef Py_ssize_t r
+        with nogil:
+            self._sync(order)
+            for r in range(pairs.shape[0]):
+                out[r] = self._delta(pairs[r, 0], pairs[r, 1])
+        return out_np
+
+    def step_times(self, const long long[::1] order):
+        """Duration of each distinct step under ``order``."""
+        import numpy as np
+        with nogil:
+            self._sync(order)
+        return np.asarray(self.st).copy()
+
+    def search(self, long long[::1] order, unsigned long long seed, long long max_moves,
+               double time_limit, bint fixed0, double rel_tol):
+        """First-improvement pairwise-swap local search, in place on ``order``.
+
+        Visits ``i`` in a random order and, for each, ``j`` from a random
+        offset; applies the first swap that lowers the cost by more than
+        ``rel_tol`` times the cost. Stops at a local optimum (a full sweep
+        without improvement), after ``max_moves`` moves (``<= 0``: no limit)
+        or ``time_limit`` seconds (``<= 0``: none).
+        Returns ``(moves, evaluations, stop)`` with stop 0 = local optimum,
+        1 = time limit, 2 = max moves.
+        """
+        cdef unsigned long long state = seed
+        cdef Py_ssize_t n = self.n, lo = 1 if fixed0 else 0, m = n - lo
+        cdef long long moves = 0, evals = 0, since = 0, ii, jj, i, j, r, tmp
+        cdef double t0 = now_s(), d, cost
+        cdef int stop = 0
+        if m < 2:
+            return 0, 0, 0
+        with nogil:
+            self._sync(order)
+            cost = self._full(self.cur)
+            ii = rng_int(&state, m)
+            while True:
+                i = lo + ii
+                r = rng_int(&state, m)
+                for jj in range(m):
+                    j = lo + (r + jj) % m
+                    if j == i:
+                        continue
+                    d = self._delta(i, j)
+                    evals += 1
+                    if d < -rel_tol * cost:
+                        self._apply(i, j)
+                        cost += d
+                        moves += 1
+                        since = 0
+                        break
+                since += 1
+                if since > m:
+                    break
+                if max_moves > 0 and moves >= max_moves:
+                    stop = 2
+                    break
+                if time_limit > 0 and now_s() - t0 > time_limit:
+                    stop = 1
+                    break
+                ii = (ii + 1) % m
+            memcpy(&order[0], &self.cur[0], n * sizeof(long long))
+        return moves, evals, stop
