@@ -3,7 +3,8 @@
 Usage: python probe_gloo.py N OUTDIR [KEY=VALUE ...]
 torch is imported once, then N processes are forked; each joins a Gloo group on a
 free local port, runs the probe and writes OUTDIR/rank<r>.npz (the measurement) and
-OUTDIR/rank<r>.json (the error it raised, if any, and how long it took).
+OUTDIR/rank<r>.json (the error it raised, if any, how long the probe ran and how
+long after its last completed round it raised).
 """
 
 import datetime
@@ -28,14 +29,20 @@ def worker(rank: int, n: int, port: int, outdir: str, kwargs: dict) -> None:
         timeout=datetime.timedelta(seconds=60),
     )
     t0 = time.perf_counter()
+    last = [t0]
+
+    def progress(p):
+        last[0] = time.perf_counter()
+
     info = {"error": None}
     try:
-        measure(**kwargs).save(os.path.join(outdir, f"rank{rank}.npz"))
+        measure(callback=progress, **kwargs).save(os.path.join(outdir, f"rank{rank}.npz"))
     except Exception as exc:
         info = {"error": type(exc).__name__, "message": str(exc),
                 "phase": getattr(exc, "phase", None), "step": getattr(exc, "step", None),
                 "pairs": getattr(exc, "pairs", None), "ranks": getattr(exc, "ranks", None)}
-    info["elapsed"] = time.perf_counter() - t0
+    now = time.perf_counter()
+    info.update(elapsed=now - t0, since_last_round=now - last[0])
     with open(os.path.join(outdir, f"rank{rank}.json"), "w") as fh:
         json.dump(info, fh)
     sys.stdout.flush()

