@@ -40,14 +40,27 @@ OPTIMAL_LEAF_MAX_N = 256
 
 
 def distance_matrix(model: CostModel) -> NDArray[np.float64]:
-    """Symmetric dissimilarity used to cluster: the ring weights or mean latency."""
+    """Symmetric dissimilarity used to cluster.
+
+    The ring weights for ring models; otherwise the pair time of a message of
+    ``nbytes / 2`` (latency plus bytes over bandwidth) when the model's
+    network has both, else the latency; symmetrised.
+    """
     if model.ring_weights is not None:
         return model.ring_weights
-    lat = getattr(model, "latency", None)
+    net = getattr(model, "network", model)
+    lat = getattr(net, "latency", None)
     if lat is None:
         raise AttributeError("greedy_cluster needs a model with `latency` or `ring_weights`.")
-    lat = np.asarray(lat, dtype=np.float64)
-    return 0.5 * (lat + lat.T)
+    d = np.array(lat, dtype=np.float64)
+    bw = getattr(net, "bandwidth", None)
+    nbytes = getattr(net, "nbytes", None)
+    if bw is not None and nbytes:
+        with np.errstate(divide="ignore"):
+            d = d + np.where(bw > 0, 0.5 * nbytes / np.where(bw > 0, bw, 1.0), 0.0)
+    d = 0.5 * (d + d.T)
+    np.fill_diagonal(d, 0.0)
+    return d
 
 
 def leaf_order(d: NDArray[np.float64], optimal: bool | None = None) -> NDArray[np.int64]:

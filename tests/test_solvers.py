@@ -1,0 +1,218 @@
+"""Contract tests shared by every solver method, on every kind of model.
+
+Valid order, reported cost == reference cost, never worse than the start,
+same seed same result, never below the exact optimum; plus the method-specific
+guarantees of greedy clustering, annealing and custom objectives.
+"""
+
+import itertools
+
+import numba
+import numpy as np
+import pytest
+from conftest import random_matrix
+from hypothesis import given
+from hypothesis import strategies as st
+
+import rankopt
+from rankopt import solve
+from rankopt.models import ALGORITHMS, make_model
+from rankopt.solvers import METHODS, auto_method
+from rankopt.solvers.anneal import temperatures
+from rankopt.solvers.custom import CustomModel, is_jitted
+from rankopt.solvers.greedy import bit_orders, leaf_order
+
+
+@numba.njit(cache=True)
+def ring_max(lat, order):
+    n = order.shape[0]
+    m = 0.0
+    for k in range(n):
+        v = lat[order[k], order[(k + 1) % n]]
+        if v > m:
+            m = v
+    return m
+
+
+@numba.njit(cache=True)
+def pairs_then_ring(lat, order):
+    """Not rotation invariant: neighbours (0,1), (2,3)... weigh 10x, then the ring."""
+    n = order.shape[0]
+    s = 0.0
+    for k in range(0, n - 1, 2):
+        s += 10.0 * lat[order[k], order[k + 1]]
+    for k in range(n):
+        s += lat[order[k], order[(k + 1) % n]]
+    return s
+
+
+def _python_pairs(lat, order):
+    return float(pairs_then_ring.py_func(lat, np.asarray(order)))
+
+
+# (objective, methods that accept it)
+OBJECTIVES = {
+    "sum": ["greedy_cluster", "anneal", "two_opt", "ils", "auto"],
+    "bottleneck": ["greedy_cluster", "anneal", "ils", "auto"],
+    "custom": ["greedy_cluster", "anneal", "auto"],
+    "python": ["anneal"],
+}
+CASES = [(obj, m) for obj, ms in OBJECTIVES.items() for m in ms]
+
+
+def _objective(name):
+    return {"custom": pairs_then_ring, "python": _python_pairs}.get(name, name)
+
+
+def _model(m, name):
+    obj = _objective(name)
+    return CustomModel(m, obj) if callable(obj) else make_model(m, objective=obj)
+
+
+def _optimum(model):
+    n = model.n
+    fixed = model.rotation_invariant
+    rest = range(1, n) if fixed else range(n)
+    best = np.inf
+    for p in itertools.permutations(rest):
+        o = np.array(((0,) + p) if fixed else p)
+        best = min(best, model.reference_cost(o))
+    return best
+
+
+@pytest.mark.parametrize(("objective", "method"), CASES)
+@given(n=st.integers(4, 7), seed=st.integers(0, 2**31), symmetric=st.booleans())
+def test_contract(objective, method, n, seed, symmetric):
+    m = random_matrix(np.random.default_rng(seed), n, symmetric)
+    model = _model(m, objective)
+    init = np.random.default_rng(seed + 1).permutation(n)
+    opts = {"max_iter": 300} if method == "anneal" else {}
+    res = solve(m, objective=_objective(objective), method=method, rng=seed, init=init, **opts)
+    assert sorted(res.order.tolist()) == list(range(n))
+    assert res.cost == pytest.approx(model.reference_cost(res.order), rel=1e-12)
+    assert res.cost >= _optimum(model) - 1e-12
+    if method != "greedy_cluster":  # a construction has no start to beat
+        assert res.cost <= model.reference_cost(init) + 1e-12
+    again = solve(m, objective=_objective(objective), method=method, rng=seed, init=init, **opts)
+    assert (again.order == res.order).all() and again.cost == res.cost
+
+
+@pytest.mark.parametrize("objective", ["sum", "bottleneck", "custom"])
+def test_exact_for_every_model(objective, rng):
+    m = random_matrix(rng, 7, symmetric=False)
+    model = _model(m, objective)
+    res = solve(m, objective=_objective(objective), method="exact", rng=0)
+    assert res.cost == pytest.approx(_optimum(model), rel=1e-12)
+
+
+@pytest.mark.parametrize("objective", ["custom", "bottleneck"])
+def test_keep_rank0_every_method(objective, rng):
+    m = random_matrix(rng, 12, symmetric=True)
+    for method in ["greedy_cluster", "anneal", "auto"]:
+        res = solve(m, objective=_objective(objective), method=method, rng=1, keep_rank0=True)
+        assert res.order[0] == 0
+
+
+def test_anneal_quality_vs_exact():
+    """Seeded small instances: annealing within 2% of the optimum (median 0%)."""
+    ratios = []
+    for seed in range(6):
+        m = random_matrix(np.random.default_rng(seed), 9, symmetric=True)
+        for objective in ("sum", "custom"):
+            model = _model(m, objective)
+            res = solve(m, objective=_objective(objective), method="anneal", rng=seed)
+            ratios.append(res.cost / _optimum(model))
+    assert max(ratios) <= 1.02
+    assert np.median(ratios) <= 1.0 + 1e-9
+
+
+def test_anneal_budgets_reproducible(rng):
+    m = random_matrix(rng, 40, symmetric=True)
+    a = solve(m, method="anneal", rng=5, max_iter=5000, options={"starts": 3})
+    b = solve(m, method="anneal", rng=5, max_iter=5000, options={"starts": 3})
+    assert (a.order == b.order).all() and a.iterations == b.iterations
+    c = solve(m, objective=pairs_then_ring, method="anneal", rng=5, options={"max_evals": 1000})
+    assert c.evaluations <= 1000 + 200 and c.stop_reason in ("max_evals", "max_iter")
+    t = solve(m, objective=_python_pairs, method="anneal", rng=5, max_iter=10**7, time_limit=0.2)
+    assert t.stop_reason == "time_limit" and t.runtime_s < 2.0
+
+
+def test_anneal_progress_callback(rng):
+    m = random_matrix(rng, 30, symmetric=True)
+    seen = []
+    res = solve(m, method="anneal", rng=0, max_iter=20_000, callback=seen.append)
+    assert seen and {"elapsed", "cost", "iteration"} <= set(seen[0])
+    assert min(s["cost"] for s in seen) == pytest.approx(res.cost, rel=1e-9) or res.cost <= min(
+        s["cost"] for s in seen
+    )
+
+
+def test_anneal_unknown_option_raises(rng):
+    with pytest.raises(TypeError, match="unknown option"):
+        solve(random_matrix(rng, 10), method="anneal", options={"start": 2})
+
+
+def test_temperatures():
+    t0, t1 = temperatures(np.array([1.0, 2.0, 3.0, -5.0]))
+    assert np.exp(-2.0 / t0) == pytest.approx(0.2)
+    assert 0 < t1 <= t0
+    assert temperatures(np.array([-1.0, 0.0])) == (0.0, 0.0)
+
+
+def test_custom_objective_accepts_jitted_and_plain(rng):
+    assert is_jitted(ring_max) and not is_jitted(_python_pairs)
+    m = random_matrix(rng, 16, symmetric=False)
+    res = solve(m, objective=ring_max, rng=0)
+    assert res.objective == "ring_max" and res.method == "anneal"
+    assert res.cost == pytest.approx(ring_max(m, res.order))
+    assert res.cost <= res.baseline_cost
+
+
+def test_leaf_order_clusters_contiguous():
+    c = rankopt.synthetic_cloud(2, 2, 4, 2, noise=0.01, congested=0.0, rng=3)
+    order = leaf_order(0.5 * (c.latency + c.latency.T))
+    for labels in c.groups:
+        lab = labels[order]
+        changes = np.count_nonzero(lab[1:] != lab[:-1])
+        assert changes == len(np.unique(labels)) - 1
+
+
+def test_bit_orders_is_permutation():
+    leaves = np.random.default_rng(0).permutation(16)
+    for perm in [(0, 1, 2, 3), (3, 2, 1, 0), (2, 0, 3, 1)]:
+        o = bit_orders(leaves, perm)
+        assert sorted(o.tolist()) == list(range(16))
+    assert (bit_orders(leaves, (0, 1, 2, 3)) == leaves).all()
+
+
+def test_greedy_two_level_cloud_close_to_anneal():
+    """Greedy clustering alone is within 5% of annealing on a two-level cloud."""
+    c = rankopt.synthetic_cloud(1, 4, 8, 2, congested=0.0, rng=7)
+    g = solve(c.latency, method="greedy_cluster", rng=0)
+    a = solve(c.latency, method="anneal", rng=0)
+    assert g.cost <= 1.05 * a.cost
+
+
+@pytest.mark.skipif("recursive_doubling" not in ALGORITHMS.get("allreduce", ()),
+                    reason="step-based models not available")
+@pytest.mark.parametrize("algorithm", ["recursive_doubling", "rabenseifner"])
+def test_step_models_contract(algorithm):
+    c = rankopt.synthetic_cloud(2, 2, 2, 2, rng=11)
+    kw = {"bandwidth": c.bandwidth, "nbytes": 1 << 20}
+    model = make_model(c.latency, "allreduce", algorithm, **kw)
+    for method in ["greedy_cluster", "anneal", "auto"]:
+        res = solve(c.latency, "allreduce", algorithm, method=method, rng=3, max_iter=2000, **kw)
+        assert res.cost == pytest.approx(model.reference_cost(res.order), rel=1e-9)
+        assert res.cost <= res.baseline_cost * (1 + 1e-12) or method == "greedy_cluster"
+
+
+def test_auto_rule():
+    small = make_model(random_matrix(np.random.default_rng(0), 10))
+    big = make_model(random_matrix(np.random.default_rng(0), 40))
+    assert auto_method(small) == "held_karp"
+    assert auto_method(big) == "ils"
+    assert auto_method(big, time_limit=1e-6) == "two_opt"
+    custom = CustomModel(random_matrix(np.random.default_rng(0), 40), ring_max)
+    assert auto_method(custom) == "anneal"
+    assert auto_method(custom, time_limit=1e-6) == "greedy_cluster"
+    assert {"anneal", "greedy_cluster"} <= set(METHODS)
