@@ -1,0 +1,119 @@
+"""The torch.distributed (Gloo) probe on real local processes."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankopt import RankoptInputError, load_measurement
+
+pytest.importorskip("torch.distributed")
+pytestmark = pytest.mark.torch
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "tests" / "mpi_scripts" / "probe_gloo.py"
+HOOKS = ("RANKOPT_PROBE_TEST_DELAY", "RANKOPT_PROBE_TEST_STALL")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in HOOKS}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def run_gloo(outdir: Path, n: int, *args: str, expect: int | None = None,
+             limit: float = 90.0, **hooks: str) -> dict[int, dict]:
+    """Fork ``n`` Gloo processes; wait until ``expect`` ranks (default all) wrote a report."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), str(n), str(outdir), *args],
+                            env=_env(**hooks), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    want = n if expect is None else expect
+    deadline = time.monotonic() + limit
+    try:
+        while time.monotonic() < deadline:
+            if len(list(outdir.glob("rank*.json"))) >= want and (
+                expect is not None or proc.poll() is not None
+            ):
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"Gloo probe with {n} processes did not finish in {limit} s")
+    finally:
+        if proc.poll() is None:  # a process left asleep on purpose
+            os.killpg(proc.pid, signal.SIGKILL)
+        out = proc.communicate()[0].decode(errors="replace")
+    if expect is None:
+        assert proc.returncode == 0, out
+    return {int(f.stem[4:]): json.loads(f.read_text()) for f in outdir.glob("rank*.json")}
+
+
+def test_gloo_probe_four_processes(tmp_path):
+    n = 4
+    reports = run_gloo(tmp_path, n, "timeout=20")
+    assert all(r["error"] is None for r in reports.values()), reports
+    ms = [load_measurement(tmp_path / f"rank{r}.npz") for r in range(n)]
+    m = ms[0]
+    off = ~np.eye(n, dtype=bool)
+    for mat in (m.latency, m.bandwidth):
+        assert mat.shape == (n, n)
+        assert np.all(np.diag(mat) == 0)
+        assert np.all(np.isfinite(mat[off])) and np.all(mat[off] > 0)
+    np.testing.assert_array_equal(m.pair_counts, off.astype(np.int64))
+    np.testing.assert_array_equal(m.bandwidth_counts, off.astype(np.int64))
+    assert m.hosts == (socket.gethostname(),) * n
+    assert m.backend == "gloo" and m.parameters["latency_rounds"] == n - 1
+    for other in ms[1:]:
+        np.testing.assert_array_equal(other.latency, m.latency)
+        np.testing.assert_array_equal(other.bandwidth, m.bandwidth)
+        assert (other.hosts, other.started_at, other.finished_at) == (
+            m.hosts, m.started_at, m.finished_at)
+
+
+def test_gloo_unresponsive_rank_makes_every_rank_raise(tmp_path):
+    # rank 1 sleeps at the start of round 2, where it meets rank 3 (0 and 2 are paired)
+    n, timeout = 4, 2.0
+    reports = run_gloo(tmp_path, n, f"timeout={timeout}", expect=n - 1, limit=60,
+                       RANKOPT_PROBE_TEST_STALL="1:2:15")
+    assert sorted(reports) == [0, 2, 3]
+    for r, rep in reports.items():
+        assert rep["error"] == "ProbeTimeoutError", rep
+        assert "latency round 2 of 3" in rep["message"]
+        assert "rank 1 did not answer rank 3 (pair (1, 3))" in rep["message"]
+        assert rep["pairs"] == [[1, 3]] and rep["ranks"] == [1]
+        assert rep["since_last_round"] < timeout + 0.5, rep
+
+
+def test_gloo_measure_needs_an_initialised_group():
+    from rankopt.probe.torch import measure
+
+    with pytest.raises(RankoptInputError, match="torch.distributed is not initialised"):
+        measure()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("torchrun") is None, reason="torchrun not found")
+def test_cli_probe_under_torchrun(tmp_path):
+    out = tmp_path / "net.npz"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [shutil.which("torchrun"), "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
+           "--master-port", str(port), "-m", "rankopt", "probe", "--backend", "gloo",
+           "-o", str(out), "--repeats", "3", "--timeout", "20"]
+    proc = subprocess.run(cmd, env=_env(OMP_NUM_THREADS="1"), capture_output=True, text=True,
+                          timeout=180, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    m = load_measurement(out)
+    assert m.n == 2 and m.backend == "gloo" and m.bandwidth is not None
+    assert "probe: latency round 1/1" in proc.stderr
+    assert proc.stdout.count("wrote") == 1
