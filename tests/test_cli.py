@@ -81,3 +81,82 @@ def test_errors(tmp_path, args, code, msg):
 def test_debug_shows_traceback():
     p = run("--debug", "solve", "missing.npy")
     assert p.returncode != 0 and "Traceback" in p.stderr
+
+
+def test_simulate_compare_plot(tmp_path):
+    cloud = tmp_path / "c.npz"
+    p = run(
+        "simulate",
+        "-o",
+        str(cloud),
+        "--pods",
+        "2",
+        "--racks",
+        "2",
+        "--hosts",
+        "4",
+        "--seed",
+        "1",
+        check=True,
+    )
+    assert "16 processes" in p.stdout
+    lat = rankopt.load_matrix(cloud)
+    assert lat.shape == (16, 16)
+    p = run("compare", str(cloud), "--json", check=True)
+    rows = json.loads(p.stdout)
+    methods = {r["method"] for r in rows}
+    assert {"ils", "two_opt", "nearest_neighbor"} <= methods
+    best = min(r["cost"] for r in rows)
+    assert all(r["vs_best"] == pytest.approx(r["cost"] / best) for r in rows)
+    p = run("compare", str(cloud), check=True)
+    assert "speedup" in p.stdout and "two_opt" in p.stdout
+    out = tmp_path / "pic"
+    run("plot", str(cloud), "-o", str(out), "--dpi", "50", check=True)
+    from PIL import Image
+
+    for kind in ("heatmap", "ring", "convergence"):
+        img = Image.open(tmp_path / f"pic-{kind}.png")
+        w, h = img.size
+        assert w >= 250 and h >= 150
+    svg = tmp_path / "ring.svg"
+    run("plot", str(cloud), "--kind", "ring", "-o", str(svg), check=True)
+    assert svg.read_text().lstrip().startswith("<?xml")
+
+
+def test_solve_writes_launcher_files(tmp_path):
+    cloud = tmp_path / "c.npz"
+    run(
+        "simulate",
+        "-o",
+        str(cloud),
+        "--pods",
+        "1",
+        "--racks",
+        "2",
+        "--hosts",
+        "2",
+        "--seed",
+        "2",
+        check=True,
+    )
+    hf, rf = tmp_path / "hosts", tmp_path / "rank"
+    p = run("solve", str(cloud), "--hostfile", str(hf), "--rankfile", str(rf), "-q", check=True)
+    order = [int(x) for x in p.stdout.split()]
+    hosts = [str(h) for h in np.load(cloud)["hosts"]]
+    lines = [ln for ln in hf.read_text().splitlines() if ln and not ln.startswith("#")]
+    assert lines == [hosts[i] for i in order]
+    ranks = [ln for ln in rf.read_text().splitlines() if ln.startswith("rank ")]
+    assert ranks == [f"rank {k}={hosts[i]} slot=0" for k, i in enumerate(order)]
+
+
+def test_launcher_files_need_host_names(tmp_path):
+    f = tmp_path / "m.npy"
+    np.save(f, np.array([[0, 1.0], [1, 0]]))
+    p = run("solve", str(f), "--hostfile", str(tmp_path / "h"))
+    assert p.returncode == 1 and "holds no host names" in p.stderr
+    assert not (tmp_path / "h").exists()
+
+
+def test_simulate_bad_output(tmp_path):
+    p = run("simulate", "-o", str(tmp_path / "x.txt"))
+    assert p.returncode == 1 and "--output must end in .npz, .npy or .csv" in p.stderr

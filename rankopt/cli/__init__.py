@@ -22,6 +22,9 @@ __all__ = ["main", "CLIError", "build_parser"]
 _COMMANDS: tuple[str, ...] = (
     "_demo",
     "_solve",
+    "_compare",
+    "_simulate",
+    "_plot",
     "_probe",
     "_testbed",
     "_shim",
@@ -45,6 +48,23 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in _COMMANDS:
         importlib.import_module(f"rankopt.cli.{name}").register(sub)
+    for cmd in sub.choices.values():  # the global flags also work after the subcommand
+        known = {a for action in cmd._actions for a in action.option_strings}
+        if "--quiet" not in known:
+            cmd.add_argument(
+                "-q",
+                "--quiet",
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help="print only results",
+            )
+        if "--debug" not in known:
+            cmd.add_argument(
+                "--debug",
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help="show tracebacks and debug logs",
+            )
     return parser
 
 

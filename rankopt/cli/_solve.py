@@ -4,76 +4,73 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
-from pathlib import Path
 
-from rankopt.io import load_matrix
-from rankopt.result import SolveResult
+from rankopt.cli import CLIError
+from rankopt.cli._common import add_matrix_args, progress, read_inputs
+from rankopt.io import load_labels
 from rankopt.solvers import METHODS, solve
 
-__all__ = ["register", "run", "write_order"]
+__all__ = ["register", "run"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "solve",
         help="find the rank order that minimises a collective's modelled time",
-        description="Read a latency matrix (.npy, .csv, .json, or a probe .npz), solve, and print "
-        "the order (order[k] = original rank of the process that gets new rank k).",
+        description="Read a latency matrix (.npy, .csv, .json, or a probe/cloud .npz), solve, and "
+        "print the order (order[k] = original rank of the process that gets new rank k).",
     )
-    p.add_argument("matrix", help="latency matrix file")
+    add_matrix_args(p)
     p.add_argument("--collective", default="allreduce")
     p.add_argument("--algorithm", default="ring")
-    p.add_argument("--objective", default=None, help="default: sum (ring, latency only)")
+    p.add_argument(
+        "--objective", default=None, help="default: see rankopt.models.default_objective"
+    )
+    p.add_argument("--nbytes", type=float, default=None, help="message size in bytes (time models)")
     p.add_argument("--method", default="auto", choices=sorted(METHODS))
     p.add_argument("--seed", type=int, default=None, help="random seed (recorded in --json)")
     p.add_argument("--time-limit", type=float, default=None, help="seconds (a guard)")
     p.add_argument("--max-iter", type=int, default=None, help="iteration budget (reproducible)")
-    p.add_argument("--unit", default=None, help="unit of the matrix values: s, ms, us, ns")
-    p.add_argument("--rtt", action="store_true", help="values are round-trip times (halve them)")
-    p.add_argument(
-        "--nan",
-        default="raise",
-        choices=["raise", "symmetric", "max", "mean"],
-        help="policy for missing entries (default: raise)",
-    )
     p.add_argument("--keep-rank0", action="store_true", help="keep original rank 0 at new rank 0")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--order-out", metavar="FILE", help="write the order, one rank per line")
+    p.add_argument(
+        "--order-out", metavar="FILE", help="write the order (.txt one per line, .json, .npy)"
+    )
+    p.add_argument(
+        "--rankfile", metavar="FILE", help="write an Open MPI rankfile (needs host names)"
+    )
+    p.add_argument(
+        "--hostfile", metavar="FILE", help="write a sequential hostfile (needs host names)"
+    )
+    p.add_argument(
+        "--slurm-hostfile", metavar="FILE", help="write a Slurm arbitrary-distribution hostfile"
+    )
     p.set_defaults(func=run)
 
 
-def write_order(order, path: str | os.PathLike[str]) -> None:
-    """Write an order atomically, one integer per line."""
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=p.name + ".", dir=p.parent or ".")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write("".join(f"{int(x)}\n" for x in order))
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def run(args: argparse.Namespace) -> int:
-    lat = load_matrix(args.matrix, unit=args.unit, nan=args.nan, rtt=args.rtt)
-    res: SolveResult = solve(
-        lat,
-        args.collective,
-        args.algorithm,
-        objective=args.objective,
-        method=args.method,
-        rng=args.seed,
-        time_limit=args.time_limit,
-        max_iter=args.max_iter,
-        keep_rank0=args.keep_rank0,
-    )
-    if args.order_out:
-        write_order(res.order, args.order_out)
+    lat, bw, groups = read_inputs(args)
+    kwargs = {}
+    if args.nbytes is not None or (args.objective not in (None, "sum", "bottleneck")):
+        kwargs.update(bandwidth=bw, nbytes=args.nbytes)
+        if args.objective == "contention":
+            kwargs.update(groups=groups)
+    with progress("solving", not args.quiet) as cb:
+        res = solve(
+            lat,
+            args.collective,
+            args.algorithm,
+            objective=args.objective,
+            method=args.method,
+            rng=args.seed,
+            time_limit=args.time_limit,
+            max_iter=args.max_iter,
+            keep_rank0=args.keep_rank0,
+            callback=cb,
+            **kwargs,
+        )
+    _write_outputs(args, res.order)
     if args.json:
         json.dump(res.to_dict(), sys.stdout)
         sys.stdout.write("\n")
@@ -83,3 +80,36 @@ def run(args: argparse.Namespace) -> int:
         print(res.summary())
         print(" ".join(str(int(x)) for x in res.order))
     return 0
+
+
+def _write_outputs(args: argparse.Namespace, order) -> None:
+    from rankopt.adapters._common import save_order
+
+    if args.order_out:
+        save_order(args.order_out, order)
+    wanted = [
+        (f, w)
+        for f, w in (
+            (args.rankfile, "rankfile"),
+            (args.hostfile, "hostfile"),
+            (args.slurm_hostfile, "slurm"),
+        )
+        if f
+    ]
+    if not wanted:
+        return
+    hosts = load_labels(args.matrix)
+    if hosts is None:
+        raise CLIError(
+            f"{args.matrix!r} holds no host names; --rankfile/--hostfile/--slurm-hostfile "
+            "need a measurement .npz or a matrix file with a header of host names"
+        )
+    from rankopt.adapters import writers
+
+    for path, kind in wanted:
+        if kind == "rankfile":
+            writers.write_rankfile(path, order, hosts)
+        elif kind == "hostfile":
+            writers.write_hostfile(path, order, hosts)
+        else:
+            writers.write_slurm_hostfile(path, order, hosts)

@@ -1,0 +1,104 @@
+"""Helpers shared by subcommands: reading inputs, tables, progress."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from rankopt.io import load_matrix
+
+__all__ = ["add_matrix_args", "read_inputs", "table", "progress"]
+
+
+def add_matrix_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("matrix", help="latency matrix (.npy, .csv, .json) or measurement/cloud .npz")
+    p.add_argument("--unit", default=None, help="unit of the matrix values: s, ms, us, ns")
+    p.add_argument("--rtt", action="store_true", help="values are round-trip times (halve them)")
+    p.add_argument(
+        "--nan",
+        default="raise",
+        choices=["raise", "symmetric", "max", "mean"],
+        help="policy for missing entries (default: raise)",
+    )
+
+
+def read_inputs(
+    args: argparse.Namespace,
+) -> tuple[np.ndarray, np.ndarray | None, list[np.ndarray] | None]:
+    """Latency (s), bandwidth (bytes/s) if the file has one, hierarchy groups if stored."""
+    lat = load_matrix(args.matrix, unit=args.unit, nan=args.nan, rtt=args.rtt)
+    bw = groups = None
+    if str(args.matrix).endswith(".npz"):
+        with np.load(args.matrix, allow_pickle=False) as z:
+            if "bandwidth" in z.files and np.isfinite(z["bandwidth"]).all():
+                bw = z["bandwidth"].astype(float)
+            if "groups" in z.files:
+                groups = [g for g in z["groups"]]
+    return lat, bw, groups
+
+
+def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:
+    """A plain aligned text table (numbers right-aligned)."""
+    cells = [[str(h) for h in header]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[k]) for r in cells) for k in range(len(header))]
+    numeric = [all(_isnum(r[k]) for r in cells[1:]) for k in range(len(header))]
+    lines = []
+    for i, r in enumerate(cells):
+        lines.append(
+            "  ".join(
+                c.rjust(w) if numeric[k] else c.ljust(w)
+                for k, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _isnum(s: str) -> bool:
+    try:
+        float(s.rstrip("x%"))
+        return True
+    except ValueError:
+        return False
+
+
+@contextmanager
+def progress(label: str, enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None]:
+    """A live progress line on stderr (rich when installed) fed by solve()'s callback.
+
+    Yields ``None`` (no callback) when disabled or stderr is not a terminal.
+    """
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    try:
+        from rich.console import Console
+        from rich.status import Status
+    except ImportError:  # pragma: no cover
+
+        def plain(info: dict[str, Any]) -> None:
+            sys.stderr.write(f"\r{label}: best {info['cost']:.6g} after {info['elapsed']:.2f} s ")
+            sys.stderr.flush()
+
+        yield plain
+        sys.stderr.write("\n")
+        return
+    status = Status(f"{label}...", console=Console(stderr=True))
+    status.start()
+
+    def update(info: dict[str, Any]) -> None:
+        status.update(
+            f"{label}: best {info['cost']:.6g} after {info['elapsed']:.2f} s "
+            f"(iteration {info['iteration']})"
+        )
+
+    try:
+        yield update
+    finally:
+        status.stop()

@@ -1,0 +1,94 @@
+"""``rankopt compare MATRIX``: every applicable method side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rankopt._validation import RankoptInputError
+from rankopt.cli._common import add_matrix_args, read_inputs, table
+from rankopt.solvers import METHODS, solve
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="run every applicable method on a matrix: cost, speedup, time",
+        description="Solve the same problem with every registered method that applies and print "
+        "a table (methods that do not apply, e.g. exact ones for large n, are listed as skipped).",
+    )
+    add_matrix_args(p)
+    p.add_argument("--collective", default="allreduce")
+    p.add_argument("--algorithm", default="ring")
+    p.add_argument("--objective", default=None)
+    p.add_argument("--nbytes", type=float, default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--time-limit", type=float, default=10.0, help="guard per method (default 10 s)")
+    p.add_argument("--methods", default=None, help="comma-separated subset of methods")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    lat, bw, groups = read_inputs(args)
+    names = (
+        args.methods.split(",")
+        if args.methods
+        else [m for m in sorted(METHODS) if m != "auto"] + ["auto"]
+    )
+    extra = {}
+    if args.nbytes is not None or args.objective not in (None, "sum", "bottleneck"):
+        extra = {"bandwidth": bw, "nbytes": args.nbytes}
+        if args.objective == "contention":
+            extra["groups"] = groups
+    rows, skipped = [], []
+    for name in names:
+        try:
+            res = solve(
+                lat,
+                args.collective,
+                args.algorithm,
+                objective=args.objective,
+                method=name,
+                rng=args.seed,
+                time_limit=args.time_limit,
+                **extra,
+            )
+        except RankoptInputError as exc:
+            if args.methods:
+                raise
+            skipped.append((name, str(exc).split(";")[0]))
+            continue
+        rows.append(res)
+    if not rows:
+        raise RankoptInputError(
+            "no method applies to this problem: " + "; ".join(s for _, s in skipped)
+        )
+    best = min(r.cost for r in rows)
+    if args.json:
+        json.dump([{**r.to_dict(), "vs_best": r.cost / best} for r in rows], sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    print(
+        f"n={len(lat)}, {rows[0].collective}/{rows[0].algorithm}, objective={rows[0].objective}, "
+        f"launch-order cost {rows[0].baseline_cost:.6g}"
+    )
+    body = [
+        (
+            r.method if r.method == name else f"{name} ({r.method})",
+            f"{r.cost:.6g}",
+            f"{r.speedup:.3f}x",
+            f"{r.cost / best:.4f}",
+            f"{r.runtime_s * 1e3:.1f}",
+            r.stop_reason,
+        )
+        for name, r in zip([n for n in names if n not in dict(skipped)], rows, strict=True)
+    ]
+    print(table(body, ["method", "cost", "speedup", "vs best", "time (ms)", "stop"]))
+    if skipped and not args.quiet:
+        for name, why in skipped:
+            print(f"skipped {name}: {why}")
+    return 0

@@ -1,0 +1,85 @@
+"""``rankopt simulate``: write a synthetic cloud (latency + bandwidth) to a file."""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from rankopt.cli import CLIError
+from rankopt.cloud import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, synthetic_cloud
+
+__all__ = ["register", "run"]
+
+
+def _four(text: str) -> tuple[float, float, float, float]:
+    parts = [float(x) for x in text.split(",")]
+    if len(parts) != 4:
+        raise argparse.ArgumentTypeError(f"expected 4 comma-separated numbers, got {text!r}")
+    return (parts[0], parts[1], parts[2], parts[3])
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "simulate",
+        help="generate a synthetic cloud matrix (hosts in racks in pods)",
+        description="Write a synthetic cloud as .npz (latency, bandwidth, hosts, groups; readable by "
+        "`rankopt solve`) or the latency alone as .npy/.csv.",
+    )
+    p.add_argument("-o", "--output", required=True, help="output file (.npz, .npy or .csv)")
+    p.add_argument("--pods", type=int, default=2)
+    p.add_argument("--racks", type=int, default=4, help="racks per pod")
+    p.add_argument("--hosts", type=int, default=4, help="hosts per rack")
+    p.add_argument("--ranks-per-host", type=int, default=1)
+    p.add_argument(
+        "--latency-us",
+        type=_four,
+        default=tuple(x * 1e6 for x in DEFAULT_LATENCY),
+        metavar="HOST,RACK,POD,CROSS",
+        help="one-way latency per shared level (µs)",
+    )
+    p.add_argument(
+        "--bandwidth-gbit",
+        type=_four,
+        default=tuple(x * 8e-9 for x in DEFAULT_BANDWIDTH),
+        metavar="HOST,RACK,POD,CROSS",
+        help="bandwidth per shared level (Gbit/s)",
+    )
+    p.add_argument("--noise", type=float, default=0.05, help="log-normal noise (default 0.05)")
+    p.add_argument("--congested", type=float, default=0.05, help="fraction of congested VMs")
+    p.add_argument("--no-shuffle", action="store_true", help="keep hosts in topology order")
+    p.add_argument("--seed", type=int, default=None)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    cloud = synthetic_cloud(
+        args.pods,
+        args.racks,
+        args.hosts,
+        args.ranks_per_host,
+        latency=tuple(x * 1e-6 for x in args.latency_us),  # type: ignore[arg-type]
+        bandwidth=tuple(x * 1e9 / 8 for x in args.bandwidth_gbit),  # type: ignore[arg-type]
+        noise=args.noise,
+        congested=args.congested,
+        shuffle=not args.no_shuffle,
+        rng=args.seed,
+    )
+    out = args.output
+    if out.endswith(".npz"):
+        cloud.save(out)
+    elif out.endswith(".npy"):
+        np.save(out, cloud.latency)
+    elif out.endswith(".csv"):
+        with open(out, "w") as fh:
+            fh.write("host," + ",".join(cloud.hosts) + "\n")
+            for h, row in zip(cloud.hosts, cloud.latency, strict=True):
+                fh.write(h + "," + ",".join(f"{v:.9g}" for v in row) + "\n")
+    else:
+        raise CLIError(f"--output must end in .npz, .npy or .csv; got {out!r}")
+    if not args.quiet:
+        print(
+            f"wrote {out}: {cloud.n} processes, {args.pods} pods x {args.racks} racks x "
+            f"{args.hosts} hosts x {args.ranks_per_host} ranks, seed {cloud.seed}"
+        )
+    return 0
