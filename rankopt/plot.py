@@ -7,6 +7,7 @@ Every function draws into a new figure and returns it; save it with
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -94,7 +95,7 @@ def level_of_pairs(groups: list[NDArray[np.int64]]) -> NDArray[np.int64]:
 def ring(
     latency: ArrayLike,
     order: ArrayLike,
-    groups: list[ArrayLike] | None = None,
+    groups: Sequence[ArrayLike] | None = None,
     *,
     level_names: list[str] | None = None,
 ) -> Figure:
@@ -116,9 +117,7 @@ def ring(
     lat = check_matrix(latency)
     n = lat.shape[0]
     o = check_order(order, n)
-    if groups is None:
-        groups = _infer(lat)
-    gl = [np.asarray(g, dtype=np.int64) for g in groups]
+    gl = _infer(lat) if groups is None else [np.asarray(g, dtype=np.int64) for g in groups]
     plt = _plt()
     keys = np.lexsort([np.arange(n)] + gl)  # coarsest level is the primary key
     place = np.empty(n, dtype=float)

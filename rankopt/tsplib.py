@@ -92,7 +92,7 @@ def read_tsplib(path: str | os.PathLike[str]) -> tuple[str, NDArray[np.float64]]
     text = Path(path).read_text().splitlines()
     spec: dict[str, str] = {}
     section = None
-    data: list[str] = []
+    data: list[tuple[str, str]] = []
     for line in text:
         s = line.strip()
         if not s or s == "EOF":
@@ -107,7 +107,7 @@ def read_tsplib(path: str | os.PathLike[str]) -> tuple[str, NDArray[np.float64]]
             section = None
             continue
         if section in ("NODE_COORD_SECTION", "EDGE_WEIGHT_SECTION"):
-            data.append((section, s))  # type: ignore[arg-type]
+            data.append((section, s))
     try:
         n = int(spec["DIMENSION"])
     except (KeyError, ValueError):
@@ -116,11 +116,11 @@ def read_tsplib(path: str | os.PathLike[str]) -> tuple[str, NDArray[np.float64]]
     name = spec.get("NAME", Path(path).stem)
     if kind == "EXPLICIT":
         nums = np.array(
-            [float(x) for sec, s in data if sec == "EDGE_WEIGHT_SECTION" for x in s.split()]  # type: ignore[misc]
+            [float(x) for sec, s in data if sec == "EDGE_WEIGHT_SECTION" for x in s.split()]
         )
         mat = _explicit(spec.get("EDGE_WEIGHT_FORMAT", "").upper(), nums, n)
     else:
-        rows = [s.split() for sec, s in data if sec == "NODE_COORD_SECTION"]  # type: ignore[misc]
+        rows = [s.split() for sec, s in data if sec == "NODE_COORD_SECTION"]
         xy = np.array([[float(r[1]), float(r[2])] for r in rows[:n]])
         if xy.shape != (n, 2):
             raise RankoptInputError(f"{str(path)!r}: expected {n} coordinates, found {len(rows)}.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from rankopt.cli import CLIError
 from rankopt.cli._common import add_matrix_args, progress, read_inputs
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     lat, bw, groups = read_inputs(args)
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if args.nbytes is not None or (args.objective not in (None, "sum", "bottleneck")):
         kwargs.update(bandwidth=bw, nbytes=args.nbytes)
         if args.objective == "contention":
