@@ -135,7 +135,7 @@ def synthetic_cloud(
     --------
     >>> c = synthetic_cloud(2, 2, 2, rng=0)
     >>> c.n, len(c.groups), c.hosts[0]
-    (8, 3, 'p1-r1-h0')
+    (8, 3, 'p1-r0-h0')
     """
     for name, v in (
         ("n_pods", n_pods),
