@@ -97,18 +97,26 @@ def _check_uplinks(uplink_bandwidth: Any, labels: list[NDArray[np.int64]]) -> ND
     nlev = len(labels)
     gmax = max(int(lab.max()) + 1 for lab in labels)
     up = np.full((nlev, gmax), np.inf)
-    if np.ndim(uplink_bandwidth) == 0:
+    if isinstance(uplink_bandwidth, (list, tuple)):
+        per = list(uplink_bandwidth)
+    elif np.ndim(uplink_bandwidth) == 0:
         per = [uplink_bandwidth] * nlev
     else:
-        per = list(uplink_bandwidth)
-        if len(per) != nlev:
-            raise RankoptInputError(
-                f"`uplink_bandwidth` must give one entry per level ({nlev}); got {len(per)}."
-            )
+        per = list(np.asarray(uplink_bandwidth))
+    if len(per) != nlev:
+        raise RankoptInputError(
+            f"`uplink_bandwidth` must give one entry per level ({nlev}); got {len(per)}."
+        )
     for k, v in enumerate(per):
         g = int(labels[k].max()) + 1
-        vals = np.broadcast_to(np.asarray(v, dtype=np.float64), (g,)) if np.ndim(v) == 0 else \
-            np.asarray(v, dtype=np.float64)
+        try:
+            vals = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise RankoptInputError(
+                f"`uplink_bandwidth` level {k} must be a number or an array of numbers; got {v!r}."
+            ) from None
+        if vals.ndim == 0:
+            vals = np.full(g, float(vals))
         if vals.shape != (g,):
             raise RankoptInputError(
                 f"`uplink_bandwidth` level {k} must be a number or one rate per group ({g}); "
@@ -118,7 +126,7 @@ def _check_uplinks(uplink_bandwidth: Any, labels: list[NDArray[np.int64]]) -> ND
             bad = int(np.flatnonzero(~np.isfinite(vals) | (vals <= 0))[0])
             raise RankoptInputError(
                 f"`uplink_bandwidth` must be positive and finite; level {k} group {bad} is "
-                f"{vals[bad]!r}."
+                f"{float(vals[bad])!r}."
             )
         up[k, :g] = vals
     return up
