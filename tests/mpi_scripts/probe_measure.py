@@ -26,9 +26,12 @@ def main() -> None:
     rank = comm.Get_rank()
     t0 = time.perf_counter()
     last = [t0]
+    phases = {}
 
     def progress(p):
         last[0] = time.perf_counter()
+        if p.step == p.steps:
+            phases[p.phase] = p.elapsed
 
     info = {"error": None}
     try:
@@ -38,7 +41,7 @@ def main() -> None:
                 "phase": getattr(exc, "phase", None), "step": getattr(exc, "step", None),
                 "pairs": getattr(exc, "pairs", None), "ranks": getattr(exc, "ranks", None)}
     now = time.perf_counter()
-    info.update(elapsed=now - t0, since_last_round=now - last[0])
+    info.update(elapsed=now - t0, since_last_round=now - last[0], phases=phases)
     with open(os.path.join(outdir, f"rank{rank}.json"), "w") as fh:
         json.dump(info, fh)
     if info["error"]:
