@@ -30,10 +30,12 @@ from rankopt.testbed.report import format_report
 MB = 1 << 20
 
 #: The two topologies of the issue: 8 hosts in 2 racks; 2 pods x 2 racks x 2 hosts.
+#: The 3-level one has distinct rack and pod uplink rates, so that a pairwise
+#: bandwidth probe can tell racks from pods.
 TOPOLOGIES = {
     "2level": Topology(hosts_per_rack=4, racks_per_pod=2, pods=1, rates=("1gbit", "200mbit")),
     "3level": Topology(
-        hosts_per_rack=2, racks_per_pod=2, pods=2, rates=("1gbit", "200mbit", "200mbit")
+        hosts_per_rack=2, racks_per_pod=2, pods=2, rates=("1gbit", "400mbit", "200mbit")
     ),
 }
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from rankopt.testbed.fidelity import fidelity
+from rankopt.testbed.fidelity import fidelity, probe_network
 from rankopt.testbed.launch import RING_MCA, placement, run_gloo, run_mpi
 from rankopt.testbed.topology import Testbed, TestbedError
 
@@ -254,8 +254,21 @@ def _run(
     for i in range(cfg.n_random):
         orders[f"random-{i}"] = gen.permutation(t.n_hosts)
     report["solve"] = {}
+    net = probe_network(meas)
+    hier = {k: net[k] for k in ("groups", "uplink_bandwidth") if k in net}
+    if cfg.solve_kwargs.get("objective") not in (None, "contention"):
+        hier = {}
+    report["probe"]["groups"] = [g.tolist() for g in hier.get("groups", [])]
+    report["probe"]["uplink_bandwidth"] = hier.get("uplink_bandwidth")
+    if hier:
+        _say(
+            note,
+            "hierarchy inferred from the probe's bandwidth: groups "
+            f"{[g.tolist() for g in hier['groups'][1:]]}, uplinks "
+            f"{[round(u * 8e-6) for u in hier['uplink_bandwidth']]} Mbit/s",
+        )
     for size in cfg.sizes:
-        kw = {"rng": cfg.seed, **cfg.solve_kwargs}
+        kw = {"rng": cfg.seed, **hier, **cfg.solve_kwargs}
         res = rankopt.solve(meas, nbytes=size, **kw)
         orders[f"rankopt@{size}"] = np.asarray(res.order)
         report["solve"][str(size)] = {
