@@ -35,16 +35,31 @@ pytestmark = pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found")
 
 
 def _probe(n: int, outdir: Path) -> dict:
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    cmd = [MPIEXEC, "-n", str(n), "--oversubscribe", "-x", "PYTHONPATH",
-           sys.executable, str(SCRIPT), str(outdir)]
+    env = dict(
+        os.environ,
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    )
+    cmd = [
+        MPIEXEC,
+        "-n",
+        str(n),
+        "--oversubscribe",
+        "-x",
+        "PYTHONPATH",
+        sys.executable,
+        str(SCRIPT),
+        str(outdir),
+    ]
     subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=600)
     return json.loads((outdir / "rank0.json").read_text())
 
 
 @pytest.mark.parametrize("n", SIZES)
 def test_probe_mpi(benchmark, n):
+    if benchmark.disabled and n > 8:
+        pytest.skip("smoke run (--benchmark-disable): sizes up to 8 only")
     with tempfile.TemporaryDirectory() as d:
         outdir = Path(d)
         report = benchmark.pedantic(_probe, args=(n, outdir), rounds=1, iterations=1)

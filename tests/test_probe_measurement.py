@@ -127,8 +127,17 @@ def test_solve_and_load_matrix_accept_a_measurement(tmp_path):
 
 
 def test_check_params_defaults_and_errors():
-    ok = dict(latency_bytes=8, bandwidth_bytes=1 << 20, repeats=10, bandwidth_repeats=3,
-              warmup=1, timeout=30.0, bandwidth=True, bw_concurrency=1, callback=None)
+    ok = dict(
+        latency_bytes=8,
+        bandwidth_bytes=1 << 20,
+        repeats=10,
+        bandwidth_repeats=3,
+        warmup=1,
+        timeout=30.0,
+        bandwidth=True,
+        bw_concurrency=1,
+        callback=None,
+    )
     assert check_params(**ok) == ProbeParams()
     cases = [
         ({"latency_bytes": 0}, "`latency_bytes` must be at least 1; got 0"),

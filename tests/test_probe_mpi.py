@@ -29,8 +29,11 @@ HOOKS = ("RANKOPT_PROBE_TEST_DELAY", "RANKOPT_PROBE_TEST_STALL")
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in HOOKS}
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
+    env.update(
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+    )
     env.update(extra)
     return env
 
@@ -40,14 +43,16 @@ def _mpiexec(n: int, argv: list[str], env: dict[str, str]) -> list[str]:
     return [MPIEXEC, "-n", str(n), "--oversubscribe", *forward, *argv]
 
 
-def run_probe(outdir: Path, n: int, *args: str, expect: int | None = None,
-              limit: float = 90.0, **hooks: str) -> dict[int, dict]:
+def run_probe(
+    outdir: Path, n: int, *args: str, expect: int | None = None, limit: float = 90.0, **hooks: str
+) -> dict[int, dict]:
     """Run the probe script; wait until ``expect`` ranks (default all) wrote their report."""
     outdir.mkdir(parents=True, exist_ok=True)
     env = _env(**hooks)
     cmd = _mpiexec(n, [sys.executable, str(SCRIPT), str(outdir), *args], env)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
     want = n if expect is None else expect
     deadline = time.monotonic() + limit
     try:
@@ -107,8 +112,14 @@ def test_measurement_is_complete(probed):
 def test_identical_on_every_rank(probed):
     n, ms = probed
     for other in ms[1:]:
-        for name in ("latency", "bandwidth", "latency_spread", "bandwidth_spread",
-                     "pair_counts", "bandwidth_counts"):
+        for name in (
+            "latency",
+            "bandwidth",
+            "latency_spread",
+            "bandwidth_spread",
+            "pair_counts",
+            "bandwidth_counts",
+        ):
             np.testing.assert_array_equal(getattr(other, name), getattr(ms[0], name))
         assert other.hosts == ms[0].hosts
         assert (other.started_at, other.finished_at) == (ms[0].started_at, ms[0].finished_at)
@@ -118,8 +129,9 @@ def test_identical_on_every_rank(probed):
 def test_slow_pair_is_the_slowest_entry(tmp_path):
     # rank 2 waits 3 ms before every message it sends to rank 1 (test hook)
     n = 4
-    reports = run_probe(tmp_path, n, "timeout=20", "repeats=5",
-                        RANKOPT_PROBE_TEST_DELAY="2:0.003:1")
+    reports = run_probe(
+        tmp_path, n, "timeout=20", "repeats=5", RANKOPT_PROBE_TEST_DELAY="2:0.003:1"
+    )
     assert all(r["error"] is None for r in reports.values()), reports
     m = load_measurement(tmp_path / "rank0.npz")
     off = ~np.eye(n, dtype=bool)
@@ -142,8 +154,9 @@ def test_slow_pair_is_the_slowest_entry(tmp_path):
 def test_unresponsive_rank_makes_every_rank_raise(tmp_path, n, stall, message):
     timeout = 2.0
     stalled = int(stall.split(":")[0])
-    reports = run_probe(tmp_path, n, f"timeout={timeout}", expect=n - 1, limit=60,
-                        RANKOPT_PROBE_TEST_STALL=stall)
+    reports = run_probe(
+        tmp_path, n, f"timeout={timeout}", expect=n - 1, limit=60, RANKOPT_PROBE_TEST_STALL=stall
+    )
     live = [r for r in range(n) if r != stalled]
     assert sorted(reports) == live, "the stalled rank must still be asleep"
     for r in live:
@@ -160,8 +173,24 @@ def test_unresponsive_rank_makes_every_rank_raise(tmp_path, n, stall, message):
 def test_cli_probe_writes_the_file(tmp_path):
     out = tmp_path / "net.npz"
     env = _env()
-    cmd = _mpiexec(3, [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi",
-                       "-o", str(out), "--repeats", "3", "--timeout", "20"], env)
+    cmd = _mpiexec(
+        3,
+        [
+            sys.executable,
+            "-m",
+            "rankopt",
+            "probe",
+            "--backend",
+            "mpi",
+            "-o",
+            str(out),
+            "--repeats",
+            "3",
+            "--timeout",
+            "20",
+        ],
+        env,
+    )
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=90)
     assert proc.returncode == 0, proc.stderr
     m = load_measurement(out)
@@ -175,9 +204,22 @@ def test_cli_probe_writes_the_file(tmp_path):
 def test_cli_rejects_bad_settings_before_starting(tmp_path):
     env = _env()
     proc = subprocess.run(
-        [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi", "-o",
-         str(tmp_path / "x.npz"), "--repeats", "0"],
-        env=env, capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "rankopt",
+            "probe",
+            "--backend",
+            "mpi",
+            "-o",
+            str(tmp_path / "x.npz"),
+            "--repeats",
+            "0",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 1
     assert "`repeats` must be at least 1" in proc.stderr

@@ -15,7 +15,11 @@ from rankopt.probe.schedule import bandwidth_slots, partner_table, round_robin
 
 def _same_partition(a, b) -> bool:
     """Two label arrays describe the same grouping (up to renaming)."""
-    return len(set(zip(a.tolist(), b.tolist()))) == len(set(a.tolist())) == len(set(b.tolist()))
+    return (
+        len(set(zip(a.tolist(), b.tolist(), strict=True)))
+        == len(set(a.tolist()))
+        == len(set(b.tolist()))
+    )
 
 
 @given(st.integers(1, 64))
@@ -74,8 +78,12 @@ def _check_slots(slots, n, levels, concurrency):
 
 
 @given(
-    st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(1, 2),
-    st.integers(1, 3), st.integers(0, 2**16),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(1, 2),
+    st.integers(1, 3),
+    st.integers(0, 2**16),
 )
 def test_bandwidth_slots_never_share_a_link(pods, racks, hosts, per_host, conc, seed):
     if pods * racks * hosts * per_host < 2:
@@ -100,8 +108,9 @@ def test_bandwidth_slots_cost_extremes():
 
 def test_bandwidth_slots_separate_cross_rack_flows():
     # 2 racks of 2 hosts: two flows crossing the rack boundary must never run together
-    cloud = rankopt.synthetic_cloud(1, 2, 2, 1, noise=0.0, asymmetry=0.0, congested=0.0,
-                                    shuffle=False)
+    cloud = rankopt.synthetic_cloud(
+        1, 2, 2, 1, noise=0.0, asymmetry=0.0, congested=0.0, shuffle=False
+    )
     levels = infer_link_levels(cloud.latency, cloud.hosts)
     rack = levels[1]
     for slot in bandwidth_slots(cloud.latency, cloud.hosts):
@@ -118,7 +127,7 @@ def test_infer_link_levels_recovers_the_hierarchy():
     cloud = rankopt.synthetic_cloud(2, 3, 4, 2, congested=0.0, rng=7)
     levels = infer_link_levels(cloud.latency, cloud.hosts)
     assert len(levels) == 3
-    for inferred, true in zip(levels, cloud.groups):
+    for inferred, true in zip(levels, cloud.groups, strict=True):
         assert _same_partition(inferred, np.asarray(true))
 
 

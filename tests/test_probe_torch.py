@@ -30,13 +30,18 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_gloo(outdir: Path, n: int, *args: str, expect: int | None = None,
-             limit: float = 90.0, **hooks: str) -> dict[int, dict]:
+def run_gloo(
+    outdir: Path, n: int, *args: str, expect: int | None = None, limit: float = 90.0, **hooks: str
+) -> dict[int, dict]:
     """Fork ``n`` Gloo processes; wait until ``expect`` ranks (default all) wrote a report."""
     outdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), str(n), str(outdir), *args],
-                            env=_env(**hooks), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(SCRIPT), str(n), str(outdir), *args],
+        env=_env(**hooks),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     want = n if expect is None else expect
     deadline = time.monotonic() + limit
     try:
@@ -76,16 +81,20 @@ def test_gloo_probe_four_processes(tmp_path):
         np.testing.assert_array_equal(other.latency, m.latency)
         np.testing.assert_array_equal(other.bandwidth, m.bandwidth)
         assert (other.hosts, other.started_at, other.finished_at) == (
-            m.hosts, m.started_at, m.finished_at)
+            m.hosts,
+            m.started_at,
+            m.finished_at,
+        )
 
 
 def test_gloo_unresponsive_rank_makes_every_rank_raise(tmp_path):
     # rank 1 sleeps at the start of round 2, where it meets rank 3 (0 and 2 are paired)
     n, timeout = 4, 2.0
-    reports = run_gloo(tmp_path, n, f"timeout={timeout}", expect=n - 1, limit=60,
-                       RANKOPT_PROBE_TEST_STALL="1:2:15")
+    reports = run_gloo(
+        tmp_path, n, f"timeout={timeout}", expect=n - 1, limit=60, RANKOPT_PROBE_TEST_STALL="1:2:15"
+    )
     assert sorted(reports) == [0, 2, 3]
-    for r, rep in reports.items():
+    for rep in reports.values():
         assert rep["error"] == "ProbeTimeoutError", rep
         assert "latency round 2 of 3" in rep["message"]
         assert "rank 1 did not answer rank 3 (pair (1, 3))" in rep["message"]
@@ -107,11 +116,34 @@ def test_cli_probe_under_torchrun(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cmd = [shutil.which("torchrun"), "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-           "--master-port", str(port), "-m", "rankopt", "probe", "--backend", "gloo",
-           "-o", str(out), "--repeats", "3", "--timeout", "20"]
-    proc = subprocess.run(cmd, env=_env(OMP_NUM_THREADS="1"), capture_output=True, text=True,
-                          timeout=180, cwd=tmp_path)
+    cmd = [
+        shutil.which("torchrun"),
+        "--nproc-per-node",
+        "2",
+        "--master-addr",
+        "127.0.0.1",
+        "--master-port",
+        str(port),
+        "-m",
+        "rankopt",
+        "probe",
+        "--backend",
+        "gloo",
+        "-o",
+        str(out),
+        "--repeats",
+        "3",
+        "--timeout",
+        "20",
+    ]
+    proc = subprocess.run(
+        cmd,
+        env=_env(OMP_NUM_THREADS="1"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     m = load_measurement(out)
     assert m.n == 2 and m.backend == "gloo" and m.bandwidth is not None

@@ -37,26 +37,52 @@ def register(sub: argparse._SubParsersAction) -> None:
         "rank with the job's launcher: `mpiexec -n N rankopt probe --backend mpi -o net.npz` or "
         "`torchrun --nproc-per-node N -m rankopt probe --backend gloo -o net.npz`.",
     )
-    p.add_argument("--backend", choices=("mpi", "gloo"), required=True,
-                   help="engine to probe over: MPI (mpi4py) or torch.distributed Gloo")
-    p.add_argument("-o", "--output", required=True, type=Path,
-                   help="measurement file written by rank 0 (.npz)")
-    p.add_argument("--repeats", type=int, default=10,
-                   help="timed ping-pongs per direction of each pair (default: 10)")
-    p.add_argument("--bandwidth-repeats", type=int, default=3,
-                   help="timed transfers per direction of each pair (default: 3)")
-    p.add_argument("--warmup", type=int, default=1,
-                   help="untimed exchanges before the timed ones (default: 1)")
-    p.add_argument("--latency-bytes", type=int, default=8,
-                   help="ping-pong message size in bytes (default: 8)")
-    p.add_argument("--bandwidth-bytes", type=int, default=1 << 20,
-                   help="bandwidth transfer size in bytes (default: 1048576)")
-    p.add_argument("--bw-concurrency", type=int, default=1,
-                   help="transfers allowed to share one suspected link (default: 1)")
-    p.add_argument("--no-bandwidth", action="store_true",
-                   help="measure latency only")
-    p.add_argument("--timeout", type=float, default=30.0,
-                   help="seconds allowed per round before every rank gives up (default: 30)")
+    p.add_argument(
+        "--backend",
+        choices=("mpi", "gloo"),
+        required=True,
+        help="engine to probe over: MPI (mpi4py) or torch.distributed Gloo",
+    )
+    p.add_argument(
+        "-o", "--output", required=True, type=Path, help="measurement file written by rank 0 (.npz)"
+    )
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=10,
+        help="timed ping-pongs per direction of each pair (default: 10)",
+    )
+    p.add_argument(
+        "--bandwidth-repeats",
+        type=int,
+        default=3,
+        help="timed transfers per direction of each pair (default: 3)",
+    )
+    p.add_argument(
+        "--warmup", type=int, default=1, help="untimed exchanges before the timed ones (default: 1)"
+    )
+    p.add_argument(
+        "--latency-bytes", type=int, default=8, help="ping-pong message size in bytes (default: 8)"
+    )
+    p.add_argument(
+        "--bandwidth-bytes",
+        type=int,
+        default=1 << 20,
+        help="bandwidth transfer size in bytes (default: 1048576)",
+    )
+    p.add_argument(
+        "--bw-concurrency",
+        type=int,
+        default=1,
+        help="transfers allowed to share one suspected link (default: 1)",
+    )
+    p.add_argument("--no-bandwidth", action="store_true", help="measure latency only")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=30.0,
+        help="seconds allowed per round before every rank gives up (default: 30)",
+    )
     p.set_defaults(func=run)
 
 
@@ -84,15 +110,20 @@ def _output_problem(path: Path) -> str:
 
 def _progress(p: ProbeProgress) -> None:
     unit = "round" if p.phase == "latency" else "slot"
-    print(f"probe: {p.phase} {unit} {p.step}/{p.steps} ({p.elapsed:.2f} s)",
-          file=sys.stderr, flush=True)
+    print(
+        f"probe: {p.phase} {unit} {p.step}/{p.steps} ({p.elapsed:.2f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _summary(m: Any, path: Path) -> str:
     n = m.n
     off = ~np.eye(n, dtype=bool)
-    line = (f"wrote {path}: {n} ranks on {len(m.ranks_per_host())} host(s), "
-            f"median latency {np.median(m.latency[off]) * 1e6:.3g} us")
+    line = (
+        f"wrote {path}: {n} ranks on {len(m.ranks_per_host())} host(s), "
+        f"median latency {np.median(m.latency[off]) * 1e6:.3g} us"
+    )
     if m.bandwidth is not None:
         line += f", median bandwidth {np.median(m.bandwidth[off]) / 1e9:.3g} GB/s"
     return line + f", {m.duration:.2f} s"
@@ -154,7 +185,9 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
         created = True
     rank, n = dist.get_rank(), dist.get_world_size()
     if n < 2:
-        raise CLIError("the probe needs at least 2 ranks; start it with `torchrun --nproc-per-node N`")
+        raise CLIError(
+            "the probe needs at least 2 ranks; start it with `torchrun --nproc-per-node N`"
+        )
     box = [_output_problem(args.output) if rank == 0 else None]
     dist.broadcast_object_list(box, src=0)
     if box[0]:

@@ -176,7 +176,12 @@ class _Probe:
 
     # -- data plane --------------------------------------------------------------------
     def _initiate(
-        self, peer: int, out: NDArray, back: NDArray, tags: tuple[int, int], count: int,
+        self,
+        peer: int,
+        out: NDArray,
+        back: NDArray,
+        tags: tuple[int, int],
+        count: int,
         deadline: float,
     ) -> NDArray[np.float64] | None:
         """Send ``out`` and wait for ``back``, ``warmup + count`` times; timed samples."""
@@ -201,7 +206,12 @@ class _Probe:
         return samples
 
     def _respond(
-        self, peer: int, inbox: NDArray, reply: NDArray, tags: tuple[int, int], count: int,
+        self,
+        peer: int,
+        inbox: NDArray,
+        reply: NDArray,
+        tags: tuple[int, int],
+        count: int,
         deadline: float,
     ) -> bool:
         tr = self.tr

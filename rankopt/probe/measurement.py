@@ -33,7 +33,7 @@ _REQUIRED = ("latency", "hosts")
 def _frozen(a: ArrayLike | None, dtype: type) -> NDArray[Any] | None:
     if a is None:
         return None
-    out = np.array(a, dtype=dtype, copy=True, order="C")
+    out: NDArray[Any] = np.array(a, dtype=dtype, copy=True, order="C")
     out.setflags(write=False)
     return out
 
@@ -127,8 +127,7 @@ class Measurement:
             arr = _frozen(default if value is None else value, dtype)
             if arr is not None and arr.shape != (n, n):
                 raise RankoptInputError(
-                    f"`{name}` must have shape ({n}, {n}) like `latency`; "
-                    f"got {arr.shape} instead."
+                    f"`{name}` must have shape ({n}, {n}) like `latency`; got {arr.shape} instead."
                 )
             set_(self, name, arr)
         set_(self, "started_at", float(self.started_at))
@@ -214,7 +213,7 @@ class Measurement:
         ('a', 'b')
         """
         path = Path(os.fspath(path))
-        arrays: dict[str, NDArray[Any]] = {
+        arrays: dict[str, Any] = {
             "format": np.array(FORMAT),
             "latency": self.latency,
             "hosts": np.array(self.hosts, dtype=np.str_).reshape(self.n),

@@ -201,9 +201,7 @@ def measure(
     if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
         raise TypeError(f"`comm` must be an mpi4py intracommunicator; got {comm!r} instead.")
     if comm.Get_size() < 2:
-        raise RankoptInputError(
-            f"the probe needs at least 2 ranks; `comm` has {comm.Get_size()}."
-        )
+        raise RankoptInputError(f"the probe needs at least 2 ranks; `comm` has {comm.Get_size()}.")
     private, request = comm.Idup()
     t0 = time.perf_counter()
     transport = _MPITransport(private)

@@ -182,9 +182,7 @@ def bandwidth_slots(
     """
     concurrency = int(concurrency)
     if concurrency < 1:
-        raise RankoptInputError(
-            f"`concurrency` must be at least 1; got {concurrency} instead."
-        )
+        raise RankoptInputError(f"`concurrency` must be at least 1; got {concurrency} instead.")
     n = len(hosts)
     if levels is None:
         levels = infer_link_levels(latency, hosts)

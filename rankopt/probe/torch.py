@@ -203,5 +203,7 @@ bw_concurrency, callback
         )
     transport = _GlooTransport(dist, torch, group)
     if transport.size < 2:
-        raise RankoptInputError(f"the probe needs at least 2 ranks; the group has {transport.size}.")
+        raise RankoptInputError(
+            f"the probe needs at least 2 ranks; the group has {transport.size}."
+        )
     return run_probe(transport, params, callback, backend="gloo", hostname=socket.gethostname())

@@ -38,9 +38,14 @@ def worker(rank: int, n: int, port: int, outdir: str, kwargs: dict) -> None:
     try:
         measure(callback=progress, **kwargs).save(os.path.join(outdir, f"rank{rank}.npz"))
     except Exception as exc:
-        info = {"error": type(exc).__name__, "message": str(exc),
-                "phase": getattr(exc, "phase", None), "step": getattr(exc, "step", None),
-                "pairs": getattr(exc, "pairs", None), "ranks": getattr(exc, "ranks", None)}
+        info = {
+            "error": type(exc).__name__,
+            "message": str(exc),
+            "phase": getattr(exc, "phase", None),
+            "step": getattr(exc, "step", None),
+            "pairs": getattr(exc, "pairs", None),
+            "ranks": getattr(exc, "ranks", None),
+        }
     now = time.perf_counter()
     info.update(elapsed=now - t0, since_last_round=now - last[0])
     with open(os.path.join(outdir, f"rank{rank}.json"), "w") as fh:
