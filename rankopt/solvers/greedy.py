@@ -63,6 +63,19 @@ def distance_matrix(model: CostModel) -> NDArray[np.float64]:
     return d
 
 
+def _normalized(d: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``d[i, j] / sqrt(m_i m_j)`` with ``m_i`` the median of row i.
+
+    A congested VM has all its links slower by one factor; dividing it out
+    lets the clustering see where the VM sits rather than how slow it is.
+    """
+    n = d.shape[0]
+    off = d[~np.eye(n, dtype=bool)].reshape(n, n - 1)
+    m = np.median(off, axis=1)
+    m = np.where(m > 0, m, 1.0)
+    return d / np.sqrt(m[:, None] * m[None, :])
+
+
 def leaf_order(d: NDArray[np.float64], optimal: bool | None = None) -> NDArray[np.int64]:
     """Dendrogram leaf order of ``d`` (average linkage): clusters are contiguous.
 
@@ -158,12 +171,14 @@ def _search_bits(score: _Scored, leaves: NDArray[np.int64], m: int) -> None:
 def greedy_order(model: CostModel, ctx: SolveContext) -> tuple[NDArray[np.int64], int]:
     """The greedy-cluster order of ``model`` and the number of model evaluations."""
     n = model.n
-    leaves = leaf_order(distance_matrix(model))
+    d = distance_matrix(model)
     score = _Scored(model, ctx)
-    score(leaves)
-    score(leaves[::-1].copy())
-    if model.ring_weights is None and n >= 4 and n & (n - 1) == 0:
-        _search_bits(score, leaves, n.bit_length() - 1)
+    for dd in (d, _normalized(d)) if n > 2 else (d,):
+        leaves = leaf_order(dd)
+        score(leaves)
+        score(leaves[::-1].copy())
+        if model.ring_weights is None and n >= 4 and n & (n - 1) == 0:
+            _search_bits(score, leaves, n.bit_length() - 1)
     assert score.best is not None
     return score.best, score.evals
 
