@@ -119,7 +119,11 @@ def ring_rows(name: str, lat: np.ndarray, optimum: float | None, externals: bool
                     res[ext] = (model.cost(tour), dt)
     ref = optimum if optimum is not None else min(c for c, _ in res.values())
     cells = [f"{c / ref:.4f} / {t:.2f}s" for c, t in res.values()]
-    return [f"| {name} | {n} | " + " | ".join(f"{k}: {v}" for k, v in zip(res, cells, strict=True)) + " |"]
+    return [
+        f"| {name} | {n} | "
+        + " | ".join(f"{k}: {v}" for k, v in zip(res, cells, strict=True))
+        + " |"
+    ]
 
 
 def qap_rows(n_hosts: tuple[int, int, int, int], nbytes: float) -> list[str]:
@@ -139,9 +143,14 @@ def qap_rows(n_hosts: tuple[int, int, int, int], nbytes: float) -> list[str]:
         np.fill_diagonal(dist, 0.0)
         t = time.perf_counter()
         faq = min(
-            model.cost(quadratic_assignment(flow, dist, method="faq",
-                                            options={"rng": np.random.default_rng(k),
-                                                     "P0": "randomized"}).col_ind)
+            model.cost(
+                quadratic_assignment(
+                    flow,
+                    dist,
+                    method="faq",
+                    options={"rng": np.random.default_rng(k), "P0": "randomized"},
+                ).col_ind
+            )
             for k in range(5)
         )
         t_faq = time.perf_counter() - t
@@ -166,20 +175,28 @@ def main(argv: list[str] | None = None) -> int:
     print("| instance | n | method: cost ratio (to optimum or best found) / wall time |")
     print("|---|---|---|")
     if "synthetic" in sections:
-        shapes = [(2, 2, 4, 4), (2, 4, 8, 4)] + ([] if args.quick else [(4, 8, 8, 4), (4, 8, 16, 8)])
+        shapes = [(2, 2, 4, 4), (2, 4, 8, 4)] + (
+            [] if args.quick else [(4, 8, 8, 4), (4, 8, 16, 8)]
+        )
         for shape in shapes:
             c = rankopt.synthetic_cloud(*shape, rng=1)
-            print(*ring_rows(f"synthetic cloud {shape}", c.latency, None, ext), sep="\n", flush=True)
+            print(
+                *ring_rows(f"synthetic cloud {shape}", c.latency, None, ext), sep="\n", flush=True
+            )
     if "real" in sections and DATA.exists():
-        for rel in ["aws_cloudping/aws_cloudping_p50_ms.npy", "azure/azure_rtt_p95_ms.npy",
-                    "ripe_atlas_country/ripe_atlas_country_rtt_avg_dense97_ms.npy",
-                    "planetlab490/planetlab490_t1_ms.npy"]:
+        for rel in [
+            "aws_cloudping/aws_cloudping_p50_ms.npy",
+            "azure/azure_rtt_p95_ms.npy",
+            "ripe_atlas_country/ripe_atlas_country_rtt_avg_dense97_ms.npy",
+            "planetlab490/planetlab490_t1_ms.npy",
+        ]:
             lat = rankopt.load_matrix(DATA / "latency" / rel, unit="ms")
             print(*ring_rows(Path(rel).stem, lat, None, ext), sep="\n", flush=True)
     if "tsplib" in sections and DATA.exists():
         opt = read_optima(DATA / "optima.csv")
         names = ["eil51", "kroA100", "ch150", "tsp225"] + (
-            [] if args.quick else ["pcb442", "att532", "gr666", "pr1002", "u1060"])
+            [] if args.quick else ["pcb442", "att532", "gr666", "pr1002", "u1060"]
+        )
         for name in names:
             d = read_tsplib(DATA / "tsplib" / f"{name}.tsp")
             print(*ring_rows(f"TSPLIB {name}", d, opt[name], ext), sep="\n", flush=True)

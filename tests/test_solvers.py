@@ -193,8 +193,10 @@ def test_greedy_two_level_cloud_close_to_anneal():
     assert g.cost <= 1.05 * a.cost
 
 
-@pytest.mark.skipif("recursive_doubling" not in ALGORITHMS.get("allreduce", ()),
-                    reason="step-based models not available")
+@pytest.mark.skipif(
+    "recursive_doubling" not in ALGORITHMS.get("allreduce", ()),
+    reason="step-based models not available",
+)
 @pytest.mark.parametrize("algorithm", ["recursive_doubling", "rabenseifner"])
 def test_step_models_contract(algorithm):
     c = rankopt.synthetic_cloud(2, 2, 2, 2, rng=11)

@@ -89,18 +89,35 @@ class _Search:
         if st == 1:
             self.stop = "time_limit"
 
-    def kicks(self, w: NDArray[np.float64], tour: NDArray[np.int64], kicks: int, nb=None,
-              record: bool = True) -> None:
+    def kicks(
+        self,
+        w: NDArray[np.float64],
+        tour: NDArray[np.int64],
+        kicks: int,
+        nb=None,
+        record: bool = True,
+    ) -> None:
         if kicks <= 0 or self.ctx.out_of_time():
             if self.ctx.out_of_time():
                 self.stop = "time_limit"
             return
         nb = _rs.knn_lists(w, self.k) if nb is None else nb
         every = max(kicks // 20, 1) if record else 0
-        cb = (lambda k, d: self.ctx.record(self.model.cost(tour), self.iterations + k)) if record else None
+        cb = (
+            (lambda k, d: self.ctx.record(self.model.cost(tour), self.iterations + k))
+            if record
+            else None
+        )
         _, ev, mv, done, st = _rs.iterated_local_search(
-            w, tour, nb, kernel_seed(self.ctx.gen), kicks, self.ctx.remaining(), self.window,
-            cb, every,
+            w,
+            tour,
+            nb,
+            kernel_seed(self.ctx.gen),
+            kicks,
+            self.ctx.remaining(),
+            self.window,
+            cb,
+            every,
         )
         self.evaluations += ev
         self.iterations += done
@@ -120,11 +137,15 @@ def _best_direction(model: CostModel, tour: NDArray[np.int64]) -> NDArray[np.int
 def _options(ctx: SolveContext) -> tuple[int, int]:
     k = ctx.options.get("neighbors", DEFAULT_NEIGHBORS)
     window = ctx.options.get("window", DEFAULT_WINDOW)
-    return (check_positive(k, "neighbors", integer=True),
-            check_positive(window, "window", integer=True))
+    return (
+        check_positive(k, "neighbors", integer=True),
+        check_positive(window, "window", integer=True),
+    )
 
 
-def _run(model: CostModel, ctx: SolveContext, kicks: int, construct_only: bool = False) -> MethodOutput:
+def _run(
+    model: CostModel, ctx: SolveContext, kicks: int, construct_only: bool = False
+) -> MethodOutput:
     k, window = _options(ctx)
     s = _Search(ctx, model, k, window)
     if isinstance(model, RingBottleneck):
@@ -143,8 +164,9 @@ def _run(model: CostModel, ctx: SolveContext, kicks: int, construct_only: bool =
     return s.output(tour)
 
 
-def _bottleneck(model: RingBottleneck, ctx: SolveContext, s: _Search, kicks: int,
-                construct_only: bool) -> MethodOutput:
+def _bottleneck(
+    model: RingBottleneck, ctx: SolveContext, s: _Search, kicks: int, construct_only: bool
+) -> MethodOutput:
     w = model.max_weights
     n = model.n
     tour = _start(w, ctx)
@@ -202,4 +224,3 @@ def ils(model: CostModel, ctx: SolveContext) -> MethodOutput:
     _require_ring(model, "ils")
     kicks = ctx.max_iter if ctx.max_iter is not None else default_kicks(model.n)
     return _run(model, ctx, kicks)
-
