@@ -1,0 +1,143 @@
+"""torch.distributed adapters on real Gloo processes: rankopt run under torchrun and mpiexec,
+ordered_group and its re-init fallback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = [pytest.mark.torch]
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPTS = REPO / "tests" / "mpi_scripts"
+CHILD = str(SCRIPTS / "adapt_torch_child.py")
+CLI = "import sys; from rankopt.cli import main; sys.exit(main())"  # = the `rankopt` script
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _torch():
+    pytest.importorskip("torch.distributed")
+    import torch.distributed as dist
+
+    if not dist.is_gloo_available():
+        pytest.skip("torch without Gloo")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(out: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               ADAPT_OUT=str(out), OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def _run(cmd: list[str], out: Path, timeout: float = 150) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, cwd=REPO, env=_env(out), capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"{cmd}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def _reports(out: Path, n: int) -> list[dict]:
+    reps = [json.loads((out / f"rank{r}.json").read_text()) for r in range(n)]
+    assert [r["rank"] for r in reps] == list(range(n))
+    return reps
+
+
+def _check(reps: list[dict], order: list[int], argv: list[str]) -> None:
+    n = len(order)
+    assert [r["launch_rank"] for r in reps] == order  # new rank k is launch rank order[k]
+    assert reps[0]["launch_rank"] == 0  # the store host keeps rank 0
+    assert all(r["sum"] == n * (n + 1) / 2 and r["size"] == n for r in reps)  # Gloo allreduce
+    assert [r["left_launch_rank"] for r in reps] == [order[k - 1] for k in range(n)]
+    assert all(r["argv"] == argv for r in reps)  # the program ran unchanged
+    assert len({r["pid"] for r in reps}) == n
+
+
+def _mpiexec() -> str:
+    exe = shutil.which("mpiexec")
+    if exe is None:
+        pytest.skip("mpiexec not found")
+    return exe
+
+
+def test_torchrun_probe_solve_exec(tmp_path):
+    torchrun = shutil.which("torchrun")
+    if torchrun is None:
+        pytest.skip("torchrun not found")
+    _run([torchrun, "--standalone", "--nproc-per-node", "4", "-m", "rankopt.run", "--seed", "0",
+          "--probe-option", "repeats=3", "--probe-option", "bandwidth=False",
+          "--save", str(tmp_path / "order.txt"), "--", "python", CHILD, "--lr", "0.1"], tmp_path)
+    order = [int(x) for x in (tmp_path / "order.txt").read_text().split()]
+    assert sorted(order) == [0, 1, 2, 3] and order[0] == 0
+    reps = _reports(tmp_path, 4)
+    _check(reps, order, ["--lr", "0.1"])
+    # torchrun's LOCAL_RANK is untouched: on one node it stays the launch rank
+    assert all(r["local_rank"] == str(r["launch_rank"]) for r in reps)
+
+
+def test_mpiexec_cli_solves_given_matrix(tmp_path):
+    # cheap ring 0-3-1-4-2 among 5 processes; rank 0 pinned leaves two directions
+    lat = np.full((5, 5), 1e-3)
+    for a, b in [(0, 3), (3, 1), (1, 4), (4, 2), (2, 0)]:
+        lat[a, b] = lat[b, a] = 1e-6
+    np.fill_diagonal(lat, 0)
+    np.save(tmp_path / "lat.npy", lat)
+    master, probe = _free_port(), _free_port()
+    proc = _run([_mpiexec(), "-n", "5", "--oversubscribe", "-x", f"MASTER_PORT={master}",
+                 sys.executable, "-c", CLI, "run", "--latency", str(tmp_path / "lat.npy"),
+                 "--probe-port", str(probe), "--seed", "1", "--", sys.executable, CHILD],
+                tmp_path)
+    reps = _reports(tmp_path, 5)
+    order = [r["launch_rank"] for r in reps]
+    assert order in ([0, 3, 1, 4, 2], [0, 2, 4, 1, 3])
+    _check(reps, order, [])
+    assert "rankopt run: 5 ranks" in proc.stderr
+
+
+def test_mpiexec_nccl_keeps_nodes_contiguous(tmp_path):
+    # launch ranks alternate between two "nodes"; NCCL mode must make each node contiguous
+    port = _free_port()
+    script = (f"RANKOPT_HOSTNAME=node$((OMPI_COMM_WORLD_RANK % 2)) exec {sys.executable} -m "
+              f"rankopt.run --backend nccl --dry-run -q")
+    proc = _run([_mpiexec(), "-n", "4", "--oversubscribe", "-x", f"MASTER_PORT={port}",
+                 "sh", "-c", script], tmp_path)
+    lines = sorted(ln.split() for ln in proc.stdout.splitlines() if ln.startswith("RANK"))
+    new_of = {int(w[1]): int(w[3]) for w in lines}
+    host_of = {int(w[1]): w[5] for w in lines}
+    order = [k for k, _ in sorted(new_of.items(), key=lambda kv: kv[1])]
+    assert order == [0, 2, 1, 3], proc.stdout
+    assert [host_of[r] for r in order] == ["node0", "node0", "node1", "node1"]
+
+
+def test_launcher_failure_is_reported_on_every_rank(tmp_path):
+    (tmp_path / "bad.txt").write_text("1\n0\n")
+    port = _free_port()
+    proc = subprocess.run([_mpiexec(), "-n", "2", "--oversubscribe", "-x", f"MASTER_PORT={port}",
+                           sys.executable, "-m", "rankopt.run", "--order",
+                           str(tmp_path / "bad.txt"), "--", "echo", "ran"],
+                          cwd=REPO, env=_env(tmp_path), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode != 0 and "ran" not in proc.stdout
+    assert proc.stderr.count("keep rank 0 first") == 2  # both ranks, same message
+
+
+def test_ordered_group_and_reinit(tmp_path):
+    port = _free_port()
+    proc = _run([_mpiexec(), "-n", "4", "--oversubscribe", "-x", f"MASTER_PORT={port}",
+                 sys.executable, str(SCRIPTS / "adapt_torch_group.py")], tmp_path)
+    assert "adapt_torch_group ok n=4" in proc.stdout
