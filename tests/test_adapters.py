@@ -47,7 +47,11 @@ def test_rankfile_lines_follow_the_order():
     text = format_rankfile([2, 0, 3, 1], hosts, comment=False)
     # new rank k runs where original rank order[k] ran, on that process's original slot
     assert text.splitlines() == [
-        "rank 0=b slot=0", "rank 1=a slot=0", "rank 2=b slot=1", "rank 3=a slot=1"]
+        "rank 0=b slot=0",
+        "rank 1=a slot=0",
+        "rank 2=b slot=1",
+        "rank 3=a slot=1",
+    ]
     new = format_rankfile([2, 0, 3, 1], hosts, slots="new", comment=False)
     assert new.splitlines()[2] == "rank 2=b slot=1"
     explicit = format_rankfile([1, 0], ["h", "h"], slots=["0-1", 3], comment=False)
@@ -139,29 +143,57 @@ def test_node_index():
 
 # ---------------------------------------------------------------------- launcher environment
 def test_detect_torchrun():
-    env = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "h0",
-           "MASTER_PORT": "29400", "TORCHELASTIC_RUN_ID": "job", "TORCHELASTIC_RESTART_COUNT": "2",
-           "TORCHELASTIC_USE_AGENT_STORE": "True", "OMPI_COMM_WORLD_RANK": "0"}
+    env = {
+        "RANK": "5",
+        "WORLD_SIZE": "8",
+        "LOCAL_RANK": "1",
+        "MASTER_ADDR": "h0",
+        "MASTER_PORT": "29400",
+        "TORCHELASTIC_RUN_ID": "job",
+        "TORCHELASTIC_RESTART_COUNT": "2",
+        "TORCHELASTIC_USE_AGENT_STORE": "True",
+        "OMPI_COMM_WORLD_RANK": "0",
+    }
     e = detect(env)
     assert (e.rank, e.world_size, e.local_rank, e.master_addr, e.master_port) == (
-        5, 8, 1, "h0", 29400)
+        5,
+        8,
+        1,
+        "h0",
+        29400,
+    )
     assert e.launcher == "torchrun" and e.agent_store and e.job_id == "job.2"
     e2 = detect(env, master_addr="x", master_port=1234)
     assert (e2.master_addr, e2.master_port) == ("x", 1234)
 
 
 def test_detect_mpi_and_slurm():
-    ompi = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "8",
-            "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
-            "MASTER_ADDR": "n0"}
+    ompi = {
+        "OMPI_COMM_WORLD_RANK": "2",
+        "OMPI_COMM_WORLD_SIZE": "8",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "2",
+        "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
+        "MASTER_ADDR": "n0",
+    }
     e = detect(ompi)
     assert (e.rank, e.world_size, e.local_rank, e.launcher, e.master_port) == (
-        2, 8, 2, "openmpi", 29500)
+        2,
+        8,
+        2,
+        "openmpi",
+        29500,
+    )
     assert not e.agent_store
     mpich = {"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2"}
     assert detect(mpich).master_addr == "127.0.0.1"
-    slurm = {"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1",
-             "SLURM_JOB_NODELIST": "gpu[07-08]", "SLURM_NNODES": "2", "MASTER_PORT": "1"}
+    slurm = {
+        "SLURM_PROCID": "3",
+        "SLURM_NTASKS": "4",
+        "SLURM_LOCALID": "1",
+        "SLURM_JOB_NODELIST": "gpu[07-08]",
+        "SLURM_NNODES": "2",
+        "MASTER_PORT": "1",
+    }
     e = detect(slurm)
     assert (e.rank, e.master_addr, e.master_port, e.launcher) == (3, "gpu07", 1, "slurm")
 
@@ -172,10 +204,18 @@ def test_detect_mpi_and_slurm():
         ({}, "no launcher found"),
         ({"RANK": "x", "WORLD_SIZE": "2"}, "RANK must be an integer; got 'x'"),
         ({"RANK": "2", "WORLD_SIZE": "2"}, "rank 2 of world size 2"),
-        ({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "4",
-          "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, "MASTER_ADDR is not set"),
-        ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "70000"},
-         "MASTER_PORT must be in 1..65535"),
+        (
+            {
+                "OMPI_COMM_WORLD_RANK": "0",
+                "OMPI_COMM_WORLD_SIZE": "4",
+                "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+            },
+            "MASTER_ADDR is not set",
+        ),
+        (
+            {"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "h", "MASTER_PORT": "70000"},
+            "MASTER_PORT must be in 1..65535",
+        ),
     ],
 )
 def test_detect_errors(env, match):
@@ -205,8 +245,21 @@ def _tree_edges(n: int, which: int) -> set[tuple[int, int]]:
 
 def test_btree_matches_nccl_drawing_14():
     # the tree drawn in NCCL's trees.cc for 14 ranks
-    expected = {(0, 8), (8, 4), (8, 12), (4, 2), (4, 6), (12, 10), (12, 13),
-                (2, 1), (2, 3), (6, 5), (6, 7), (10, 9), (10, 11)}
+    expected = {
+        (0, 8),
+        (8, 4),
+        (8, 12),
+        (4, 2),
+        (4, 6),
+        (12, 10),
+        (12, 13),
+        (2, 1),
+        (2, 3),
+        (6, 5),
+        (6, 7),
+        (10, 9),
+        (10, 11),
+    }
     assert _tree_edges(14, 0) == expected
 
 
@@ -288,8 +341,9 @@ def test_solve_nodes_orders_whole_nodes():
     visit = predict(order, hosts).nodes
     assert visit in (("a", "c", "b", "d"), ("a", "d", "b", "c"))
     assert res is not None and res.order[0] == 0
-    two, none = solve_nodes(lat[:4, :4][np.ix_([0, 1, 0, 1], [0, 1, 0, 1])] + 1e-6,
-                            ["a", "b", "a", "b"])
+    two, none = solve_nodes(
+        lat[:4, :4][np.ix_([0, 1, 0, 1], [0, 1, 0, 1])] + 1e-6, ["a", "b", "a", "b"]
+    )
     assert none is None and two.tolist() == [0, 2, 1, 3]
 
 
@@ -321,28 +375,47 @@ def test_launcher_solve_on_rank0(tmp_path):
         lat[x, y] = lat[y, x] = 1e-6
     np.fill_diagonal(lat, 0)
     np.save(tmp_path / "lat.npy", lat)
-    order, _ = _solve(_args("--latency", str(tmp_path / "lat.npy"), "--seed", "0"), 5,
-                      ("h",) * 5, None)
+    order, _ = _solve(
+        _args("--latency", str(tmp_path / "lat.npy"), "--seed", "0"), 5, ("h",) * 5, None
+    )
     assert order.tolist() in ([0, 3, 1, 4, 2], [0, 2, 4, 1, 3])
     nodes = ("a", "b", "a", "b", "c")
-    order, summary = _solve(_args("--latency", str(tmp_path / "lat.npy"), "--backend", "nccl"),
-                            5, nodes, None)
+    order, summary = _solve(
+        _args("--latency", str(tmp_path / "lat.npy"), "--backend", "nccl"), 5, nodes, None
+    )
     assert order[0] == 0 and is_node_contiguous(order, nodes) and "3 nodes" in summary
 
 
 def test_child_env_renumbers_rank_only():
-    env = {"RANK": "3", "ROLE_RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1",
-           "MASTER_ADDR": "h", "MASTER_PORT": "9", "CUDA_VISIBLE_DEVICES": "1"}
+    env = {
+        "RANK": "3",
+        "ROLE_RANK": "3",
+        "WORLD_SIZE": "4",
+        "LOCAL_RANK": "1",
+        "MASTER_ADDR": "h",
+        "MASTER_PORT": "9",
+        "CUDA_VISIBLE_DEVICES": "1",
+    }
     d = LaunchDecision(3, 1, np.array([0, 3, 1, 2]), ("h",) * 4, "")
     out = child_env(env, detect(env), d)
     assert out["RANK"] == "1" and out["ROLE_RANK"] == "1" and out["RANKOPT_LAUNCH_RANK"] == "3"
     assert out["LOCAL_RANK"] == "1" and out["CUDA_VISIBLE_DEVICES"] == "1"
-    ompi = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4",
-            "OMPI_COMM_WORLD_LOCAL_RANK": "2", "OMPI_COMM_WORLD_LOCAL_SIZE": "4"}
-    out = child_env(ompi, detect(ompi), LaunchDecision(2, 3, np.array([0, 1, 3, 2]), ("h",) * 4,
-                                                       ""))
-    assert (out["RANK"], out["WORLD_SIZE"], out["LOCAL_RANK"], out["MASTER_ADDR"],
-            out["MASTER_PORT"]) == ("3", "4", "2", "127.0.0.1", "29500")
+    ompi = {
+        "OMPI_COMM_WORLD_RANK": "2",
+        "OMPI_COMM_WORLD_SIZE": "4",
+        "OMPI_COMM_WORLD_LOCAL_RANK": "2",
+        "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
+    }
+    out = child_env(
+        ompi, detect(ompi), LaunchDecision(2, 3, np.array([0, 1, 3, 2]), ("h",) * 4, "")
+    )
+    assert (
+        out["RANK"],
+        out["WORLD_SIZE"],
+        out["LOCAL_RANK"],
+        out["MASTER_ADDR"],
+        out["MASTER_PORT"],
+    ) == ("3", "4", "2", "127.0.0.1", "29500")
     assert out["OMPI_COMM_WORLD_RANK"] == "2"  # launcher variables keep the launch numbering
 
 

@@ -30,9 +30,10 @@ def test_xgboost_tracker_sorted_by_task_id_follows_the_order():
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     # the documented recipe: worker i (launch order) passes its new rank, zero-padded, as task id
-    procs = [ctx.Process(target=_xgb_worker,
-                         args=(tracker.worker_args(), f"{rank_of[i]:06d}", queue))
-             for i in range(n)]
+    procs = [
+        ctx.Process(target=_xgb_worker, args=(tracker.worker_args(), f"{rank_of[i]:06d}", queue))
+        for i in range(n)
+    ]
     for p in procs:
         p.start()
     got = sorted(queue.get(timeout=120) for _ in range(n))

@@ -39,8 +39,9 @@ def mpiexec() -> str:
 
 
 def _run(cmd: list[str], timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        cmd, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, f"{cmd}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     return proc
 
@@ -62,10 +63,22 @@ def test_optimize_end_to_end(mpiexec):
 
 def test_runner_applies_given_order(mpiexec, tmp_path):
     (tmp_path / "order.txt").write_text("2\n0\n3\n1\n")
-    out = _mpi(mpiexec, 4, sys.executable, "-m", "rankopt.mpi", "--order",
-               str(tmp_path / "order.txt"), "--save", str(tmp_path / "used.json"),
-               "--rankfile", str(tmp_path / "rf"),
-               str(SCRIPTS / "adapt_sample_program.py"), "--flag", "x")
+    out = _mpi(
+        mpiexec,
+        4,
+        sys.executable,
+        "-m",
+        "rankopt.mpi",
+        "--order",
+        str(tmp_path / "order.txt"),
+        "--save",
+        str(tmp_path / "used.json"),
+        "--rankfile",
+        str(tmp_path / "rf"),
+        str(SCRIPTS / "adapt_sample_program.py"),
+        "--flag",
+        "x",
+    )
     # the unmodified program sees the new numbering: new rank k is launch rank order[k]
     assert "NEWRANK_OF_LAUNCH 2 0 3 1" in out.stdout
     assert "ARGV --flag x" in out.stdout
@@ -74,9 +87,22 @@ def test_runner_applies_given_order(mpiexec, tmp_path):
 
 
 def test_runner_probes_and_solves(mpiexec, tmp_path):
-    out = _mpi(mpiexec, 4, sys.executable, "-m", "rankopt.mpi", "--seed", "0",
-               "--probe-option", "repeats=3", "--probe-option", "bandwidth=False",
-               "--save", str(tmp_path / "o.txt"), str(SCRIPTS / "adapt_sample_program.py"))
+    out = _mpi(
+        mpiexec,
+        4,
+        sys.executable,
+        "-m",
+        "rankopt.mpi",
+        "--seed",
+        "0",
+        "--probe-option",
+        "repeats=3",
+        "--probe-option",
+        "bandwidth=False",
+        "--save",
+        str(tmp_path / "o.txt"),
+        str(SCRIPTS / "adapt_sample_program.py"),
+    )
     order = (tmp_path / "o.txt").read_text().split()
     assert sorted(map(int, order)) == [0, 1, 2, 3]
     assert f"NEWRANK_OF_LAUNCH {' '.join(order)}" in out.stdout
@@ -84,18 +110,38 @@ def test_runner_probes_and_solves(mpiexec, tmp_path):
 
 def test_runner_errors_exit_cleanly(mpiexec, tmp_path):
     (tmp_path / "order.txt").write_text("0\n1\n2\n")
-    proc = subprocess.run([mpiexec, "-n", "2", "--oversubscribe", sys.executable, "-m",
-                           "rankopt.mpi", "--order", str(tmp_path / "order.txt"), "-c",
-                           "print('ran')"], cwd=REPO, env=_env(), capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            mpiexec,
+            "-n",
+            "2",
+            "--oversubscribe",
+            sys.executable,
+            "-m",
+            "rankopt.mpi",
+            "--order",
+            str(tmp_path / "order.txt"),
+            "-c",
+            "print('ran')",
+        ],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode != 0 and "ran" not in proc.stdout
     assert "must have length 2" in proc.stderr
     assert proc.stderr.count("rankopt.mpi: error") == 1  # one message, from rank 0
 
 
 def _placement(stdout: str) -> dict[int, str]:
-    return {int(r): cores for _, r, _, cores in
-            (line.split() for line in stdout.splitlines() if line.startswith("PLACED"))}
+    return {
+        int(r): cores
+        for _, r, _, cores in (
+            line.split() for line in stdout.splitlines() if line.startswith("PLACED")
+        )
+    }
 
 
 def test_rankfile_places_ranks(mpiexec, tmp_path):
@@ -107,8 +153,18 @@ def test_rankfile_places_ranks(mpiexec, tmp_path):
     cores = [0, 1, 0, 1]
     order = [3, 0, 2, 1]
     path = write_rankfile(tmp_path / "rankfile", order, hosts, slots=cores)
-    out = _run([mpiexec, "-n", "4", *launch_options(path), "--bind-to", "core:overload-allowed",
-                sys.executable, str(SCRIPTS / "adapt_placement.py")])
+    out = _run(
+        [
+            mpiexec,
+            "-n",
+            "4",
+            *launch_options(path),
+            "--bind-to",
+            "core:overload-allowed",
+            sys.executable,
+            str(SCRIPTS / "adapt_placement.py"),
+        ]
+    )
     placed = _placement(out.stdout)
     assert placed == {k: str(cores[order[k]]) for k in range(4)}, out.stdout
     assert "rank 0=" + me + " slot=1" in path.read_text()
@@ -117,8 +173,17 @@ def test_rankfile_places_ranks(mpiexec, tmp_path):
 def test_sequential_hostfile_accepted(mpiexec, tmp_path):
     me = socket.gethostname()
     path = write_hostfile(tmp_path / "hosts", [1, 0, 3, 2], ["localhost"] * 2 + [me] * 2)
-    out = _run([mpiexec, "-n", "4", *launch_options(path, "hostfile"), "--oversubscribe",
-                sys.executable, str(SCRIPTS / "adapt_placement.py")])
+    out = _run(
+        [
+            mpiexec,
+            "-n",
+            "4",
+            *launch_options(path, "hostfile"),
+            "--oversubscribe",
+            sys.executable,
+            str(SCRIPTS / "adapt_placement.py"),
+        ]
+    )
     assert sorted(_placement(out.stdout)) == [0, 1, 2, 3]
     lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
     assert lines == ["localhost", "localhost", me, me]

@@ -39,15 +39,20 @@ def _free_port() -> int:
 
 def _env(out: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               ADAPT_OUT=str(out), OMP_NUM_THREADS="1")
+    env.update(
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        ADAPT_OUT=str(out),
+        OMP_NUM_THREADS="1",
+    )
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return env
 
 
 def _run(cmd: list[str], out: Path, timeout: float = 150) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(cmd, cwd=REPO, env=_env(out), capture_output=True, text=True,
-                          timeout=timeout)
+    proc = subprocess.run(
+        cmd, cwd=REPO, env=_env(out), capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, f"{cmd}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
     return proc
 
@@ -79,9 +84,30 @@ def test_torchrun_probe_solve_exec(tmp_path):
     torchrun = shutil.which("torchrun")
     if torchrun is None:
         pytest.skip("torchrun not found")
-    _run([torchrun, "--standalone", "--nproc-per-node", "4", "-m", "rankopt.run", "--seed", "0",
-          "--probe-option", "repeats=3", "--probe-option", "bandwidth=False",
-          "--save", str(tmp_path / "order.txt"), "--", "python", CHILD, "--lr", "0.1"], tmp_path)
+    _run(
+        [
+            torchrun,
+            "--standalone",
+            "--nproc-per-node",
+            "4",
+            "-m",
+            "rankopt.run",
+            "--seed",
+            "0",
+            "--probe-option",
+            "repeats=3",
+            "--probe-option",
+            "bandwidth=False",
+            "--save",
+            str(tmp_path / "order.txt"),
+            "--",
+            "python",
+            CHILD,
+            "--lr",
+            "0.1",
+        ],
+        tmp_path,
+    )
     order = [int(x) for x in (tmp_path / "order.txt").read_text().split()]
     assert sorted(order) == [0, 1, 2, 3] and order[0] == 0
     reps = _reports(tmp_path, 4)
@@ -98,10 +124,30 @@ def test_mpiexec_cli_solves_given_matrix(tmp_path):
     np.fill_diagonal(lat, 0)
     np.save(tmp_path / "lat.npy", lat)
     master, probe = _free_port(), _free_port()
-    proc = _run([_mpiexec(), "-n", "5", "--oversubscribe", "-x", f"MASTER_PORT={master}",
-                 sys.executable, "-c", CLI, "run", "--latency", str(tmp_path / "lat.npy"),
-                 "--probe-port", str(probe), "--seed", "1", "--", sys.executable, CHILD],
-                tmp_path)
+    proc = _run(
+        [
+            _mpiexec(),
+            "-n",
+            "5",
+            "--oversubscribe",
+            "-x",
+            f"MASTER_PORT={master}",
+            sys.executable,
+            "-c",
+            CLI,
+            "run",
+            "--latency",
+            str(tmp_path / "lat.npy"),
+            "--probe-port",
+            str(probe),
+            "--seed",
+            "1",
+            "--",
+            sys.executable,
+            CHILD,
+        ],
+        tmp_path,
+    )
     reps = _reports(tmp_path, 5)
     order = [r["launch_rank"] for r in reps]
     assert order in ([0, 3, 1, 4, 2], [0, 2, 4, 1, 3])
@@ -112,10 +158,14 @@ def test_mpiexec_cli_solves_given_matrix(tmp_path):
 def test_mpiexec_nccl_keeps_nodes_contiguous(tmp_path):
     # launch ranks alternate between two "nodes"; NCCL mode must make each node contiguous
     port = _free_port()
-    script = (f"RANKOPT_HOSTNAME=node$((OMPI_COMM_WORLD_RANK % 2)) exec {sys.executable} -m "
-              f"rankopt.run --backend nccl --dry-run -q")
-    proc = _run([_mpiexec(), "-n", "4", "--oversubscribe", "-x", f"MASTER_PORT={port}",
-                 "sh", "-c", script], tmp_path)
+    script = (
+        f"RANKOPT_HOSTNAME=node$((OMPI_COMM_WORLD_RANK % 2)) exec {sys.executable} -m "
+        f"rankopt.run --backend nccl --dry-run -q"
+    )
+    proc = _run(
+        [_mpiexec(), "-n", "4", "--oversubscribe", "-x", f"MASTER_PORT={port}", "sh", "-c", script],
+        tmp_path,
+    )
     lines = sorted(ln.split() for ln in proc.stdout.splitlines() if ln.startswith("RANK"))
     new_of = {int(w[1]): int(w[3]) for w in lines}
     host_of = {int(w[1]): w[5] for w in lines}
@@ -127,17 +177,46 @@ def test_mpiexec_nccl_keeps_nodes_contiguous(tmp_path):
 def test_launcher_failure_is_reported_on_every_rank(tmp_path):
     (tmp_path / "bad.txt").write_text("1\n0\n")
     port = _free_port()
-    proc = subprocess.run([_mpiexec(), "-n", "2", "--oversubscribe", "-x", f"MASTER_PORT={port}",
-                           sys.executable, "-m", "rankopt.run", "--order",
-                           str(tmp_path / "bad.txt"), "--", "echo", "ran"],
-                          cwd=REPO, env=_env(tmp_path), capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            _mpiexec(),
+            "-n",
+            "2",
+            "--oversubscribe",
+            "-x",
+            f"MASTER_PORT={port}",
+            sys.executable,
+            "-m",
+            "rankopt.run",
+            "--order",
+            str(tmp_path / "bad.txt"),
+            "--",
+            "echo",
+            "ran",
+        ],
+        cwd=REPO,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode != 0 and "ran" not in proc.stdout
     assert proc.stderr.count("keep rank 0 first") == 2  # both ranks, same message
 
 
 def test_ordered_group_and_reinit(tmp_path):
     port = _free_port()
-    proc = _run([_mpiexec(), "-n", "4", "--oversubscribe", "-x", f"MASTER_PORT={port}",
-                 sys.executable, str(SCRIPTS / "adapt_torch_group.py")], tmp_path)
+    proc = _run(
+        [
+            _mpiexec(),
+            "-n",
+            "4",
+            "--oversubscribe",
+            "-x",
+            f"MASTER_PORT={port}",
+            sys.executable,
+            str(SCRIPTS / "adapt_torch_group.py"),
+        ],
+        tmp_path,
+    )
     assert "adapt_torch_group ok n=4" in proc.stdout

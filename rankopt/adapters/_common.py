@@ -57,9 +57,7 @@ def check_hosts(hosts: Any, n: int | None = None, name: str = "hosts") -> tuple[
         )
     out = tuple(str(h) for h in hosts)
     if n is not None and len(out) != n:
-        raise RankoptInputError(
-            f"`{name}` must have one entry per process ({n}); got {len(out)}."
-        )
+        raise RankoptInputError(f"`{name}` must have one entry per process ({n}); got {len(out)}.")
     for i, h in enumerate(out):
         if not _HOST_RE.match(h):
             raise RankoptInputError(

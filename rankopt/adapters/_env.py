@@ -91,8 +91,9 @@ def first_slurm_host(nodelist: str) -> str:
     return prefix + first
 
 
-def detect(env: Mapping[str, str], *, master_addr: str | None = None,
-           master_port: int | None = None) -> LaunchEnv:
+def detect(
+    env: Mapping[str, str], *, master_addr: str | None = None, master_port: int | None = None
+) -> LaunchEnv:
     """Read the launch information from ``env`` (normally ``os.environ``).
 
     Parameters

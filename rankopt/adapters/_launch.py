@@ -84,43 +84,81 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
 
     ``quiet=False`` leaves out ``-q/--quiet`` (for a parent parser that has it).
     """
-    p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
-                   help="backend the program uses: nccl keeps each node's ranks contiguous "
-                   "and orders nodes (only node order reaches NCCL's rings and trees)")
+    p.add_argument(
+        "--backend",
+        choices=("gloo", "nccl"),
+        default="gloo",
+        help="backend the program uses: nccl keeps each node's ranks contiguous "
+        "and orders nodes (only node order reaches NCCL's rings and trees)",
+    )
     p.add_argument("--collective", default="allreduce", help="collective to optimise for")
     p.add_argument("--algorithm", default="ring", help="its algorithm (default: ring)")
     p.add_argument("--method", default="auto", help="solver method (default: auto)")
     p.add_argument("--nbytes", type=float, default=None, help="message size in bytes")
     p.add_argument("--seed", type=int, default=None, help="solver seed")
     p.add_argument("--time-limit", type=float, default=None, help="solver time guard, s")
-    p.add_argument("--granularity", choices=("auto", "rank", "node"), default="auto",
-                   help="order ranks or whole nodes (auto: node for nccl, rank for gloo)")
+    p.add_argument(
+        "--granularity",
+        choices=("auto", "rank", "node"),
+        default="auto",
+        help="order ranks or whole nodes (auto: node for nccl, rank for gloo)",
+    )
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--order", metavar="FILE", default=None,
-                     help="apply this order (.npy/.json/text) instead of probing")
-    src.add_argument("--latency", metavar="FILE", default=None,
-                     help="solve on this latency matrix (seconds) instead of probing")
-    p.add_argument("--probe-option", metavar="KEY=VALUE", action="append", default=[],
-                   help="extra keyword for rankopt.probe.torch.measure, e.g. repeats=5 "
-                   "(repeatable)")
+    src.add_argument(
+        "--order",
+        metavar="FILE",
+        default=None,
+        help="apply this order (.npy/.json/text) instead of probing",
+    )
+    src.add_argument(
+        "--latency",
+        metavar="FILE",
+        default=None,
+        help="solve on this latency matrix (seconds) instead of probing",
+    )
+    p.add_argument(
+        "--probe-option",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="extra keyword for rankopt.probe.torch.measure, e.g. repeats=5 (repeatable)",
+    )
     p.add_argument("--master-addr", default=None, help="override MASTER_ADDR")
     p.add_argument("--master-port", type=int, default=None, help="override MASTER_PORT")
-    p.add_argument("--probe-port", type=int, default=None,
-                   help="port of the temporary store on MASTER_ADDR when no torchrun agent "
-                   "store runs (default: MASTER_PORT + 1)")
-    p.add_argument("--hostname", default=None,
-                   help="host label of this process (default: $RANKOPT_HOSTNAME or the hostname)")
+    p.add_argument(
+        "--probe-port",
+        type=int,
+        default=None,
+        help="port of the temporary store on MASTER_ADDR when no torchrun agent "
+        "store runs (default: MASTER_PORT + 1)",
+    )
+    p.add_argument(
+        "--hostname",
+        default=None,
+        help="host label of this process (default: $RANKOPT_HOSTNAME or the hostname)",
+    )
     p.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for peers")
-    p.add_argument("--on-error", choices=("fail", "identity"), default="fail",
-                   help="when no order can be found: fail, or run with the launch order")
-    p.add_argument("--save", metavar="FILE", default=None,
-                   help="rank 0 writes the order (.npy/.json/text)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="print each process's new RANK instead of running the program")
+    p.add_argument(
+        "--on-error",
+        choices=("fail", "identity"),
+        default="fail",
+        help="when no order can be found: fail, or run with the launch order",
+    )
+    p.add_argument(
+        "--save", metavar="FILE", default=None, help="rank 0 writes the order (.npy/.json/text)"
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print each process's new RANK instead of running the program",
+    )
     if quiet:
         p.add_argument("-q", "--quiet", action="store_true", help="no summary line on rank 0")
-    p.add_argument("program", nargs=argparse.REMAINDER,
-                   help="-- program and arguments (e.g. -- python train.py --lr 0.1)")
+    p.add_argument(
+        "program",
+        nargs=argparse.REMAINDER,
+        help="-- program and arguments (e.g. -- python train.py --lr 0.1)",
+    )
 
 
 def _open_store(info: LaunchEnv, probe_port: int | None, timeout: timedelta) -> Any:
@@ -133,8 +171,9 @@ def _open_store(info: LaunchEnv, probe_port: int | None, timeout: timedelta) -> 
     if not 0 < port < 65536:
         raise RankoptInputError(f"--probe-port must be in 1..65535; got {port}.")
     try:
-        base = dist.TCPStore(info.master_addr, port, info.world_size, info.rank == 0, timeout,
-                             wait_for_workers=False)
+        base = dist.TCPStore(
+            info.master_addr, port, info.world_size, info.rank == 0, timeout, wait_for_workers=False
+        )
     except Exception as exc:  # noqa: BLE001 - turned into a clear message
         where = "host" if info.rank == 0 else "reach"
         raise LaunchError(
@@ -154,14 +193,20 @@ def _wait_count(store: Any, key: str, target: int, deadline: float) -> int:
     return count
 
 
-def _probe(info: LaunchEnv, store: Any, timeout: timedelta,
-           probe_options: Mapping[str, Any]) -> Any:
+def _probe(
+    info: LaunchEnv, store: Any, timeout: timedelta, probe_options: Mapping[str, Any]
+) -> Any:
     import torch.distributed as dist
 
     from rankopt.probe.torch import measure
 
-    dist.init_process_group("gloo", store=dist.PrefixStore("probe/", store),
-                            rank=info.rank, world_size=info.world_size, timeout=timeout)
+    dist.init_process_group(
+        "gloo",
+        store=dist.PrefixStore("probe/", store),
+        rank=info.rank,
+        world_size=info.world_size,
+        timeout=timeout,
+    )
     try:
         return measure(None, **dict(probe_options))
     finally:
@@ -175,8 +220,9 @@ class _Matrix:
         self.hosts = hosts
 
 
-def _solve(args: argparse.Namespace, n: int, hosts: tuple[str, ...], measurement: Any
-           ) -> tuple[NDArray[np.int64], str]:
+def _solve(
+    args: argparse.Namespace, n: int, hosts: tuple[str, ...], measurement: Any
+) -> tuple[NDArray[np.int64], str]:
     """Rank 0: the order to apply and a summary line."""
     if args.order is not None:
         order = load_order(args.order)
@@ -208,8 +254,9 @@ def _solve(args: argparse.Namespace, n: int, hosts: tuple[str, ...], measurement
 
         lat = getattr(measurement, "latency", measurement)
         bw = getattr(measurement, "bandwidth", None)
-        order, res = solve_nodes(lat, hosts, args.collective, args.algorithm,
-                                 bandwidth=bw, keep_rank0=True, **opts)
+        order, res = solve_nodes(
+            lat, hosts, args.collective, args.algorithm, bandwidth=bw, keep_rank0=True, **opts
+        )
         m = int(node_index(hosts).max()) + 1
         what = "nodes" if res is None else _describe(res)
         return order, f"node-granular, {m} nodes, {what}"
@@ -221,14 +268,19 @@ def _solve(args: argparse.Namespace, n: int, hosts: tuple[str, ...], measurement
 
 def _describe(res: Any) -> str:
     try:
-        return (f"{res.method}: cost {res.cost:.4g} s vs launch order {res.baseline_cost:.4g} s "
-                f"(speedup {res.speedup:.3g}x)")
+        return (
+            f"{res.method}: cost {res.cost:.4g} s vs launch order {res.baseline_cost:.4g} s "
+            f"(speedup {res.speedup:.3g}x)"
+        )
     except Exception:  # noqa: BLE001
         return type(res).__name__
 
 
-def launch(args: argparse.Namespace, env: Mapping[str, str] | None = None,
-           probe_options: Mapping[str, Any] | None = None) -> LaunchDecision:
+def launch(
+    args: argparse.Namespace,
+    env: Mapping[str, str] | None = None,
+    probe_options: Mapping[str, Any] | None = None,
+) -> LaunchDecision:
     """Run steps 1-4 of the launcher in this process; collective over the job.
 
     Parameters
@@ -289,12 +341,14 @@ def launch(args: argparse.Namespace, env: Mapping[str, str] | None = None,
     finally:
         del store, base
     new_rank = int(np.flatnonzero(order == rank)[0])
-    return LaunchDecision(rank, new_rank, order, hosts, decision.get("summary", ""),
-                          decision.get("error"))
+    return LaunchDecision(
+        rank, new_rank, order, hosts, decision.get("summary", ""), decision.get("error")
+    )
 
 
-def _decide(args: argparse.Namespace, store: Any, n: int, measurement: Any,
-            deadline: float) -> dict[str, Any]:
+def _decide(
+    args: argparse.Namespace, store: Any, n: int, measurement: Any, deadline: float
+) -> dict[str, Any]:
     probed = _wait_count(store, "probed", n, deadline)
     hosts: list[str] = []
     try:
@@ -303,8 +357,9 @@ def _decide(args: argparse.Namespace, store: Any, n: int, measurement: Any,
         failed = [r for r in range(n) if store.check([f"failed/{r}"])]
         if failed:
             msg = store.get(f"failed/{failed[0]}").decode()
-            raise LaunchError(f"probe failed on {len(failed)} rank(s), first rank "
-                              f"{failed[0]}: {msg}")
+            raise LaunchError(
+                f"probe failed on {len(failed)} rank(s), first rank {failed[0]}: {msg}"
+            )
         hosts = [store.get(f"host/{r}").decode() for r in range(n)]
         order, summary = _solve(args, n, tuple(hosts), measurement)
         if args.save:
@@ -313,9 +368,14 @@ def _decide(args: argparse.Namespace, store: Any, n: int, measurement: Any,
     except Exception as exc:  # noqa: BLE001 - every rank gets the same decision
         if not hosts:
             hosts = ["?"] * n
-        return {"order": list(range(n)), "hosts": hosts, "summary": "launch order kept",
-                "error": f"{type(exc).__name__}: {exc}" if not isinstance(exc, LaunchError)
-                else str(exc)}
+        return {
+            "order": list(range(n)),
+            "hosts": hosts,
+            "summary": "launch order kept",
+            "error": f"{type(exc).__name__}: {exc}"
+            if not isinstance(exc, LaunchError)
+            else str(exc),
+        }
 
 
 def child_env(env: Mapping[str, str], info: LaunchEnv, decision: LaunchDecision) -> dict[str, str]:
@@ -365,8 +425,9 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
         print(f"{prog}: {info.world_size} ranks, {decision.summary}", file=sys.stderr)
     env = child_env(os.environ, info, decision)
     if args.dry_run:
-        print(f"RANK {info.rank} -> {decision.new_rank} host {decision.hosts[info.rank]}",
-              flush=True)
+        print(
+            f"RANK {info.rank} -> {decision.new_rank} host {decision.hosts[info.rank]}", flush=True
+        )
         return 0
     sys.stdout.flush()
     sys.stderr.flush()
@@ -383,7 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m rankopt.run",
         description="Renumber the ranks of a torch.distributed job to follow the measured "
         "network, then run the program with its new RANK. Start it with torchrun, "
-        "mpiexec or srun in place of the program.")
+        "mpiexec or srun in place of the program.",
+    )
     add_arguments(p)
     args = p.parse_args(argv)
     try:

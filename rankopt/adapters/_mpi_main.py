@@ -15,7 +15,8 @@ _USAGE = "python -m rankopt.mpi [options] (pyfile | -m mod | -c cmd) [arg ...]"
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m rankopt.mpi", usage=_USAGE,
+        prog="python -m rankopt.mpi",
+        usage=_USAGE,
         description="Run an unmodified mpi4py program with MPI.COMM_WORLD replaced by a "
         "communicator whose ranks follow the measured network (probe, solve on rank 0, "
         "MPI_Comm_split). Launch it under mpiexec like the program itself.",
@@ -27,16 +28,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="solver seed (reproducible runs)")
     p.add_argument("--time-limit", type=float, default=None, help="solver time guard, s")
     p.add_argument("--keep-rank0", action="store_true", help="keep rank 0 in place")
-    p.add_argument("--order", metavar="FILE", default=None,
-                   help="apply this order (.npy, .json or text) instead of measuring")
-    p.add_argument("--save", metavar="FILE", default=None,
-                   help="rank 0 writes the order used (.npy, .json or text)")
-    p.add_argument("--rankfile", metavar="FILE", default=None,
-                   help="rank 0 writes an Open MPI rankfile for the next launch")
-    p.add_argument("--hostfile", metavar="FILE", default=None,
-                   help="rank 0 writes a sequential hostfile for the next launch")
-    p.add_argument("--probe-option", metavar="KEY=VALUE", action="append", default=[],
-                   help="extra keyword for rankopt.probe.mpi.measure (repeatable)")
+    p.add_argument(
+        "--order",
+        metavar="FILE",
+        default=None,
+        help="apply this order (.npy, .json or text) instead of measuring",
+    )
+    p.add_argument(
+        "--save",
+        metavar="FILE",
+        default=None,
+        help="rank 0 writes the order used (.npy, .json or text)",
+    )
+    p.add_argument(
+        "--rankfile",
+        metavar="FILE",
+        default=None,
+        help="rank 0 writes an Open MPI rankfile for the next launch",
+    )
+    p.add_argument(
+        "--hostfile",
+        metavar="FILE",
+        default=None,
+        help="rank 0 writes a sequential hostfile for the next launch",
+    )
+    p.add_argument(
+        "--probe-option",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="extra keyword for rankopt.probe.mpi.measure (repeatable)",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="rank 0 logs to stderr")
     return p
 
@@ -62,7 +84,7 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     while i < len(argv):
         tok = argv[i]
         if tok == "--":
-            return argv[:i], argv[i + 1:]
+            return argv[:i], argv[i + 1 :]
         if tok in ("-m", "-c", "-") or not tok.startswith("-"):
             return argv[:i], argv[i:]
         i += 1 if (tok in _FLAGS or "=" in tok) else 2
@@ -120,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         # order[k] = rank in the world of the process with new rank k
         order_used = comm.Get_group().Translate_ranks(
-            list(range(comm.Get_size())), world.Get_group())
+            list(range(comm.Get_size())), world.Get_group()
+        )
         if args.save:
             save_order(args.save, order_used)
         if args.rankfile:
@@ -129,9 +152,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_hostfile(args.hostfile, order_used, hosts)
 
     try:
-        adapter.run_program(program, order, args.collective, args.algorithm,
-                            probe_options=probe_options, on_reorder=after_reorder,
-                            **solve_options)
+        adapter.run_program(
+            program,
+            order,
+            args.collective,
+            args.algorithm,
+            probe_options=probe_options,
+            on_reorder=after_reorder,
+            **solve_options,
+        )
     except (RankoptInputError, adapter.RankoptMPIError) as exc:
         # raised alike on every rank: one message, clean exit everywhere
         if world.Get_rank() == 0:

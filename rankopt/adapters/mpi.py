@@ -42,8 +42,9 @@ class RankoptMPIError(RuntimeError):
     """Raised identically on every rank when a collective adapter step fails."""
 
 
-def _agree(comm: MPI.Comm, error: str | None, digest: str | None, what: str, *,
-           input_error: bool = False) -> None:
+def _agree(
+    comm: MPI.Comm, error: str | None, digest: str | None, what: str, *, input_error: bool = False
+) -> None:
     """One allgather: every rank learns whether any rank failed or disagrees; all raise alike.
 
     With ``input_error``, an error reported identically by every rank (the same bad
@@ -66,8 +67,13 @@ def _agree(comm: MPI.Comm, error: str | None, digest: str | None, what: str, *,
         )
 
 
-def reorder(comm: MPI.Intracomm, order: ArrayLike, *, check: bool = True,
-            name: str | None = "rankopt_reordered") -> MPI.Intracomm:
+def reorder(
+    comm: MPI.Intracomm,
+    order: ArrayLike,
+    *,
+    check: bool = True,
+    name: str | None = "rankopt_reordered",
+) -> MPI.Intracomm:
     """Return a communicator in which original rank ``order[k]`` has rank ``k``.
 
     Collective over ``comm``: every process must call it with the same order.
@@ -128,13 +134,18 @@ def reorder(comm: MPI.Intracomm, order: ArrayLike, *, check: bool = True,
             raise
         error = str(exc)
     if check:
-        _agree(comm, error, None if arr is None else order_digest(arr), "order validation",
-               input_error=True)
+        _agree(
+            comm,
+            error,
+            None if arr is None else order_digest(arr),
+            "order validation",
+            input_error=True,
+        )
     assert arr is not None
     rank_of = np.empty(n, dtype=np.int64)
     rank_of[arr] = np.arange(n, dtype=np.int64)
     rank = comm.Get_rank()
-    new = comm.Split(0, key=int(rank_of[rank]))
+    new: MPI.Intracomm = comm.Split(0, key=int(rank_of[rank]))  # type: ignore[assignment]
     if new.Get_rank() != rank_of[rank]:
         got = new.Get_rank()
         new.Free()
@@ -147,9 +158,15 @@ def reorder(comm: MPI.Intracomm, order: ArrayLike, *, check: bool = True,
     return new
 
 
-def optimize(comm: MPI.Intracomm, collective: str = "allreduce", algorithm: str = "ring", *,
-             root: int = 0, probe_options: Mapping[str, Any] | None = None,
-             **solve_options: Any) -> tuple[MPI.Intracomm, SolveResult]:
+def optimize(
+    comm: MPI.Intracomm,
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    *,
+    root: int = 0,
+    probe_options: Mapping[str, Any] | None = None,
+    **solve_options: Any,
+) -> tuple[MPI.Intracomm, SolveResult]:
     """Measure the network of ``comm``, find a better rank order, return it applied.
 
     Collective over ``comm``: probe all pairs (``rankopt.probe.mpi.measure``),
@@ -237,14 +254,19 @@ def replace_world(comm: MPI.Intracomm) -> None:
 
     if not _ORIGINAL_WORLD:
         _ORIGINAL_WORLD.append(MPI.COMM_WORLD)
-    MPI.COMM_WORLD = comm
+    MPI.COMM_WORLD = comm  # type: ignore[misc]  # the point: later lookups see it
 
 
-def run_program(args: Sequence[str], order: ArrayLike | None = None,
-                collective: str = "allreduce", algorithm: str = "ring", *,
-                probe_options: Mapping[str, Any] | None = None,
-                on_reorder: Callable[[MPI.Intracomm], None] | None = None,
-                **solve_options: Any) -> Any:
+def run_program(
+    args: Sequence[str],
+    order: ArrayLike | None = None,
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    *,
+    probe_options: Mapping[str, Any] | None = None,
+    on_reorder: Callable[[MPI.Intracomm], None] | None = None,
+    **solve_options: Any,
+) -> Any:
     """Run ``[pyfile | -m mod | -c cmd] arg ...`` with a reordered ``MPI.COMM_WORLD``.
 
     Collective over ``MPI_COMM_WORLD``. Obtains the order (``order`` if given,
@@ -299,8 +321,9 @@ def run_program(args: Sequence[str], order: ArrayLike | None = None,
     result = None
     try:
         if order is None:
-            comm, result = optimize(world, collective, algorithm,
-                                    probe_options=probe_options, **solve_options)
+            comm, result = optimize(
+                world, collective, algorithm, probe_options=probe_options, **solve_options
+            )
         else:
             comm = reorder(world, order)
     except (RankoptInputError, RankoptMPIError):

@@ -218,8 +218,9 @@ def is_node_contiguous(order: ArrayLike, hosts: Any) -> bool:
 Reduce = Literal["median", "mean", "min", "max"]
 
 
-def node_matrix(matrix: ArrayLike, hosts: Any, *, reduce: Reduce = "median"
-                ) -> tuple[NDArray[np.float64], tuple[str, ...]]:
+def node_matrix(
+    matrix: ArrayLike, hosts: Any, *, reduce: Reduce = "median"
+) -> tuple[NDArray[np.float64], tuple[str, ...]]:
     """Reduce a rank-level matrix to a node-level one.
 
     Parameters
@@ -249,11 +250,14 @@ def node_matrix(matrix: ArrayLike, hosts: Any, *, reduce: Reduce = "median"
     names = check_hosts(hosts, a.shape[0] if a.ndim == 2 else None)
     if a.ndim != 2 or a.shape[0] != a.shape[1]:
         raise RankoptInputError(f"`matrix` must be square; got shape {a.shape} instead.")
-    funcs = {"median": np.nanmedian, "mean": np.nanmean, "min": np.nanmin, "max": np.nanmax}
+    funcs: dict[str, Any] = {
+        "median": np.nanmedian,
+        "mean": np.nanmean,
+        "min": np.nanmin,
+        "max": np.nanmax,
+    }
     if reduce not in funcs:
-        raise RankoptInputError(
-            f"`reduce` must be one of {sorted(funcs)}; got {reduce!r}."
-        )
+        raise RankoptInputError(f"`reduce` must be one of {sorted(funcs)}; got {reduce!r}.")
     node_of = node_index(names)
     m = int(node_of.max()) + 1
     labels = tuple(names[int(np.flatnonzero(node_of == j)[0])] for j in range(m))
@@ -291,10 +295,17 @@ def expand_node_order(node_order: ArrayLike, hosts: Any) -> NDArray[np.int64]:
     return np.concatenate([np.flatnonzero(node_of == j) for j in norder]).astype(np.int64)
 
 
-def solve_nodes(latency: Any, hosts: Any = None, collective: str = "allreduce",
-                algorithm: str = "ring", *, bandwidth: ArrayLike | None = None,
-                reduce: Reduce = "median", keep_rank0: bool = True,
-                **solve_options: Any) -> tuple[NDArray[np.int64], Any]:
+def solve_nodes(
+    latency: Any,
+    hosts: Any = None,
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    *,
+    bandwidth: ArrayLike | None = None,
+    reduce: Reduce = "median",
+    keep_rank0: bool = True,
+    **solve_options: Any,
+) -> tuple[NDArray[np.int64], Any]:
     """Node-granular order: solve on the node-level matrix, expand to ranks.
 
     Parameters

@@ -35,9 +35,14 @@ logger = logging.getLogger("rankopt")
 _REINIT_COUNT = [0]
 
 
-def ordered_group(order: ArrayLike, *, backend: str | None = None,
-                  timeout: timedelta | None = None, fallback: bool = True,
-                  group_desc: str | None = "rankopt_ordered") -> ProcessGroup:
+def ordered_group(
+    order: ArrayLike,
+    *,
+    backend: str | None = None,
+    timeout: timedelta | None = None,
+    fallback: bool = True,
+    group_desc: str | None = "rankopt_ordered",
+) -> ProcessGroup:
     """A process group in which global rank ``order[k]`` has group rank ``k``.
 
     Collective over the default group: every rank calls it with the same order.
@@ -105,8 +110,9 @@ def ordered_group(order: ArrayLike, *, backend: str | None = None,
     return group
 
 
-def reinit(order: ArrayLike, *, backend: str | None = None,
-           timeout: timedelta | None = None) -> ProcessGroup:
+def reinit(
+    order: ArrayLike, *, backend: str | None = None, timeout: timedelta | None = None
+) -> ProcessGroup:
     """Re-create the default process group with ``order`` applied; return it.
 
     Collective. Destroys the default group (and every group made from it) and

@@ -81,9 +81,7 @@ def _slots(arr: NDArray[np.int64], names: tuple[str, ...], slots: Any) -> list[s
         return [str(local[i]) for i in arr]
     vals = list(slots)
     if len(vals) != n:
-        raise RankoptInputError(
-            f"`slots` must have one entry per process ({n}); got {len(vals)}."
-        )
+        raise RankoptInputError(f"`slots` must have one entry per process ({n}); got {len(vals)}.")
     out = []
     for i, v in enumerate(vals):
         s = str(v).strip()
@@ -95,8 +93,9 @@ def _slots(arr: NDArray[np.int64], names: tuple[str, ...], slots: Any) -> list[s
     return [out[i] for i in arr]
 
 
-def format_rankfile(order: ArrayLike, hosts: Any, *, slots: SlotSpec = "original",
-                    comment: bool = True) -> str:
+def format_rankfile(
+    order: ArrayLike, hosts: Any, *, slots: SlotSpec = "original", comment: bool = True
+) -> str:
     """Text of an Open MPI rankfile for ``order``.
 
     Parameters
@@ -142,8 +141,14 @@ def format_rankfile(order: ArrayLike, hosts: Any, *, slots: SlotSpec = "original
     return "\n".join(lines) + "\n"
 
 
-def write_rankfile(path: str | os.PathLike[str], order: ArrayLike, hosts: Any, *,
-                   slots: SlotSpec = "original", comment: bool = True) -> Path:
+def write_rankfile(
+    path: str | os.PathLike[str],
+    order: ArrayLike,
+    hosts: Any,
+    *,
+    slots: SlotSpec = "original",
+    comment: bool = True,
+) -> Path:
     """Write an Open MPI rankfile that places new rank ``k`` on ``hosts[order[k]]``.
 
     Use it with ``mpiexec --map-by rankfile:file=PATH`` (Open MPI 5.x) or
@@ -196,8 +201,9 @@ def format_hostfile(order: ArrayLike, hosts: Any, *, comment: bool = False) -> s
     return "\n".join(lines) + "\n"
 
 
-def write_hostfile(path: str | os.PathLike[str], order: ArrayLike, hosts: Any, *,
-                   comment: bool = True) -> Path:
+def write_hostfile(
+    path: str | os.PathLike[str], order: ArrayLike, hosts: Any, *, comment: bool = True
+) -> Path:
     """Write a sequential hostfile for ``mpiexec --hostfile PATH --map-by seq``.
 
     Line ``k`` names the host of new rank ``k`` (``hosts[order[k]]``). The
@@ -233,9 +239,12 @@ def write_slurm_hostfile(path: str | os.PathLike[str], order: ArrayLike, hosts: 
     return atomic_write_text(path, format_hostfile(order, hosts, comment=False))
 
 
-def launch_options(path: str | os.PathLike[str],
-                   kind: Literal["rankfile", "hostfile", "slurm"] = "rankfile", *,
-                   openmpi: int = 5) -> list[str]:
+def launch_options(
+    path: str | os.PathLike[str],
+    kind: Literal["rankfile", "hostfile", "slurm"] = "rankfile",
+    *,
+    openmpi: int = 5,
+) -> list[str]:
     """Launcher options that apply a file written by this module.
 
     Parameters
@@ -271,6 +280,4 @@ def launch_options(path: str | os.PathLike[str],
         return ["--hostfile", p, "--map-by", "seq"]
     if kind == "slurm":
         return ["--distribution=arbitrary"]
-    raise RankoptInputError(
-        f"`kind` must be 'rankfile', 'hostfile' or 'slurm'; got {kind!r}."
-    )
+    raise RankoptInputError(f"`kind` must be 'rankfile', 'hostfile' or 'slurm'; got {kind!r}.")

@@ -8,8 +8,14 @@ from rankopt.adapters.mpi import optimize
 
 world = MPI.COMM_WORLD
 n, rank = world.Get_size(), world.Get_rank()
-comm, result = optimize(world, "allreduce", "ring", rng=0, keep_rank0=True,
-                        probe_options={"repeats": 3, "bandwidth": False, "timeout": 20.0})
+comm, result = optimize(
+    world,
+    "allreduce",
+    "ring",
+    rng=0,
+    keep_rank0=True,
+    probe_options={"repeats": 3, "bandwidth": False, "timeout": 20.0},
+)
 assert isinstance(result, SolveResult)
 order = np.asarray(result.order)
 assert sorted(order.tolist()) == list(range(n)) and order[0] == 0

@@ -58,9 +58,11 @@ except RankoptMPIError as exc:
 else:
     raise AssertionError("one-rank invalid order accepted")
 
+
 # A SolveResult-like object is accepted.
 class _R:
     order = order[::-1].copy()
+
 
 again = reorder(world, _R())
 assert again.Get_rank() == int(np.flatnonzero(_R.order == rank)[0])

@@ -14,7 +14,9 @@ t = torch.tensor([float(rank + 1)])
 dist.all_reduce(t)
 # a ring step over the process group: receive from rank - 1
 left = torch.tensor([-1.0])
-send = dist.isend(torch.tensor([float(os.environ.get("RANKOPT_LAUNCH_RANK", -1))]), (rank + 1) % size)
+send = dist.isend(
+    torch.tensor([float(os.environ.get("RANKOPT_LAUNCH_RANK", -1))]), (rank + 1) % size
+)
 dist.recv(left, (rank - 1) % size)
 send.wait()
 report = {
