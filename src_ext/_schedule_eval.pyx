@@ -38,6 +38,8 @@ cdef class StepEval:
     cdef long long[:, ::1] cin
     cdef long long[::1] cur
     cdef double[::1] tt
+    cdef double[::1] tl
+    cdef double[::1] tr
     cdef double[::1] st
     cdef long long[::1] amax
     cdef unsigned char[::1] mark
@@ -77,6 +79,8 @@ cdef class StepEval:
         self.cin = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.int64)
         self.cur = np.full(self.n, -1, dtype=np.int64)
         self.tt = np.zeros(src.shape[0], dtype=np.float64)
+        self.tl = np.zeros(src.shape[0], dtype=np.float64)
+        self.tr = np.zeros(src.shape[0], dtype=np.float64)
         self.st = np.zeros(self.nsteps, dtype=np.float64)
         self.amax = np.zeros(self.nsteps, dtype=np.int64)
         self.mark = np.zeros(src.shape[0], dtype=np.uint8)
@@ -98,12 +102,19 @@ cdef class StepEval:
                     self.cin[L, gb] += sign
 
     cdef inline double _time(self, const long long[::1] o, Py_ssize_t e) noexcept nogil:
-        cdef long long a = o[self.src[e]], b = o[self.dst[e]], ga, gb
-        cdef double t = self.lat[a, b], rate, r
+        cdef long long a = o[self.src[e]], b = o[self.dst[e]]
+        if not self.has_rate:
+            return self.lat[a, b]
+        return self._with_rate(a, b, e, self.lat[a, b], self.bw[a, b] if self.has_bw else INF)
+
+    cdef inline double _with_rate(self, long long a, long long b, Py_ssize_t e, double t,
+                                  double rate) noexcept nogil:
+        """``t + bytes / rate`` with ``rate`` capped by the shared uplinks."""
+        cdef long long ga, gb
+        cdef double r
         cdef Py_ssize_t L
         if not self.has_rate:
             return t
-        rate = self.bw[a, b] if self.has_bw else INF
         for L in range(self.nlev):
             ga = self.lab[L, a]
             gb = self.lab[L, b]
@@ -125,6 +136,8 @@ cdef class StepEval:
             t = self._time(o, e)
             if store:
                 self.tt[e] = t
+                self.tl[e] = self.lat[o[self.src[e]], o[self.dst[e]]]
+                self.tr[e] = (self.bw[o[self.src[e]], o[self.dst[e]]] if self.has_bw else INF)
             if t > m:
                 m = t
                 arg = e
@@ -135,6 +148,23 @@ cdef class StepEval:
         if store:
             self.st[s] = m
             self.amax[s] = arg
+        return m
+
+    cdef double _step_cached(self, Py_ssize_t s) noexcept nogil:
+        """Step time under ``cur`` (after a trial swap); transfers not marked reuse
+        their cached pair latency and bandwidth, so only uplink counts are redone."""
+        cdef Py_ssize_t e
+        cdef double m = 0.0, t
+        self._count(self.cur, s, 1)
+        for e in range(self.ptr[s], self.ptr[s + 1]):
+            if self.mark[e]:
+                t = self._time(self.cur, e)
+            else:
+                t = self._with_rate(self.cur[self.src[e]], self.cur[self.dst[e]], e,
+                                    self.tl[e], self.tr[e])
+            if t > m:
+                m = t
+        self._count(self.cur, s, -1)
         return m
 
     cdef double _full(self, const long long[::1] o) noexcept nogil:
@@ -201,7 +231,11 @@ cdef class StepEval:
             if k < 0:
                 break
             if self.nlev:  # uplink counts of the step may change: recompute it
-                m = self._step(self.cur, s, False)
+                for q in range(k):
+                    self.mark[self.buf[q]] = 1
+                m = self._step_cached(s)
+                for q in range(k):
+                    self.mark[self.buf[q]] = 0
             else:
                 m = 0.0
                 hit = False
