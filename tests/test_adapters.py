@@ -14,7 +14,9 @@ from rankopt.adapters import (
     format_hostfile,
     format_rankfile,
     launch_options,
+    node_ranks,
     rank_hosts,
+    write_deepspeed_hostfile,
     write_hostfile,
     write_rankfile,
     write_slurm_hostfile,
@@ -87,6 +89,16 @@ def test_hostfiles(tmp_path):
     assert lines[0].startswith("#") and lines[1:] == ["n2", "n3", "n1"]
     s = write_slurm_hostfile(tmp_path / "slurm", [1, 2, 0], _Meas(hosts))
     assert s.read_text() == "n2\nn3\nn1\n"  # no comments for Slurm
+
+
+def test_deepspeed_hostfile_and_node_ranks(tmp_path):
+    hosts = ["a", "b", "a", "b", "c", "c"]
+    order = [4, 5, 1, 3, 0, 2]  # c, b, a
+    assert node_ranks(order, hosts) == {"c": 0, "b": 1, "a": 2}
+    p = write_deepspeed_hostfile(tmp_path / "hf", order, hosts)
+    assert p.read_text() == "c slots=2\nb slots=2\na slots=2\n"
+    with pytest.raises(RankoptInputError, match="host 'a' reappears at new rank 2"):
+        node_ranks(range(6), hosts)
 
 
 def test_writes_are_atomic_and_clean(tmp_path):

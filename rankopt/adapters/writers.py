@@ -9,6 +9,9 @@ launcher where each rank goes:
   for ``mpiexec --hostfile PATH --map-by seq`` (Open MPI 4.x and 5.x).
 - :func:`write_slurm_hostfile` -- the same list for Slurm:
   ``SLURM_HOSTFILE=PATH srun --distribution=arbitrary ...``.
+- :func:`write_deepspeed_hostfile` -- ``HOST slots=N`` lines in node order, for
+  DeepSpeed's launcher (and the node ranks to give ``torchrun --node-rank``:
+  :func:`node_ranks`).
 - :func:`launch_options` -- the matching command-line options.
 
 Line ``k`` of every file describes new rank ``k``, which runs where original
@@ -35,6 +38,8 @@ __all__ = [
     "format_hostfile",
     "write_hostfile",
     "write_slurm_hostfile",
+    "node_ranks",
+    "write_deepspeed_hostfile",
     "launch_options",
 ]
 
@@ -237,6 +242,59 @@ def write_slurm_hostfile(path: str | os.PathLike[str], order: ArrayLike, hosts: 
     ['n2', 'n3', 'n1']
     """
     return atomic_write_text(path, format_hostfile(order, hosts, comment=False))
+
+
+def node_ranks(order: ArrayLike, hosts: Any) -> dict[str, int]:
+    """Node rank of every host for a node-contiguous order (``torchrun --node-rank``).
+
+    Launchers that number ranks node by node (torchrun with a static
+    rendezvous, DeepSpeed) apply an order through the node order only: the node
+    of new rank 0 gets node rank 0, and so on.
+
+    Raises
+    ------
+    RankoptInputError
+        If some host's new ranks are not consecutive (such an order cannot be
+        expressed node by node; use :func:`rankopt.adapters.nccl.solve_nodes`).
+
+    Examples
+    --------
+    >>> node_ranks([2, 3, 0, 1], ["a", "a", "b", "b"])
+    {'b': 0, 'a': 1}
+    """
+    names = rank_hosts(order, hosts)
+    out: dict[str, int] = {}
+    for k, h in enumerate(names):
+        if h not in out:
+            out[h] = len(out)
+        elif names[k - 1] != h:
+            raise RankoptInputError(
+                f"`order` must keep each host's ranks consecutive; host {h!r} reappears "
+                f"at new rank {k}."
+            )
+    return out
+
+
+def write_deepspeed_hostfile(path: str | os.PathLike[str], order: ArrayLike, hosts: Any) -> Path:
+    """Write a DeepSpeed hostfile (``HOST slots=N``) listing hosts in the order's node order.
+
+    DeepSpeed's launcher numbers ranks host by host in hostfile order, so a
+    node-contiguous order is applied by listing its hosts in that order
+    (``deepspeed --hostfile PATH train.py``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "hostfile"
+    >>> _ = write_deepspeed_hostfile(p, [2, 3, 0, 1], ["a", "a", "b", "b"])
+    >>> print(p.read_text(), end="")
+    b slots=2
+    a slots=2
+    """
+    names = rank_hosts(order, hosts)
+    ranks = node_ranks(order, hosts)
+    lines = [f"{h} slots={names.count(h)}" for h in sorted(ranks, key=ranks.__getitem__)]
+    return atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def launch_options(
