@@ -17,14 +17,14 @@ same one without communicating.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._topology import infer_link_levels, pair_links
+from rankopt.probe._topology import Link, infer_link_levels, pair_links
 
 __all__ = ["round_robin", "partner_table", "bandwidth_slots"]
 
@@ -166,8 +166,10 @@ def bandwidth_slots(
     host. Pairs are placed first-fit in round-robin order, so on a network
     with no shared link the slots are the round-robin rounds. On a single
     host every pair shares the bus and the schedule is sequential:
-    ``n (n - 1) / 2`` slots. Cost :math:`O(P S)` for ``P`` pairs and ``S``
-    slots.
+    ``n (n - 1) / 2`` slots. Each process and link keeps a bit mask of the
+    slots it has no room in; the first fit is the lowest zero bit of their
+    union, so the cost is :math:`O(P S / w)` word operations for ``P`` pairs,
+    ``S`` slots and ``w``-bit words.
 
     Examples
     --------
@@ -187,24 +189,25 @@ def bandwidth_slots(
     if levels is None:
         levels = infer_link_levels(latency, hosts)
     slots: list[list[Pair]] = []
-    busy: list[set[int]] = []
-    load: list[dict[tuple[int, int, int], int]] = []
+    load: list[dict[Link, int]] = []
+    full: dict[Hashable, int] = {}  # process or link -> bit mask of the slots it has no room in
     for pairs in round_robin(n):
         for a, b in pairs:
             links = pair_links(levels, a, b)
-            for s in range(len(slots)):
-                if a in busy[s] or b in busy[s]:
-                    continue
-                if any(load[s].get(link, 0) >= concurrency for link in links):
-                    continue
-                break
-            else:
-                s = len(slots)
+            keys: list[Hashable] = [a, b, *links]
+            taken = 0
+            for k in keys:
+                taken |= full.get(k, 0)
+            s = ((taken + 1) & ~taken).bit_length() - 1  # lowest slot with room for all
+            if s == len(slots):
                 slots.append([])
-                busy.append(set())
                 load.append({})
             slots[s].append((a, b))
-            busy[s].update((a, b))
+            bit = 1 << s
+            full[a] = full.get(a, 0) | bit
+            full[b] = full.get(b, 0) | bit
             for link in links:
                 load[s][link] = load[s].get(link, 0) + 1
+                if load[s][link] >= concurrency:
+                    full[link] = full.get(link, 0) | bit
     return [sorted(slot) for slot in slots]
