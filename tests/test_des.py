@@ -21,7 +21,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rankopt.models import ALGORITHMS, make_model
-from rankopt.models.schedule import schedule
 
 PAIRS = [(c, a) for c, algs in ALGORITHMS.items() for a in algs if a != "hierarchical"]
 

@@ -19,7 +19,7 @@ def test_finds_hosts_racks_pods(seed, source):
     lv = infer_hierarchy(c.latency if source != "bandwidth" else None,
                          c.bandwidth if source != "latency" else None)
     assert len(lv) == 3
-    for found, true in zip(lv, c.groups):
+    for found, true in zip(lv, c.groups, strict=False):
         assert _same_partition(found, true)
 
 
@@ -37,7 +37,7 @@ def test_racks_that_differ_only_in_bandwidth():
 def test_levels_are_nested_finest_first():
     c = rankopt.synthetic_cloud(2, 2, 3, 2, congested=0.0, rng=4)
     lv = infer_hierarchy(c.latency, c.bandwidth)
-    for fine, coarse in zip(lv, lv[1:]):
+    for fine, coarse in zip(lv, lv[1:], strict=False):
         assert fine.max() > coarse.max()
         for g in np.unique(fine):  # each fine group inside one coarse group
             assert len(np.unique(coarse[fine == g])) == 1

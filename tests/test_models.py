@@ -119,7 +119,7 @@ def test_compiled_matches_reference(c, a, contention, n):
             o = rng.permutation(n)
     pairs = np.array([[0, 1], [2, n - 1], [1, 1]])
     got = model.swap_deltas(o, pairs)
-    for (i, j), d in zip(pairs, got):
+    for (i, j), d in zip(pairs, got, strict=False):
         new = o.copy()
         new[[i, j]] = new[[j, i]]
         assert d == pytest.approx(model.cost(new) - model.cost(o), rel=1e-9, abs=1e-15)
@@ -271,7 +271,7 @@ def test_swap_reaches_brute_force_optimum_often():
     rng = np.random.default_rng(5)
     n = 6
     hits = 0
-    for t in range(5):
+    for _t in range(5):
         lat = rng.uniform(1e-6, 1e-4, (n, n))
         exact = rankopt.solve(lat, "allgather", "bruck", method="brute_force")
         best = min(rankopt.solve(lat, "allgather", "bruck", method="swap", rng=s).cost

@@ -153,8 +153,8 @@ def _halving(p2, active, vchunks, nbytes_per_block, wb) -> list[Step]:
         upper = (v & mask) != 0
         s_lo = np.where(upper, lo, lo + half)
         s_hi = np.where(upper, lo + half, hi)
-        frac = [sizes[a:b].sum() for a, b in zip(s_lo, s_hi)]
-        blocks = [tuple(x for c in vchunks[a:b] for x in c) for a, b in zip(s_lo, s_hi)] if wb else []
+        frac = [sizes[a:b].sum() for a, b in zip(s_lo, s_hi, strict=False)]
+        blocks = [tuple(x for c in vchunks[a:b] for x in c) for a, b in zip(s_lo, s_hi, strict=False)] if wb else []
         steps.append(_step(active, active[v ^ mask], frac, True, blocks, wb))
         lo, hi = np.where(upper, lo + half, lo), np.where(upper, hi, lo + half)
         mask //= 2

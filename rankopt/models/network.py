@@ -201,7 +201,7 @@ def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> f
                     out_cnt[lev, ga] = out_cnt.get((lev, ga), 0) + 1
                     in_cnt[lev, gb] = in_cnt.get((lev, gb), 0) + 1
         longest = 0.0
-        for e, (a, b) in zip(tr, pairs):
+        for e, (a, b) in zip(tr, pairs, strict=False):
             t = float(net.latency[a, b])
             if net.has_rate:
                 rate = float(net.bandwidth[a, b]) if net.bandwidth is not None else float("inf")

@@ -103,7 +103,7 @@ class Schedule:
         for s in range(self.n_distinct):
             a, b = self.step_ptr[s], self.step_ptr[s + 1]
             st = [(int(x), int(y), float(f)) for x, y, f in
-                  zip(self.src[a:b], self.dst[a:b], self.frac[a:b])]
+                  zip(self.src[a:b], self.dst[a:b], self.frac[a:b], strict=False)]
             out.extend([st] * int(self.repeat[s]))
         return out
 
