@@ -135,8 +135,12 @@ class _Probe:
         for q in silent:
             if q in named:
                 continue
-            where = f"paired with {partner[q]}" if q in partner else "no pair this " + unit
-            parts.append(f"rank {q} ({where}) did not report")
+            if q in partner:
+                parts.append(f"rank {q} (paired with {partner[q]}) did not report")
+            elif phase in ("latency", "bandwidth"):
+                parts.append(f"rank {q} (no pair this {unit}) did not report")
+            else:
+                parts.append(f"rank {q} did not report")
         if not parts:
             parts.append("the consensus did not complete")
         message = (

@@ -1,0 +1,198 @@
+"""The probe protocol on an in-process transport: threads that exchange NumPy buffers.
+
+Fast checks of the engine's logic (schedule, counts, consensus, failure reports,
+settings check) without launching processes; the real engines are exercised in
+test_probe_mpi.py and test_probe_torch.py.
+"""
+
+import threading
+import time
+from collections import defaultdict, deque
+
+import numpy as np
+import pytest
+
+from rankopt import RankoptInputError
+from rankopt.probe import ProbeTimeoutError
+from rankopt.probe._common import ProbeParams
+from rankopt.probe._engine import run_probe
+
+
+class _Hub:
+    """Shared state of one simulated job of ``n`` processes."""
+
+    def __init__(self, n):
+        self.n = n
+        self.lock = threading.Lock()
+        self.mail = defaultdict(deque)  # (src, dst, tag) -> messages
+        self.collectives = defaultdict(dict)  # sequence number -> {rank: contribution}
+        self.reports = {}
+
+
+class _Done:
+    def test(self):
+        return True
+
+
+class _Recv:
+    def __init__(self, hub, key, buf):
+        self.hub, self.key, self.buf = hub, key, buf
+
+    def test(self):
+        with self.hub.lock:
+            box = self.hub.mail[self.key]
+            if not box:
+                return False
+            self.buf[...] = box.popleft()
+        return True
+
+
+class _Collective:
+    def __init__(self, hub, seq, finish):
+        self.hub, self.seq, self.finish = hub, seq, finish
+
+    def test(self):
+        with self.hub.lock:
+            parts = self.hub.collectives[self.seq]
+            if len(parts) < self.hub.n:
+                return False
+        self.finish(parts)
+        return True
+
+
+class ThreadTransport:
+    def __init__(self, hub, rank):
+        self.hub, self.rank, self.size = hub, rank, hub.n
+        self.seq = 0
+
+    def isend(self, buf, peer, tag):
+        with self.hub.lock:
+            self.hub.mail[(self.rank, peer, tag)].append(buf.copy())
+        return _Done()
+
+    def irecv(self, buf, peer, tag):
+        return _Recv(self.hub, (peer, self.rank, tag), buf)
+
+    def _collective(self, value, finish):
+        self.seq += 1
+        with self.hub.lock:
+            self.hub.collectives[self.seq][self.rank] = value.copy()
+        return _Collective(self.hub, self.seq, finish)
+
+    def allreduce_max(self, send, recv):
+        def finish(parts):
+            recv[...] = np.max([parts[q] for q in range(self.size)], axis=0)
+
+        return self._collective(send, finish)
+
+    def allgather(self, send, recv):
+        def finish(parts):
+            for q in range(self.size):
+                recv[q] = parts[q]
+
+        return self._collective(send, finish)
+
+    def wait(self, handles, deadline, *, busy):
+        pending = list(handles)
+        while True:
+            pending = [h for h in pending if not h.test()]
+            if not pending:
+                return True
+            if time.perf_counter() >= deadline:
+                return False
+            time.sleep(1e-4)
+
+    def exchange_reports(self, key, report, deadline):
+        with self.hub.lock:
+            self.hub.reports[(key, self.rank)] = report
+        while True:
+            with self.hub.lock:
+                found = [self.hub.reports.get((key, q)) for q in range(self.size)]
+            if all(f is not None for f in found) or time.perf_counter() >= deadline:
+                return found
+            time.sleep(1e-3)
+
+
+def run_job(n, params, *, stall=None, callbacks=None):
+    """Run the engine on ``n`` threads; per rank: the Measurement or the exception."""
+    hub = _Hub(n)
+    results = {}
+
+    def body(rank):
+        p = params[rank] if isinstance(params, list) else params
+        if stall is not None and stall[0] == rank:
+            return  # this process never takes part
+        try:
+            cb = callbacks[rank] if callbacks else None
+            results[rank] = run_probe(
+                ThreadTransport(hub, rank), p, cb, backend="threads", hostname=f"h{rank % 2}"
+            )
+        except Exception as exc:
+            results[rank] = exc
+
+    threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return results
+
+
+FAST = ProbeParams(repeats=3, bandwidth_repeats=2, bandwidth_bytes=4096, timeout=20.0)
+
+
+@pytest.mark.parametrize("n", [2, 5, 6])
+def test_engine_measures_every_pair_once(n):
+    results = run_job(n, FAST)
+    ms = [results[r] for r in range(n)]
+    assert all(not isinstance(m, Exception) for m in ms), ms
+    m = ms[0]
+    off = ~np.eye(n, dtype=bool)
+    np.testing.assert_array_equal(m.pair_counts, off.astype(np.int64))
+    np.testing.assert_array_equal(m.bandwidth_counts, off.astype(np.int64))
+    assert np.all(m.latency[off] > 0) and np.all(np.diag(m.latency) == 0)
+    assert np.all(m.bandwidth[off] > 0) and np.all(np.isfinite(m.bandwidth))
+    assert m.hosts == tuple(f"h{r % 2}" for r in range(n))
+    for other in ms[1:]:
+        np.testing.assert_array_equal(other.latency, m.latency)
+        assert other.started_at == m.started_at and other.finished_at == m.finished_at
+
+
+def test_engine_reports_progress_per_round_and_slot():
+    n = 4
+    seen = {r: [] for r in range(n)}
+    callbacks = {r: seen[r].append for r in range(n)}
+    results = run_job(n, FAST, callbacks=callbacks)
+    m = results[0]
+    for r in range(n):
+        phases = [(p.phase, p.step, p.steps) for p in seen[r]]
+        rounds = m.parameters["latency_rounds"]
+        slots = m.parameters["bandwidth_slots"]
+        assert phases == [("latency", i + 1, rounds) for i in range(rounds)] + [
+            ("bandwidth", i + 1, slots) for i in range(slots)
+        ]
+        assert all(b.elapsed >= a.elapsed for a, b in zip(seen[r], seen[r][1:], strict=False))
+
+
+def test_engine_without_bandwidth():
+    m = run_job(3, ProbeParams(repeats=2, bandwidth=False, timeout=20.0))[0]
+    assert m.bandwidth is None and m.bandwidth_counts is None
+    assert m.parameters["bandwidth_slots"] == 0
+
+
+def test_engine_rejects_different_settings_on_every_rank():
+    params = [FAST, FAST, ProbeParams(repeats=4, bandwidth_bytes=4096, timeout=20.0)]
+    results = run_job(3, params)
+    for r in range(3):
+        assert isinstance(results[r], RankoptInputError)
+        assert "probe settings differ between processes: rank 2" in str(results[r])
+
+
+def test_engine_absent_rank_raises_on_all_others():
+    n = 5
+    results = run_job(n, ProbeParams(repeats=2, timeout=0.5), stall=(3,))
+    assert sorted(results) == [0, 1, 2, 4]
+    for exc in results.values():
+        assert isinstance(exc, ProbeTimeoutError)
+        assert exc.phase == "start" and 3 in exc.ranks
+        assert "rank 3" in str(exc) and "did not report" in str(exc)
