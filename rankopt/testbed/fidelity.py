@@ -20,7 +20,7 @@ from rankopt.testbed.topology import Topology
 
 __all__ = ["OBJECTIVES", "fidelity", "probe_network", "truth_network"]
 
-OBJECTIVES = ("sum", "bottleneck", "contention")
+OBJECTIVES = ("sum", "bottleneck", "time", "contention")
 
 
 def truth_network(topology: Topology, hosts: np.ndarray) -> dict[str, Any]:
