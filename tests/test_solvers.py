@@ -11,7 +11,7 @@ import numba
 import numpy as np
 import pytest
 from conftest import random_matrix
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rankopt
@@ -81,6 +81,7 @@ def _optimum(model):
 
 
 @pytest.mark.parametrize(("objective", "method"), CASES)
+@settings(max_examples=15)
 @given(n=st.integers(4, 7), seed=st.integers(0, 2**31), symmetric=st.booleans())
 def test_contract(objective, method, n, seed, symmetric):
     m = random_matrix(np.random.default_rng(seed), n, symmetric)
