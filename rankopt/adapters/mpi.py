@@ -248,13 +248,50 @@ def original_world() -> MPI.Intracomm:
     return _ORIGINAL_WORLD[0] if _ORIGINAL_WORLD else MPI.COMM_WORLD
 
 
-def replace_world(comm: MPI.Intracomm) -> None:
-    """Make ``mpi4py.MPI.COMM_WORLD`` refer to ``comm`` for code that looks it up later."""
+def _world_class() -> type:
+    from mpi4py import MPI
+
+    predefined = tuple(
+        getattr(MPI, k)
+        for k in (
+            "TAG_UB",
+            "HOST",
+            "IO",
+            "WTIME_IS_GLOBAL",
+            "UNIVERSE_SIZE",
+            "APPNUM",
+            "LASTUSEDCODE",
+        )
+        if hasattr(MPI, k)
+    )
+
+    class ReorderedWorld(MPI.Intracomm):  # type: ignore[misc]
+        """The reordered world; predefined attributes are read from the real world."""
+
+        def Get_attr(self, keyval: Any) -> Any:  # noqa: N802 - mpi4py's name
+            value = super().Get_attr(keyval)
+            if value is None and keyval in predefined:
+                return original_world().Get_attr(keyval)
+            return value
+
+    return ReorderedWorld
+
+
+def replace_world(comm: MPI.Intracomm) -> MPI.Intracomm:
+    """Make ``mpi4py.MPI.COMM_WORLD`` refer to ``comm`` for code that looks it up later.
+
+    The object installed is a subclass of ``MPI.Intracomm`` on the same MPI
+    communicator whose ``Get_attr`` falls back to the real world for the
+    predefined attributes (``MPI.TAG_UB``, ``MPI.UNIVERSE_SIZE``, ``MPI.APPNUM``,
+    ...), which MPI caches on ``MPI_COMM_WORLD`` only. Returns that object.
+    """
     from mpi4py import MPI
 
     if not _ORIGINAL_WORLD:
         _ORIGINAL_WORLD.append(MPI.COMM_WORLD)
-    MPI.COMM_WORLD = comm  # type: ignore[misc]  # the point: later lookups see it
+    world = _world_class()(comm)
+    MPI.COMM_WORLD = world  # type: ignore[misc]  # the point: later lookups see it
+    return world
 
 
 def run_program(
@@ -308,9 +345,12 @@ def run_program(
     own default communicator), objects created before the replacement, and
     launcher environment variables (``OMPI_COMM_WORLD_RANK``, ``PMI_RANK``),
     which keep the launch numbering. ``MPI.COMM_WORLD`` is then an ordinary
-    communicator: predefined attributes such as ``MPI.UNIVERSE_SIZE`` and
-    ``MPI.APPNUM`` live on the real world only (see :func:`original_world`), and
-    ``Free()`` on it is legal. Errors abort through the real world.
+    communicator of a subclass of ``MPI.Intracomm``: ``Get_attr`` of the
+    predefined attributes (``MPI.TAG_UB``, ``MPI.UNIVERSE_SIZE``, ``MPI.APPNUM``;
+    MPI caches them on the real world only) is answered from the real world, but
+    C code reading them from the new communicator finds nothing; ``type(comm) is
+    MPI.Intracomm`` is false; ``Free()`` on it is legal. Errors abort through the
+    real world (:func:`original_world`).
     """
     from mpi4py import MPI
     from mpi4py.run import run_command_line, set_abort_status
@@ -337,8 +377,8 @@ def run_program(
     except BaseException as exc:
         set_abort_status(exc)
         raise
-    replace_world(comm)
-    assert MPI.COMM_WORLD is comm
+    world_now = replace_world(comm)
+    assert MPI.COMM_WORLD is world_now
     try:
         run_command_line(list(args))
     except BaseException as exc:

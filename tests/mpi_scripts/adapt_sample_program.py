@@ -8,6 +8,7 @@ from mpi4py.MPI import COMM_WORLD
 
 comm = MPI.COMM_WORLD
 assert comm is COMM_WORLD
+assert comm.Get_attr(MPI.TAG_UB) >= 32767  # predefined attributes still answer
 total = comm.allreduce(comm.rank, op=MPI.SUM)
 assert total == comm.size * (comm.size - 1) // 2
 launch_rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
