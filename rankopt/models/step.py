@@ -127,11 +127,16 @@ class HierarchicalModel(CostModel):
     """Hierarchical allreduce: its schedule depends on where each rank runs.
 
     The group of new rank ``k`` is ``groups[order[k]]`` (the finest level of
-    the hierarchy: hosts), so the schedule is rebuilt for every order and
-    :meth:`swap_delta` is the difference of two full evaluations (O(n)).
+    the hierarchy: hosts). Groups are taken in the order of their lowest new
+    rank and members by new rank, so listing new ranks group after group
+    (positions) gives a schedule that depends only on the sequence of group
+    sizes: :meth:`cost` maps the order to positions (``O(n log n)`` in NumPy)
+    and evaluates the compiled schedule of that size sequence, built once and
+    cached. :meth:`swap_delta` is the difference of two full evaluations.
     """
 
     rotation_invariant = False
+    _CACHE = 32
 
     def __init__(self, net: Network, groups: NDArray[np.int64], objective: str,
                  inter: str | None = None) -> None:
@@ -140,6 +145,11 @@ class HierarchicalModel(CostModel):
         self.n = net.n
         self.objective = objective
         self.inter = inter
+        self._evaluators: dict[bytes, object] = {}
+        self._labels = np.unique(self.groups, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        self._ngroups = int(self._labels.max()) + 1
+        self._asc = np.arange(self.n, dtype=np.int64)
+        self._desc = self._asc[::-1].copy()
 
     def schedule_for(self, order: NDArray[np.int64]) -> Schedule:
         """The schedule the algorithm runs under ``order``."""
@@ -149,6 +159,32 @@ class HierarchicalModel(CostModel):
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return reference_time(self.schedule_for(order), self.network, np.asarray(order))
 
+    def positions(self, order: NDArray[np.int64]) -> tuple[bytes, NDArray[np.int64]]:
+        """Group sizes in group order (int64 bytes) and the new rank at each position.
+
+        Position ``p`` holds new rank ``ranks[p]``: the members of the first
+        group (the group of new rank 0) by new rank, then the next group, ...
+        """
+        lab = self._labels[order]
+        first = np.empty(self._ngroups, dtype=np.int64)
+        first[lab[::-1]] = self._desc  # the last write wins: the lowest new rank
+        rank_of_group = np.empty(self._ngroups, dtype=np.int64)
+        rank_of_group[np.argsort(first)] = self._asc[: self._ngroups]
+        key = rank_of_group[lab]
+        return np.bincount(key, minlength=self._ngroups).tobytes(), np.argsort(key, kind="stable")
+
+    def _evaluator(self, sizes: bytes):
+        ev = self._evaluators.get(sizes)
+        if ev is None:
+            lab = np.repeat(np.arange(self._ngroups), np.frombuffer(sizes, dtype=np.int64))
+            sched = schedule("allreduce", "hierarchical", self.n, groups=lab, inter=self.inter)
+            ev = make_evaluator(sched, self.network, index=False)
+            if len(self._evaluators) >= self._CACHE:
+                self._evaluators.pop(next(iter(self._evaluators)))
+            self._evaluators[sizes] = ev
+        return ev
+
     def cost(self, order: NDArray[np.int64]) -> float:
-        ev = make_evaluator(self.schedule_for(order), self.network, index=False)
-        return float(ev.cost(_as_order(order)))
+        o = _as_order(order)
+        sizes, ranks = self.positions(o)
+        return float(self._evaluator(sizes).cost(np.ascontiguousarray(o[ranks])))
