@@ -12,9 +12,11 @@ atomically; ``rankopt solve net.npz`` reads it.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -129,15 +131,35 @@ def _summary(m: Any, path: Path) -> str:
     return line + f", {m.duration:.2f} s"
 
 
-def _fail(exc: ProbeTimeoutError, rank: int, n: int, abort: Any) -> None:
-    """Report a timeout once (lowest live rank) and end the job without waiting for peers."""
-    live = sorted(set(range(n)) - set(exc.ranks))
-    if not live or rank == live[0]:
-        print(f"rankopt probe: error: {exc}", file=sys.stderr, flush=True)
-    else:
-        time.sleep(1.0)  # let the reporting rank print before the job is torn down
-    sys.stdout.flush()
-    abort()
+def _probe_and_save(
+    args: argparse.Namespace,
+    rank: int,
+    n: int,
+    measure: Callable[..., Any],
+    options: dict[str, Any],
+    abort: Callable[[], Any],
+) -> int:
+    """Run ``measure`` on every rank; rank 0 shows progress and writes the file.
+
+    On a timeout the lowest live rank prints the error once and the job ends
+    through ``abort``, without waiting for the dead peer.
+    """
+    show = rank == 0 and not args.quiet
+    try:
+        m = measure(callback=_progress if show else None, **options)
+    except ProbeTimeoutError as exc:
+        live = sorted(set(range(n)) - set(exc.ranks))
+        if not live or rank == live[0]:
+            print(f"rankopt probe: error: {exc}", file=sys.stderr, flush=True)
+        else:
+            time.sleep(1.0)  # let the reporting rank print before the job is torn down
+        sys.stdout.flush()
+        abort()
+        return 1
+    if rank == 0:
+        m.save(args.output)
+        print(_summary(m, args.output))
+    return 0
 
 
 def _run_mpi(args: argparse.Namespace, options: dict[str, Any]) -> int:
@@ -154,16 +176,9 @@ def _run_mpi(args: argparse.Namespace, options: dict[str, Any]) -> int:
     problem = comm.bcast(_output_problem(args.output) if rank == 0 else None, root=0)
     if problem:
         raise CLIError(problem)
-    show = rank == 0 and not args.quiet
-    try:
-        m = measure(comm, callback=_progress if show else None, **options)
-    except ProbeTimeoutError as exc:
-        _fail(exc, rank, n, lambda: comm.Abort(1))
-        return 1
-    if rank == 0:
-        m.save(args.output)
-        print(_summary(m, args.output))
-    return 0
+    return _probe_and_save(
+        args, rank, n, functools.partial(measure, comm), options, lambda: comm.Abort(1)
+    )
 
 
 def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
@@ -192,18 +207,10 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
     dist.broadcast_object_list(box, src=0)
     if box[0]:
         raise CLIError(box[0])
-    show = rank == 0 and not args.quiet
-    try:
-        m = measure(None, callback=_progress if show else None, **options)
-    except ProbeTimeoutError as exc:
-        _fail(exc, rank, n, lambda: os._exit(1))
-        return 1
-    if rank == 0:
-        m.save(args.output)
-        print(_summary(m, args.output))
+    status = _probe_and_save(args, rank, n, measure, options, lambda: os._exit(1))
     if created:
         dist.destroy_process_group()
-    return 0
+    return status
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ __all__ = [
     "ProbeParams",
     "TestHooks",
     "check_params",
+    "params_from",
     "median_mad",
 ]
 
@@ -156,6 +157,12 @@ def check_params(
         bandwidth=bool(bandwidth),
         bw_concurrency=_check_count(bw_concurrency, "bw_concurrency", 1),
     )
+
+
+def params_from(arguments: dict[str, Any]) -> ProbeParams:
+    """Validate the settings among a ``measure`` call's arguments (pass ``locals()``)."""
+    names = [f.name for f in fields(ProbeParams)]
+    return check_params(callback=arguments["callback"], **{k: arguments[k] for k in names})
 
 
 def median_mad(samples: NDArray[np.float64]) -> tuple[float, float]:

@@ -43,7 +43,7 @@ from rankopt.probe._common import (
 )
 from rankopt.probe._topology import infer_link_levels
 from rankopt.probe.measurement import Measurement
-from rankopt.probe.schedule import bandwidth_slots, partner_table, round_robin
+from rankopt.probe.schedule import bandwidth_slots, round_robin
 
 __all__ = ["Transport", "run_probe"]
 
@@ -52,6 +52,7 @@ logger = logging.getLogger("rankopt.probe")
 TAG_LAT, TAG_BW, TAG_ACK = 0x7A10, 0x7A11, 0x7A12
 PAIR_SHARE, CONSENSUS_SHARE, FAILURE_SHARE = 0.6, 0.8, 0.95
 HOST_BYTES = 256
+_Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float]
 _UNIT = {"latency": "round", "bandwidth": "slot", "start": "step", "gather": "step"}
 
 
@@ -254,81 +255,75 @@ class _Probe:
         started = float(table[0, 8:16].copy().view(np.float64)[0])
         return hosts, started
 
-    def _latency(self) -> tuple[NDArray, NDArray, NDArray, int, float]:
-        n, me, p = self.n, self.me, self.p
-        rounds = round_robin(n)
-        table = partner_table(rounds, n)
-        row = np.zeros((3, n))  # latency, spread, count
-        for r, pairs in enumerate(rounds):
-            t0 = time.perf_counter()
-            if self.hooks.stall_round == r + 1:
-                time.sleep(self.hooks.stall_seconds)
-            peer = int(table[r, me])
-            failed = -1
-            if peer >= 0:
-                deadline = t0 + PAIR_SHARE * p.timeout
-                tags = (TAG_LAT, TAG_LAT)
-                for first in sorted((me, peer)):
-                    if first == me:
-                        rtt = self._initiate(
-                            peer, self.small_out, self.small_in, tags, p.repeats, deadline
-                        )
-                        if rtt is None:
-                            failed = peer
-                            break
-                        row[0, peer], row[1, peer] = median_mad(rtt / 2.0)
-                        row[2, peer] += 1
-                    elif not self._respond(
-                        peer, self.small_in, self.small_out, tags, p.repeats, deadline
-                    ):
-                        failed = peer
-                        break
-            self._consensus("latency", r, len(rounds), t0, failed, pairs)
-            self._progress("latency", r, len(rounds), pairs)
-        gathered = self._allgather(np.concatenate([row.ravel(), [time.time()]]), "gather")
-        mats = gathered[:, : 3 * n].reshape(n, 3, n)
-        return mats[:, 0], mats[:, 1], mats[:, 2], len(rounds), float(gathered[:, -1].max())
+    def _phase(
+        self,
+        phase: str,
+        steps: Sequence[Sequence[tuple[int, int]]],
+        out: NDArray,
+        inbox: NDArray,
+        tags: tuple[int, int],
+        count: int,
+        summarise: Callable[[NDArray[np.float64], int], tuple[float, float]],
+    ) -> _Rows:
+        """Run the pairs of every step (both sides in turn), then gather every row.
 
-    def _bandwidth(
-        self, latency: NDArray, slots: list[list[tuple[int, int]]]
-    ) -> tuple[NDArray, NDArray, NDArray, float]:
-        n, me, p = self.n, self.me, self.p
-        big_out = np.ones(p.bandwidth_bytes, dtype=np.uint8)
-        big_in = np.zeros(p.bandwidth_bytes, dtype=np.uint8)
-        row = np.zeros((3, n))  # bandwidth, spread, count
-        for s, pairs in enumerate(slots):
+        The initiator sends ``out`` and times the round trip to the small answer;
+        ``summarise(samples, peer)`` turns its samples into (value, spread). Returns
+        the (n, n) value, spread and count matrices and the latest finish time.
+        """
+        n, me = self.n, self.me
+        row = np.zeros((3, n))  # value, spread, count
+        for s, pairs in enumerate(steps):
             t0 = time.perf_counter()
+            if phase == "latency" and self.hooks.stall_round == s + 1:
+                time.sleep(self.hooks.stall_seconds)
             peer = next((b if a == me else a for a, b in pairs if me in (a, b)), -1)
             failed = -1
-            if peer >= 0:
-                deadline = t0 + PAIR_SHARE * p.timeout
-                tags = (TAG_BW, TAG_ACK)
-                for first in sorted((me, peer)):
-                    if first == me:
-                        el = self._initiate(
-                            peer, big_out, self.small_in, tags, p.bandwidth_repeats, deadline
-                        )
-                        if el is None:
-                            failed = peer
-                            break
-                        # one-way transfer time: elapsed minus the acknowledgement's latency
-                        one_way = np.maximum(el - latency[peer, me], el / 2.0)
-                        row[0, peer], row[1, peer] = median_mad(p.bandwidth_bytes / one_way)
-                        row[2, peer] += 1
-                    elif not self._respond(
-                        peer, big_in, self.small_out, tags, p.bandwidth_repeats, deadline
-                    ):
+            deadline = t0 + PAIR_SHARE * self.p.timeout
+            for first in sorted((me, peer)) if peer >= 0 else ():
+                if first == me:
+                    samples = self._initiate(peer, out, self.small_in, tags, count, deadline)
+                    if samples is None:
                         failed = peer
                         break
-            self._consensus("bandwidth", s, len(slots), t0, failed, pairs)
-            self._progress("bandwidth", s, len(slots), pairs)
+                    row[0, peer], row[1, peer] = summarise(samples, peer)
+                    row[2, peer] += 1
+                elif not self._respond(peer, inbox, self.small_out, tags, count, deadline):
+                    failed = peer
+                    break
+            self._consensus(phase, s, len(steps), t0, failed, pairs)
+            self._progress(phase, s, len(steps), pairs)
         gathered = self._allgather(np.concatenate([row.ravel(), [time.time()]]), "gather")
         mats = gathered[:, : 3 * n].reshape(n, 3, n)
         return mats[:, 0], mats[:, 1], mats[:, 2], float(gathered[:, -1].max())
 
+    def _latency(self, rounds: Sequence[Sequence[tuple[int, int]]]) -> _Rows:
+        def one_way(rtt: NDArray[np.float64], peer: int) -> tuple[float, float]:
+            return median_mad(rtt / 2.0)
+
+        tags = (TAG_LAT, TAG_LAT)
+        return self._phase(
+            "latency", rounds, self.small_out, self.small_in, tags, self.p.repeats, one_way
+        )
+
+    def _bandwidth(self, latency: NDArray, slots: Sequence[Sequence[tuple[int, int]]]) -> _Rows:
+        nbytes = self.p.bandwidth_bytes
+        me = self.me
+
+        def rate(elapsed: NDArray[np.float64], peer: int) -> tuple[float, float]:
+            # one-way transfer time: elapsed minus the acknowledgement's latency
+            transfer = np.maximum(elapsed - latency[peer, me], elapsed / 2.0)
+            return median_mad(nbytes / transfer)
+
+        out = np.ones(nbytes, dtype=np.uint8)
+        inbox = np.zeros(nbytes, dtype=np.uint8)
+        tags = (TAG_BW, TAG_ACK)
+        return self._phase("bandwidth", slots, out, inbox, tags, self.p.bandwidth_repeats, rate)
+
     def run(self) -> Measurement:
         hosts, started = self._start()
-        lat, lat_spread, counts, n_rounds, finished = self._latency()
+        rounds = round_robin(self.n)
+        lat, lat_spread, counts, finished = self._latency(rounds)
         bw = bw_spread = bw_counts = None
         levels = infer_link_levels(lat, hosts)
         slots: list[list[tuple[int, int]]] = []
@@ -337,7 +332,7 @@ class _Probe:
             bw, bw_spread, bw_counts, finished = self._bandwidth(lat, slots)
         parameters = self.p.as_dict() | {
             "n": self.n,
-            "latency_rounds": n_rounds,
+            "latency_rounds": len(rounds),
             "bandwidth_slots": len(slots),
             "link_levels": len(levels),
         }

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, check_params
+from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, params_from
 from rankopt.probe._engine import CONSENSUS_SHARE, run_probe
 from rankopt.probe.measurement import Measurement
 
@@ -185,17 +185,7 @@ def measure(
     >>> m.latency.shape, m.pair_counts.sum()                   # doctest: +SKIP
     ((4, 4), 12)
     """
-    params = check_params(
-        latency_bytes=latency_bytes,
-        bandwidth_bytes=bandwidth_bytes,
-        repeats=repeats,
-        bandwidth_repeats=bandwidth_repeats,
-        warmup=warmup,
-        timeout=timeout,
-        bandwidth=bandwidth,
-        bw_concurrency=bw_concurrency,
-        callback=callback,
-    )
+    params = params_from(locals())  # before anything else: no communication yet
     from mpi4py import MPI
 
     if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:

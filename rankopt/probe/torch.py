@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._common import ProbeProgress, check_params
+from rankopt.probe._common import ProbeProgress, params_from
 from rankopt.probe._engine import run_probe
 from rankopt.probe.measurement import Measurement
 
@@ -178,17 +178,7 @@ bw_concurrency, callback
     >>> m.bandwidth.shape                                      # doctest: +SKIP
     (4, 4)
     """
-    params = check_params(
-        latency_bytes=latency_bytes,
-        bandwidth_bytes=bandwidth_bytes,
-        repeats=repeats,
-        bandwidth_repeats=bandwidth_repeats,
-        warmup=warmup,
-        timeout=timeout,
-        bandwidth=bandwidth,
-        bw_concurrency=bw_concurrency,
-        callback=callback,
-    )
+    params = params_from(locals())  # before anything else: no communication yet
     import torch
     import torch.distributed as dist
 

@@ -1,0 +1,91 @@
+"""Shared by the probe's test scripts (running inside the job) and tests (launching it).
+
+Inside the job, :func:`report_run` runs the probe on one rank and writes
+OUTDIR/rank<r>.npz (the measurement) and OUTDIR/rank<r>.json: the error it
+raised (if any), how long the probe ran, how long after its last completed
+round it raised and when each phase ended. From the test, :func:`collect_reports`
+launches the job and reads those reports back.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+HOOKS = ("RANKOPT_PROBE_TEST_DELAY", "RANKOPT_PROBE_TEST_STALL")
+
+
+def job_env(**extra: str) -> dict[str, str]:
+    """Environment for a launched job: this tree first on the path, no stray test hooks."""
+    env = {k: v for k, v in os.environ.items() if k not in HOOKS}
+    env.update(
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+    )
+    env.update(extra)
+    return env
+
+
+def parse_kwargs(argv: list[str]) -> dict[str, Any]:
+    """``KEY=JSON`` arguments as keyword arguments for ``measure``."""
+    return {key: json.loads(value) for key, value in (arg.split("=", 1) for arg in argv)}
+
+
+def report_run(outdir: str, rank: int, probe: Callable[[Callable[[Any], None]], Any]) -> dict:
+    """Run ``probe(callback)`` and write this rank's measurement and report."""
+    t0 = time.perf_counter()
+    last = [t0]
+    phases: dict[str, float] = {}
+
+    def progress(p: Any) -> None:
+        last[0] = time.perf_counter()
+        if p.step == p.steps:
+            phases[p.phase] = p.elapsed
+
+    info: dict[str, Any] = {"error": None}
+    try:
+        probe(progress).save(os.path.join(outdir, f"rank{rank}.npz"))
+    except Exception as exc:
+        info = {"error": type(exc).__name__, "message": str(exc)}
+        info.update({k: getattr(exc, k, None) for k in ("phase", "step", "pairs", "ranks")})
+    now = time.perf_counter()
+    info.update(elapsed=now - t0, since_last_round=now - last[0], phases=phases)
+    with open(os.path.join(outdir, f"rank{rank}.json"), "w") as fh:
+        json.dump(info, fh)
+    return info
+
+
+def collect_reports(
+    cmd: list[str], env: dict[str, str], outdir: Path, n: int, expect: int | None, limit: float
+) -> dict[int, dict]:
+    """Launch the job; wait until ``expect`` ranks (default: all, and the job ended) reported.
+
+    A rank left asleep on purpose is killed with the whole process group.
+    """
+    outdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    want = n if expect is None else expect
+    deadline = time.monotonic() + limit
+    try:
+        while True:
+            done = len(list(outdir.glob("rank*.json"))) >= want
+            if done and (expect is not None or proc.poll() is not None):
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{n} processes did not report within {limit} s")
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        out = proc.communicate()[0].decode(errors="replace")
+    if expect is None:
+        assert proc.returncode == 0, out
+    return {int(f.stem[4:]): json.loads(f.read_text()) for f in outdir.glob("rank*.json")}
