@@ -135,7 +135,7 @@ def test_anneal_budgets_reproducible(rng):
     c = solve(m, objective=pairs_then_ring, method="anneal", rng=5, options={"max_evals": 1000})
     assert c.evaluations <= 1000 + 200 and c.stop_reason in ("max_evals", "max_iter")
     t = solve(m, objective=_python_pairs, method="anneal", rng=5, max_iter=10**7, time_limit=0.2)
-    assert t.stop_reason == "time_limit" and t.runtime_s < 2.0
+    assert t.stop_reason == "time_limit" and t.runtime_s < 5.0
 
 
 def test_anneal_progress_callback(rng):

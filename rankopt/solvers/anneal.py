@@ -196,7 +196,7 @@ def _generic(
     factor = (t1 / t0) ** (1.0 / iters) if t0 > 0 and iters > 0 else 0.0
     every = max(iters // 20, 1)
     evals = 0
-    batch = 4096
+    batch = 256
     it = 0
     while it < iters:
         size = min(batch, iters - it)
