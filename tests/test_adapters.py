@@ -436,3 +436,52 @@ def test_mpi_runner_argv_split():
     assert split_argv(["--seed=3", "-c", "print(1)"]) == (["--seed=3"], ["-c", "print(1)"])
     assert split_argv(["-v", "--", "--weird.py"]) == (["-v"], ["--weird.py"])
     assert split_argv(["-v"]) == (["-v"], [])
+
+
+def test_writers_and_nodes_take_a_measurement(tmp_path):
+    from rankopt import Measurement
+
+    hosts = ("a", "b", "a", "b", "c", "c")
+    node_lat = np.array([[0, 9, 1], [9, 0, 1], [1, 1, 0]], float) * 1e-4
+    node_of = node_index(hosts)
+    lat = node_lat[np.ix_(node_of, node_of)] + 1e-6
+    np.fill_diagonal(lat, 0)
+    m = Measurement(latency=lat, bandwidth=None, hosts=hosts)
+    order, res = solve_nodes(m, rng=0)
+    assert res is not None and order[0] == 0 and is_node_contiguous(order, m)
+    text = write_rankfile(tmp_path / "rf", order, m, comment=False).read_text()
+    assert text.splitlines()[0] == "rank 0=a slot=0"
+    assert rank_hosts(order, m)[:2] == ["a", "a"]
+    assert list(node_ranks(order, m)) == [h for h in predict(order, m).nodes]
+
+
+def test_rank0_decision_is_published_for_every_outcome(tmp_path):
+    dist = pytest.importorskip("torch.distributed")
+    import json
+
+    from rankopt.adapters._launch import _decide
+
+    def store(n, failed=()):
+        s = dist.HashStore()
+        for r in range(n):
+            s.set(f"host/{r}", f"h{r % 2}")
+        s.add("probed", n)
+        for r, msg in failed:
+            s.set(f"failed/{r}", msg)
+        return s
+
+    save_order(tmp_path / "o.txt", [0, 2, 1, 3])
+    ok = _decide(_args("--order", str(tmp_path / "o.txt")), store(4), 4, None, 0.0)
+    assert ok["order"] == [0, 2, 1, 3] and ok["hosts"] == ["h0", "h1", "h0", "h1"]
+    assert "error" not in ok and json.loads(json.dumps(ok)) == ok
+    bad = _decide(_args(), store(4, [(2, "ProbeTimeoutError: rank 3 silent")]), 4, None, 0.0)
+    assert bad["order"] == [0, 1, 2, 3]
+    assert (
+        bad["error"] == "probe failed on 1 rank(s), first rank 2: ProbeTimeoutError: rank 3 silent"
+    )
+    late = dist.HashStore()
+    late.add("probed", 3)
+    out = _decide(_args(), late, 4, None, 0.0)
+    assert (
+        out["error"] == "only 3 of 4 ranks finished the probe in time" and out["hosts"] == ["?"] * 4
+    )
