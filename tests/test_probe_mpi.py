@@ -1,14 +1,19 @@
 """The MPI probe on real processes: mpiexec (Open MPI) with 2, 3, 4 and 8 ranks on this machine."""
 
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from mpi_scripts.probe_launch import HOOKS, collect_reports, job_env
+from mpi_scripts.probe_launch import (
+    HOOKS,
+    assert_complete,
+    assert_identical,
+    collect_reports,
+    job_env,
+)
 
 from rankopt import load_measurement
 
@@ -56,43 +61,11 @@ def probed(request, tmp_path_factory):
 
 def test_measurement_is_complete(probed):
     n, ms = probed
-    m = ms[0]
-    off = ~np.eye(n, dtype=bool)
-    for mat in (m.latency, m.bandwidth):
-        assert mat.shape == (n, n)
-        assert np.all(np.diag(mat) == 0)
-        assert np.all(np.isfinite(mat[off])) and np.all(mat[off] > 0)
-    for spread in (m.latency_spread, m.bandwidth_spread):
-        assert spread.shape == (n, n) and np.all(np.isfinite(spread)) and np.all(spread >= 0)
-    # every pair measured exactly once per direction, in both phases
-    expected = off.astype(np.int64)
-    np.testing.assert_array_equal(m.pair_counts, expected)
-    np.testing.assert_array_equal(m.bandwidth_counts, expected)
-    assert m.parameters["latency_rounds"] == (n - 1 if n % 2 == 0 else n)
-    assert m.parameters["bandwidth_slots"] == n * (n - 1) // 2  # one host: sequential
-    assert m.hosts == (socket.gethostname(),) * n
-    assert m.host_groups().tolist() == [0] * n
-    assert m.backend == "mpi" and 0 < m.duration < 20
-    # sane magnitudes for one machine: microseconds to milliseconds, MB/s to 100s of GB/s
-    assert 1e-7 < np.median(m.latency[off]) < 1e-2
-    assert 1e6 < np.median(m.bandwidth[off]) < 1e12
+    assert_complete(ms[0], n, "mpi")
 
 
 def test_identical_on_every_rank(probed):
-    n, ms = probed
-    for other in ms[1:]:
-        for name in (
-            "latency",
-            "bandwidth",
-            "latency_spread",
-            "bandwidth_spread",
-            "pair_counts",
-            "bandwidth_counts",
-        ):
-            np.testing.assert_array_equal(getattr(other, name), getattr(ms[0], name))
-        assert other.hosts == ms[0].hosts
-        assert (other.started_at, other.finished_at) == (ms[0].started_at, ms[0].finished_at)
-        assert other.parameters == ms[0].parameters
+    assert_identical(probed[1])
 
 
 def test_slow_pair_is_the_slowest_entry(tmp_path):

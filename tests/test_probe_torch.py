@@ -6,9 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
-from mpi_scripts.probe_launch import collect_reports, job_env
+from mpi_scripts.probe_launch import assert_complete, assert_identical, collect_reports, job_env
 
 from rankopt import RankoptInputError, load_measurement
 
@@ -32,24 +31,8 @@ def test_gloo_probe_four_processes(tmp_path):
     reports = run_gloo(tmp_path, n, "timeout=20")
     assert all(r["error"] is None for r in reports.values()), reports
     ms = [load_measurement(tmp_path / f"rank{r}.npz") for r in range(n)]
-    m = ms[0]
-    off = ~np.eye(n, dtype=bool)
-    for mat in (m.latency, m.bandwidth):
-        assert mat.shape == (n, n)
-        assert np.all(np.diag(mat) == 0)
-        assert np.all(np.isfinite(mat[off])) and np.all(mat[off] > 0)
-    np.testing.assert_array_equal(m.pair_counts, off.astype(np.int64))
-    np.testing.assert_array_equal(m.bandwidth_counts, off.astype(np.int64))
-    assert m.hosts == (socket.gethostname(),) * n
-    assert m.backend == "gloo" and m.parameters["latency_rounds"] == n - 1
-    for other in ms[1:]:
-        np.testing.assert_array_equal(other.latency, m.latency)
-        np.testing.assert_array_equal(other.bandwidth, m.bandwidth)
-        assert (other.hosts, other.started_at, other.finished_at) == (
-            m.hosts,
-            m.started_at,
-            m.finished_at,
-        )
+    assert_complete(ms[0], n, "gloo")
+    assert_identical(ms)
 
 
 def test_gloo_unresponsive_rank_makes_every_rank_raise(tmp_path):

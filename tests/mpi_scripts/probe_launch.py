@@ -89,3 +89,42 @@ def collect_reports(
     if expect is None:
         assert proc.returncode == 0, out
     return {int(f.stem[4:]): json.loads(f.read_text()) for f in outdir.glob("rank*.json")}
+
+
+def assert_complete(m: Any, n: int, backend: str) -> None:
+    """A full probe of ``n`` processes on this machine: shapes, values and counts."""
+    import socket
+
+    import numpy as np
+
+    off = ~np.eye(n, dtype=bool)
+    for mat in (m.latency, m.bandwidth):
+        assert mat.shape == (n, n)
+        assert np.all(np.diag(mat) == 0)
+        assert np.all(np.isfinite(mat[off])) and np.all(mat[off] > 0)
+    for spread in (m.latency_spread, m.bandwidth_spread):
+        assert spread.shape == (n, n) and np.all(np.isfinite(spread)) and np.all(spread >= 0)
+    # every pair measured exactly once per direction, in both phases
+    np.testing.assert_array_equal(m.pair_counts, off.astype(np.int64))
+    np.testing.assert_array_equal(m.bandwidth_counts, off.astype(np.int64))
+    assert m.parameters["latency_rounds"] == (n - 1 if n % 2 == 0 else n)
+    assert m.parameters["bandwidth_slots"] == n * (n - 1) // 2  # one host: sequential
+    assert m.hosts == (socket.gethostname(),) * n
+    assert m.host_groups().tolist() == [0] * n
+    assert m.backend == backend and 0 < m.duration < 20
+    # sane magnitudes for one machine: microseconds to milliseconds, MB/s to 100s of GB/s
+    assert 1e-7 < np.median(m.latency[off]) < 1e-2
+    assert 1e6 < np.median(m.bandwidth[off]) < 1e12
+
+
+def assert_identical(ms: list[Any]) -> None:
+    """Every rank returned the same measurement."""
+    import numpy as np
+
+    names = ("latency", "bandwidth", "latency_spread", "bandwidth_spread")
+    for other in ms[1:]:
+        for name in (*names, "pair_counts", "bandwidth_counts"):
+            np.testing.assert_array_equal(getattr(other, name), getattr(ms[0], name))
+        assert other.hosts == ms[0].hosts
+        assert (other.started_at, other.finished_at) == (ms[0].started_at, ms[0].finished_at)
+        assert other.parameters == ms[0].parameters
