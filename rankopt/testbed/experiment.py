@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from rankopt.testbed.fidelity import fidelity, probe_network
+from rankopt.testbed.fidelity import fidelity
+from rankopt.testbed.hierarchy import probe_network
 from rankopt.testbed.launch import RING_MCA, placement, run_gloo, run_mpi
 from rankopt.testbed.topology import Testbed, TestbedError
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from rankopt.testbed.hierarchy import probe_network
 from rankopt.testbed.topology import Topology
 
-__all__ = ["OBJECTIVES", "fidelity", "probe_network", "truth_network"]
+__all__ = ["OBJECTIVES", "fidelity", "truth_network"]
 
 OBJECTIVES = ("sum", "bottleneck", "time", "contention")
 
@@ -38,57 +39,6 @@ def truth_network(topology: Topology, hosts: np.ndarray) -> dict[str, Any]:
         "groups": groups,
         "uplink_bandwidth": topology.uplink_bandwidth(),
     }
-
-
-def probe_network(measurement: Any, *, ratio: float = 1.5) -> dict[str, Any]:
-    """The network as rankopt's probe sees it, with a hierarchy inferred from bandwidth.
-
-    A one-rank-per-host testbed shows its racks and pods in the bandwidth
-    matrix, not in latency (a few microseconds apart, below the noise of a
-    busy machine).  Groups are the tiers of the *time per byte* ``1 /
-    bandwidth`` (the probe's tier inference, run on that matrix instead of on
-    latency); each level's uplink rate is the median bandwidth of the pairs
-    whose path tops out at that level.
-
-    Returns ``latency``, ``bandwidth``, ``groups`` (finest first, hosts
-    included) and ``uplink_bandwidth`` as keyword arguments for
-    ``rankopt.cost`` / ``rankopt.solve``; without a bandwidth matrix only
-    ``latency``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from types import SimpleNamespace
-    >>> bw = np.full((4, 4), 20e6)
-    >>> bw[:2, :2] = bw[2:, 2:] = 120e6
-    >>> m = SimpleNamespace(latency=np.zeros((4, 4)), bandwidth=bw, hosts=("a", "b", "c", "d"))
-    >>> net = probe_network(m)
-    >>> [g.tolist() for g in net["groups"]], [float(u) for u in net["uplink_bandwidth"]]
-    ([[0, 1, 2, 3], [0, 0, 1, 1]], [120000000.0, 20000000.0])
-    """
-    from rankopt.probe._topology import infer_link_levels
-
-    net: dict[str, Any] = {"latency": np.asarray(measurement.latency, dtype=np.float64)}
-    bw = getattr(measurement, "bandwidth", None)
-    if bw is None:
-        return net
-    bw = np.asarray(bw, dtype=np.float64)
-    net["bandwidth"] = bw
-    per_byte = np.zeros_like(bw)
-    np.divide(1.0, bw, out=per_byte, where=bw > 0)
-    levels = infer_link_levels(per_byte, list(measurement.hosts), ratio=ratio)
-    off = ~np.eye(len(bw), dtype=bool)
-    uplinks = []
-    for k, g in enumerate(levels):
-        cross = (g[:, None] != g[None, :]) & off
-        if k + 1 < len(levels):
-            nxt = levels[k + 1]
-            cross &= nxt[:, None] == nxt[None, :]
-        vals = bw[cross & (bw > 0)]
-        uplinks.append(float(np.median(vals)) if vals.size else float(np.median(bw[off])))
-    net["groups"] = levels
-    net["uplink_bandwidth"] = uplinks
-    return net
 
 
 def _model_costs(
