@@ -15,9 +15,10 @@ engine runs the phases:
 
 Every round and slot ends with a consensus: an allreduce of a failure flag with
 a deadline. When it fails or times out, all processes still alive exchange
-failure reports (over a channel that does not depend on the failed links) and
-raise :class:`ProbeTimeoutError` naming the
-round and the pairs or processes that did not answer. Deadlines are measured
+failure reports over a channel that does not depend on the failed links (MPI:
+point to point; Gloo, which closes all links of a process after one timeout:
+the rendezvous store) and raise :class:`ProbeTimeoutError` naming the round and
+the pairs or processes that did not answer. Deadlines are measured
 from the start of the round: the pair exchange has ``0.6 * timeout``, the
 consensus until ``0.8 * timeout`` and the failure exchange until
 ``0.95 * timeout``, so every live process raises within ``timeout`` of the
