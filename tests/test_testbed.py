@@ -21,6 +21,7 @@ from rankopt.testbed import Testbed, TestbedError, Topology, parse_rate, parse_t
 from rankopt.testbed import topology as topo_mod
 from rankopt.testbed.experiment import ExperimentConfig, summarize
 from rankopt.testbed.fidelity import truth_network
+from rankopt.testbed.hierarchy import infer_bandwidth_levels, probe_network
 from rankopt.testbed.launch import placement
 from rankopt.testbed.report import format_report
 
@@ -109,6 +110,47 @@ def test_truth_network_follows_placement():
     assert net["groups"][0].tolist() == [0, 1, 0, 1]
     assert net["bandwidth"][0, 2] == pytest.approx(125e6)
     assert net["bandwidth"][0, 1] == pytest.approx(25e6)
+
+
+def _shared_probe_matrix(topo, hosts, seed=0):
+    """Configured pair bandwidth; pairs across an uplink cut up to 4x, as when
+    a probe's concurrent transfers shared that uplink."""
+    net = truth_network(topo, hosts)
+    bw = net["bandwidth"].copy()
+    gen = np.random.default_rng(seed)
+    cut = (gen.random(bw.shape) < 0.5) & (net["groups"][0][:, None] != net["groups"][0])
+    bw[cut] /= gen.uniform(1.5, 4.0, size=int(cut.sum()))
+    return bw
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_infer_bandwidth_levels_three_levels(seed):
+    topo = Topology(2, 2, 2, rates=("1gbit", "400mbit", "200mbit"))
+    hosts = placement(8, "interleaved", shape=(2, 2, 2))
+    bw = _shared_probe_matrix(topo, hosts, seed)
+    levels = infer_bandwidth_levels(bw, [f"h{h}" for h in hosts])
+    truth = [np.arange(8), *truth_network(topo, hosts)["groups"]]
+    assert len(levels) == 3
+    for got, want in zip(levels, truth, strict=True):
+        # same partition (labels may differ)
+        assert (got[:, None] == got[None, :]).tolist() == (want[:, None] == want[None, :]).tolist()
+
+
+def test_probe_network_uplinks():
+    topo = Topology(4, 2, rates=("1gbit", "200mbit"))
+    hosts = placement(8, "interleaved", shape=(2, 4))
+    m = type(
+        "M",
+        (),
+        {
+            "latency": np.zeros((8, 8)),
+            "bandwidth": _shared_probe_matrix(topo, hosts),
+            "hosts": [f"h{h}" for h in hosts],
+        },
+    )()
+    net = probe_network(m)
+    assert net["groups"][1].tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
+    assert net["uplink_bandwidth"] == pytest.approx([125e6, 25e6])
 
 
 def test_summary_and_report():

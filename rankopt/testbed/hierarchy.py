@@ -53,8 +53,8 @@ def infer_bandwidth_levels(
     Notes
     -----
     Repeatedly: the group-to-group bandwidth is the maximum over member pairs
-    and both directions; its distinct values are sorted and the widest gap
-    (as a ratio) that is at least ``ratio`` splits them into a fast tier and
+    and both directions; its distinct values are sorted and the highest gap
+    of at least ``ratio`` between neighbours splits them into a fast tier and
     the rest; groups joined by fast-tier links merge (connected components).
     Stops when no gap qualifies or one group is left.
 
@@ -88,10 +88,10 @@ def infer_bandwidth_levels(
         values = values[values > 0]
         if values.size < 2:
             return levels
-        gaps = values[1:] / values[:-1]
-        i = int(np.argmax(gaps))
-        if gaps[i] < ratio:
+        gaps = np.nonzero(values[1:] >= ratio * values[:-1])[0]
+        if gaps.size == 0:
             return levels
+        i = int(gaps[-1])  # the fastest tier merges first
         threshold = float(np.sqrt(values[i] * values[i + 1]))
         n_comp, comp = connected_components(g >= threshold, directed=False)
         if n_comp in (1, k):
