@@ -307,7 +307,6 @@ def launch(
     env = os.environ if env is None else env
     info = detect(env, master_addr=args.master_addr, master_port=args.master_port)
     timeout = timedelta(seconds=args.timeout)
-    deadline = time.monotonic() + args.timeout
     host = args.hostname or env.get("RANKOPT_HOSTNAME") or socket.gethostname()
     popts = parse_options(getattr(args, "probe_option", []))
     popts.update(probe_options or {})
@@ -325,21 +324,28 @@ def launch(
                 store.set(f"failed/{rank}", f"{type(exc).__name__}: {exc}")
         store.add("probed", 1)
         if rank == 0:
-            decision = _decide(args, store, n, measurement, deadline)
+            decision = _decide(args, store, n, measurement, time.monotonic() + args.timeout)
             store.set("decision", json.dumps(decision))
-        raw = store.get("decision")
-        decision = json.loads(raw)
-        hosts = tuple(decision["hosts"])
-        if decision.get("error") and args.on_error == "fail":
-            raise LaunchError(decision["error"])
-        order = as_order(decision["order"], n)
+        decision = json.loads(store.get("decision"))
+        # acknowledge before acting on it: rank 0 keeps the store up until all have read it
         store.add("ack", 1)
         if rank == 0:
-            acked = _wait_count(store, "ack", n, deadline)
+            acked = _wait_count(store, "ack", n, time.monotonic() + args.timeout)
             if acked < n:
                 logger.warning("rankopt run: only %d of %d ranks read the order", acked, n)
+    except (RankoptInputError, LaunchError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a store or connection failure
+        raise LaunchError(
+            f"lost contact with the temporary store at {info.master_addr} "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
     finally:
         del store, base
+    if decision.get("error") and args.on_error == "fail":
+        raise LaunchError(decision["error"])
+    hosts = tuple(decision["hosts"])
+    order = as_order(decision["order"], n)
     new_rank = int(np.flatnonzero(order == rank)[0])
     return LaunchDecision(
         rank, new_rank, order, hosts, decision.get("summary", ""), decision.get("error")
