@@ -102,8 +102,22 @@ def test_bandwidth_slots_cost_extremes():
     one_host = bandwidth_slots(lat, ["h"] * n)
     assert len(one_host) == n * (n - 1) // 2, "one host: everything shares the bus"
     flat = bandwidth_slots(lat, [f"h{i}" for i in range(n)])
-    assert len(flat) == n - 1, "no shared link: the round-robin rounds"
-    assert all(len(s) == n // 2 for s in flat)
+    assert len(flat) == n * (n - 1) // 2, "no tier seen: the hosts may share a core"
+    flat4 = bandwidth_slots(lat, [f"h{i}" for i in range(n)], concurrency=n // 2)
+    assert len(flat4) == n - 1, "core shared by n / 2 pairs: the round-robin rounds"
+    assert all(len(s) == n // 2 for s in flat4)
+    # 2 pods of 2 racks of 2 hosts: pairs inside different racks run together
+    near, mid, far = 1e-5, 3e-5, 9e-5
+    pod = np.arange(n) // 4
+    rack = np.arange(n) // 2
+    lat = np.where(pod[:, None] == pod[None], mid, far)
+    lat = np.where(rack[:, None] == rack[None], near, lat)
+    slots = bandwidth_slots(lat, [f"h{i}" for i in range(n)])
+    assert 16 <= len(slots) < n * (n - 1) // 2  # the 16 cross-pod pairs one at a time
+    for slot in slots:
+        assert sum(pod[a] != pod[b] for a, b in slot) <= 1
+        assert all(sum(rack[a] != rack[b] and pod[a] == p for a, b in slot) <= 1 for p in (0, 1))
+    assert max(len(s) for s in slots) == 3  # e.g. a cross-pod pair beside two in-rack pairs
 
 
 def test_bandwidth_slots_separate_cross_rack_flows():
@@ -142,4 +156,5 @@ def test_host_labels_and_pair_links():
     levels = [np.array([0, 0, 1, 2]), np.array([0, 0, 0, 1])]
     assert pair_links(levels, 0, 1) == [(0, 0, 1)]
     assert pair_links(levels, 0, 2) == [(0, 0, 0), (0, 1, 0)]
-    assert pair_links(levels, 0, 3) == [(0, 0, 0), (0, 2, 0), (1, 0, 0), (1, 1, 0)]
+    assert pair_links(levels, 0, 3) == [(0, 0, 0), (0, 2, 0), (1, 0, 0), (1, 1, 0), (2, 0, 0)]
+    assert pair_links(levels, 0, 2) == [(0, 0, 0), (0, 1, 0)]

@@ -7,6 +7,13 @@ among themselves than to the rest: racks, pods) and assumes that every group
 reaches the rest of the network through one uplink. Transfers that leave the
 same group share that uplink; transfers inside one host share its bus.
 
+Latency may not show a hierarchy at all (links that differ in rate but not in
+delay). So the top of the inferred hierarchy is assumed to be joined by one
+shared core: transfers between different top-level groups -- between any two
+hosts when no tier was found -- share it too. The schedule is then exact
+whatever latency failed to show, at the price of running those transfers one
+at a time.
+
 Over-splitting only makes the bandwidth schedule more cautious (slower, never
 wrong), so the inference splits whenever the latency levels are clearly apart.
 """
@@ -119,15 +126,20 @@ def pair_links(levels: Sequence[NDArray[np.int64]], a: int, b: int) -> list[Link
     """The suspected links that a transfer between processes ``a`` and ``b`` uses.
 
     The uplink of every group that contains exactly one of ``a`` and ``b``,
-    and the host bus when both run on one host.
+    the shared core when they are in different top-level groups, and the host
+    bus when both run on one host.
 
     Examples
     --------
+    Two racks (level 1) of two hosts (level 0):
+
     >>> import numpy as np
     >>> from rankopt.probe._topology import pair_links
-    >>> levels = [np.array([0, 0, 1, 1]), np.array([0, 0, 0, 0])]
-    >>> pair_links(levels, 0, 1), pair_links(levels, 0, 2)
-    ([(0, 0, 1)], [(0, 0, 0), (0, 1, 0)])
+    >>> levels = [np.array([0, 1, 2, 3]), np.array([0, 0, 1, 1])]
+    >>> pair_links(levels, 0, 1)
+    [(0, 0, 0), (0, 1, 0)]
+    >>> pair_links(levels, 0, 2)
+    [(0, 0, 0), (0, 2, 0), (1, 0, 0), (1, 1, 0), (2, 0, 0)]
     """
     links: list[Link] = []
     if levels[0][a] == levels[0][b]:
@@ -138,4 +150,6 @@ def pair_links(levels: Sequence[NDArray[np.int64]], a: int, b: int) -> list[Link
         if ga != gb:
             links.append((level, ga, 0))
             links.append((level, gb, 0))
+    if levels[-1][a] != levels[-1][b]:
+        links.append((len(levels), 0, 0))  # the core joining the top-level groups
     return links

@@ -161,16 +161,21 @@ def measure(
     *Bandwidth.* Large concurrent transfers that cross one uplink share it,
     so this phase runs in slots in which no suspected link carries more than
     ``bw_concurrency`` transfers. Links are inferred from host names and
-    from latency tiers (racks, pods); see :func:`~rankopt.probe.schedule.bandwidth_slots`.
+    from latency tiers (racks, pods); as latency may hide a hierarchy, the
+    top-level groups (all hosts, when no tier shows) are assumed to share one
+    core. See :func:`~rankopt.probe.schedule.bandwidth_slots`.
     ``bandwidth[i, j] = bandwidth_bytes / t``, ``t`` being the median time
     from sending to the acknowledgement minus the acknowledgement's latency.
 
-    *Cost.* Latency: ``~n`` rounds of ``2 (warmup + repeats)`` round trips.
-    Bandwidth: ``S`` slots of ``2 (warmup + bandwidth_repeats)`` transfers,
-    where ``S`` is ``n - 1`` on a network without shared links but
-    ``n (n - 1) / 2`` when every pair shares a link -- on one host, or with
-    every pair crossing one uplink. That quadratic case is the price of an
-    exact per-pair bandwidth; raise ``bw_concurrency`` or pass
+    *Cost.* Latency: ``~n`` rounds of ``2 (warmup + repeats)`` round trips,
+    ``n / 2`` pairs at a time. Bandwidth: ``S`` slots of
+    ``2 (warmup + bandwidth_repeats)`` transfers. ``S = n (n - 1) / 2`` (one
+    pair at a time) when every pair may share a link: on one host, or on a
+    network whose latency shows no tiers. Pairs inside different racks or
+    hosts run together, so with visible tiers ``S`` is about the number of
+    pairs that cross the top level. The quadratic case is the price of an
+    exact per-pair bandwidth; raise ``bw_concurrency`` (``n // 2`` gives the
+    ``n - 1`` round-robin rounds on a network without shared links) or pass
     ``bandwidth=False`` for large ``n``. Each round or slot also costs one
     allreduce. On one 2-core machine 8 ranks take well under a second with
     the defaults.

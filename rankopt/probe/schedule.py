@@ -162,11 +162,13 @@ def bandwidth_slots(
     Notes
     -----
     A pair uses the uplink of every group that contains exactly one of its
-    two processes, and the internal bus of its host when both are on one
-    host. Pairs are placed first-fit in round-robin order, so on a network
-    with no shared link the slots are the round-robin rounds. On a single
-    host every pair shares the bus and the schedule is sequential:
-    ``n (n - 1) / 2`` slots. Each process and link keeps a bit mask of the
+    two processes, the core when it joins two top-level groups, and the
+    internal bus of its host when both are on one host (see
+    :func:`~rankopt.probe._topology.pair_links`). Pairs are placed first-fit
+    in round-robin order. On a single host, or among hosts whose latency
+    shows no tiers, every pair shares the bus or the core and the schedule is
+    sequential: ``n (n - 1) / 2`` slots; with ``concurrency >= n // 2`` it is
+    the round robin. Each process and link keeps a bit mask of the
     slots it has no room in; the first fit is the lowest zero bit of their
     union, so the cost is :math:`O(P S / w)` word operations for ``P`` pairs,
     ``S`` slots and ``w``-bit words.
