@@ -81,3 +81,47 @@ def test_ring_contention_search_cost_is_consistent():
     for i in range(24):  # a local optimum
         for j in range(i + 1, 24):
             assert m.reference_cost(_swapped(o, i, j)) >= m.reference_cost(o) * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 12, 16])
+@pytest.mark.parametrize("ties", [False, True])
+def test_pairwise_cost_and_deltas_follow_accepted_swaps(n, ties):
+    rng = np.random.default_rng(n)
+    lat = rng.uniform(1e-6, 1e-4, (n, n))
+    bw = rng.uniform(1e8, 1e10, (n, n))
+    if ties:
+        lat, bw = np.round(lat, 5), 5e9
+    m = make_model(lat, "alltoall", "pairwise", objective="time", bandwidth=bw, nbytes=1e6)
+    assert type(m).__name__ == "PairwiseTime"
+    orders = np.array([rng.permutation(n) for _ in range(3)])
+    ref = [m.reference_cost(o) for o in orders]
+    assert [m.cost(o) for o in orders] == pytest.approx(ref, rel=1e-12)
+    assert m.batch_cost(orders) == pytest.approx(ref, rel=1e-12)
+    o = orders[0].copy()
+    for _ in range(60):
+        i, j = rng.integers(0, n, 2)
+        new = _swapped(o, i, j)
+        want = m.reference_cost(new) - m.reference_cost(o)
+        assert m.swap_delta(o, i, j) == pytest.approx(want, rel=1e-9, abs=1e-15)
+        assert np.sum(m.fast.step_times(o)) == pytest.approx(m.reference_cost(o), rel=1e-12)
+        if rng.random() < 0.6:
+            o = new
+        elif rng.random() < 0.1:
+            o = rng.permutation(n)
+
+
+def test_pairwise_latency_only_and_many_swaps():
+    rng = np.random.default_rng(11)
+    n = 32
+    lat = rng.uniform(1e-6, 1e-4, (n, n))
+    m = make_model(lat, "alltoall", "pairwise", objective="time")
+    o = rng.permutation(n)
+    for _ in range(200):  # accepting every swap drains the step lists: refills
+        i, j = rng.integers(0, n, 2)
+        new = _swapped(o, i, j)
+        assert m.swap_delta(o, i, j) == pytest.approx(m.reference_cost(new) - m.reference_cost(o),
+                                                      rel=1e-9, abs=1e-15)
+        o = new
+    pairs = np.ascontiguousarray(rng.integers(0, n, (10, 2)))
+    want = [m.cost(_swapped(o, i, j)) - m.cost(o) for i, j in pairs]
+    assert m.swap_deltas(o, pairs) == pytest.approx(want, rel=1e-9, abs=1e-15)

@@ -144,6 +144,10 @@ def make_model(
         from rankopt.models.ring_time import RingTime
 
         return RingTime(sched, net, objective)
+    if algorithm == "pairwise" and not net.levels:
+        from rankopt.models.pairwise import PairwiseTime
+
+        return PairwiseTime(sched, net, objective)
     return StepModel(sched, net, objective)
 
 

@@ -1,0 +1,289 @@
+# Pairwise all-to-all (alpha-beta, no uplinks): full cost and swap deltas.
+#
+# Step s (1 <= s < n) pairs rank k with k ^ s (n a power of two: exchange)
+# or sends from k to (k + s) % n. Every transfer carries c = nbytes / n, so
+# a transfer a -> b takes T[a, b] = lat[a, b] + c / bw[a, b]. For exchanges
+# a step lasts max over pairs of Tsym = max(T, T^T), so only half the pairs
+# are visited. Each step keeps its largest transfer values (sorted, with the
+# transfer ids) so that a swap, which changes two pairs (four transfers) per
+# step, costs O(1) per step unless all listed values were removed. The NumPy
+# twin is rankopt.models.network.reference_time.
+
+from libc.string cimport memcmp, memcpy
+
+cdef double INF = float("inf")
+cdef enum:
+    K = 8  # top values kept per step
+
+
+cdef class PairwiseEval:
+    """Evaluator of pairwise all-to-all; caches the last order seen."""
+
+    cdef const double[:, ::1] T
+    cdef const double[:, ::1] TT
+    cdef long long[::1] o
+    cdef double[:, ::1] tv
+    cdef long long[:, ::1] ti
+    cdef long long[::1] tn
+    cdef double[::1] st
+    cdef double[::1] m
+    cdef long long[::1] rk
+    cdef Py_ssize_t n
+    cdef bint xor, valid
+    cdef long long ids[4]
+    cdef double vals[4]
+    cdef int nid
+
+    def __init__(self, const double[:, ::1] T, const double[:, ::1] TT, bint xor):
+        """``T``: transfer times (``Tsym`` for exchanges); ``TT``: its transpose."""
+        import numpy as np
+        self.T = T
+        self.TT = TT
+        self.xor = xor
+        self.n = T.shape[0]
+        self.o = np.zeros(self.n, dtype=np.int64)
+        self.tv = np.zeros((self.n, K), dtype=np.float64)
+        self.ti = np.zeros((self.n, K), dtype=np.int64)
+        self.tn = np.zeros(self.n, dtype=np.int64)
+        self.st = np.zeros(self.n, dtype=np.float64)
+        self.m = np.zeros(self.n, dtype=np.float64)
+        self.rk = np.zeros(self.n, dtype=np.int64)
+        self.valid = False
+
+    cdef inline long long _dst(self, long long k, long long s) noexcept nogil:
+        return k ^ s if self.xor else (k + s) % self.n
+
+    cdef double _full(self, const long long[::1] o) noexcept nogil:
+        """Streams the matrix row by row (original ranks): the transfer between
+        processes ``a`` and ``b`` runs in step ``rk[a] ^ rk[b]`` (exchanges) or
+        ``(rk[b] - rk[a]) % n`` where ``rk`` is the inverse of ``o``."""
+        cdef Py_ssize_t a, b, s, n = self.n
+        cdef long long ra
+        cdef double v, total = 0.0
+        cdef const double *row
+        cdef double *m = &self.m[0]
+        cdef long long *rk = &self.rk[0]
+        for s in range(n):
+            m[s] = 0.0
+            rk[o[s]] = s
+        for a in range(n):
+            row = &self.T[a, 0]
+            ra = rk[a]
+            if self.xor:
+                for b in range(a + 1, n):
+                    v = row[b]
+                    s = ra ^ rk[b]
+                    if v > m[s]:
+                        m[s] = v
+            else:
+                for b in range(n):
+                    v = row[b]
+                    s = rk[b] - ra
+                    if s < 0:
+                        s += n
+                    if v > m[s]:
+                        m[s] = v
+        for s in range(1, n):
+            total += m[s]
+        return total
+
+    # ---------------------------------------------------- per-step top lists
+    cdef void _insert(self, Py_ssize_t s, double v, long long e, bint complete) noexcept nogil:
+        """Insert into the sorted (descending) list of step ``s`` if it stays the top values."""
+        cdef Py_ssize_t t, m = self.tn[s]
+        if m == K:
+            if v <= self.tv[s, K - 1]:
+                return
+            m = K - 1
+        elif not complete and (m == 0 or v < self.tv[s, m - 1]):
+            return
+        t = m
+        while t > 0 and self.tv[s, t - 1] < v:
+            self.tv[s, t] = self.tv[s, t - 1]
+            self.ti[s, t] = self.ti[s, t - 1]
+            t -= 1
+        self.tv[s, t] = v
+        self.ti[s, t] = e
+        self.tn[s] = m + 1
+
+    cdef double _scan(self, Py_ssize_t s, bint keep) noexcept nogil:
+        cdef Py_ssize_t k, cnt = 0
+        cdef long long j
+        cdef double v, mx = 0.0
+        if keep:
+            self.tn[s] = 0
+        for k in range(self.n):
+            j = self._dst(k, s)
+            if self.xor and j < k:
+                continue
+            v = self.T[self.o[k], self.o[j]]
+            if keep:
+                self._insert(s, v, k, self.tn[s] == cnt)
+            cnt += 1
+            if v > mx:
+                mx = v
+        if keep:
+            self.st[s] = mx
+        return mx
+
+    cdef void _rebuild(self, const long long[::1] order) noexcept nogil:
+        cdef Py_ssize_t s
+        memcpy(&self.o[0], &order[0], self.n * sizeof(long long))
+        for s in range(1, self.n):
+            self._scan(s, True)
+        self.valid = True
+
+    cdef void _changed(self, long long i, long long j, long long s) noexcept nogil:
+        """Ids and new values (under ``o``, already swapped) of the transfers of
+        step ``s`` that involve new ranks ``i`` or ``j``."""
+        cdef long long x, e, r, q
+        cdef int t
+        cdef bint dup
+        self.nid = 0
+        for t in range(4 if not self.xor else 2):
+            x = i if t % 2 == 0 else j
+            if self.xor:
+                e = x if x < (x ^ s) else x ^ s
+            elif t < 2:
+                e = x
+            else:
+                e = (x - s + self.n) % self.n
+            dup = False
+            for q in range(self.nid):
+                if self.ids[q] == e:
+                    dup = True
+            if dup:
+                continue
+            self.ids[self.nid] = e
+            if self.xor or t < 2:  # row of the swapped rank x
+                self.vals[self.nid] = self.T[self.o[x], self.o[self._dst(x, s)]]
+            else:
+                self.vals[self.nid] = self.TT[self.o[x], self.o[e]]
+            self.nid += 1
+
+    cdef double _step_new(self, Py_ssize_t s) noexcept nogil:
+        """Step time after the change recorded by ``_changed``."""
+        cdef Py_ssize_t t, q
+        cdef double mx = 0.0
+        cdef bint gone
+        for q in range(self.nid):
+            if self.vals[q] > mx:
+                mx = self.vals[q]
+        for t in range(self.tn[s]):
+            gone = False
+            for q in range(self.nid):
+                if self.ti[s, t] == self.ids[q]:
+                    gone = True
+            if not gone:
+                return mx if mx > self.tv[s, t] else self.tv[s, t]
+        return self._scan(s, False)  # every listed value changed: rescan
+
+    cdef double _delta(self, long long i, long long j) noexcept nogil:
+        cdef long long s, tmp
+        cdef double d = 0.0
+        if i == j:
+            return 0.0
+        tmp = self.o[i]
+        self.o[i] = self.o[j]
+        self.o[j] = tmp
+        for s in range(1, self.n):
+            if self.xor and (i ^ s) == j:
+                continue  # the pair (i, j) only turns around
+            self._changed(i, j, s)
+            d += self._step_new(s) - self.st[s]
+        self.o[j] = self.o[i]
+        self.o[i] = tmp
+        return d
+
+    cdef void _apply(self, long long i, long long j) noexcept nogil:
+        cdef long long s, tmp
+        cdef Py_ssize_t t, m, q
+        cdef bint gone
+        tmp = self.o[i]
+        self.o[i] = self.o[j]
+        self.o[j] = tmp
+        for s in range(1, self.n):
+            if self.xor and (i ^ s) == j:
+                continue
+            self._changed(i, j, s)
+            m = 0
+            for t in range(self.tn[s]):  # drop the changed transfers, keep the order
+                gone = False
+                for q in range(self.nid):
+                    if self.ti[s, t] == self.ids[q]:
+                        gone = True
+                if not gone:
+                    self.tv[s, m] = self.tv[s, t]
+                    self.ti[s, m] = self.ti[s, t]
+                    m += 1
+            self.tn[s] = m
+            if m < K // 2:
+                self._scan(s, True)
+                continue
+            for q in range(self.nid):
+                self._insert(s, self.vals[q], self.ids[q], False)
+            self.st[s] = self.tv[s, 0]
+
+    cdef void _sync(self, const long long[::1] order) noexcept nogil:
+        cdef Py_ssize_t k, p = -1, q = -1, nd = 0
+        if self.valid and memcmp(&order[0], &self.o[0], self.n * sizeof(long long)) == 0:
+            return
+        if self.valid:
+            for k in range(self.n):
+                if order[k] != self.o[k]:
+                    nd += 1
+                    if nd == 1:
+                        p = k
+                    elif nd == 2:
+                        q = k
+                    else:
+                        break
+            if nd == 2 and order[p] == self.o[q] and order[q] == self.o[p]:
+                self._apply(p, q)
+                return
+        self._rebuild(order)
+
+    # ------------------------------------------------------------ python API
+    def cost(self, const long long[::1] order):
+        """Modelled seconds under ``order``."""
+        cdef double c
+        with nogil:
+            c = self._full(order)
+        return c
+
+    def batch_cost(self, const long long[:, ::1] orders):
+        """Costs of many orders, one per row."""
+        import numpy as np
+        out_np = np.empty(orders.shape[0], dtype=np.float64)
+        cdef double[::1] out = out_np
+        cdef Py_ssize_t r
+        with nogil:
+            for r in range(orders.shape[0]):
+                out[r] = self._full(orders[r])
+        return out_np
+
+    def step_times(self, const long long[::1] order):
+        """Duration of steps 1 .. n-1 from the incremental state."""
+        import numpy as np
+        with nogil:
+            self._sync(order)
+        return np.asarray(self.st)[1:].copy()
+
+    def swap_delta(self, const long long[::1] order, long long i, long long j):
+        """Cost change when new ranks ``i`` and ``j`` swap processes."""
+        with nogil:
+            self._sync(order)
+        return self._delta(i, j)
+
+    def swap_deltas(self, const long long[::1] order, const long long[:, ::1] pairs):
+        """Cost changes of many swaps (one ``(i, j)`` per row) from one order."""
+        import numpy as np
+        out_np = np.empty(pairs.shape[0], dtype=np.float64)
+        cdef double[::1] out = out_np
+        cdef Py_ssize_t r
+        with nogil:
+            self._sync(order)
+            for r in range(pairs.shape[0]):
+                out[r] = self._delta(pairs[r, 0], pairs[r, 1])
+        return out_np
+
