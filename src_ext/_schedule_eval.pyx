@@ -374,3 +374,49 @@ cdef class StepEval:
                 ii = (ii + 1) % m
             memcpy(&order[0], &self.cur[0], n * sizeof(long long))
         return moves, evals, stop
+
+
+def chain_cost(const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw, double c_full,
+               double c_last, const long long[::1] order, long long nseg):
+    """Pipelined chain broadcast under ``order`` in ``O(n + segments)``.
+
+    At step ``t`` link ``k`` (new rank ``k`` -> ``k + 1``) carries segment
+    ``t - k`` when ``0 <= t - k < nseg``: the active links form a window that
+    slides right, so the step maxima come from a monotonic deque. Every
+    segment takes ``c_full`` bytes but the last, ``c_last``.
+    """
+    import numpy as np
+    cdef Py_ssize_t n = order.shape[0], nl = n - 1, k, t, head = 0, tail = 0, nxt = 0
+    cdef Py_ssize_t hi, lo1, last
+    cdef long long a, b
+    cdef double r, m, total = 0.0
+    l1_np = np.empty(nl, dtype=np.float64)
+    l2_np = np.empty(nl, dtype=np.float64)
+    dq_np = np.empty(nl, dtype=np.int64)
+    cdef double[::1] l1 = l1_np
+    cdef double[::1] l2 = l2_np
+    cdef long long[::1] dq = dq_np
+    with nogil:
+        for k in range(nl):
+            a = order[k]
+            b = order[k + 1]
+            r = bw[a, b] if has_bw else INF
+            l1[k] = lat[a, b] + c_full / r
+            l2[k] = lat[a, b] + c_last / r
+        for t in range(n - 2 + nseg):
+            hi = t if t < n - 2 else n - 2
+            lo1 = t - nseg + 2 if t >= nseg - 1 else 0  # the last segment's link is apart
+            while nxt <= hi:
+                while tail > head and l1[dq[tail - 1]] <= l1[nxt]:
+                    tail -= 1
+                dq[tail] = nxt
+                tail += 1
+                nxt += 1
+            while head < tail and dq[head] < lo1:
+                head += 1
+            m = l1[dq[head]] if head < tail else 0.0
+            last = t - nseg + 1
+            if 0 <= last <= n - 2 and l2[last] > m:
+                m = l2[last]
+            total += m
+    return total

@@ -125,3 +125,40 @@ def test_pairwise_latency_only_and_many_swaps():
     pairs = np.ascontiguousarray(rng.integers(0, n, (10, 2)))
     want = [m.cost(_swapped(o, i, j)) - m.cost(o) for i, j in pairs]
     assert m.swap_deltas(o, pairs) == pytest.approx(want, rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 9, 16])
+@pytest.mark.parametrize("nbytes,seg", [(1e6, 1e6), (1e6, 3e5), (1e6, 1e5), (1e6, 2.5e4), (None, None)])
+def test_chain_full_cost_matches_reference(n, nbytes, seg):
+    rng = np.random.default_rng(n)
+    lat = rng.uniform(1e-6, 1e-4, (n, n))
+    kw = {} if nbytes is None else dict(bandwidth=rng.uniform(1e8, 1e10, (n, n)), nbytes=nbytes)
+    m = make_model(lat, "broadcast", "chain", objective="time", segment_size=seg, **kw)
+    assert type(m).__name__ == "ChainTime"
+    orders = np.array([rng.permutation(n) for _ in range(4)])
+    ref = [m.reference_cost(o) for o in orders]
+    assert [m.cost(o) for o in orders] == pytest.approx(ref, rel=1e-12)
+    assert m.batch_cost(orders) == pytest.approx(ref, rel=1e-12)
+    o = orders[0]
+    for i, j in rng.integers(0, n, (10, 2)):
+        new = _swapped(o, i, j)
+        assert m.swap_delta(o, i, j) == pytest.approx(m.cost(new) - m.cost(o), rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.parametrize("sizes", [[4, 4, 4], [3, 1, 4, 2]])
+def test_hierarchical_position_space_matches_reference(sizes):
+    rng = np.random.default_rng(len(sizes))
+    host = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    n = len(host)
+    lat = rng.uniform(1e-6, 1e-4, (n, n))
+    m = make_model(lat, "allreduce", "hierarchical", objective="time",
+                   bandwidth=rng.uniform(1e8, 1e10, (n, n)), nbytes=1e6, groups=host)
+    m._CACHE = 2  # exercise eviction
+    for _ in range(12):
+        o = rng.permutation(n)
+        assert m.cost(o) == pytest.approx(m.reference_cost(o), rel=1e-12)
+        i, j = rng.integers(0, n, 2)
+        new = _swapped(o, i, j)
+        assert m.swap_delta(o, i, j) == pytest.approx(
+            m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15)
+    assert len(m._evaluators) <= 2

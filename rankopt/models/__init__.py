@@ -144,6 +144,10 @@ def make_model(
         from rankopt.models.ring_time import RingTime
 
         return RingTime(sched, net, objective)
+    if algorithm == "chain" and not net.levels:
+        from rankopt.models.chain import ChainTime
+
+        return ChainTime(sched, net, objective)
     if algorithm == "pairwise" and not net.levels:
         from rankopt.models.pairwise import PairwiseTime
 
