@@ -12,7 +12,8 @@
 # the last bit). Each (L, g, d) is a "slot" holding a multiset of edge values;
 # a slot keeps its count K and its top values (every listed value >= every
 # unlisted one, refilled by a scan of the group when it runs low). Slot terms
-# sit in a tournament tree whose root is the step time. A swap changes at
+# sit in a tournament tree whose root is the step time, and the largest
+# terms in a short sorted list (a move's untouched maximum). A swap changes at
 # most four edges and so O(levels) slots; the NumPy twin is
 # rankopt.models.network.reference_time.
 
@@ -40,6 +41,9 @@ cdef class RingContention:
     cdef long long[::1] tn
     cdef long long[::1] cnt
     cdef double[::1] tree
+    cdef double[::1] topv
+    cdef long long[::1] tops
+    cdef Py_ssize_t ntop, M
     cdef double c, reps
     cdef int has_bw, nlev
     cdef Py_ssize_t n, G, gbits, nslots, A, P
@@ -91,6 +95,9 @@ cdef class RingContention:
         self.tn = np.zeros(self.nslots, dtype=np.int64)
         self.cnt = np.zeros(self.nslots, dtype=np.int64)
         self.tree = np.full(2 * self.P, -INF)
+        self.M = 2 + 16 * self.nlev  # more than the slots one move can touch
+        self.topv = np.zeros(self.M, dtype=np.float64)
+        self.tops = np.zeros(self.M, dtype=np.int64)
         self.S = np.zeros(1 + 16 * self.nlev, dtype=np.int64)
         self.saved = np.zeros(1 + 16 * self.nlev, dtype=np.float64)
         self.stamp = np.zeros(self.nslots, dtype=np.int64)
@@ -136,27 +143,45 @@ cdef class RingContention:
             k //= 2
 
     cdef void _find_top(self) noexcept nogil:
-        """The leaf that holds the root's value."""
-        cdef Py_ssize_t k = 1
-        while k < self.P:
-            k = 2 * k if self.tree[2 * k] >= self.tree[2 * k + 1] else 2 * k + 1
-        self.top = k - self.P
+        """The ``M`` largest slot terms, sorted (``top``: the largest)."""
+        cdef Py_ssize_t s, t
+        cdef double v
+        self.ntop = 0
+        for s in range(self.nslots):
+            v = self.tree[self.P + s]
+            if self.ntop == self.M:
+                if v <= self.topv[self.M - 1]:
+                    continue
+                t = self.M - 1
+            else:
+                t = self.ntop
+                self.ntop += 1
+            while t > 0 and self.topv[t - 1] < v:
+                self.topv[t] = self.topv[t - 1]
+                self.tops[t] = self.tops[t - 1]
+                t -= 1
+            self.topv[t] = v
+            self.tops[t] = s
+        self.top = self.tops[0]
 
     cdef void _insert(self, Py_ssize_t s, double v, long long e) noexcept nogil:
-        """Put ``v`` (not yet counted in ``cnt``) in the top list when the list
-        stays the largest values of the slot."""
-        cdef Py_ssize_t t, tmin = 0, m = self.tn[s]
-        cdef bint complete = m == self.cnt[s]
-        for t in range(1, m):
-            if self.tv[s, t] < self.tv[s, tmin]:
-                tmin = t
-        if m < K and (complete or (m > 0 and v >= self.tv[s, tmin])):
-            self.tv[s, m] = v
-            self.ti[s, m] = e
-            self.tn[s] = m + 1
-        elif m == K and v > self.tv[s, tmin]:
-            self.tv[s, tmin] = v
-            self.ti[s, tmin] = e
+        """Put ``v`` (not yet counted in ``cnt``) in the sorted (descending) top
+        list when the list stays the largest values of the slot."""
+        cdef Py_ssize_t t, m = self.tn[s]
+        if m == K:
+            if v <= self.tv[s, K - 1]:
+                return
+            m = K - 1
+        elif m < self.cnt[s] and (m == 0 or v < self.tv[s, m - 1]):
+            return
+        t = m
+        while t > 0 and self.tv[s, t - 1] < v:
+            self.tv[s, t] = self.tv[s, t - 1]
+            self.ti[s, t] = self.ti[s, t - 1]
+            t -= 1
+        self.tv[s, t] = v
+        self.ti[s, t] = e
+        self.tn[s] = m + 1
 
     cdef double _scan(self, Py_ssize_t s, bint keep) noexcept nogil:
         """Largest value of slot ``s`` under the current order (refills its list)."""
@@ -310,16 +335,20 @@ cdef class RingContention:
                     v = self._val(s, self.na[q], self.nb[q])
                     if v > mx:
                         mx = v
-            for t in range(self.tn[s]):
+            for t in range(self.tn[s]):  # sorted: the first survivor is the largest
                 if not self._in_e(self.ti[s, t]):
-                    surv += 1
+                    surv = 1
                     if self.tv[s, t] > mx:
                         mx = self.tv[s, t]
+                    break
             if surv == 0 and self.cnt[s] - rem > 0:
                 mx = self._scan(s, False)
             self.saved[h] = self._term(s, mx, self.cnt[s] - rem + add)
-        if self.stamp[self.top] != self.now:  # the slowest slot is untouched
-            after = before
+        t = 0  # the largest untouched term: the first untouched one of the top list
+        while t < self.ntop and self.stamp[self.tops[t]] == self.now:
+            t += 1
+        if t < self.ntop or self.ntop == self.nslots:
+            after = self.topv[t] if t < self.ntop else -INF
             for h in range(self.ns):
                 if self.saved[h] > after:
                     after = self.saved[h]
@@ -345,13 +374,12 @@ cdef class RingContention:
             s = self.S[h]
             t = 0
             m = self.tn[s]
-            while t < m:  # drop the changed edges from the list
-                if self._in_e(self.ti[s, t]):
-                    m -= 1
-                    self.tv[s, t] = self.tv[s, m]
-                    self.ti[s, t] = self.ti[s, m]
-                else:
-                    t += 1
+            m = 0
+            for t in range(self.tn[s]):  # drop the changed edges, keep the order
+                if not self._in_e(self.ti[s, t]):
+                    self.tv[s, m] = self.tv[s, t]
+                    self.ti[s, m] = self.ti[s, t]
+                    m += 1
             self.tn[s] = m
             for q in range(self.ne):
                 if self._member(s, self.oa[q], self.ob[q]):
@@ -362,10 +390,7 @@ cdef class RingContention:
                     self.cnt[s] += 1
             if self.tn[s] < K // 2 and self.tn[s] < self.cnt[s]:
                 self._scan(s, True)
-            mx = -INF
-            for t in range(self.tn[s]):
-                if self.tv[s, t] > mx:
-                    mx = self.tv[s, t]
+            mx = self.tv[s, 0] if self.tn[s] else -INF
             self._tset(s, self._term(s, mx, self.cnt[s]))
         self._find_top()
 

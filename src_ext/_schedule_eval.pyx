@@ -36,6 +36,11 @@ cdef class StepEval:
     cdef const long long[::1] rtr
     cdef long long[:, ::1] cout
     cdef long long[:, ::1] cin
+    cdef double[:, ::1] capo
+    cdef double[:, ::1] capi
+    cdef long long[::1] tout
+    cdef long long[::1] tin
+    cdef Py_ssize_t ntout, ntin
     cdef long long[::1] cur
     cdef double[::1] tt
     cdef double[::1] tl
@@ -77,6 +82,10 @@ cdef class StepEval:
         self.nsteps = repeat.shape[0]
         self.cout = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.int64)
         self.cin = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.int64)
+        self.capo = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.float64)
+        self.capi = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.float64)
+        self.tout = np.zeros(max(self.nlev, 1) * uplink.shape[1], dtype=np.int64)
+        self.tin = np.zeros(max(self.nlev, 1) * uplink.shape[1], dtype=np.int64)
         self.cur = np.full(self.n, -1, dtype=np.int64)
         self.tt = np.zeros(src.shape[0], dtype=np.float64)
         self.tl = np.zeros(src.shape[0], dtype=np.float64)
@@ -88,18 +97,48 @@ cdef class StepEval:
         self.valid = False
 
     # ---------------------------------------------------------------- core
-    cdef void _count(self, const long long[::1] o, Py_ssize_t s, long long sign) noexcept nogil:
-        cdef Py_ssize_t e, L
-        cdef long long a, b, ga, gb
+    cdef void _count(self, const long long[::1] o, Py_ssize_t s) noexcept nogil:
+        """Uplink transfer counts of step ``s`` and each used uplink's share
+        ``up / K``; :meth:`_uncount` clears them."""
+        cdef Py_ssize_t e, L, q, G = self.up.shape[1]
+        cdef long long a, b, f
+        cdef long long *co = &self.cout[0, 0]
+        cdef long long *ci = &self.cin[0, 0]
+        cdef const double *up = &self.up[0, 0]
+        cdef double *po = &self.capo[0, 0]
+        cdef double *pi = &self.capi[0, 0]
+        self.ntout = 0
+        self.ntin = 0
         for e in range(self.ptr[s], self.ptr[s + 1]):
             a = o[self.src[e]]
             b = o[self.dst[e]]
             for L in range(self.nlev):
-                ga = self.lab[L, a]
-                gb = self.lab[L, b]
-                if ga != gb:
-                    self.cout[L, ga] += sign
-                    self.cin[L, gb] += sign
+                if self.lab[L, a] != self.lab[L, b]:
+                    f = L * G + self.lab[L, a]
+                    if co[f] == 0:
+                        self.tout[self.ntout] = f
+                        self.ntout += 1
+                    co[f] += 1
+                    f = L * G + self.lab[L, b]
+                    if ci[f] == 0:
+                        self.tin[self.ntin] = f
+                        self.ntin += 1
+                    ci[f] += 1
+        for q in range(self.ntout):
+            f = self.tout[q]
+            po[f] = up[f] / co[f]
+        for q in range(self.ntin):
+            f = self.tin[q]
+            pi[f] = up[f] / ci[f]
+
+    cdef void _uncount(self) noexcept nogil:
+        cdef Py_ssize_t q
+        cdef long long *co = &self.cout[0, 0]
+        cdef long long *ci = &self.cin[0, 0]
+        for q in range(self.ntout):
+            co[self.tout[q]] = 0
+        for q in range(self.ntin):
+            ci[self.tin[q]] = 0
 
     cdef inline double _time(self, const long long[::1] o, Py_ssize_t e) noexcept nogil:
         cdef long long a = o[self.src[e]], b = o[self.dst[e]]
@@ -119,10 +158,10 @@ cdef class StepEval:
             ga = self.lab[L, a]
             gb = self.lab[L, b]
             if ga != gb:
-                r = self.up[L, ga] / self.cout[L, ga]
+                r = self.capo[L, ga]
                 if r < rate:
                     rate = r
-                r = self.up[L, gb] / self.cin[L, gb]
+                r = self.capi[L, gb]
                 if r < rate:
                     rate = r
         return t + self.frac[e] * self.nbytes / rate
@@ -131,7 +170,7 @@ cdef class StepEval:
         cdef Py_ssize_t e, arg = self.ptr[s]
         cdef double m = -1.0, t
         if self.nlev:
-            self._count(o, s, 1)
+            self._count(o, s)
         for e in range(self.ptr[s], self.ptr[s + 1]):
             t = self._time(o, e)
             if store:
@@ -142,7 +181,7 @@ cdef class StepEval:
                 m = t
                 arg = e
         if self.nlev:
-            self._count(o, s, -1)
+            self._uncount()
         if m < 0:
             m = 0.0
         if store:
@@ -155,7 +194,7 @@ cdef class StepEval:
         their cached pair latency and bandwidth, so only uplink counts are redone."""
         cdef Py_ssize_t e
         cdef double m = 0.0, t
-        self._count(self.cur, s, 1)
+        self._count(self.cur, s)
         for e in range(self.ptr[s], self.ptr[s + 1]):
             if self.mark[e]:
                 t = self._time(self.cur, e)
@@ -164,7 +203,7 @@ cdef class StepEval:
                                     self.tl[e], self.tr[e])
             if t > m:
                 m = t
-        self._count(self.cur, s, -1)
+        self._uncount()
         return m
 
     cdef double _full(self, const long long[::1] o) noexcept nogil:

@@ -69,6 +69,25 @@ def test_ring_contention_large_groups_refill():
     assert got == pytest.approx(want, rel=1e-9, abs=1e-15)
 
 
+def test_ring_contention_many_groups():
+    # more slots than the short list of largest terms holds
+    rng = np.random.default_rng(9)
+    n = 64
+    lat = rng.uniform(1e-6, 1e-4, (n, n))
+    host = rng.permutation(np.arange(n) // 2)
+    m = make_model(lat, "allreduce", "ring", objective="contention",
+                   bandwidth=rng.uniform(1e9, 1e10, (n, n)), nbytes=1e7,
+                   groups=[host, host // 4, host // 16],
+                   uplink_bandwidth=[rng.uniform(1e9, 4e9, 32), 1e9, 5e8])
+    o = rng.permutation(n)
+    for i, j in rng.integers(0, n, (150, 2)):
+        new = _swapped(o, i, j)
+        d = m.swap_delta(o, i, j)
+        assert d == pytest.approx(m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15)
+        if d <= 0 or rng.random() < 0.3:
+            o = new
+
+
 def test_ring_contention_search_cost_is_consistent():
     rng = np.random.default_rng(3)
     lat, kw = _contention_net(24, rng, ties=False)
