@@ -27,7 +27,7 @@ def _nint(x: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _geo_radians(x: NDArray[np.float64]) -> NDArray[np.float64]:
     deg = np.trunc(x)
-    return math.pi * (deg + 5.0 * (x - deg) / 3.0) / 180.0
+    return 3.141592 * (deg + 5.0 * (x - deg) / 3.0) / 180.0  # TSPLIB's PI, not math.pi
 
 
 def _coords_matrix(kind: str, xy: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -55,3 +55,38 @@ def or_opt_delta(const double[:, ::1] w, const long long[::1] order, long long i
     cdef long long n = order.shape[0]
     return delta_or_opt(w, order[cyc(i - 1, n)], order[i], order[cyc(i + length - 1, n)],
                         order[cyc(i + length, n)], order[j], order[cyc(j + 1, n)], rev)
+
+
+def symmetrize(const double[:, ::1] a):
+    """Return (mean of both directions, elementwise max, whether ``a`` is symmetric).
+
+    Blocked over tiles so that the transposed reads stay in cache.
+    """
+    import numpy as np
+    cdef Py_ssize_t n = a.shape[0], i0, j0, i, j, iend, jend, B = 64
+    mean_np = np.empty((n, n), dtype=np.float64)
+    max_np = np.empty((n, n), dtype=np.float64)
+    cdef double[:, ::1] mean = mean_np
+    cdef double[:, ::1] mx = max_np
+    cdef double x, y
+    cdef bint sym = True
+    with nogil:
+        i0 = 0
+        while i0 < n:
+            iend = i0 + B if i0 + B < n else n
+            j0 = i0
+            while j0 < n:
+                jend = j0 + B if j0 + B < n else n
+                for i in range(i0, iend):
+                    for j in range(j0 if j0 > i else i, jend):
+                        x = a[i, j]
+                        y = a[j, i]
+                        if x != y:
+                            sym = False
+                        mean[i, j] = 0.5 * (x + y)
+                        mean[j, i] = 0.5 * (x + y)
+                        mx[i, j] = x if x > y else y
+                        mx[j, i] = x if x > y else y
+                j0 += B
+            i0 += B
+    return mean_np, max_np, sym

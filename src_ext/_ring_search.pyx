@@ -258,6 +258,7 @@ def iterated_local_search(const double[:, ::1] w, long long[::1] tour,
     cdef unsigned char *inq = <unsigned char *>malloc(n * sizeof(unsigned char))
     cdef long long head = 0, tail = 0, evals = 0, moves = 0, k, kicks = 0
     cdef long long i1, l1, l2, span, x
+
     cdef long long ends[6]
     cdef int stop = STOP_MAX_ITER, inner_stop
     cdef unsigned long long state = seed

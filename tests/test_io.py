@@ -120,3 +120,18 @@ def test_matrices_that_need_a_nan_policy(shared_data):
         RankoptInputError, match=r"`latency` must be finite; latency\[\d+, \d+\] is nan"
     ):
         load_matrix(shared_data / "latency/seattle99/seattle99_t1_ms.npy", unit="ms")
+
+
+def test_tsplib_reader_reproduces_every_optimal_tour(shared_data):
+    from _tsplib import read_opt_tour, read_optima, read_tsplib, tour_length
+
+    optima = read_optima(shared_data / "optima.csv")
+    checked = 0
+    for tour_file in sorted((shared_data / "tsplib").glob("*.opt.tour")):
+        name = tour_file.name.split(".")[0]
+        d = read_tsplib(shared_data / "tsplib" / f"{name}.tsp")
+        order = read_opt_tour(tour_file)
+        assert sorted(order.tolist()) == list(range(d.shape[0]))
+        assert tour_length(d, order) == optima[name], name
+        checked += 1
+    assert checked >= 25

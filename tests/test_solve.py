@@ -1,11 +1,11 @@
 """The solve() façade, the result type, and exactness of the ring methods."""
 
-import csv
 import itertools
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _tsplib import read_optima, read_tsplib
 from conftest import random_matrix
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 import rankopt
 from rankopt import RankoptInputError, SolveResult, solve
 from rankopt.models.ring import ring_bottleneck_reference, ring_sum_reference
-from rankopt.tsplib import read_tsplib
 
 RING_METHODS = ["nearest_neighbor", "two_opt", "ils", "auto", "exact", "brute_force"]
 REFERENCE = {"sum": ring_sum_reference, "bottleneck": ring_bottleneck_reference}
@@ -70,20 +69,16 @@ def test_heuristics_reach_optimum_on_small_instances():
 
 @pytest.mark.parametrize("name", ["burma14", "ulysses16", "gr17"])
 def test_exact_on_tsplib(shared_data, name):
-    optima = {
-        r["instance"]: float(r["optimum"]) for r in csv.DictReader(open(shared_data / "optima.csv"))
-    }
-    _, m = read_tsplib(shared_data / "tsplib" / f"{name}.tsp")
+    optima = read_optima(shared_data / "optima.csv")
+    m = read_tsplib(shared_data / "tsplib" / f"{name}.tsp")
     res = solve(m, method="exact")
     assert res.cost == optima[name]
 
 
 @pytest.mark.parametrize("name", ["eil51", "berlin52", "kroA100", "ch150"])
 def test_ils_near_optimum_on_tsplib(shared_data, name):
-    optima = {
-        r["instance"]: float(r["optimum"]) for r in csv.DictReader(open(shared_data / "optima.csv"))
-    }
-    _, m = read_tsplib(shared_data / "tsplib" / f"{name}.tsp")
+    optima = read_optima(shared_data / "optima.csv")
+    m = read_tsplib(shared_data / "tsplib" / f"{name}.tsp")
     res = solve(m, method="ils", rng=0)
     assert res.cost <= optima[name] * 1.01
 

@@ -60,9 +60,10 @@ class _RingModel(CostModel):
     def __init__(self, latency: NDArray[np.float64]) -> None:
         self.latency = np.ascontiguousarray(latency, dtype=np.float64)
         self.n = self.latency.shape[0]
-        self.symmetric = bool(np.array_equal(self.latency, self.latency.T))
-        sym = self.latency if self.symmetric else 0.5 * (self.latency + self.latency.T)
-        self.ring_weights = np.ascontiguousarray(sym)
+        mean, mx, sym = _ring_eval.symmetrize(self.latency)
+        self.symmetric = bool(sym)
+        self.ring_weights = self.latency if self.symmetric else mean
+        self._max_weights = self.latency if self.symmetric else mx
 
 
 class RingSum(_RingModel):
@@ -104,7 +105,7 @@ class RingBottleneck(_RingModel):
 
     def __init__(self, latency: NDArray[np.float64]) -> None:
         super().__init__(latency)
-        self.max_weights = np.ascontiguousarray(np.maximum(self.latency, self.latency.T))
+        self.max_weights = self._max_weights
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return ring_bottleneck_reference(self.latency, order)
