@@ -14,11 +14,11 @@ rank ``k``; ``rank_of = invert(order)``. SI units throughout.
 """
 
 from rankopt import models
-from rankopt.hierarchy import infer_hierarchy
-from rankopt.models import cost, schedule
 from rankopt._validation import RankoptInputError, check_matrix, check_order
 from rankopt.cloud import Cloud, synthetic_cloud
+from rankopt.hierarchy import infer_hierarchy
 from rankopt.io import load_matrix
+from rankopt.models import cost, schedule
 from rankopt.order import invert
 from rankopt.probe.measurement import Measurement, load_measurement
 from rankopt.result import SolveResult
@@ -37,7 +37,8 @@ __all__ = [
     "synthetic_cloud",
     "Cloud",
     "RankoptInputError",
-    "Measurement", "load_measurement",
+    "Measurement",
+    "load_measurement",
     "models",
     "cost",
     "schedule",
