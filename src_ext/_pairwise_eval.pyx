@@ -136,7 +136,7 @@ cdef class PairwiseEval:
     cdef void _changed(self, long long i, long long j, long long s) noexcept nogil:
         """Ids and new values (under ``o``, already swapped) of the transfers of
         step ``s`` that involve new ranks ``i`` or ``j``."""
-        cdef long long x, e, r, q
+        cdef long long x, e, q
         cdef int t
         cdef bint dup
         self.nid = 0
@@ -286,4 +286,3 @@ cdef class PairwiseEval:
             for r in range(pairs.shape[0]):
                 out[r] = self._delta(pairs[r, 0], pairs[r, 1])
         return out_np
-

@@ -133,13 +133,13 @@ cdef class RingContention:
 
     cdef void _tset(self, Py_ssize_t s, double v) noexcept nogil:
         cdef Py_ssize_t k = self.P + s
-        cdef double l, r
+        cdef double lt, rt
         self.tree[k] = v
         k //= 2
         while k >= 1:
-            l = self.tree[2 * k]
-            r = self.tree[2 * k + 1]
-            self.tree[k] = l if l > r else r
+            lt = self.tree[2 * k]
+            rt = self.tree[2 * k + 1]
+            self.tree[k] = lt if lt > rt else rt
             k //= 2
 
     cdef void _find_top(self) noexcept nogil:

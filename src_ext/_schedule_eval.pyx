@@ -377,7 +377,7 @@ cdef class StepEval:
         """
         cdef unsigned long long state = seed
         cdef Py_ssize_t n = self.n, lo = 1 if fixed0 else 0, m = n - lo
-        cdef long long moves = 0, evals = 0, since = 0, ii, jj, i, j, r, tmp
+        cdef long long moves = 0, evals = 0, since = 0, ii, jj, i, j, r
         cdef double t0 = now_s(), d, cost
         cdef int stop = 0
         if m < 2:

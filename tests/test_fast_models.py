@@ -13,8 +13,12 @@ def _contention_net(n, rng, ties):
     if ties:
         lat = np.round(lat, 5)
     rack = rng.permutation(np.arange(n) % 3)
-    kw = dict(bandwidth=rng.uniform(1e8, 1e10, (n, n)), nbytes=1e6, groups=[rack, rack // 2],
-              uplink_bandwidth=[rng.uniform(1e8, 1e9, min(n, 3)), 2e8])
+    kw = dict(
+        bandwidth=rng.uniform(1e8, 1e10, (n, n)),
+        nbytes=1e6,
+        groups=[rack, rack // 2],
+        uplink_bandwidth=[rng.uniform(1e8, 1e9, min(n, 3)), 2e8],
+    )
     return lat, kw
 
 
@@ -41,7 +45,9 @@ def test_ring_contention_deltas_follow_accepted_swaps(c, seed):
         assert m.swap_delta(o, i, j) == pytest.approx(want, rel=1e-9, abs=1e-15)
         # the incremental state equals a fresh one
         fresh = make_ring_contention(m.schedule, m.network, None)
-        assert m.evaluator.step_time(o) * reps == pytest.approx(fresh.step_time(o) * reps, rel=1e-12)
+        assert m.evaluator.step_time(o) * reps == pytest.approx(
+            fresh.step_time(o) * reps, rel=1e-12
+        )
         if rng.random() < 0.6:
             o = new
         elif rng.random() < 0.1:
@@ -54,8 +60,16 @@ def test_ring_contention_large_groups_refill():
     n = 48
     lat = rng.uniform(1e-6, 1e-4, (n, n))
     rack = np.arange(n) // 12
-    m = make_model(lat, "allreduce", "ring", objective="contention", bandwidth=5e9, nbytes=1e7,
-                   groups=[rack, rack // 2], uplink_bandwidth=[1e9, 5e8])
+    m = make_model(
+        lat,
+        "allreduce",
+        "ring",
+        objective="contention",
+        bandwidth=5e9,
+        nbytes=1e7,
+        groups=[rack, rack // 2],
+        uplink_bandwidth=[1e9, 5e8],
+    )
     o = rng.permutation(n)
     pairs = rng.integers(0, n, (300, 2))
     for i, j in pairs:
@@ -75,10 +89,16 @@ def test_ring_contention_many_groups():
     n = 64
     lat = rng.uniform(1e-6, 1e-4, (n, n))
     host = rng.permutation(np.arange(n) // 2)
-    m = make_model(lat, "allreduce", "ring", objective="contention",
-                   bandwidth=rng.uniform(1e9, 1e10, (n, n)), nbytes=1e7,
-                   groups=[host, host // 4, host // 16],
-                   uplink_bandwidth=[rng.uniform(1e9, 4e9, 32), 1e9, 5e8])
+    m = make_model(
+        lat,
+        "allreduce",
+        "ring",
+        objective="contention",
+        bandwidth=rng.uniform(1e9, 1e10, (n, n)),
+        nbytes=1e7,
+        groups=[host, host // 4, host // 16],
+        uplink_bandwidth=[rng.uniform(1e9, 4e9, 32), 1e9, 5e8],
+    )
     o = rng.permutation(n)
     for i, j in rng.integers(0, n, (150, 2)):
         new = _swapped(o, i, j)
@@ -138,8 +158,9 @@ def test_pairwise_latency_only_and_many_swaps():
     for _ in range(200):  # accepting every swap drains the step lists: refills
         i, j = rng.integers(0, n, 2)
         new = _swapped(o, i, j)
-        assert m.swap_delta(o, i, j) == pytest.approx(m.reference_cost(new) - m.reference_cost(o),
-                                                      rel=1e-9, abs=1e-15)
+        assert m.swap_delta(o, i, j) == pytest.approx(
+            m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15
+        )
         o = new
     pairs = np.ascontiguousarray(rng.integers(0, n, (10, 2)))
     want = [m.cost(_swapped(o, i, j)) - m.cost(o) for i, j in pairs]
@@ -147,7 +168,9 @@ def test_pairwise_latency_only_and_many_swaps():
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 9, 16])
-@pytest.mark.parametrize("nbytes,seg", [(1e6, 1e6), (1e6, 3e5), (1e6, 1e5), (1e6, 2.5e4), (None, None)])
+@pytest.mark.parametrize(
+    "nbytes,seg", [(1e6, 1e6), (1e6, 3e5), (1e6, 1e5), (1e6, 2.5e4), (None, None)]
+)
 def test_chain_full_cost_matches_reference(n, nbytes, seg):
     rng = np.random.default_rng(n)
     lat = rng.uniform(1e-6, 1e-4, (n, n))
@@ -170,8 +193,15 @@ def test_hierarchical_position_space_matches_reference(sizes):
     host = rng.permutation(np.repeat(np.arange(len(sizes)), sizes))
     n = len(host)
     lat = rng.uniform(1e-6, 1e-4, (n, n))
-    m = make_model(lat, "allreduce", "hierarchical", objective="time",
-                   bandwidth=rng.uniform(1e8, 1e10, (n, n)), nbytes=1e6, groups=host)
+    m = make_model(
+        lat,
+        "allreduce",
+        "hierarchical",
+        objective="time",
+        bandwidth=rng.uniform(1e8, 1e10, (n, n)),
+        nbytes=1e6,
+        groups=host,
+    )
     m._CACHE = 2  # exercise eviction
     for _ in range(12):
         o = rng.permutation(n)
@@ -179,5 +209,6 @@ def test_hierarchical_position_space_matches_reference(sizes):
         i, j = rng.integers(0, n, 2)
         new = _swapped(o, i, j)
         assert m.swap_delta(o, i, j) == pytest.approx(
-            m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15)
+            m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15
+        )
     assert len(m._evaluators) <= 2

@@ -107,8 +107,13 @@ def make_model(
     """
     check_collective(collective, algorithm)
     if objective is None:
-        objective = default_objective(algorithm, bandwidth=bandwidth, groups=groups,
-                                      nbytes=nbytes, uplink_bandwidth=uplink_bandwidth)
+        objective = default_objective(
+            algorithm,
+            bandwidth=bandwidth,
+            groups=groups,
+            nbytes=nbytes,
+            uplink_bandwidth=uplink_bandwidth,
+        )
     check_options("objective", objective, OBJECTIVES)
     n = latency.shape[0]
     if objective in RING_OBJECTIVES:
@@ -119,17 +124,30 @@ def make_model(
             )
         return RingSum(latency) if objective == "sum" else RingBottleneck(latency)
     if objective == "contention":
-        missing = [k for k, v in (("groups", groups), ("uplink_bandwidth", uplink_bandwidth),
-                                  ("nbytes", nbytes)) if v is None]
+        missing = [
+            k
+            for k, v in (
+                ("groups", groups),
+                ("uplink_bandwidth", uplink_bandwidth),
+                ("nbytes", nbytes),
+            )
+            if v is None
+        ]
         if missing:
             raise RankoptInputError(
                 f"objective 'contention' needs {', '.join(f'`{m}`' for m in missing)}."
             )
-        net = make_network(latency, bandwidth=bandwidth, nbytes=nbytes, groups=groups,
-                           uplink_bandwidth=uplink_bandwidth)
+        net = make_network(
+            latency,
+            bandwidth=bandwidth,
+            nbytes=nbytes,
+            groups=groups,
+            uplink_bandwidth=uplink_bandwidth,
+        )
     else:
-        net = make_network(latency, bandwidth=bandwidth if nbytes is not None else None,
-                           nbytes=nbytes)
+        net = make_network(
+            latency, bandwidth=bandwidth if nbytes is not None else None, nbytes=nbytes
+        )
     if algorithm == "hierarchical":
         if groups is not None:
             finest = check_groups(groups, n)[0]

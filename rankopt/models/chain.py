@@ -44,8 +44,17 @@ class ChainTime(StepModel):
         self._has_bw = bool(rate)
 
     def cost(self, order: NDArray[np.int64]) -> float:
-        return float(_se.chain_cost(self.network.latency, self._bw, self._has_bw, self._c[0],
-                                    self._c[1], _as_order(order), self._nseg))
+        return float(
+            _se.chain_cost(
+                self.network.latency,
+                self._bw,
+                self._has_bw,
+                self._c[0],
+                self._c[1],
+                _as_order(order),
+                self._nseg,
+            )
+        )
 
     def batch_cost(self, orders: NDArray[np.int64]) -> NDArray[np.float64]:
         return np.array([self.cost(o) for o in np.asarray(orders)], dtype=np.float64)

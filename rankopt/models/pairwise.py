@@ -30,7 +30,7 @@ def transfer_times(net: Network, frac: float) -> NDArray[np.float64]:
     """
     if not net.has_rate or net.bandwidth is None:
         return net.latency.copy()
-    return net.latency + (float(frac) * float(net.nbytes)) / net.bandwidth  # type: ignore[arg-type]
+    return net.latency + (float(frac) * float(net.nbytes)) / net.bandwidth  # type: ignore[arg-type,operator]
 
 
 class PairwiseTime(StepModel):
@@ -68,5 +68,7 @@ class PairwiseTime(StepModel):
     def swap_delta(self, order: NDArray[np.int64], i: int, j: int) -> float:
         return self.fast.swap_delta(_as_order(order), i, j)
 
-    def swap_deltas(self, order: NDArray[np.int64], pairs: NDArray[np.int64]) -> NDArray[np.float64]:
+    def swap_deltas(
+        self, order: NDArray[np.int64], pairs: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
         return self.fast.swap_deltas(_as_order(order), np.ascontiguousarray(pairs, dtype=np.int64))

@@ -25,13 +25,18 @@ __all__ = ["RingTime", "is_ring"]
 def is_ring(sched: Schedule) -> bool:
     """Whether every step sends the same payload from each rank ``k`` to ``k + 1``."""
     n = sched.n
-    src = sched.src.reshape(sched.n_distinct, -1) if sched.n_transfers == n * sched.n_distinct \
+    src = (
+        sched.src.reshape(sched.n_distinct, -1)
+        if sched.n_transfers == n * sched.n_distinct
         else None
+    )
     if src is None:
         return False
     dst = sched.dst.reshape(sched.n_distinct, n)
     k = np.arange(n)
-    return bool(np.all(src == k) and np.all(dst == (k + 1) % n) and np.all(sched.frac == sched.frac[0]))
+    return bool(
+        np.all(src == k) and np.all(dst == (k + 1) % n) and np.all(sched.frac == sched.frac[0])
+    )
 
 
 class RingTime(StepModel):
@@ -72,8 +77,18 @@ def make_ring_contention(sched: Schedule, net: Network, full):
     gmem = np.zeros(net.levels * n, dtype=np.int64)
     for lev in range(net.levels):
         gptr[lev, 1:] = np.cumsum(np.bincount(labels[lev], minlength=G))
-        gmem[lev * n:(lev + 1) * n] = np.argsort(labels[lev], kind="stable")
+        gmem[lev * n : (lev + 1) * n] = np.argsort(labels[lev], kind="stable")
     bw = net.bandwidth if net.bandwidth is not None else np.zeros((1, 1))
     c = float(sched.frac[0]) * float(net.nbytes)  # type: ignore[arg-type]
-    return _rc.RingContention(full, net.latency, bw, net.bandwidth is not None, c,
-                              float(sched.repeat.sum()), labels, net.uplink, gptr, gmem)
+    return _rc.RingContention(
+        full,
+        net.latency,
+        bw,
+        net.bandwidth is not None,
+        c,
+        float(sched.repeat.sum()),
+        labels,
+        net.uplink,
+        gptr,
+        gmem,
+    )

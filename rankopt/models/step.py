@@ -57,9 +57,22 @@ def make_evaluator(sched: Schedule, net: Network, *, index: bool = True):
         bufsize = 1
     bw = net.bandwidth if net.bandwidth is not None else np.zeros((1, 1))
     return _se.StepEval(
-        net.latency, bw, net.bandwidth is not None, float(net.nbytes or 0.0), net.has_rate,
-        net.labels, net.uplink, sched.src, sched.dst, sched.frac, sched.step_ptr, sched.repeat,
-        tstep, rptr, rtr, bufsize,
+        net.latency,
+        bw,
+        net.bandwidth is not None,
+        float(net.nbytes or 0.0),
+        net.has_rate,
+        net.labels,
+        net.uplink,
+        sched.src,
+        sched.dst,
+        sched.frac,
+        sched.step_ptr,
+        sched.repeat,
+        tstep,
+        rptr,
+        rtr,
+        bufsize,
     )
 
 
@@ -118,9 +131,13 @@ class StepModel(CostModel):
     def swap_delta(self, order: NDArray[np.int64], i: int, j: int) -> float:
         return self.evaluator.swap_delta(_as_order(order), i, j)
 
-    def swap_deltas(self, order: NDArray[np.int64], pairs: NDArray[np.int64]) -> NDArray[np.float64]:
+    def swap_deltas(
+        self, order: NDArray[np.int64], pairs: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
         """Cost changes of many swaps ``pairs[r] = (i, j)`` from ``order`` (one call)."""
-        return self.evaluator.swap_deltas(_as_order(order), np.ascontiguousarray(pairs, dtype=np.int64))
+        return self.evaluator.swap_deltas(
+            _as_order(order), np.ascontiguousarray(pairs, dtype=np.int64)
+        )
 
 
 class HierarchicalModel(CostModel):
@@ -138,8 +155,9 @@ class HierarchicalModel(CostModel):
     rotation_invariant = False
     _CACHE = 32
 
-    def __init__(self, net: Network, groups: NDArray[np.int64], objective: str,
-                 inter: str | None = None) -> None:
+    def __init__(
+        self, net: Network, groups: NDArray[np.int64], objective: str, inter: str | None = None
+    ) -> None:
         self.network = net
         self.groups = np.asarray(groups, dtype=np.int64)
         self.n = net.n
@@ -153,8 +171,13 @@ class HierarchicalModel(CostModel):
 
     def schedule_for(self, order: NDArray[np.int64]) -> Schedule:
         """The schedule the algorithm runs under ``order``."""
-        return schedule("allreduce", "hierarchical", self.n, groups=self.groups[np.asarray(order)],
-                        inter=self.inter)
+        return schedule(
+            "allreduce",
+            "hierarchical",
+            self.n,
+            groups=self.groups[np.asarray(order)],
+            inter=self.inter,
+        )
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return reference_time(self.schedule_for(order), self.network, np.asarray(order))
