@@ -57,7 +57,9 @@ class PairwiseTime(StepModel):
         t = transfer_times(net, float(sched.frac[0]))
         if xor:
             t = np.maximum(t, t.T)
-        self.fast = _pe.PairwiseEval(np.ascontiguousarray(t), np.ascontiguousarray(t.T), xor)
+        t = np.ascontiguousarray(t)
+        # the transpose serves transfers into a rank; symmetric for exchanges
+        self.fast = _pe.PairwiseEval(t, t if xor else np.ascontiguousarray(t.T), xor)
 
     def cost(self, order: NDArray[np.int64]) -> float:
         return float(self.fast.cost(_as_order(order)))
