@@ -36,7 +36,7 @@ def transfer_times(net: Network, frac: float) -> NDArray[np.float64]:
 class PairwiseTime(StepModel):
     """α-β model of pairwise all-to-all (no uplinks) with a dedicated kernel.
 
-    :attr:`evaluator` (the generic ``StepEval``) still runs the swap search;
+    :attr:`evaluator` is the generic ``StepEval``;
     :meth:`cost`, :meth:`batch_cost`, :meth:`swap_delta` and
     :meth:`swap_deltas` use :attr:`fast`.
 
@@ -49,6 +49,10 @@ class PairwiseTime(StepModel):
     >>> round(m.cost(np.arange(4)) * 1e6, 6)  # (p-1)(a + n/(pB)), in us
     3003.0
     """
+
+    #: The swap search runs in Python on :meth:`swap_delta` (the generic
+    #: kernel's deltas are ``O(n)`` steps rescanned in full).
+    compiled_search = False
 
     def __init__(self, sched: Schedule, net: Network, objective: str) -> None:
         super().__init__(sched, net, objective)

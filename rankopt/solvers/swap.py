@@ -10,8 +10,10 @@
     ``time_limit``. ``keep_rank0`` keeps position 0 out of every swap.
 
 Models with a compiled evaluator (``StepModel``) run the whole search in
-the kernel with incremental swap deltas; other models are searched in
-Python through :meth:`CostModel.swap_delta`.
+the kernel with incremental swap deltas; other models, and those whose
+dedicated ``swap_delta`` outruns the generic kernel (``compiled_search =
+False``: pairwise all-to-all), are searched in Python through
+:meth:`CostModel.swap_delta`.
 """
 
 from __future__ import annotations
@@ -71,9 +73,15 @@ def swap(model: CostModel, ctx: SolveContext) -> MethodOutput:
         order[0], order[k] = order[k], order[0]
     ctx.record(model.cost(order), 0)
     ev = getattr(model, "evaluator", None)
-    if ev is not None:
-        moves, evals, st = ev.search(order, kernel_seed(ctx.gen), int(ctx.max_iter or 0),
-                                     float(ctx.remaining()), bool(ctx.keep_rank0), _REL_TOL)
+    if ev is not None and getattr(model, "compiled_search", True):
+        moves, evals, st = ev.search(
+            order,
+            kernel_seed(ctx.gen),
+            int(ctx.max_iter or 0),
+            float(ctx.remaining()),
+            bool(ctx.keep_rank0),
+            _REL_TOL,
+        )
         stop = _STOP[st]
     else:
         moves, evals, stop = _python_search(model, ctx, order)
