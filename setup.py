@@ -27,7 +27,7 @@ KERNELS = [
     ("rankopt.solvers._ring_search", "src_ext/_ring_search.pyx"),
     ("rankopt.solvers._exact", "src_ext/_exact.pyx"),
     ("rankopt.models._schedule_eval", "src_ext/_schedule_eval.pyx"),
-    ("rankopt.models._ring_contention", "src_ext/_ring_contention.pyx"),
+    ("rankopt.models._step_contention", "src_ext/_step_contention.pyx"),
     ("rankopt.models._pairwise_eval", "src_ext/_pairwise_eval.pyx"),
     ("rankopt.solvers._anneal_ring", "src_ext/_anneal_ring.pyx"),
 ]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from rankopt.models import make_model
-from rankopt.models.ring_time import make_ring_contention
+from rankopt.models.contention import make_step_contention
 
 
 def _contention_net(n, rng, ties):
@@ -35,8 +35,7 @@ def test_ring_contention_deltas_follow_accepted_swaps(c, seed):
     n = int(rng.integers(2, 16))
     lat, kw = _contention_net(n, rng, ties=seed % 2 == 0)
     m = make_model(lat, c, "ring", objective="contention", **kw)
-    assert type(m.evaluator).__name__ == "RingContention"
-    reps = m.schedule.repeat.sum()
+    assert type(m.evaluator).__name__ == "StepContention"
     o = rng.permutation(n)
     for _ in range(80):
         i, j = rng.integers(0, n, 2)
@@ -44,10 +43,9 @@ def test_ring_contention_deltas_follow_accepted_swaps(c, seed):
         want = m.reference_cost(new) - m.reference_cost(o)
         assert m.swap_delta(o, i, j) == pytest.approx(want, rel=1e-9, abs=1e-15)
         # the incremental state equals a fresh one
-        fresh = make_ring_contention(m.schedule, m.network, None)
-        assert m.evaluator.step_time(o) * reps == pytest.approx(
-            fresh.step_time(o) * reps, rel=1e-12
-        )
+        fresh = make_step_contention(m.schedule, m.network, None, alike=True)
+        assert m.evaluator.state_cost(o) == pytest.approx(fresh.state_cost(o), rel=1e-12)
+        assert fresh.state_cost(o) == pytest.approx(m.reference_cost(o), rel=1e-12)
         if rng.random() < 0.6:
             o = new
         elif rng.random() < 0.1:
@@ -212,3 +210,66 @@ def test_hierarchical_position_space_matches_reference(sizes):
             m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15
         )
     assert len(m._evaluators) <= 2
+
+
+STEP_PAIRS = [
+    ("allreduce", "rabenseifner"),
+    ("allreduce", "recursive_doubling"),
+    ("allreduce", "binomial"),
+    ("allreduce", "double_binary_tree"),
+    ("allgather", "bruck"),
+    ("allgather", "recursive_doubling"),
+    ("reduce_scatter", "recursive_halving"),
+    ("broadcast", "binary_tree"),
+    ("alltoall", "pairwise"),
+]
+
+
+@pytest.mark.parametrize("c,a", STEP_PAIRS)
+@pytest.mark.parametrize("n", [6, 16, 21])
+def test_step_contention_deltas_follow_accepted_swaps(c, a, n):
+    rng = np.random.default_rng(n)
+    lat = rng.uniform(1e-6, 1e-4, (n, n))
+    host = rng.permutation(np.arange(n) // 2)
+    m = make_model(
+        lat,
+        c,
+        a,
+        objective="contention",
+        bandwidth=rng.uniform(1e9, 1e10, (n, n)),
+        nbytes=1e7,
+        groups=[host, host // 2, host // 4],
+        uplink_bandwidth=[2e9, 1e9, 5e8],
+    )
+    if n == 16:  # non-powers of two fold unequal blocks into some steps: generic kernel
+        assert type(m.evaluator).__name__ == "StepContention"
+    state = getattr(m.evaluator, "state_cost", m.cost)
+    o = rng.permutation(n)
+    for i, j in rng.integers(0, n, (40, 2)):
+        new = _swapped(o, i, j)
+        d = m.swap_delta(o, i, j)
+        assert d == pytest.approx(m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15)
+        assert state(o) == pytest.approx(m.reference_cost(o), rel=1e-12)
+        if d <= 0 or rng.random() < 0.4:
+            o = new
+    moves, _, stop = m.evaluator.search(o, 1, 0, 0.0, False, 1e-12)
+    assert stop == 0 and sorted(o) == list(range(n))
+    assert state(o) == pytest.approx(m.reference_cost(o), rel=1e-12)
+
+
+def test_chain_with_uplinks_keeps_the_generic_kernel():
+    rng = np.random.default_rng(2)
+    n = 8
+    host = np.arange(n) // 2
+    m = make_model(
+        rng.uniform(1e-6, 1e-4, (n, n)),
+        "broadcast",
+        "chain",
+        objective="contention",
+        bandwidth=5e9,
+        nbytes=1e6,
+        segment_size=3e5,
+        groups=host,
+        uplink_bandwidth=1e9,
+    )
+    assert type(m.evaluator).__name__ == "StepEval"  # its last segment is shorter

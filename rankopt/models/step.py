@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 
 from rankopt._build_check import require_extension
 from rankopt.models.base import CostModel
+from rankopt.models.contention import make_step_contention
 from rankopt.models.network import Network, reference_time
 from rankopt.models.schedule import Schedule, schedule
 
@@ -118,6 +119,10 @@ class StepModel(CostModel):
         self.objective = objective
         self.rotation_invariant = sched.algorithm == "ring"
         self.evaluator = make_evaluator(sched, net)
+        if objective == "contention":  # incremental uplink counts where they apply
+            fast = make_step_contention(sched, net, self.evaluator, alike=sched.algorithm == "ring")
+            if fast is not None:
+                self.evaluator = fast
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return reference_time(self.schedule, self.network, np.asarray(order))

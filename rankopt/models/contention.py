@@ -1,0 +1,89 @@
+"""Incremental swap deltas under shared uplinks (``objective="contention"``).
+
+``make_step_contention`` builds the ``StepContention`` kernel
+(``src_ext/_step_contention.pyx``) of a schedule: per step, per (level,
+group, direction) the number of transfers on the uplink and their largest
+latencies, so that a swap, which changes only the transfers of two ranks,
+costs ``O(levels log G)`` per step it touches instead of a recount of every
+transfer of the step. It applies when each step's transfers carry one size
+(all built-in schedules but the chain's last segment and the hierarchical
+one) and its tables fit in memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rankopt._build_check import require_extension
+from rankopt.models.network import Network
+from rankopt.models.schedule import Schedule
+
+_sc = require_extension("rankopt.models._step_contention")
+
+__all__ = ["make_step_contention"]
+
+#: Largest size (bytes) of the kernel's per-slot tables.
+MAX_TABLE_BYTES = 1 << 27
+
+
+def _csr(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, int]:
+    counts = np.bincount(key, minlength=size)
+    ptr = np.zeros(size + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(counts)
+    return ptr, np.argsort(key, kind="stable").astype(np.int64), int(counts.max(initial=0))
+
+
+def make_step_contention(sched: Schedule, net: Network, full: Any, *, alike: bool = False) -> Any:
+    """The ``StepContention`` kernel of ``sched`` on ``net``, or ``None`` where it does not apply.
+
+    ``alike``: every step has the same transfers (a ring): they are stored
+    once with the total repeat count. ``full`` evaluates full costs.
+    """
+    if not (net.levels and net.has_rate):
+        return None
+    ptr, frac, rep = sched.step_ptr, sched.frac, sched.repeat.astype(np.float64)
+    if alike:
+        ptr, rep = ptr[:2], np.array([rep.sum()])
+    nsteps = len(rep)
+    ne = int(ptr[-1])
+    src, dst = sched.src[:ne], sched.dst[:ne]
+    tstep = np.repeat(np.arange(nsteps, dtype=np.int64), np.diff(ptr))
+    first = frac[ptr[:-1].clip(max=max(ne - 1, 0))] if ne else np.zeros(nsteps)
+    if ne and not np.all(frac[:ne] == first[tstep]):
+        return None  # a step with transfers of different sizes
+    n, levels = sched.n, net.levels
+    gcount = net.uplink.shape[1]
+    nslots = levels * 2 * (1 << max(gcount - 1, 0).bit_length()) + 1
+    if nsteps * nslots * (8 * 16 + 24) > MAX_TABLE_BYTES:
+        return None
+    gptr = np.zeros((levels, gcount + 1), dtype=np.int64)
+    gmem = np.zeros(levels * n, dtype=np.int64)
+    for lev in range(levels):
+        gptr[lev, 1:] = np.cumsum(np.bincount(net.labels[lev], minlength=gcount))
+        gmem[lev * n : (lev + 1) * n] = np.argsort(net.labels[lev], kind="stable")
+    sptr, sidx, smax = _csr(tstep * n + src, nsteps * n)
+    rptr, ridx, rmax = _csr(tstep * n + dst, nsteps * n)
+    bw = net.bandwidth if net.bandwidth is not None else np.zeros((1, 1))
+    c = np.ascontiguousarray(first * float(net.nbytes))  # type: ignore[arg-type]
+    return _sc.StepContention(
+        full,
+        net.latency,
+        bw,
+        net.bandwidth is not None,
+        net.labels,
+        net.uplink,
+        gptr,
+        gmem,
+        np.ascontiguousarray(src),
+        np.ascontiguousarray(dst),
+        np.ascontiguousarray(ptr),
+        c,
+        np.ascontiguousarray(rep),
+        sptr,
+        sidx,
+        rptr,
+        ridx,
+        max(2 * (smax + rmax), 1),
+    )
