@@ -42,7 +42,7 @@ cdef void propose(const double[:, ::1] w, long long[::1] tour, long long[::1] po
                   const long long[:, ::1] nb, long long n, unsigned long long *state,
                   Move *mv) noexcept nogil:
     """Draw one random move around a random process and score it."""
-    cdef long long K = nb.shape[1], L, e, c, t
+    cdef long long K = nb.shape[1], L, e, c, t, _t
     cdef int kind = <int>rng_int(state, 3)
     cdef long long a = rng_int(state, n)
     cdef bint dirn = rng_int(state, 2)
@@ -66,7 +66,7 @@ cdef void propose(const double[:, ::1] w, long long[::1] tour, long long[::1] po
         L = 1 + rng_int(state, 3)
         mv.s1 = a
         mv.s2 = a
-        for t in range(L - 1):
+        for _t in range(L - 1):
             mv.s2 = succ(tour, pos, mv.s2, n)
         if cyc(pos[c] - pos[mv.s1], n) < L:
             return
@@ -147,7 +147,7 @@ def anneal(const double[:, ::1] w, long long[::1] tour, const long long[:, ::1] 
     Returns (delta, evaluations, accepted, iterations, stop) with stop 1 for
     the time limit and 2 for the iteration budget.
     """
-    cdef long long n = tour.shape[0], k, it = 0, evals = 0, accepted = 0, chunk
+    cdef long long n = tour.shape[0], k, _k, it = 0, evals = 0, accepted = 0, chunk
     cdef long long[::1] pos = np.empty(n, dtype=np.int64)
     cdef unsigned long long state = seed
     cdef double total = 0.0, temp = t0, factor, deadline = 0.0
@@ -164,7 +164,7 @@ def anneal(const double[:, ::1] w, long long[::1] tour, const long long[:, ::1] 
     chunk = report_every if report_every > 0 else 65536
     while it < max_iter:
         with nogil:
-            for k in range(min(chunk, max_iter - it)):
+            for _k in range(min(chunk, max_iter - it)):
                 propose(w, tour, pos, nb, n, &state, &mv)
                 it += 1
                 temp *= factor

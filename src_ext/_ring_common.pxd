@@ -69,7 +69,7 @@ cdef inline long long reverse_path(long long[::1] tour, long long[::1] pos,
     restores the tour. Returns the number of elements moved.
     """
     cdef long long length = cyc(j - i, n) + 1
-    cdef long long a, b, k, ta, tb, half
+    cdef long long a, b, _k, ta, tb, half
     if 2 * length > n:
         a = cyc(j + 1, n)
         b = cyc(i - 1, n)
@@ -78,7 +78,7 @@ cdef inline long long reverse_path(long long[::1] tour, long long[::1] pos,
         a = i
         b = j
     half = length // 2
-    for k in range(half):
+    for _k in range(half):
         ta = tour[a]
         tb = tour[b]
         tour[a] = tb

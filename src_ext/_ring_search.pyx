@@ -7,7 +7,7 @@
 from libc.stdlib cimport malloc, free
 
 from _ring_common cimport (
-    now_s, rng_int, cyc, succ, pred, reverse_path, delta_two_opt, delta_or_opt,
+    now_s, rng_int, cyc, succ, pred, delta_two_opt, delta_or_opt,
     Log, flip, move_segment, undo_log,
 )
 
@@ -95,7 +95,7 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
                          unsigned char *inq, long long *tail, Log *log) noexcept nogil:
     """Apply the first improving 2-opt or Or-opt move around ``a``; return its delta."""
     cdef Py_ssize_t kk, K = nb.shape[1]
-    cdef long long b, c, d, s1, s2, p, nx, cc, dd, L, side, e
+    cdef long long b, c, d, s1, s2, p, nx, cc, dd, L, side, e, _e
     cdef int direction, orient
     cdef bint rev
     cdef double dab, delta, g
@@ -132,14 +132,14 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
             if side == 0:
                 s1 = a
                 s2 = a
-                for e in range(L - 1):
+                for _e in range(L - 1):
                     s2 = succ(tour, pos, s2, n)
             else:
                 if L == 1:
                     continue
                 s2 = a
                 s1 = a
-                for e in range(L - 1):
+                for _e in range(L - 1):
                     s1 = pred(tour, pos, s1, n)
             p = pred(tour, pos, s1, n)
             nx = succ(tour, pos, s2, n)

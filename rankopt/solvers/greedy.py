@@ -151,8 +151,8 @@ class _Scored:
 def _search_bits(score: _Scored, leaves: NDArray[np.int64], m: int) -> None:
     """Local search over bit permutations (exhaustive for m <= 5)."""
     if m <= 5:
-        for perm in itertools.permutations(range(m)):
-            score(bit_orders(leaves, perm))
+        for p in itertools.permutations(range(m)):
+            score(bit_orders(leaves, p))
         return
     starts = [tuple(range(m)), tuple(range(m - 1, -1, -1))]
     for perm0 in starts:
