@@ -56,7 +56,7 @@ def make_step_contention(sched: Schedule, net: Network, full: Any, *, alike: boo
     n, levels = sched.n, net.levels
     gcount = net.uplink.shape[1]
     nslots = levels * 2 * (1 << max(gcount - 1, 0).bit_length()) + 1
-    if nsteps * nslots * (8 * 16 + 24) > MAX_TABLE_BYTES:
+    if nsteps * nslots * (8 * 16 + 56) > MAX_TABLE_BYTES:  # top lists, counts, tree
         return None
     gptr = np.zeros((levels, gcount + 1), dtype=np.int64)
     gmem = np.zeros(levels * n, dtype=np.int64)
