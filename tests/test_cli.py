@@ -160,3 +160,72 @@ def test_launcher_files_need_host_names(tmp_path):
 def test_simulate_bad_output(tmp_path):
     p = run("simulate", "-o", str(tmp_path / "x.txt"))
     assert p.returncode == 1 and "--output must end in .npz, .npy or .csv" in p.stderr
+
+
+def test_solve_time_and_contention_models(tmp_path):
+    cloud = tmp_path / "c.npz"
+    run(
+        "simulate",
+        "-o",
+        str(cloud),
+        "--pods",
+        "1",
+        "--racks",
+        "2",
+        "--hosts",
+        "4",
+        "--seed",
+        "4",
+        check=True,
+    )
+    p = run(
+        "solve",
+        str(cloud),
+        "--algorithm",
+        "rabenseifner",
+        "--nbytes",
+        "1e6",
+        "--json",
+        "--seed",
+        "0",
+        check=True,
+    )
+    d = json.loads(p.stdout)
+    assert d["objective"] == "time" and d["algorithm"] == "rabenseifner"
+    from rankopt.cloud import load_cloud
+
+    c = load_cloud(cloud)
+    expected = rankopt.cost(
+        c.latency, d["order"], "allreduce", "rabenseifner", bandwidth=c.bandwidth, nbytes=1e6
+    )
+    assert d["cost"] == pytest.approx(expected)
+    p = run(
+        "solve",
+        str(cloud),
+        "--objective",
+        "contention",
+        "--nbytes",
+        "1e6",
+        "--uplink-bandwidth",
+        "1e9,5e8",
+        "--json",
+        "--seed",
+        "0",
+        check=True,
+    )
+    d = json.loads(p.stdout)
+    assert d["objective"] == "contention" and d["speedup"] >= 1.0
+    p = run(
+        "solve",
+        str(cloud),
+        "--objective",
+        "contention",
+        "--nbytes",
+        "1e6",
+        "--uplink-bandwidth",
+        "fast",
+    )
+    assert (
+        p.returncode == 1
+        and "--uplink-bandwidth must be comma-separated numbers; got 'fast'" in p.stderr
+    )

@@ -12,7 +12,14 @@ import numpy as np
 
 from rankopt.io import load_matrix
 
-__all__ = ["add_matrix_args", "read_inputs", "table", "progress"]
+__all__ = [
+    "add_matrix_args",
+    "add_problem_args",
+    "problem_kwargs",
+    "read_inputs",
+    "table",
+    "progress",
+]
 
 
 def add_matrix_args(p: argparse.ArgumentParser) -> None:
@@ -25,6 +32,48 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
         choices=["raise", "symmetric", "max", "mean"],
         help="policy for missing entries (default: raise)",
     )
+
+
+def add_problem_args(p: argparse.ArgumentParser) -> None:
+    """The matrix arguments plus what defines the problem: collective, algorithm, objective."""
+    add_matrix_args(p)
+    p.add_argument("--collective", default="allreduce")
+    p.add_argument("--algorithm", default="ring")
+    p.add_argument(
+        "--objective", default=None, help="default: see rankopt.models.default_objective"
+    )
+    p.add_argument("--nbytes", type=float, default=None, help="message size in bytes (time models)")
+    p.add_argument(
+        "--uplink-bandwidth",
+        default=None,
+        metavar="B[,B...]",
+        help="uplink capacity per hierarchy level in bytes/s (contention objective)",
+    )
+
+
+def problem_kwargs(
+    args: argparse.Namespace,
+    latency: np.ndarray,
+    bandwidth: np.ndarray | None,
+    groups: list[np.ndarray] | None,
+) -> dict[str, Any]:
+    """Keyword arguments of ``solve()`` describing the model chosen on the command line."""
+    kw: dict[str, Any] = {"objective": args.objective}
+    if args.nbytes is not None or args.objective not in (None, "sum", "bottleneck"):
+        kw.update(bandwidth=bandwidth, nbytes=args.nbytes)
+    if args.uplink_bandwidth is not None:
+        try:
+            up = [float(x) for x in args.uplink_bandwidth.split(",")]
+        except ValueError:
+            raise ValueError(
+                f"--uplink-bandwidth must be comma-separated numbers; got {args.uplink_bandwidth!r}"
+            ) from None
+        if groups is None:
+            from rankopt.hierarchy import infer_hierarchy
+
+            groups = infer_hierarchy(latency=latency, bandwidth=bandwidth)
+        kw.update(groups=groups, uplink_bandwidth=up if len(up) > 1 else up[0])
+    return kw
 
 
 def read_inputs(

@@ -7,7 +7,7 @@ import json
 import sys
 
 from rankopt._validation import RankoptInputError
-from rankopt.cli._common import add_matrix_args, read_inputs, table
+from rankopt.cli._common import add_problem_args, problem_kwargs, read_inputs, table
 from rankopt.solvers import METHODS, solve
 
 __all__ = ["register", "run"]
@@ -20,11 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Solve the same problem with every registered method that applies and print "
         "a table (methods that do not apply, e.g. exact ones for large n, are listed as skipped).",
     )
-    add_matrix_args(p)
-    p.add_argument("--collective", default="allreduce")
-    p.add_argument("--algorithm", default="ring")
-    p.add_argument("--objective", default=None)
-    p.add_argument("--nbytes", type=float, default=None)
+    add_problem_args(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--time-limit", type=float, default=10.0, help="guard per method (default 10 s)")
     p.add_argument("--methods", default=None, help="comma-separated subset of methods")
@@ -39,11 +35,7 @@ def run(args: argparse.Namespace) -> int:
         if args.methods
         else [m for m in sorted(METHODS) if m != "auto"] + ["auto"]
     )
-    extra = {}
-    if args.nbytes is not None or args.objective not in (None, "sum", "bottleneck"):
-        extra = {"bandwidth": bw, "nbytes": args.nbytes}
-        if args.objective == "contention":
-            extra["groups"] = groups
+    extra = problem_kwargs(args, lat, bw, groups)
     rows, skipped = [], []
     for name in names:
         try:
@@ -51,7 +43,6 @@ def run(args: argparse.Namespace) -> int:
                 lat,
                 args.collective,
                 args.algorithm,
-                objective=args.objective,
                 method=name,
                 rng=args.seed,
                 time_limit=args.time_limit,

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from rankopt.cli import CLIError
-from rankopt.cli._common import add_matrix_args, progress, read_inputs
+from rankopt.cli._common import add_problem_args, problem_kwargs, progress, read_inputs
 from rankopt.io import load_labels
 from rankopt.solvers import METHODS, solve
 
@@ -22,13 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Read a latency matrix (.npy, .csv, .json, or a probe/cloud .npz), solve, and "
         "print the order (order[k] = original rank of the process that gets new rank k).",
     )
-    add_matrix_args(p)
-    p.add_argument("--collective", default="allreduce")
-    p.add_argument("--algorithm", default="ring")
-    p.add_argument(
-        "--objective", default=None, help="default: see rankopt.models.default_objective"
-    )
-    p.add_argument("--nbytes", type=float, default=None, help="message size in bytes (time models)")
+    add_problem_args(p)
     p.add_argument("--method", default="auto", choices=sorted(METHODS))
     p.add_argument("--seed", type=int, default=None, help="random seed (recorded in --json)")
     p.add_argument("--time-limit", type=float, default=None, help="seconds (a guard)")
@@ -52,17 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     lat, bw, groups = read_inputs(args)
-    kwargs: dict[str, Any] = {}
-    if args.nbytes is not None or (args.objective not in (None, "sum", "bottleneck")):
-        kwargs.update(bandwidth=bw, nbytes=args.nbytes)
-        if args.objective == "contention":
-            kwargs.update(groups=groups)
+    kwargs = problem_kwargs(args, lat, bw, groups)
     with progress("solving", not args.quiet) as cb:
         res = solve(
             lat,
             args.collective,
             args.algorithm,
-            objective=args.objective,
             method=args.method,
             rng=args.seed,
             time_limit=args.time_limit,
