@@ -163,69 +163,23 @@ def test_simulate_bad_output(tmp_path):
 
 
 def test_solve_time_and_contention_models(tmp_path):
+    from rankopt.cloud import load_cloud
+
     cloud = tmp_path / "c.npz"
-    run(
-        "simulate",
-        "-o",
-        str(cloud),
-        "--pods",
-        "1",
-        "--racks",
-        "2",
-        "--hosts",
-        "4",
-        "--seed",
-        "4",
-        check=True,
-    )
+    run(*f"simulate -o {cloud} --pods 1 --racks 2 --hosts 4 --seed 4".split(), check=True)
+    c = load_cloud(cloud)
     p = run(
-        "solve",
-        str(cloud),
-        "--algorithm",
-        "rabenseifner",
-        "--nbytes",
-        "1e6",
-        "--json",
-        "--seed",
-        "0",
-        check=True,
+        *f"solve {cloud} --algorithm rabenseifner --nbytes 1e6 --json --seed 0".split(), check=True
     )
     d = json.loads(p.stdout)
     assert d["objective"] == "time" and d["algorithm"] == "rabenseifner"
-    from rankopt.cloud import load_cloud
-
-    c = load_cloud(cloud)
     expected = rankopt.cost(
         c.latency, d["order"], "allreduce", "rabenseifner", bandwidth=c.bandwidth, nbytes=1e6
     )
     assert d["cost"] == pytest.approx(expected)
-    p = run(
-        "solve",
-        str(cloud),
-        "--objective",
-        "contention",
-        "--nbytes",
-        "1e6",
-        "--uplink-bandwidth",
-        "1e9,5e8",
-        "--json",
-        "--seed",
-        "0",
-        check=True,
-    )
-    d = json.loads(p.stdout)
+    args = f"solve {cloud} --objective contention --nbytes 1e6 --json --seed 0".split()
+    d = json.loads(run(*args, "--uplink-bandwidth", "4e9,1e9,5e8", check=True).stdout)
     assert d["objective"] == "contention" and d["speedup"] >= 1.0
-    p = run(
-        "solve",
-        str(cloud),
-        "--objective",
-        "contention",
-        "--nbytes",
-        "1e6",
-        "--uplink-bandwidth",
-        "fast",
-    )
-    assert (
-        p.returncode == 1
-        and "--uplink-bandwidth must be comma-separated numbers; got 'fast'" in p.stderr
-    )
+    p = run(*args, "--uplink-bandwidth", "fast")
+    assert p.returncode == 1
+    assert "--uplink-bandwidth must be comma-separated numbers; got 'fast'" in p.stderr
