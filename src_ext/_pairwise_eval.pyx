@@ -9,7 +9,8 @@
 # step, costs O(1) per step unless all listed values were removed. The NumPy
 # twin is rankopt.models.network.reference_time.
 
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcpy
+from _model_common cimport ONE_SWAP, CHANGED, has_id, order_change, top_drop, top_insert
 
 cdef double INF = float("inf")
 cdef enum:
@@ -90,21 +91,7 @@ cdef class PairwiseEval:
     # ---------------------------------------------------- per-step top lists
     cdef void _insert(self, Py_ssize_t s, double v, long long e, bint complete) noexcept nogil:
         """Insert into the sorted (descending) list of step ``s`` if it stays the top values."""
-        cdef Py_ssize_t t, m = self.tn[s]
-        if m == K:
-            if v <= self.tv[s, K - 1]:
-                return
-            m = K - 1
-        elif not complete and (m == 0 or v < self.tv[s, m - 1]):
-            return
-        t = m
-        while t > 0 and self.tv[s, t - 1] < v:
-            self.tv[s, t] = self.tv[s, t - 1]
-            self.ti[s, t] = self.ti[s, t - 1]
-            t -= 1
-        self.tv[s, t] = v
-        self.ti[s, t] = e
-        self.tn[s] = m + 1
+        top_insert(&self.tv[s, 0], &self.ti[s, 0], &self.tn[s], K, v, e, complete)
 
     cdef double _scan(self, Py_ssize_t s, bint keep) noexcept nogil:
         cdef Py_ssize_t k, cnt = 0
@@ -165,16 +152,11 @@ cdef class PairwiseEval:
         """Step time after the change recorded by ``_changed``."""
         cdef Py_ssize_t t, q
         cdef double mx = 0.0
-        cdef bint gone
         for q in range(self.nid):
             if self.vals[q] > mx:
                 mx = self.vals[q]
         for t in range(self.tn[s]):
-            gone = False
-            for q in range(self.nid):
-                if self.ti[s, t] == self.ids[q]:
-                    gone = True
-            if not gone:
+            if not has_id(self.ids, self.nid, self.ti[s, t]):
                 return mx if mx > self.tv[s, t] else self.tv[s, t]
         return self._scan(s, False)  # every listed value changed: rescan
 
@@ -197,8 +179,7 @@ cdef class PairwiseEval:
 
     cdef void _apply(self, long long i, long long j) noexcept nogil:
         cdef long long s, tmp
-        cdef Py_ssize_t t, m, q
-        cdef bint gone
+        cdef Py_ssize_t m, q
         tmp = self.o[i]
         self.o[i] = self.o[j]
         self.o[j] = tmp
@@ -206,17 +187,8 @@ cdef class PairwiseEval:
             if self.xor and (i ^ s) == j:
                 continue
             self._changed(i, j, s)
-            m = 0
-            for t in range(self.tn[s]):  # drop the changed transfers, keep the order
-                gone = False
-                for q in range(self.nid):
-                    if self.ti[s, t] == self.ids[q]:
-                        gone = True
-                if not gone:
-                    self.tv[s, m] = self.tv[s, t]
-                    self.ti[s, m] = self.ti[s, t]
-                    m += 1
-            self.tn[s] = m
+            m = top_drop(&self.tv[s, 0], &self.ti[s, 0], self.tn[s], self.ids, self.nid)
+            self.tn[s] = m  # the changed transfers dropped, the order kept
             if m < K // 2:
                 self._scan(s, True)
                 continue
@@ -225,23 +197,12 @@ cdef class PairwiseEval:
             self.st[s] = self.tv[s, 0]
 
     cdef void _sync(self, const long long[::1] order) noexcept nogil:
-        cdef Py_ssize_t k, p = -1, q = -1, nd = 0
-        if self.valid and memcmp(&order[0], &self.o[0], self.n * sizeof(long long)) == 0:
-            return
-        if self.valid:
-            for k in range(self.n):
-                if order[k] != self.o[k]:
-                    nd += 1
-                    if nd == 1:
-                        p = k
-                    elif nd == 2:
-                        q = k
-                    else:
-                        break
-            if nd == 2 and order[p] == self.o[q] and order[q] == self.o[p]:
-                self._apply(p, q)
-                return
-        self._rebuild(order)
+        cdef Py_ssize_t p, q
+        cdef int how = order_change(&order[0], &self.o[0], self.n, self.valid, &p, &q)
+        if how == ONE_SWAP:
+            self._apply(p, q)
+        elif how == CHANGED:
+            self._rebuild(order)
 
     # ------------------------------------------------------------ python API
     def cost(self, const long long[::1] order):

@@ -6,8 +6,9 @@
 # rankopt.models.schedule.Schedule; the NumPy twin is
 # rankopt.models.network.reference_time.
 
-from libc.string cimport memcmp, memcpy
-from _ring_common cimport now_s, rng_int
+from libc.string cimport memcpy
+from _model_common cimport (ONE_SWAP, CHANGED, SwapSearch, has_id, order_change, search_accept,
+                            search_next, search_start)
 
 cdef double INF = float("inf")
 
@@ -223,9 +224,8 @@ cdef class StepEval:
     cdef Py_ssize_t _collect(self, long long i, long long j, Py_ssize_t *pi,
                              Py_ssize_t *pj, long long *step) noexcept nogil:
         """Next step in which rank i or j takes part: its transfers into buf."""
-        cdef Py_ssize_t ei = self.rptr[i + 1], ej = self.rptr[j + 1], k = 0, q
+        cdef Py_ssize_t ei = self.rptr[i + 1], ej = self.rptr[j + 1], k = 0
         cdef long long s, e
-        cdef bint dup
         if pi[0] >= ei and pj[0] >= ej:
             return -1
         s = self.tstep[self.rtr[pi[0]]] if pi[0] < ei else self.tstep[self.rtr[pj[0]]]
@@ -237,11 +237,7 @@ cdef class StepEval:
             pi[0] += 1
         while pj[0] < ej and self.tstep[self.rtr[pj[0]]] == s:
             e = self.rtr[pj[0]]
-            dup = False
-            for q in range(k):
-                if self.buf[q] == e:
-                    dup = True
-            if not dup:
+            if not has_id(&self.buf[0], k, e):
                 self.buf[k] = e
                 k += 1
             pj[0] += 1
@@ -302,23 +298,12 @@ cdef class StepEval:
         return d
 
     cdef void _sync(self, const long long[::1] o) noexcept nogil:
-        cdef Py_ssize_t k, p = -1, q = -1, nd = 0
-        if self.valid and memcmp(&o[0], &self.cur[0], self.n * sizeof(long long)) == 0:
-            return
-        if self.valid:
-            for k in range(self.n):
-                if o[k] != self.cur[k]:
-                    nd += 1
-                    if nd == 1:
-                        p = k
-                    elif nd == 2:
-                        q = k
-                    else:
-                        break
-            if nd == 2 and o[p] == self.cur[q] and o[q] == self.cur[p]:
-                self._apply(p, q)
-                return
-        self._rebuild(o)
+        cdef Py_ssize_t p, q
+        cdef int how = order_change(&o[0], &self.cur[0], self.n, self.valid, &p, &q)
+        if how == ONE_SWAP:
+            self._apply(p, q)
+        elif how == CHANGED:
+            self._rebuild(o)
 
     # ------------------------------------------------------------ python API
     def cost(self, const long long[::1] order):
@@ -375,44 +360,17 @@ cdef class StepEval:
         Returns ``(moves, evaluations, stop)`` with stop 0 = local optimum,
         1 = time limit, 2 = max moves.
         """
-        cdef unsigned long long state = seed
-        cdef Py_ssize_t n = self.n, lo = 1 if fixed0 else 0, m = n - lo
-        cdef long long moves = 0, evals = 0, since = 0, ii, jj, i, j, r
-        cdef double t0 = now_s(), d, cost
-        cdef int stop = 0
-        if m < 2:
+        cdef SwapSearch ss
+        if not search_start(&ss, self.n, seed, max_moves, time_limit, fixed0, rel_tol):
             return 0, 0, 0
         with nogil:
             self._sync(order)
-            cost = self._full(self.cur)
-            ii = rng_int(&state, m)
-            while True:
-                i = lo + ii
-                r = rng_int(&state, m)
-                for jj in range(m):
-                    j = lo + (r + jj) % m
-                    if j == i:
-                        continue
-                    d = self._delta(i, j)
-                    evals += 1
-                    if d < -rel_tol * cost:
-                        self._apply(i, j)
-                        cost += d
-                        moves += 1
-                        since = 0
-                        break
-                since += 1
-                if since > m:
-                    break
-                if max_moves > 0 and moves >= max_moves:
-                    stop = 2
-                    break
-                if time_limit > 0 and now_s() - t0 > time_limit:
-                    stop = 1
-                    break
-                ii = (ii + 1) % m
-            memcpy(&order[0], &self.cur[0], n * sizeof(long long))
-        return moves, evals, stop
+            ss.cost = self._full(self.cur)
+            while search_next(&ss):
+                if search_accept(&ss, self._delta(ss.i, ss.j)):
+                    self._apply(ss.i, ss.j)
+            memcpy(&order[0], &self.cur[0], self.n * sizeof(long long))
+        return ss.moves, ss.evals, ss.stop
 
 
 def chain_cost(const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw, double c_full,

@@ -18,8 +18,9 @@
 # steps alike) are one step with a repeat count. The NumPy twin is
 # rankopt.models.network.reference_time.
 
-from libc.string cimport memcmp
-from _ring_common cimport now_s, rng_int
+from libc.string cimport memcpy
+from _model_common cimport (ONE_SWAP, CHANGED, SwapSearch, order_change, search_accept,
+                            search_next, search_start, top_drop, top_first_kept, top_insert)
 
 cdef double INF = float("inf")
 cdef enum:
@@ -197,26 +198,13 @@ cdef class StepContention:
     cdef void _insert(self, Py_ssize_t gs, double v, long long e) noexcept nogil:
         """Put ``v`` (not yet counted in ``cnt``) in the sorted (descending) top
         list of global slot ``gs`` when the list stays its largest values."""
-        cdef Py_ssize_t t, m = self.tn[gs]
-        if m == K:
-            if v <= self.tv[gs, K - 1]:
-                return
-            m = K - 1
-        elif m < self.cnt[gs] and (m == 0 or v < self.tv[gs, m - 1]):
-            return
-        t = m
-        while t > 0 and self.tv[gs, t - 1] < v:
-            self.tv[gs, t] = self.tv[gs, t - 1]
-            self.ti[gs, t] = self.ti[gs, t - 1]
-            t -= 1
-        self.tv[gs, t] = v
-        self.ti[gs, t] = e
-        self.tn[gs] = m + 1
+        top_insert(&self.tv[gs, 0], &self.ti[gs, 0], &self.tn[gs], K, v, e,
+                   self.tn[gs] >= self.cnt[gs])
 
     cdef double _scan(self, Py_ssize_t s, Py_ssize_t sl, bint keep) noexcept nogil:
         """Largest value of slot ``sl`` of step ``s`` under the current order."""
         cdef Py_ssize_t L, g, d, q, x, e, gs = s * self.nslots + sl
-        cdef long long p, a, b, k
+        cdef long long p, b, k
         cdef double mx = -INF, v
         if keep:
             self.tn[gs] = 0
@@ -224,11 +212,7 @@ cdef class StepContention:
         if sl == self.A:
             for e in range(self.ptr[s], self.ptr[s + 1]):
                 v = self._val(s, sl, self.o[self.src[e]], self.o[self.dst[e]])
-                if keep:
-                    self._insert(gs, v, e)
-                    self.cnt[gs] += 1
-                if v > mx:
-                    mx = v
+                self._take(gs, v, e, keep, &mx)
             return mx
         d = sl & 1
         g = (sl >> 1) & (self.G - 1)
@@ -240,27 +224,24 @@ cdef class StepContention:
                 for x in range(self.sptr[k], self.sptr[k + 1]):
                     e = self.sidx[x]
                     b = self.o[self.dst[e]]
-                    if self.lab[L, b] == g:
-                        continue
-                    v = self.lat[p, b]
-                    if keep:
-                        self._insert(gs, v, e)
-                        self.cnt[gs] += 1
-                    if v > mx:
-                        mx = v
+                    if self.lab[L, b] != g:
+                        self._take(gs, self.lat[p, b], e, keep, &mx)
             else:
                 for x in range(self.rptr[k], self.rptr[k + 1]):
                     e = self.ridx[x]
-                    a = self.o[self.src[e]]
-                    if self.lab[L, a] == g:
-                        continue
-                    v = self.lat[a, p]
-                    if keep:
-                        self._insert(gs, v, e)
-                        self.cnt[gs] += 1
-                    if v > mx:
-                        mx = v
+                    b = self.o[self.src[e]]
+                    if self.lab[L, b] != g:
+                        self._take(gs, self.lat[b, p], e, keep, &mx)
         return mx
+
+    cdef inline void _take(self, Py_ssize_t gs, double v, long long e, bint keep,
+                           double *mx) noexcept nogil:
+        """One value of a slot scan: into the slot's list (``keep``) and the maximum."""
+        if keep:
+            self._insert(gs, v, e)
+            self.cnt[gs] += 1
+        if v > mx[0]:
+            mx[0] = v
 
     cdef void _rebuild(self, const long long[::1] order) noexcept nogil:
         cdef Py_ssize_t k, s, L, sl, e, gs
@@ -351,13 +332,6 @@ cdef class StepContention:
                         self._addslot(s, (L * self.G + self.lab[L, b]) * 2 + 1)
         return self.ne
 
-    cdef inline bint _in_e(self, long long e) noexcept nogil:
-        cdef Py_ssize_t q
-        for q in range(self.ne):
-            if self.E[q] == e:
-                return True
-        return False
-
     cdef void _swap(self, long long i, long long j) noexcept nogil:
         cdef long long tmp = self.o[i]
         self.o[i] = self.o[j]
@@ -369,14 +343,12 @@ cdef class StepContention:
         """Change of step ``s`` for the move recorded by ``_collect``."""
         cdef Py_ssize_t q, h, t, sl, gs, base = s * self.M
         cdef long long rem, add
-        cdef bint surv
         cdef double mx, v, before = self._root(s), after
         for h in range(self.ns):
             sl = self.S[h]
             gs = s * self.nslots + sl
             rem = 0
             add = 0
-            surv = False
             mx = -INF
             for q in range(self.ne):
                 if self._member(sl, self.oa[q], self.ob[q]):
@@ -386,13 +358,12 @@ cdef class StepContention:
                     v = self._val(s, sl, self.na[q], self.nb[q])
                     if v > mx:
                         mx = v
-            for t in range(self.tn[gs]):  # sorted: the first survivor is the largest
-                if not self._in_e(self.ti[gs, t]):
-                    surv = True
-                    if self.tv[gs, t] > mx:
-                        mx = self.tv[gs, t]
-                    break
-            if not surv and self.cnt[gs] - rem > 0:
+            # sorted: the first survivor is the largest
+            t = top_first_kept(&self.ti[gs, 0], self.tn[gs], &self.E[0], self.ne)
+            if t < self.tn[gs]:
+                if self.tv[gs, t] > mx:
+                    mx = self.tv[gs, t]
+            elif self.cnt[gs] - rem > 0:
                 mx = self._scan(s, sl, False)
             self.saved[h] = self._term(s, sl, mx, self.cnt[gs] - rem + add)
         t = 0  # the largest untouched term: the first untouched one of the top list
@@ -426,7 +397,7 @@ cdef class StepContention:
         return d
 
     cdef void _apply(self, long long i, long long j) noexcept nogil:
-        cdef Py_ssize_t s, q, h, t, m, sl, gs
+        cdef Py_ssize_t s, q, h, sl, gs
         if i == j:
             return
         self._swap(i, j)
@@ -436,13 +407,9 @@ cdef class StepContention:
             for h in range(self.ns):
                 sl = self.S[h]
                 gs = s * self.nslots + sl
-                m = 0
-                for t in range(self.tn[gs]):  # drop the changed transfers, keep the order
-                    if not self._in_e(self.ti[gs, t]):
-                        self.tv[gs, m] = self.tv[gs, t]
-                        self.ti[gs, m] = self.ti[gs, t]
-                        m += 1
-                self.tn[gs] = m
+                # drop the changed transfers, keep the order
+                self.tn[gs] = top_drop(&self.tv[gs, 0], &self.ti[gs, 0], self.tn[gs], &self.E[0],
+                                       self.ne)
                 for q in range(self.ne):
                     if self._member(sl, self.oa[q], self.ob[q]):
                         self.cnt[gs] -= 1
@@ -457,23 +424,12 @@ cdef class StepContention:
             self._find_top(s)
 
     cdef void _sync(self, const long long[::1] order) noexcept nogil:
-        cdef Py_ssize_t k, p = -1, q = -1, nd = 0
-        if self.valid and memcmp(&order[0], &self.o[0], self.n * sizeof(long long)) == 0:
-            return
-        if self.valid:
-            for k in range(self.n):
-                if order[k] != self.o[k]:
-                    nd += 1
-                    if nd == 1:
-                        p = k
-                    elif nd == 2:
-                        q = k
-                    else:
-                        break
-            if nd == 2 and order[p] == self.o[q] and order[q] == self.o[p]:
-                self._apply(p, q)
-                return
-        self._rebuild(order)
+        cdef Py_ssize_t p, q
+        cdef int how = order_change(&order[0], &self.o[0], self.n, self.valid, &p, &q)
+        if how == ONE_SWAP:
+            self._apply(p, q)
+        elif how == CHANGED:
+            self._rebuild(order)
 
     cdef double _total(self) noexcept nogil:
         cdef Py_ssize_t s
@@ -526,42 +482,14 @@ cdef class StepContention:
         Same contract as ``StepEval.search``: returns ``(moves, evaluations,
         stop)`` with stop 0 = local optimum, 1 = time limit, 2 = max moves.
         """
-        cdef unsigned long long state = seed
-        cdef Py_ssize_t n = self.n, lo = 1 if fixed0 else 0, m = n - lo
-        cdef long long moves = 0, evals = 0, since = 0, ii, jj, i, j, r
-        cdef double t0 = now_s(), d, cost
-        cdef int stop = 0
-        if m < 2:
+        cdef SwapSearch ss
+        if not search_start(&ss, self.n, seed, max_moves, time_limit, fixed0, rel_tol):
             return 0, 0, 0
         with nogil:
             self._sync(order)
-            cost = self._total()
-            ii = rng_int(&state, m)
-            while True:
-                i = lo + ii
-                r = rng_int(&state, m)
-                for jj in range(m):
-                    j = lo + (r + jj) % m
-                    if j == i:
-                        continue
-                    d = self._delta(i, j)
-                    evals += 1
-                    if d < -rel_tol * cost:
-                        self._apply(i, j)
-                        cost += d
-                        moves += 1
-                        since = 0
-                        break
-                since += 1
-                if since > m:
-                    break
-                if max_moves > 0 and moves >= max_moves:
-                    stop = 2
-                    break
-                if time_limit > 0 and now_s() - t0 > time_limit:
-                    stop = 1
-                    break
-                ii = (ii + 1) % m
-            for r in range(n):
-                order[r] = self.o[r]
-        return moves, evals, stop
+            ss.cost = self._total()
+            while search_next(&ss):
+                if search_accept(&ss, self._delta(ss.i, ss.j)):
+                    self._apply(ss.i, ss.j)
+            memcpy(&order[0], &self.o[0], self.n * sizeof(long long))
+        return ss.moves, ss.evals, ss.stop
