@@ -31,11 +31,15 @@ MB = 1 << 20
 
 #: The two topologies of the issue: 8 hosts in 2 racks; 2 pods x 2 racks x 2 hosts.
 #: The 3-level one has distinct rack and pod uplink rates, so that a pairwise
-#: bandwidth probe can tell racks from pods.
+#: bandwidth probe can tell racks from pods, and a rack uplink below twice the
+#: pod uplink: with 400/200 Mbit/s an order that splits a rack in two shares
+#: its uplink at 2 x 200 Mbit/s, which the contention model (fair shares, max
+#: per step) rates equal to the ideal order, while tbf's unfair sharing makes
+#: it ~25% slower in practice.
 TOPOLOGIES = {
     "2level": Topology(hosts_per_rack=4, racks_per_pod=2, pods=1, rates=("1gbit", "200mbit")),
     "3level": Topology(
-        hosts_per_rack=2, racks_per_pod=2, pods=2, rates=("1gbit", "400mbit", "200mbit")
+        hosts_per_rack=2, racks_per_pod=2, pods=2, rates=("1gbit", "350mbit", "200mbit")
     ),
 }
 
