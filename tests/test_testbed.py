@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from rankopt.testbed import Testbed, TestbedError, Topology, parse_rate, parse_time
-from rankopt.testbed import topology as topo_mod
+from rankopt.testbed import netns as topo_mod
 from rankopt.testbed.experiment import ExperimentConfig, summarize
 from rankopt.testbed.fidelity import truth_network
 from rankopt.testbed.hierarchy import infer_bandwidth_levels, probe_network

@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     """Dispatch ``rankopt testbed ACTION``."""
     from rankopt.cli import CLIError
     from rankopt.testbed import Testbed, check, teardown
-    from rankopt.testbed.topology import require_namespaces
+    from rankopt.testbed.netns import require_namespaces
 
     quiet = getattr(args, "quiet", False)
     if args.action == "down":

@@ -2,8 +2,10 @@
 
 Contents
 --------
-Topology, Testbed, TestbedError, teardown
-    Describe, build and remove a hierarchical network (``topology``).
+Topology, TestbedError
+    Describe a hierarchical network (``topology``).
+Testbed, teardown
+    Build and remove it in network namespaces (``netns``).
 check, LevelCheck
     Measure each level's bandwidth and round trip (``check``).
 
@@ -12,16 +14,8 @@ allreduce under rank orders lives in :mod:`rankopt.testbed.experiment`.
 """
 
 from rankopt.testbed.check import LevelCheck, check
-from rankopt.testbed.topology import (
-    Testbed,
-    TestbedError,
-    Topology,
-    existing_namespaces,
-    parse_rate,
-    parse_time,
-    require_namespaces,
-    teardown,
-)
+from rankopt.testbed.netns import Testbed, existing_namespaces, require_namespaces, teardown
+from rankopt.testbed.topology import TestbedError, Topology, parse_rate, parse_time
 
 __all__ = [
     "LevelCheck",

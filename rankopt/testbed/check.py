@@ -17,7 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from rankopt.testbed.topology import Testbed, TestbedError
+from rankopt.testbed.netns import Testbed
+from rankopt.testbed.topology import TestbedError
 
 __all__ = ["LevelCheck", "check"]
 

@@ -32,7 +32,8 @@ import numpy as np
 from rankopt.testbed.fidelity import fidelity
 from rankopt.testbed.hierarchy import probe_network
 from rankopt.testbed.launch import RING_MCA, placement, run_gloo, run_mpi
-from rankopt.testbed.topology import Testbed, TestbedError
+from rankopt.testbed.netns import Testbed
+from rankopt.testbed.topology import TestbedError
 
 __all__ = ["ENGINES", "ExperimentConfig", "run_experiment", "time_orders"]
 
@@ -256,7 +257,7 @@ def _run(
         orders[f"random-{i}"] = gen.permutation(t.n_hosts)
     report["solve"] = {}
     net = probe_network(meas)
-    hier = {k: net[k] for k in ("groups", "uplink_bandwidth") if k in net}
+    hier: dict[str, Any] = {k: net[k] for k in ("groups", "uplink_bandwidth") if k in net}
     if cfg.solve_kwargs.get("objective") not in (None, "contention"):
         hier = {}
     report["probe"]["groups"] = [g.tolist() for g in hier.get("groups", [])]
@@ -269,7 +270,7 @@ def _run(
             f"{[round(u * 8e-6) for u in hier['uplink_bandwidth']]} Mbit/s",
         )
     for size in cfg.sizes:
-        kw = {"rng": cfg.seed, **hier, **cfg.solve_kwargs}
+        kw: dict[str, Any] = {"rng": cfg.seed, **hier, **cfg.solve_kwargs}
         res = rankopt.solve(meas, nbytes=size, **kw)
         orders[f"rankopt@{size}"] = np.asarray(res.order)
         report["solve"][str(size)] = {

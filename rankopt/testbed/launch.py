@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rankopt.testbed.topology import Testbed, TestbedError
+from rankopt.testbed.netns import Testbed
+from rankopt.testbed.topology import TestbedError
 
 __all__ = ["placement", "run_mpi", "run_gloo", "MPI_MCA", "RING_MCA"]
 

@@ -8,6 +8,8 @@ __all__ = ["format_report"]
 
 
 def _mb(nbytes: int) -> str:
+    if nbytes < 1 << 20:
+        return f"{nbytes / 1024:g} KB"
     return f"{nbytes / (1 << 20):g} MB"
 
 
