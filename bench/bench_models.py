@@ -33,8 +33,9 @@ def test_full_cost(benchmark, cloud, c, a):
     m = _model(cloud, c, a)
     o = np.random.default_rng(0).permutation(N)
     t = benchmark(m.cost, o)
-    benchmark.extra_info.update(cost_s=t, transfers=getattr(getattr(m, "schedule", None),
-                                                            "n_transfers", None))
+    benchmark.extra_info.update(
+        cost_s=t, transfers=getattr(getattr(m, "schedule", None), "n_transfers", None)
+    )
 
 
 @pytest.mark.parametrize("c,a", [("allreduce", "ring"), ("allreduce", "rabenseifner")])
@@ -50,13 +51,20 @@ def _pairs(k=1000):
     return np.ascontiguousarray(p[p[:, 0] != p[:, 1]])
 
 
-@pytest.mark.parametrize("c,a,contention", [
-    ("allreduce", "ring", False), ("allreduce", "ring", True),
-    ("allreduce", "recursive_doubling", False), ("allreduce", "rabenseifner", False),
-    ("allreduce", "rabenseifner", True), ("allreduce", "double_binary_tree", False),
-    ("allgather", "bruck", False), ("broadcast", "binomial", False),
-    ("alltoall", "pairwise", False),
-])
+@pytest.mark.parametrize(
+    "c,a,contention",
+    [
+        ("allreduce", "ring", False),
+        ("allreduce", "ring", True),
+        ("allreduce", "recursive_doubling", False),
+        ("allreduce", "rabenseifner", False),
+        ("allreduce", "rabenseifner", True),
+        ("allreduce", "double_binary_tree", False),
+        ("allgather", "bruck", False),
+        ("broadcast", "binomial", False),
+        ("alltoall", "pairwise", False),
+    ],
+)
 def test_swap_delta_batch(benchmark, cloud, c, a, contention):
     m = _model(cloud, c, a, contention)
     o = np.random.default_rng(0).permutation(N)

@@ -9,7 +9,6 @@ ring solvers on instances with proven optima.
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 

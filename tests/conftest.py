@@ -49,6 +49,7 @@ def random_matrix(rng: np.random.Generator, n: int, symmetric: bool = True) -> n
     np.fill_diagonal(m, 0.0)
     return m
 
+
 # Programs that the tests launch under mpiexec/torchrun: not test modules, and
 # importing them (doctest collection) would run them.
 collect_ignore_glob = ["mpi_scripts/*", "shim_programs/*"]

@@ -40,8 +40,9 @@ def simulate(sched, lat, bw, nbytes, order):
 
 
 def _model(lat, bw, c, a, nbytes=1e6):
-    return make_model(lat, c, a, objective="time", bandwidth=bw, nbytes=nbytes,
-                      segment_size=nbytes / 8)
+    return make_model(
+        lat, c, a, objective="time", bandwidth=bw, nbytes=nbytes, segment_size=nbytes / 8
+    )
 
 
 @pytest.mark.parametrize("c,a", PAIRS)
@@ -90,4 +91,5 @@ def test_differ_when_slow_transfers_hit_different_ranks():
     lat[4, 6] = lat[6, 4] = fast
     lat[0, 2] = lat[2, 0] = slow  # now rank 0 is on both slow transfers: they agree
     assert simulate(m.schedule, lat, bw, 1.0, o) == pytest.approx(
-        _model(lat, bw, "allreduce", "recursive_doubling", nbytes=1.0).cost(o), rel=1e-9)
+        _model(lat, bw, "allreduce", "recursive_doubling", nbytes=1.0).cost(o), rel=1e-9
+    )

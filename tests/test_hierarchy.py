@@ -16,8 +16,9 @@ def _same_partition(a, b):
 @pytest.mark.parametrize("source", ["latency", "bandwidth", "both"])
 def test_finds_hosts_racks_pods(seed, source):
     c = rankopt.synthetic_cloud(2, 3, 4, 2, congested=0.0, rng=seed)
-    lv = infer_hierarchy(c.latency if source != "bandwidth" else None,
-                         c.bandwidth if source != "latency" else None)
+    lv = infer_hierarchy(
+        c.latency if source != "bandwidth" else None, c.bandwidth if source != "latency" else None
+    )
     assert len(lv) == 3
     for found, true in zip(lv, c.groups, strict=False):
         assert _same_partition(found, true)
@@ -51,13 +52,27 @@ def test_flat_network_has_no_levels():
 def test_feeds_contention_and_hierarchical_models():
     c = rankopt.synthetic_cloud(1, 2, 4, 2, congested=0.0, rng=3)
     lv = infer_hierarchy(c.latency, c.bandwidth)
-    t = rankopt.cost(c.latency, np.arange(c.n), bandwidth=c.bandwidth, nbytes=1e6,
-                     groups=lv, uplink_bandwidth=1e9)
+    t = rankopt.cost(
+        c.latency,
+        np.arange(c.n),
+        bandwidth=c.bandwidth,
+        nbytes=1e6,
+        groups=lv,
+        uplink_bandwidth=1e9,
+    )
     assert t > 0
-    auto = rankopt.cost(c.latency, np.arange(c.n), "allreduce", "hierarchical",
-                        bandwidth=c.bandwidth, nbytes=1e6)
-    given = rankopt.cost(c.latency, np.arange(c.n), "allreduce", "hierarchical",
-                         bandwidth=c.bandwidth, nbytes=1e6, groups=c.groups)
+    auto = rankopt.cost(
+        c.latency, np.arange(c.n), "allreduce", "hierarchical", bandwidth=c.bandwidth, nbytes=1e6
+    )
+    given = rankopt.cost(
+        c.latency,
+        np.arange(c.n),
+        "allreduce",
+        "hierarchical",
+        bandwidth=c.bandwidth,
+        nbytes=1e6,
+        groups=c.groups,
+    )
     assert auto == pytest.approx(given)
 
 

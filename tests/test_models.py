@@ -68,8 +68,9 @@ def test_hierarchical_closed_form(s, m):
     p = s * m
     lat = np.full((p, p), A)
     host = np.arange(p) // s
-    t = rankopt.cost(lat, np.arange(p), "allreduce", "hierarchical", bandwidth=B, nbytes=M,
-                     groups=host)
+    t = rankopt.cost(
+        lat, np.arange(p), "allreduce", "hierarchical", bandwidth=B, nbytes=M, groups=host
+    )
     want = 2 * (s - 1) * (A + M / (s * B)) + 2 * (m - 1) * (A + M / (p * B))
     assert t == pytest.approx(want, rel=1e-9)
 
@@ -127,7 +128,9 @@ def test_compiled_matches_reference(c, a, contention, n):
 
 @given(st.integers(2, 12), st.integers(0, 2**31), st.sampled_from(PAIRS), st.booleans())
 def test_compiled_matches_reference_random(n, seed, pair, contention):
-    lat, kw = _network(n, seed, contention=contention, bw_kind="none" if seed % 3 == 0 else "matrix")
+    lat, kw = _network(
+        n, seed, contention=contention, bw_kind="none" if seed % 3 == 0 else "matrix"
+    )
     if kw["bandwidth"] is None and not contention:
         kw.pop("nbytes")
     model = make_model(lat, *pair, objective="contention" if contention else "time", **kw)
@@ -151,8 +154,7 @@ def test_ring_rotation_and_reversal_invariance(n, seed, shift):
         assert rankopt.cost(lat, o[::-1], c, "ring", **kw) == pytest.approx(t, rel=1e-12)
 
 
-@given(st.integers(2, 10), st.integers(0, 2**31), st.sampled_from(PAIRS),
-       st.floats(0.01, 100.0))
+@given(st.integers(2, 10), st.integers(0, 2**31), st.sampled_from(PAIRS), st.floats(0.01, 100.0))
 def test_cost_scales_linearly(n, seed, pair, k):
     rng = np.random.default_rng(seed)
     lat = rng.uniform(1e-6, 1e-4, (n, n))
@@ -182,8 +184,16 @@ def test_two_rack_testbed_interleaved_ring_is_4x_slower():
     p_i = rankopt.cost(lat, inter, "allreduce", "ring", bandwidth=bw, nbytes=64e6)
     p_c = rankopt.cost(lat, contig, "allreduce", "ring", bandwidth=bw, nbytes=64e6)
     assert p_i / p_c < 1.01
-    res = rankopt.solve(lat, bandwidth=bw, nbytes=64e6, groups=rack, uplink_bandwidth=125e6,
-                        method="swap", init=inter, rng=0)
+    res = rankopt.solve(
+        lat,
+        bandwidth=bw,
+        nbytes=64e6,
+        groups=rack,
+        uplink_bandwidth=125e6,
+        method="swap",
+        init=inter,
+        rng=0,
+    )
     assert res.objective == "contention"
     assert res.cost == pytest.approx(t_c, rel=1e-9)
 
@@ -263,8 +273,9 @@ def test_swap_budget_and_init():
     assert res.iterations == 2 and res.stop_reason == "max_iter"
     init = np.random.default_rng(0).permutation(cloud.n)
     r2 = rankopt.solve(cloud.latency, "allreduce", "rabenseifner", init=init, **kw)
-    assert r2.cost <= rankopt.cost(cloud.latency, init, "allreduce", "rabenseifner",
-                                   bandwidth=cloud.bandwidth, nbytes=4e6)
+    assert r2.cost <= rankopt.cost(
+        cloud.latency, init, "allreduce", "rabenseifner", bandwidth=cloud.bandwidth, nbytes=4e6
+    )
 
 
 def test_swap_reaches_brute_force_optimum_often():
@@ -274,8 +285,9 @@ def test_swap_reaches_brute_force_optimum_often():
     for _t in range(5):
         lat = rng.uniform(1e-6, 1e-4, (n, n))
         exact = rankopt.solve(lat, "allgather", "bruck", method="brute_force")
-        best = min(rankopt.solve(lat, "allgather", "bruck", method="swap", rng=s).cost
-                   for s in range(8))
+        best = min(
+            rankopt.solve(lat, "allgather", "bruck", method="swap", rng=s).cost for s in range(8)
+        )
         assert exact.cost * (1 - 1e-12) <= best <= 1.15 * exact.cost
         hits += best <= exact.cost * (1 + 1e-9)
     assert hits >= 3

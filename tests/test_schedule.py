@@ -76,10 +76,17 @@ def test_every_rank_ends_with_its_blocks(collective, algorithm, n):
     check_result(s, execute(s))
 
 
-@pytest.mark.parametrize("groups", [
-    [0, 0, 1, 1, 2, 2], [0, 1, 2, 0, 1, 2], [0, 0, 0, 1, 1, 2], [3, 1, 3, 1, 1, 3], [0] * 6,
-    [0, 1, 2, 3, 4, 5],
-])
+@pytest.mark.parametrize(
+    "groups",
+    [
+        [0, 0, 1, 1, 2, 2],
+        [0, 1, 2, 0, 1, 2],
+        [0, 0, 0, 1, 1, 2],
+        [3, 1, 3, 1, 1, 3],
+        [0] * 6,
+        [0, 1, 2, 3, 4, 5],
+    ],
+)
 def test_hierarchical_moves_the_right_data(groups):
     for inter in (None, "leaders"):
         s = schedule("allreduce", "hierarchical", 6, groups=groups, inter=inter, blocks=True)
@@ -108,7 +115,13 @@ def test_ring_is_one_step_repeated():
 
 def test_pattern_of_recursive_doubling():
     assert [p[:2] for p in schedule("allreduce", "rabenseifner", 8).pattern()] == [
-        ("xor", 4), ("xor", 2), ("xor", 1), ("xor", 1), ("xor", 2), ("xor", 4)]
+        ("xor", 4),
+        ("xor", 2),
+        ("xor", 1),
+        ("xor", 1),
+        ("xor", 2),
+        ("xor", 4),
+    ]
 
 
 @pytest.mark.parametrize("n", [2, 3, 5, 8, 11, 16])

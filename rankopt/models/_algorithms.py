@@ -70,9 +70,15 @@ def parallel(*phases: list[Step]) -> list[Step]:
         blocks = None
         if parts[0].blocks is not None:
             blocks = [b for s in parts for b in s.blocks]  # type: ignore[union-attr]
-        out.append(Step(np.concatenate([s.src for s in parts]),
-                        np.concatenate([s.dst for s in parts]),
-                        np.concatenate([s.frac for s in parts]), parts[0].reduce, blocks))
+        out.append(
+            Step(
+                np.concatenate([s.src for s in parts]),
+                np.concatenate([s.dst for s in parts]),
+                np.concatenate([s.frac for s in parts]),
+                parts[0].reduce,
+                blocks,
+            )
+        )
     return out
 
 
@@ -81,8 +87,9 @@ def _pof2_floor(n: int) -> int:
 
 
 # ----------------------------------------------------------------- rings
-def ring_phase(members: NDArray[np.int64], chunks: Sequence[Blocks], frac: float,
-               reduce: bool, wb: bool) -> list[Step]:
+def ring_phase(
+    members: NDArray[np.int64], chunks: Sequence[Blocks], frac: float, reduce: bool, wb: bool
+) -> list[Step]:
     """Ring reduce-scatter (``reduce``) or allgather over ``members``.
 
     Member ``l`` sends chunk ``(l - t - 1) % m`` (reduce-scatter: member ``l``
@@ -105,8 +112,10 @@ def ring_phase(members: NDArray[np.int64], chunks: Sequence[Blocks], frac: float
 def _ring_allreduce(n, wb, **_):
     ids = np.arange(n)
     chunks = [(c,) for c in range(n)]
-    return (ring_phase(ids, chunks, 1 / n, True, wb) + ring_phase(ids, chunks, 1 / n, False, wb),
-            Layout(n, 1 / n))
+    return (
+        ring_phase(ids, chunks, 1 / n, True, wb) + ring_phase(ids, chunks, 1 / n, False, wb),
+        Layout(n, 1 / n),
+    )
 
 
 def _ring_allgather(n, wb, **_):
@@ -154,7 +163,11 @@ def _halving(p2, active, vchunks, nbytes_per_block, wb) -> list[Step]:
         s_lo = np.where(upper, lo, lo + half)
         s_hi = np.where(upper, lo + half, hi)
         frac = [sizes[a:b].sum() for a, b in zip(s_lo, s_hi, strict=False)]
-        blocks = [tuple(x for c in vchunks[a:b] for x in c) for a, b in zip(s_lo, s_hi, strict=False)] if wb else []
+        blocks = (
+            [tuple(x for c in vchunks[a:b] for x in c) for a, b in zip(s_lo, s_hi, strict=False)]
+            if wb
+            else []
+        )
         steps.append(_step(active, active[v ^ mask], frac, True, blocks, wb))
         lo, hi = np.where(upper, lo + half, lo), np.where(upper, hi, lo + half)
         mask //= 2
@@ -169,8 +182,8 @@ def _doubling_gather(p2, active, vchunks, nbytes_per_block, wb) -> list[Step]:
     mask = 1
     while mask < p2:
         lo = v & ~(mask - 1)
-        frac = [sizes[a:a + mask].sum() for a in lo]
-        blocks = [tuple(x for c in vchunks[a:a + mask] for x in c) for a in lo] if wb else []
+        frac = [sizes[a : a + mask].sum() for a in lo]
+        blocks = [tuple(x for c in vchunks[a : a + mask] for x in c) for a in lo] if wb else []
         steps.append(_step(active, active[v ^ mask], frac, False, blocks, wb))
         mask *= 2
     return steps
@@ -257,7 +270,9 @@ def binomial_bcast(members: NDArray[np.int64], frac: float, blocks: Blocks, wb: 
     return steps
 
 
-def binomial_reduce(members: NDArray[np.int64], frac: float, blocks: Blocks, wb: bool) -> list[Step]:
+def binomial_reduce(
+    members: NDArray[np.int64], frac: float, blocks: Blocks, wb: bool
+) -> list[Step]:
     """MPICH binomial reduce to ``members[0]``: distance 1 first."""
     m = len(members)
     steps = []
@@ -297,11 +312,28 @@ def _tree_phases(parent: NDArray[np.int64], frac: float, block: Blocks, wb: bool
         if parent[v] >= 0:
             height[parent[v]] = max(height[parent[v]], height[v] + 1)
     nodes = np.flatnonzero(parent >= 0)
-    red = [_step(nodes[height[nodes] == h], parent[nodes[height[nodes] == h]], frac, True,
-                 [block] * int((height[nodes] == h).sum()), wb) for h in range(int(height.max()))]
-    bc = [_step(parent[nodes[depth[nodes] == d]], nodes[depth[nodes] == d], frac, False,
-                [block] * int((depth[nodes] == d).sum()), wb)
-          for d in range(1, int(depth.max()) + 1)]
+    red = [
+        _step(
+            nodes[height[nodes] == h],
+            parent[nodes[height[nodes] == h]],
+            frac,
+            True,
+            [block] * int((height[nodes] == h).sum()),
+            wb,
+        )
+        for h in range(int(height.max()))
+    ]
+    bc = [
+        _step(
+            parent[nodes[depth[nodes] == d]],
+            nodes[depth[nodes] == d],
+            frac,
+            False,
+            [block] * int((depth[nodes] == d).sum()),
+            wb,
+        )
+        for d in range(1, int(depth.max()) + 1)
+    ]
     return red, bc
 
 
@@ -406,7 +438,9 @@ def _hierarchical(n, wb, *, groups=None, inter=None, **_):
     bc = parallel(*[binomial_bcast(mem, 1.0, allb, wb) for mem in members])
     leaders = np.array([mem[0] for mem in members], dtype=np.int64)
     chunks = [(q,) for q in range(m)]
-    mid = ring_phase(leaders, chunks, 1 / m, True, wb) + ring_phase(leaders, chunks, 1 / m, False, wb)
+    mid = ring_phase(leaders, chunks, 1 / m, True, wb) + ring_phase(
+        leaders, chunks, 1 / m, False, wb
+    )
     return red + mid + bc, Layout(m, 1 / m)
 
 

@@ -96,15 +96,29 @@ def cost(
 
     lat = check_matrix(latency, "latency")
     o = check_order(order, lat.shape[0])
-    if (bandwidth is not None or uplink_bandwidth is not None) and nbytes is None and \
-            objective not in ("sum", "bottleneck"):
+    if (
+        (bandwidth is not None or uplink_bandwidth is not None)
+        and nbytes is None
+        and objective not in ("sum", "bottleneck")
+    ):
         raise RankoptInputError(
             "`nbytes` is required with `bandwidth` or `uplink_bandwidth` (the message size in "
             "bytes); pass bandwidth=None for a latency-only model."
         )
     if objective is None:
-        objective = "contention" if (groups is not None and uplink_bandwidth is not None) else "time"
-    model = make_model(lat, collective, algorithm, objective=objective, bandwidth=bandwidth,
-                       nbytes=nbytes, groups=groups, uplink_bandwidth=uplink_bandwidth,
-                       segment_size=segment_size, inter=inter)
+        objective = (
+            "contention" if (groups is not None and uplink_bandwidth is not None) else "time"
+        )
+    model = make_model(
+        lat,
+        collective,
+        algorithm,
+        objective=objective,
+        bandwidth=bandwidth,
+        nbytes=nbytes,
+        groups=groups,
+        uplink_bandwidth=uplink_bandwidth,
+        segment_size=segment_size,
+        inter=inter,
+    )
     return float(model.cost(np.ascontiguousarray(o, dtype=np.int64)))

@@ -88,7 +88,9 @@ def check_groups(groups: Any, n: int) -> list[NDArray[np.int64]]:
                 f"got shape {lab.shape}."
             )
         if lab.size and not np.issubdtype(lab.dtype, np.integer):
-            raise RankoptInputError(f"`groups` level {k} must hold integers; got dtype {lab.dtype}.")
+            raise RankoptInputError(
+                f"`groups` level {k} must hold integers; got dtype {lab.dtype}."
+            )
         out.append(np.unique(lab, return_inverse=True)[1].reshape(-1).astype(np.int64))
     return out
 
@@ -168,12 +170,15 @@ def make_network(
     up = np.zeros((0, 1))
     if uplink_bandwidth is not None:
         if groups is None:
-            raise RankoptInputError("`uplink_bandwidth` needs `groups` (which group each process is in).")
+            raise RankoptInputError(
+                "`uplink_bandwidth` needs `groups` (which group each process is in)."
+            )
         labs = check_groups(groups, n)
         up = _check_uplinks(uplink_bandwidth, labs)
         labels = np.ascontiguousarray(np.array(labs, dtype=np.int64))
-    return Network(np.ascontiguousarray(latency, dtype=np.float64), bw, nb, labels,
-                   np.ascontiguousarray(up))
+    return Network(
+        np.ascontiguousarray(latency, dtype=np.float64), bw, nb, labels, np.ascontiguousarray(up)
+    )
 
 
 def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> float:
@@ -208,8 +213,11 @@ def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> f
                 for lev in range(net.levels):
                     ga, gb = int(net.labels[lev, a]), int(net.labels[lev, b])
                     if ga != gb:
-                        rate = min(rate, net.uplink[lev, ga] / out_cnt[lev, ga],
-                                   net.uplink[lev, gb] / in_cnt[lev, gb])
+                        rate = min(
+                            rate,
+                            net.uplink[lev, ga] / out_cnt[lev, ga],
+                            net.uplink[lev, gb] / in_cnt[lev, gb],
+                        )
                 t += float(sched.frac[e]) * float(net.nbytes) / rate  # type: ignore[arg-type]
             longest = max(longest, t)
         total += int(sched.repeat[s]) * longest

@@ -27,8 +27,14 @@ __all__ = ["Schedule", "schedule", "ALGORITHMS", "DEFAULT_SEGMENT_SIZE", "chain_
 
 #: Valid algorithm names per collective (the names are the API).
 ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "allreduce": ("ring", "recursive_doubling", "rabenseifner", "binomial",
-                  "double_binary_tree", "hierarchical"),
+    "allreduce": (
+        "ring",
+        "recursive_doubling",
+        "rabenseifner",
+        "binomial",
+        "double_binary_tree",
+        "hierarchical",
+    ),
     "allgather": ("ring", "recursive_doubling", "bruck"),
     "reduce_scatter": ("ring", "recursive_halving"),
     "broadcast": ("binomial", "binary_tree", "chain"),
@@ -102,8 +108,10 @@ class Schedule:
         out = []
         for s in range(self.n_distinct):
             a, b = self.step_ptr[s], self.step_ptr[s + 1]
-            st = [(int(x), int(y), float(f)) for x, y, f in
-                  zip(self.src[a:b], self.dst[a:b], self.frac[a:b], strict=False)]
+            st = [
+                (int(x), int(y), float(f))
+                for x, y, f in zip(self.src[a:b], self.dst[a:b], self.frac[a:b], strict=False)
+            ]
             out.extend([st] * int(self.repeat[s]))
         return out
 
@@ -137,7 +145,9 @@ class Schedule:
         return out
 
 
-def chain_segments(nbytes: float | None, segment_size: float | None) -> tuple[int, NDArray[np.float64]]:
+def chain_segments(
+    nbytes: float | None, segment_size: float | None
+) -> tuple[int, NDArray[np.float64]]:
     """Number of chain segments and their sizes as fractions of ``nbytes``.
 
     ``ceil(nbytes / segment_size)`` segments of ``segment_size`` bytes (the
@@ -257,8 +267,11 @@ def schedule(
         steps = _compress(steps)
     ptr = np.zeros(len(steps) + 1, dtype=np.int64)
     ptr[1:] = np.cumsum([len(s.src) for s in steps])
-    cat = (lambda xs, dt: np.concatenate(xs).astype(dt)) if steps else (
-        lambda xs, dt: np.zeros(0, dtype=dt))
+    cat = (
+        (lambda xs, dt: np.concatenate(xs).astype(dt))
+        if steps
+        else (lambda xs, dt: np.zeros(0, dtype=dt))
+    )
     return Schedule(
         collective=collective,
         algorithm=algorithm,
@@ -280,9 +293,13 @@ def _compress(steps):
     for s in steps:
         if out:
             p = out[-1]
-            if (p.reduce == s.reduce and len(p.src) == len(s.src)
-                    and np.array_equal(p.src, s.src) and np.array_equal(p.dst, s.dst)
-                    and np.array_equal(p.frac, s.frac)):
+            if (
+                p.reduce == s.reduce
+                and len(p.src) == len(s.src)
+                and np.array_equal(p.src, s.src)
+                and np.array_equal(p.dst, s.dst)
+                and np.array_equal(p.frac, s.frac)
+            ):
                 p.repeat += s.repeat
                 continue
         out.append(s)

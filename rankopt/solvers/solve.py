@@ -69,7 +69,11 @@ def auto_method(model: CostModel, time_limit: float | None = None) -> str:
     return "anneal"
 
 
-@register("auto", options=("neighbors", "window", "starts", "max_evals"), doc="exact when small, else the best heuristic")
+@register(
+    "auto",
+    options=("neighbors", "window", "starts", "max_evals"),
+    doc="exact when small, else the best heuristic",
+)
 def _auto(model: CostModel, ctx: SolveContext) -> MethodOutput:
     name = auto_method(model, ctx.time_limit)
     fn, allowed, _ = METHODS[name]
@@ -214,15 +218,19 @@ def solve(
     if callback is not None and not callable(callback):
         raise RankoptInputError(f"`callback` must be callable; got {callback!r} instead.")
     gen, seed = normalize_rng(rng)
-    model = CustomModel(lat, objective) if callable(objective) else make_model(
-        lat,
-        collective,
-        algorithm,
-        objective=objective,
-        bandwidth=bandwidth,
-        nbytes=nbytes,
-        groups=groups,
-        uplink_bandwidth=uplink_bandwidth,
+    model = (
+        CustomModel(lat, objective)
+        if callable(objective)
+        else make_model(
+            lat,
+            collective,
+            algorithm,
+            objective=objective,
+            bandwidth=bandwidth,
+            nbytes=nbytes,
+            groups=groups,
+            uplink_bandwidth=uplink_bandwidth,
+        )
     )
     baseline = model.cost(identity(n))
     ctx = SolveContext(
