@@ -74,21 +74,48 @@ def collect_reports(
     )
     want = n if expect is None else expect
     deadline = time.monotonic() + limit
+    late = False
     try:
         while True:
             done = len(list(outdir.glob("rank*.json"))) >= want
             if done and (expect is not None or proc.poll() is not None):
                 break
             if time.monotonic() > deadline:
-                raise AssertionError(f"{n} processes did not report within {limit} s")
+                late = True
+                break
             time.sleep(0.1)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+        _kill_ranks_of(outdir)
         out = proc.communicate()[0].decode(errors="replace")
+    if late:
+        got = sorted(f.name for f in outdir.glob("rank*.json"))
+        raise AssertionError(
+            f"{n} processes did not report within {limit} s (reports: {got}); job output:\n"
+            + out[-3000:]
+        )
     if expect is None:
         assert proc.returncode == 0, out
     return {int(f.stem[4:]): json.loads(f.read_text()) for f in outdir.glob("rank*.json")}
+
+
+def _kill_ranks_of(outdir: Path) -> None:
+    """Kill rank processes of this job that outlived the launcher (a rank left asleep on
+    purpose may sit in its own process group)."""
+    me = os.getpid()
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit() or int(proc_dir.name) == me:
+            continue
+        try:
+            cmdline = (proc_dir / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if str(outdir) in cmdline:
+            try:
+                os.kill(int(proc_dir.name), signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def assert_complete(m: Any, n: int, backend: str) -> None:
