@@ -219,3 +219,19 @@ def test_auto_rule():
     assert auto_method(custom) == "anneal"
     assert auto_method(custom, time_limit=1e-6) == "greedy_cluster"
     assert {"anneal", "greedy_cluster"} <= set(METHODS)
+
+
+@pytest.mark.parametrize("objective", ["time", "contention"])
+def test_ring_schedules_start_from_a_short_ring(objective):
+    """Ring allreduce under the step models: every rack ends contiguous, and the result
+    is never worse than the ring that minimises the latency sum."""
+    c = rankopt.synthetic_cloud(1, 4, 8, noise=0.02, congested=0.0, rng=11)
+    kw = dict(bandwidth=c.bandwidth, nbytes=16e6)
+    if objective == "contention":
+        kw.update(groups=c.groups, uplink_bandwidth=[40e9, 2e9, 1e9])
+    res = rankopt.solve(c.latency, objective=objective, rng=0, **kw)
+    assert res.method == "anneal"
+    racks = c.groups[1][res.order]
+    assert int((racks != np.roll(racks, 1)).sum()) == 4  # 4 racks, 4 boundaries
+    ring = rankopt.solve(c.latency, rng=0).order
+    assert res.cost <= rankopt.cost(c.latency, ring, "allreduce", "ring", **kw) * (1 + 1e-12)

@@ -43,6 +43,7 @@ from rankopt._validation import check_positive
 from rankopt.models.base import CostModel
 from rankopt.solvers._base import MethodOutput, SolveContext, register
 from rankopt.solvers.greedy import greedy_order
+from rankopt.solvers.ring import ring_seed
 
 _ar = require_extension("rankopt.solvers._anneal_ring")
 _rs = require_extension("rankopt.solvers._ring_search")
@@ -99,6 +100,9 @@ def _start_order(model: CostModel, ctx: SolveContext) -> tuple[NDArray[np.int64]
         evals = 0
     else:
         order, evals = greedy_order(model, ctx)
+        seed = ring_seed(model, ctx)  # ring schedules: a short ring beats the dendrogram order
+        if seed is not None and model.cost(seed) < model.cost(order):
+            order = seed
     if _fixed_first(model, ctx) and order[0] != 0:
         p = int(np.flatnonzero(order == 0)[0])
         order[[0, p]] = order[[p, 0]]

@@ -38,7 +38,7 @@ from rankopt.solvers._base import MethodOutput, SolveContext, register
 
 _rs = require_extension("rankopt.solvers._ring_search")
 
-__all__ = ["nearest_neighbor", "two_opt", "ils", "default_kicks"]
+__all__ = ["nearest_neighbor", "two_opt", "ils", "default_kicks", "ring_seed"]
 
 _STOP = {0: "local_optimum", 1: "time_limit", 2: "max_iter"}
 DEFAULT_NEIGHBORS = 10
@@ -205,6 +205,33 @@ def _bottleneck(
     if s.stop == "local_optimum" and lo >= hi:
         s.stop = "threshold_converged"
     return s.output(best)
+
+
+def ring_seed(model: CostModel, ctx: SolveContext) -> NDArray[np.int64] | None:
+    """A start order for ring schedules under the step models (``time``, ``contention``).
+
+    Solves the ring ``sum`` (ILS, ``n`` kicks) on the per-edge time of one ring
+    step, ``latency + (nbytes / n) / bandwidth``, symmetrised: short rings
+    keep groups contiguous, which is also what uplink contention rewards.
+    ``None`` when ``model`` is not a ring schedule.
+    """
+    sched = getattr(model, "schedule", None)
+    net = getattr(model, "network", None)
+    if sched is None or net is None or getattr(sched, "algorithm", None) != "ring":
+        return None
+    w = np.array(net.latency, dtype=np.float64)
+    if net.nbytes is not None and net.bandwidth is not None:
+        bw = np.asarray(net.bandwidth, dtype=np.float64)
+        w += (net.nbytes / model.n) / np.where(bw > 0, bw, np.inf)
+    w = np.ascontiguousarray(0.5 * (w + w.T))
+    np.fill_diagonal(w, 0.0)
+    tour = _rs.nearest_neighbor(w, int(ctx.gen.integers(model.n)))
+    nb = _rs.knn_lists(w, DEFAULT_NEIGHBORS)
+    _rs.local_search(w, tour, nb, True, ctx.remaining())
+    _rs.iterated_local_search(
+        w, tour, nb, kernel_seed(ctx.gen), model.n, ctx.remaining(), DEFAULT_WINDOW, None, 0
+    )
+    return _best_direction(model, tour)
 
 
 @register("nearest_neighbor", options=("neighbors", "window"), doc="greedy construction")
