@@ -46,13 +46,13 @@ DEFAULT_WINDOW = 150
 
 
 def default_kicks(n: int) -> int:
-    """ILS kicks when ``max_iter`` is not given: ``max(min(100 n, 2e8 / n), 2000)``.
+    """ILS kicks when ``max_iter`` is not given: ``max(min(20 n, 2e7 / n), 2000)``.
 
     Beyond n ~ 1000 the budget shrinks as 1/n: a kick's repair can reverse
     O(n) positions of the array tour, so this keeps the default run near a
     constant time.
     """
-    return int(max(min(100 * n, 200_000_000 // n), 2000))
+    return int(max(min(20 * n, 20_000_000 // n), 2000))
 
 
 def _require_ring(model: CostModel, method: str) -> None:
