@@ -1,4 +1,4 @@
-"""Ring methods: nearest neighbour, 2-opt + Or-opt, iterated local search.
+"""Ring methods: nearest neighbour, 2-opt / Or-opt / 3-opt local search, iterated local search.
 
 These drive the compiled kernels in ``src_ext/_ring_search.pyx``. They work on
 a symmetric weight matrix: the model's ``ring_weights`` for ``sum`` (the mean
@@ -8,9 +8,11 @@ ring is kept), and a threshold search for ``bottleneck``.
 ``nearest_neighbor``
     Greedy construction from a random start, O(n^2).
 ``two_opt``
-    Nearest neighbour (or ``init``), then 2-opt and Or-opt (runs of 1-3
-    moved, either orientation) over k-nearest-neighbour candidate lists with
-    don't-look bits; every move is scored by an O(1) delta.
+    Nearest neighbour (or ``init``), then 2-opt, Or-opt (runs of 1-3 moved,
+    either orientation) and sequential 3-opt (two chained 2-opt moves, the
+    Lin-Kernighan step at depth 3, scored from positions before anything
+    moves) over k-nearest-neighbour candidate lists with don't-look bits;
+    every move is scored by an O(1) delta.
 ``ils``
     ``two_opt``, then iterated local search: each kick swaps two short
     adjacent runs (an Or-3opt segment exchange within ``window`` positions),
