@@ -28,7 +28,7 @@ from numpy.typing import NDArray
 
 from rankopt._validation import NanPolicy, RankoptInputError, check_matrix
 
-__all__ = ["load_matrix", "read_matrix", "UNITS"]
+__all__ = ["load_matrix", "load_matrix_and_labels", "read_matrix", "UNITS"]
 
 #: Multipliers from a unit name to seconds (latency) or bytes/s (bandwidth).
 UNITS: dict[str, float] = {
@@ -215,7 +215,20 @@ def load_matrix(
     array([[0.   , 0.002],
            [0.003, 0.   ]])
     """
-    vals, _, file_unit = read_matrix(path)
+    return load_matrix_and_labels(path, unit=unit, nan=nan, rtt=rtt, name=name)[0]
+
+
+def load_matrix_and_labels(
+    path: str | os.PathLike[str],
+    *,
+    unit: str | None = None,
+    nan: NanPolicy = "raise",
+    rtt: bool = False,
+    name: str = "latency",
+) -> tuple[NDArray[np.float64], list[str] | None]:
+    """:func:`load_matrix` plus the host names stored in the file (``None`` if it has none),
+    from one read of the file."""
+    vals, labels, file_unit = read_matrix(path)
     u = unit if unit is not None else (file_unit or "s")
     if u not in UNITS:
         raise RankoptInputError(
@@ -225,9 +238,4 @@ def load_matrix(
     out *= UNITS[u]
     if rtt:
         out *= 0.5
-    return out
-
-
-def load_labels(path: str | os.PathLike[str]) -> list[str] | None:
-    """Host names stored with a matrix file, if any."""
-    return read_matrix(path)[1]
+    return out, labels

@@ -6,16 +6,17 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from rankopt.io import load_matrix
+from rankopt.io import load_matrix_and_labels
 
 __all__ = [
     "add_matrix_args",
     "add_problem_args",
     "problem_kwargs",
+    "Inputs",
     "read_inputs",
     "table",
     "progress",
@@ -76,11 +77,19 @@ def problem_kwargs(
     return kw
 
 
-def read_inputs(
-    args: argparse.Namespace,
-) -> tuple[np.ndarray, np.ndarray | None, list[np.ndarray] | None]:
-    """Latency (s), bandwidth (bytes/s) if the file has one, hierarchy groups if stored."""
-    lat = load_matrix(args.matrix, unit=args.unit, nan=args.nan, rtt=args.rtt)
+class Inputs(NamedTuple):
+    """What a matrix file holds: latency (s), and where stored, bandwidth (bytes/s),
+    hierarchy groups (finest first) and host names."""
+
+    latency: np.ndarray
+    bandwidth: np.ndarray | None
+    groups: list[np.ndarray] | None
+    hosts: list[str] | None
+
+
+def read_inputs(args: argparse.Namespace) -> Inputs:
+    """Read the command's matrix file (``args.matrix``, ``--unit``, ``--nan``, ``--rtt``)."""
+    lat, hosts = load_matrix_and_labels(args.matrix, unit=args.unit, nan=args.nan, rtt=args.rtt)
     bw = groups = None
     if str(args.matrix).endswith(".npz"):
         with np.load(args.matrix, allow_pickle=False) as z:
@@ -88,7 +97,7 @@ def read_inputs(
                 bw = z["bandwidth"].astype(float)
             if "groups" in z.files:
                 groups = [g for g in z["groups"]]
-    return lat, bw, groups
+    return Inputs(lat, bw, groups, hosts)
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:

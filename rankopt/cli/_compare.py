@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    lat, bw, groups = read_inputs(args)
+    lat, bw, groups, _ = read_inputs(args)
     names = (
         args.methods.split(",")
         if args.methods

@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rankopt import plot
 
-    lat, _, groups = read_inputs(args)
+    lat, _, groups, _ = read_inputs(args)
     res = solve(lat, objective=args.objective, method=args.method, rng=args.seed)
     out = Path(args.output)
     kinds = KINDS if args.kind == "all" else (args.kind,)

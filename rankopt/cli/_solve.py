@@ -8,7 +8,6 @@ import sys
 
 from rankopt.cli import CLIError
 from rankopt.cli._common import add_problem_args, problem_kwargs, progress, read_inputs
-from rankopt.io import load_labels
 from rankopt.solvers import METHODS, solve
 
 __all__ = ["register", "run"]
@@ -44,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    lat, bw, groups = read_inputs(args)
+    lat, bw, groups, hosts = read_inputs(args)
     kwargs = problem_kwargs(args, lat, bw, groups)
     with progress("solving", not args.quiet) as cb:
         res = solve(
@@ -59,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             callback=cb,
             **kwargs,
         )
-    _write_outputs(args, res.order)
+    _write_outputs(args, res.order, hosts)
     if args.json:
         json.dump(res.to_dict(), sys.stdout)
         sys.stdout.write("\n")
@@ -71,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_outputs(args: argparse.Namespace, order) -> None:
+def _write_outputs(args: argparse.Namespace, order, hosts: list[str] | None) -> None:
     from rankopt.adapters._common import save_order
 
     if args.order_out:
@@ -87,7 +86,6 @@ def _write_outputs(args: argparse.Namespace, order) -> None:
     ]
     if not wanted:
         return
-    hosts = load_labels(args.matrix)
     if hosts is None:
         raise CLIError(
             f"{args.matrix!r} holds no host names; --rankfile/--hostfile/--slurm-hostfile "

@@ -93,14 +93,13 @@ def as_matrices(latency: Any, bandwidth: Any = None) -> tuple[Any, Any]:
             bandwidth = getattr(latency, "bandwidth", None)
         latency = latency.latency
     elif isinstance(latency, (str, bytes)) or hasattr(latency, "__fspath__"):
-        from rankopt.io import load_matrix
-
-        path = latency
-        latency = load_matrix(path)
-        if bandwidth is None and str(path).endswith(".npz"):
+        if str(latency).endswith(".npz"):  # a measurement: latency and bandwidth, one read
             from rankopt.probe.measurement import load_measurement
 
-            bandwidth = load_measurement(path).bandwidth
+            return as_matrices(load_measurement(latency), bandwidth)
+        from rankopt.io import load_matrix
+
+        latency = load_matrix(latency)
     return latency, bandwidth
 
 
