@@ -25,6 +25,7 @@ DIRECTIVES = {
 KERNELS = [
     ("rankopt.models._ring_eval", "src_ext/_ring_eval.pyx"),
     ("rankopt.solvers._ring_search", "src_ext/_ring_search.pyx"),
+    ("rankopt.solvers._ring_directed", "src_ext/_ring_directed.pyx"),
     ("rankopt.solvers._exact", "src_ext/_exact.pyx"),
     ("rankopt.models._schedule_eval", "src_ext/_schedule_eval.pyx"),
     ("rankopt.models._step_contention", "src_ext/_step_contention.pyx"),

@@ -1,5 +1,6 @@
-# Ring (TSP) search kernels: neighbour lists, nearest neighbour, 2-opt + Or-opt
-# local search with don't-look bits, and iterated local search.
+# Ring (TSP) search kernels: candidate lists (nearest and alpha-nearest),
+# nearest-neighbour and greedy-edge construction, 2-opt + Or-opt + 3-opt local
+# search with don't-look bits, and iterated local search.
 #
 # All kernels take a symmetric weight matrix ``w`` (the caller symmetrises
 # asymmetric input) and a tour as int64 array; they trust their inputs.
@@ -81,6 +82,253 @@ def nearest_neighbor(const double[:, ::1] w, long long start):
     return tour_np
 
 
+cdef double prim(const double[:, ::1] w, const double *pi, long long n, long long *par,
+                 long long *order, double *key, unsigned char *intree,
+                 long long *deg) noexcept nogil:
+    """Minimum spanning tree of w[i, j] + pi[i] + pi[j] (dense Prim, O(n^2)).
+
+    Fills the parent of each vertex, the order vertices joined the tree
+    (parents first) and the degrees; returns the weight of the tree plus the
+    cheapest second link of a leaf, a 1-tree.
+    """
+    cdef long long i, j, k, best_j
+    cdef double best, c, total = 0.0, extra
+    for i in range(n):
+        intree[i] = 0
+        deg[i] = 0
+        key[i] = w[0, i] + pi[0] + pi[i]
+        par[i] = 0
+    intree[0] = 1
+    order[0] = 0
+    par[0] = -1
+    for k in range(1, n):
+        best = 1e308
+        best_j = -1
+        for j in range(n):
+            if not intree[j] and key[j] < best:
+                best = key[j]
+                best_j = j
+        j = best_j
+        intree[j] = 1
+        order[k] = j
+        total += best
+        deg[j] += 1
+        deg[par[j]] += 1
+        for i in range(n):
+            if not intree[i]:
+                c = w[j, i] + pi[j] + pi[i]
+                if c < key[i]:
+                    key[i] = c
+                    par[i] = j
+    # close a 1-tree at the leaf whose second-cheapest link is cheapest
+    extra = 1e308
+    best_j = -1
+    k = -1
+    for i in range(n):
+        if deg[i] != 1:
+            continue
+        for j in range(n):
+            if j == i or j == par[i]:
+                continue
+            c = w[i, j] + pi[i] + pi[j]
+            if c < extra:
+                extra = c
+                best_j = j
+                k = i
+    if k >= 0:
+        deg[k] += 1
+        deg[best_j] += 1
+        total += extra
+    return total
+
+
+def alpha_candidates(const double[:, ::1] w, int k, int iterations=50):
+    """The k alpha-nearest processes of each process, sorted by weight.
+
+    Alpha-nearness (Helsgaun, LKH): alpha(i, j) is how much the minimum
+    1-tree grows when it must contain the link (i, j), on weights
+    w[i, j] + pi[i] + pi[j] whose node penalties pi come from ``iterations``
+    steps of subgradient ascent on the 1-tree bound (Held-Karp). Links with
+    small alpha are the likely links of a short ring: between two groups of
+    close processes they include the cheapest bridges, which plain nearest
+    neighbours miss once a group is larger than k. O(iterations * n^2).
+    Returns (candidates, pi, the largest 1-tree value seen, an estimate of
+    the Held-Karp bound).
+    """
+    cdef Py_ssize_t n = w.shape[0]
+    cdef long long i, j, t, _it, u, cnt
+    cdef double step, bound, best_bound = -1e308, c, mean_w = 0.0
+    if k > n - 1:
+        k = n - 1
+    out_np = np.empty((n, k), dtype=np.int64)
+    cdef long long[:, ::1] out = out_np
+    pi_np = np.zeros(n, dtype=np.float64)
+    cdef double[::1] pi_best = pi_np
+    cdef double[::1] pi = np.zeros(n, dtype=np.float64)
+    cdef double[::1] prev_v = np.zeros(n, dtype=np.float64)
+    cdef double[::1] key = np.empty(n, dtype=np.float64)
+    cdef double[::1] beta = np.empty(n, dtype=np.float64)
+    cdef double[::1] best = np.empty(k + 1, dtype=np.float64)
+    cdef double[::1] bw = np.empty(k + 1, dtype=np.float64)
+    cdef long long[::1] par = np.empty(n, dtype=np.int64)
+    cdef long long[::1] order = np.empty(n, dtype=np.int64)
+    cdef long long[::1] deg = np.empty(n, dtype=np.int64)
+    cdef unsigned char[::1] intree = np.empty(n, dtype=np.uint8)
+    cdef unsigned char[::1] onpath = np.empty(n, dtype=np.uint8)
+    with nogil:
+        for i in range(n):
+            pi[i] = 0.0
+            prev_v[i] = 0.0
+            for j in range(n):
+                mean_w += w[i, j]
+        mean_w /= <double>(n * n)
+        step = 0.01 * mean_w
+        for _it in range(iterations):
+            bound = prim(w, &pi[0], n, &par[0], &order[0], &key[0], &intree[0], &deg[0])
+            for i in range(n):
+                bound -= 2.0 * pi[i]
+            if bound > best_bound:
+                best_bound = bound
+                for i in range(n):
+                    pi_best[i] = pi[i]
+            cnt = 0
+            for i in range(n):
+                if deg[i] != 2:
+                    cnt += 1
+            if cnt == 0:
+                break
+            for i in range(n):
+                pi[i] += step * (0.7 * (deg[i] - 2) + 0.3 * prev_v[i])
+                prev_v[i] = deg[i] - 2
+            step *= 0.95
+        for i in range(n):
+            pi[i] = pi_best[i]
+        prim(w, &pi[0], n, &par[0], &order[0], &key[0], &intree[0], &deg[0])
+        for i in range(n):
+            # beta[j]: heaviest tree link on the path i .. j
+            for j in range(n):
+                onpath[j] = 0
+            beta[i] = -1e308
+            onpath[i] = 1
+            u = i
+            while par[u] >= 0:
+                c = w[u, par[u]] + pi[u] + pi[par[u]]
+                beta[par[u]] = beta[u] if beta[u] > c else c
+                onpath[par[u]] = 1
+                u = par[u]
+            for t in range(n):
+                j = order[t]
+                if onpath[j]:
+                    continue
+                c = w[j, par[j]] + pi[j] + pi[par[j]]
+                beta[j] = beta[par[j]] if beta[par[j]] > c else c
+            # k smallest alpha, ties by weight
+            cnt = 0
+            for j in range(n):
+                if j == i:
+                    continue
+                c = w[i, j] + pi[i] + pi[j] - beta[j]
+                if c < 0.0:
+                    c = 0.0
+                if cnt == k and (c > best[k - 1] or (c == best[k - 1] and w[i, j] >= bw[k - 1])):
+                    continue
+                t = cnt if cnt < k else k - 1
+                while t > 0 and (best[t - 1] > c or (best[t - 1] == c and bw[t - 1] > w[i, j])):
+                    best[t] = best[t - 1]
+                    bw[t] = bw[t - 1]
+                    out[i, t] = out[i, t - 1]
+                    t -= 1
+                best[t] = c
+                bw[t] = w[i, j]
+                out[i, t] = j
+                if cnt < k:
+                    cnt += 1
+            # the search reads candidates nearest first
+            for t in range(1, k):
+                u = out[i, t]
+                c = w[i, u]
+                j = t
+                while j > 0 and w[i, out[i, j - 1]] > c:
+                    out[i, j] = out[i, j - 1]
+                    j -= 1
+                out[i, j] = u
+    return out_np, pi_np, best_bound
+
+
+cdef long long find_root(long long *parent, long long x) noexcept nogil:
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+def greedy_edge(const double[:, ::1] w, const long long[::1] src, const long long[::1] dst):
+    """Greedy-edge tour: take candidate links (src[k], dst[k]) shortest first.
+
+    The links must come sorted by weight. A link is kept when both ends have
+    fewer than two links and it closes no cycle; the fragments left are then
+    chained, each time to the fragment end nearest to the current end.
+    """
+    cdef Py_ssize_t n = w.shape[0], m = src.shape[0]
+    cdef Py_ssize_t k, t
+    cdef long long a, b, ra, rb, cur, prev, nxt_node, best_end, kept = 0
+    cdef double best
+    tour_np = np.empty(n, dtype=np.int64)
+    cdef long long[::1] tour = tour_np
+    cdef long long[:, ::1] adj = np.full((n, 2), -1, dtype=np.int64)
+    cdef long long[::1] parent = np.arange(n, dtype=np.int64)
+    cdef unsigned char[::1] deg = np.zeros(n, dtype=np.uint8)
+    cdef unsigned char[::1] used = np.zeros(n, dtype=np.uint8)
+    with nogil:
+        for k in range(m):
+            a = src[k]
+            b = dst[k]
+            if a == b or deg[a] >= 2 or deg[b] >= 2:
+                continue
+            ra = find_root(&parent[0], a)
+            rb = find_root(&parent[0], b)
+            if ra == rb:
+                continue
+            parent[ra] = rb
+            adj[a, deg[a]] = b
+            adj[b, deg[b]] = a
+            deg[a] += 1
+            deg[b] += 1
+            kept += 1
+            if kept == n - 1:
+                break
+        # walk the fragments, starting from an end of one of them
+        cur = 0
+        for k in range(n):
+            if deg[k] < 2:
+                cur = k
+                break
+        t = 0
+        while True:
+            # walk the fragment that starts at cur
+            prev = -1
+            while True:
+                tour[t] = cur
+                used[cur] = 1
+                t += 1
+                nxt_node = adj[cur, 0] if adj[cur, 0] != prev else adj[cur, 1]
+                if nxt_node < 0 or used[nxt_node]:
+                    break
+                prev = cur
+                cur = nxt_node
+            if t == n:
+                break
+            # nearest end of a fragment not yet visited
+            best = 1e308
+            best_end = -1
+            for k in range(n):
+                if not used[k] and deg[k] < 2 and w[cur, k] < best:
+                    best = w[cur, k]
+                    best_end = k
+            cur = best_end
+    return tour_np
+
+
 cdef inline void push(long long *queue, unsigned char *inq, long long *tail,
                       long long n, long long c) noexcept nogil:
     if not inq[c]:
@@ -145,6 +393,61 @@ cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long lo
                 if total > EPS:
                     flip(tour, pos, n, a, b, c, d, log)
                     flip(tour, pos, n, b, d, e, f, log)
+                    push(queue, inq, tail, n, a)
+                    push(queue, inq, tail, n, b)
+                    push(queue, inq, tail, n, c)
+                    push(queue, inq, tail, n, d)
+                    push(queue, inq, tail, n, e)
+                    push(queue, inq, tail, n, f)
+                    return -total
+    return 0.0
+
+
+cdef double segment_exchange(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                             const long long[:, ::1] nb, long long n, long long a,
+                             long long *evals, long long *queue, unsigned char *inq,
+                             long long *tail, Log *log) noexcept nogil:
+    """Pure 3-opt segment exchange (no reversal) around ``a``; the or-3opt move.
+
+    Walking the tour in ``direction`` it reads a b ... e f ... c d and
+    exchanges the runs b..e and f..c: a f ... c b ... e d. The edges (a,b),
+    (c,d), (e,f) are replaced by (b,c), (d,e), (f,a), with c a neighbour of b
+    and e a neighbour of d. Returns the (negative) delta or 0.
+    """
+    cdef Py_ssize_t kk, ke, K = nb.shape[1]
+    cdef long long b, c, d, e, f
+    cdef int direction
+    cdef double gain1, gain2, total
+    if n < 8:
+        return 0.0
+    for direction in range(2):
+        b = succ(tour, pos, a, n) if direction == 0 else pred(tour, pos, a, n)
+        for kk in range(K):
+            c = nb[b, kk]
+            gain1 = w[a, b] - w[b, c]
+            if gain1 <= EPS:
+                break
+            if c == a:
+                continue
+            d = succ(tour, pos, c, n) if direction == 0 else pred(tour, pos, c, n)
+            if d == a or d == b:
+                continue
+            gain1 += w[c, d]
+            for ke in range(K):
+                e = nb[d, ke]
+                gain2 = gain1 - w[d, e]
+                if gain2 <= EPS:
+                    break
+                if e == c or not in_run(pos, e, b, c, n, direction):
+                    continue
+                f = succ(tour, pos, e, n) if direction == 0 else pred(tour, pos, e, n)
+                evals[0] += 1
+                total = gain2 + w[e, f] - w[f, a]
+                if total > EPS:
+                    if direction == 0:
+                        move_segment(tour, pos, n, b, e, c, d, False, log)
+                    else:
+                        move_segment(tour, pos, n, e, b, d, c, False, log)
                     push(queue, inq, tail, n, a)
                     push(queue, inq, tail, n, b)
                     push(queue, inq, tail, n, c)
@@ -249,7 +552,10 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
                             push(queue, inq, tail, n, cc)
                             push(queue, inq, tail, n, dd)
                             return delta
-    return sequential_3opt(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
+    delta = sequential_3opt(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
+    if delta != 0.0:
+        return delta
+    return segment_exchange(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
 
 
 cdef double run_queue(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,

@@ -12,7 +12,9 @@ from rankopt.models.ring import (
     ring_bottleneck_reference,
     ring_sum_reference,
 )
+from rankopt.solvers import _ring_directed as rd
 from rankopt.solvers import _ring_search as rs
+from rankopt.solvers.ring import greedy_ring
 
 
 @st.composite
@@ -108,3 +110,91 @@ def test_nearest_neighbor_is_greedy(rng):
     for k in range(1, 11):
         rest = [j for j in range(12) if j not in tour[:k]]
         assert tour[k] == min(rest, key=lambda j: m[tour[k - 1], j])
+
+
+@given(matrix_and_order(min_n=6, max_n=40), st.integers(0, 2**32), st.integers(0, 60))
+def test_directed_search_keeps_permutation_and_tracks_directed_cost(mo, seed, kicks):
+    m, order = mo  # asymmetric
+    n = len(order)
+    w = np.ascontiguousarray(0.5 * (m + m.T))
+    nb = rs.knn_lists(w, 5)
+    tour = order.copy()
+    before = ring_sum_reference(m, tour)
+    delta, evals, moves, done, stop = rd.directed_search(m, tour, nb, seed, kicks, 0.0, 4)
+    assert sorted(tour.tolist()) == list(range(n))
+    assert done == kicks
+    assert delta <= 1e-9
+    # the delta is exact for the directed cost, and the direction was kept
+    assert np.isclose(ring_sum_reference(m, tour), before + delta, atol=1e-6)
+
+
+def test_directed_search_uses_the_cheap_direction_of_each_link():
+    # a ring 0..n-1 that is cheap one way round, plus one misplaced process
+    n = 12
+    m = np.full((n, n), 10.0)
+    for i in range(n):
+        m[i, (i + 1) % n] = 1.0
+        m[(i + 1) % n, i] = 5.0
+    np.fill_diagonal(m, 0.0)
+    w = np.ascontiguousarray(0.5 * (m + m.T))
+    start = np.array([0, 1, 2, 4, 3, 5, 6, 7, 8, 9, 10, 11], dtype=np.int64)
+    tour = start.copy()
+    rd.directed_search(m, tour, rs.knn_lists(w, 4), 1, 20, 0.0, 3)
+    assert ring_sum_reference(m, tour) == n * 1.0
+    # the symmetric search sees no difference between the two directions
+    assert ring_sum_reference(w, tour) == ring_sum_reference(w, tour[::-1].copy())
+
+
+def test_greedy_edge_takes_shortest_links_first(rng):
+    pts = rng.random((60, 2))
+    m = np.ascontiguousarray(np.linalg.norm(pts[:, None] - pts[None], axis=-1))
+    nb = rs.knn_lists(m, 8)
+    tour = greedy_ring(m, nb)
+    assert sorted(tour.tolist()) == list(range(60))
+    links = {frozenset(e) for e in zip(tour, np.roll(tour, -1), strict=True)}
+    # the shortest link of all is always taken
+    iu = np.triu_indices(60, 1)
+    k = int(np.argmin(m[iu]))
+    assert frozenset((iu[0][k], iu[1][k])) in links
+    # and the ring is far shorter than a random one
+    assert ring_sum_reference(m, tour) < 0.5 * ring_sum_reference(m, rng.permutation(60))
+
+
+def test_greedy_edge_chains_fragments_when_candidates_are_few(rng):
+    m = rng.random((25, 25))
+    m = np.ascontiguousarray(m + m.T)
+    np.fill_diagonal(m, 0)
+    tour = greedy_ring(m, rs.knn_lists(m, 1))
+    assert sorted(tour.tolist()) == list(range(25))
+
+
+def _mst_links(w):
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    t = minimum_spanning_tree(w).tocoo()
+    return {frozenset((int(a), int(b))) for a, b in zip(t.row, t.col, strict=True)}
+
+
+def test_alpha_candidates_hold_the_spanning_tree_links(rng):
+    pts = rng.random((50, 2))
+    m = np.ascontiguousarray(np.linalg.norm(pts[:, None] - pts[None], axis=-1))
+    nb, pi, bound = rs.alpha_candidates(m, 6, 0)
+    assert np.all(pi == 0)
+    for a, b in _mst_links(m):  # alpha = 0 on tree links
+        assert b in nb[a] or sum(m[a] <= m[a, b]) > 7  # unless many ties
+    for i in range(50):
+        assert i not in nb[i]
+        assert all(m[i, nb[i, k]] <= m[i, nb[i, k + 1]] for k in range(5))
+
+
+def test_alpha_candidates_bridge_groups_larger_than_k():
+    # two groups of 12 close points far apart: the 5 nearest never leave a
+    # group, the alpha-nearest hold the bridge between them
+    pts = np.concatenate([np.linspace(0, 1, 12), 100 + np.linspace(0, 1, 12)])
+    m = np.ascontiguousarray(np.abs(pts[:, None] - pts[None]))
+    knn = rs.knn_lists(m, 5)
+    assert all((knn[i] < 12).all() == (i < 12) for i in range(24))
+    nb, _, bound = rs.alpha_candidates(m, 5, 30)
+    assert 12 in nb[11] and 11 in nb[12]
+    # the subgradient bound is a lower bound on the optimal ring (2 * 101)
+    assert 0 < bound <= 202 + 1e-9

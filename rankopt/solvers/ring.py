@@ -1,23 +1,31 @@
 """Ring methods: nearest neighbour, 2-opt / Or-opt / 3-opt local search, iterated local search.
 
-These drive the compiled kernels in ``src_ext/_ring_search.pyx``. They work on
-a symmetric weight matrix: the model's ``ring_weights`` for ``sum`` (the mean
-of both directions for asymmetric input; the better direction of the final
-ring is kept), and a threshold search for ``bottleneck``.
+These drive the compiled kernels in ``src_ext/_ring_search.pyx`` and
+``src_ext/_ring_directed.pyx``. They work on a symmetric weight matrix: the
+model's ``ring_weights`` for ``sum`` (the mean of both directions for
+asymmetric input), and a threshold search for ``bottleneck``.
 
 ``nearest_neighbor``
     Greedy construction from a random start, O(n^2).
 ``two_opt``
-    Nearest neighbour (or ``init``), then 2-opt, Or-opt (runs of 1-3 moved,
-    either orientation) and sequential 3-opt (two chained 2-opt moves, the
-    Lin-Kernighan step at depth 3, scored from positions before anything
-    moves) over k-nearest-neighbour candidate lists with don't-look bits;
-    every move is scored by an O(1) delta.
+    A greedy-edge ring over the candidate links (or ``init``), then 2-opt,
+    Or-opt (runs of 1-3 moved, either orientation), sequential 3-opt (two
+    chained 2-opt moves, the Lin-Kernighan step at depth 3, scored from
+    positions before anything moves) and the or-3opt exchange of two adjacent
+    runs, over candidate lists with don't-look bits; every move is scored by
+    an O(1) delta. Candidates: the ``neighbors`` nearest processes.
 ``ils``
-    ``two_opt``, then iterated local search: each kick swaps two short
-    adjacent runs (an Or-3opt segment exchange within ``window`` positions),
-    repairs locally, and is undone if the ring got longer. ``max_iter`` is
-    the number of kicks.
+    The same, on alpha-nearest candidates (minimum 1-tree with subgradient
+    node penalties, as in LKH; ``options={"candidates": "nearest"}`` turns it
+    off), then iterated local search: each kick swaps two short adjacent runs
+    (an Or-3opt segment exchange within ``window`` positions), repairs
+    locally, and is undone if the ring got longer. ``max_iter`` is the number
+    of kicks.
+Asymmetric ``sum``
+    The symmetrised search cannot tell which way round a link is cheaper, so
+    the ring it finds (in its better direction) is then polished on the
+    directed matrix by moves that keep the direction: Or-opt, or-3opt and
+    ``max_iter // 2`` run-exchange kicks (``_ring_directed``).
 ``bottleneck`` objective
     Binary search on a threshold T between a lower bound (every process
     needs two links: the largest second-smallest entry of a row) and the
@@ -39,12 +47,45 @@ from rankopt.models.ring import RingBottleneck
 from rankopt.solvers._base import MethodOutput, SolveContext, register
 
 _rs = require_extension("rankopt.solvers._ring_search")
+_rd = require_extension("rankopt.solvers._ring_directed")
 
-__all__ = ["nearest_neighbor", "two_opt", "ils", "default_kicks", "ring_seed"]
+__all__ = [
+    "nearest_neighbor",
+    "two_opt",
+    "ils",
+    "default_kicks",
+    "ring_seed",
+    "candidate_lists",
+    "greedy_ring",
+]
 
 _STOP = {0: "local_optimum", 1: "time_limit", 2: "max_iter"}
 DEFAULT_NEIGHBORS = 10
 DEFAULT_WINDOW = 150
+DIRECTED_WINDOW = 10
+CANDIDATES = ("auto", "alpha", "nearest")
+
+
+def alpha_iterations(n: int) -> int:
+    """Subgradient steps for alpha-nearness: 50 up to n = 1024, 20 up to 2048, else 0.
+
+    Each step is a dense O(n^2) minimum spanning tree; beyond n = 2048 the
+    candidates come from the unpenalised tree (alpha on the raw weights).
+    """
+    return 50 if n <= 1024 else 20 if n <= 2048 else 0
+
+
+def candidate_lists(w: NDArray[np.float64], k: int, kind: str = "auto") -> NDArray[np.int64]:
+    """The k candidate links of each process, nearest first.
+
+    ``"nearest"``: the k nearest processes. ``"alpha"``: the k
+    alpha-nearest (see ``alpha_iterations``), which also hold the cheapest
+    links between groups of close processes; with plain nearest neighbours a
+    group larger than k has no candidate link leaving it.
+    """
+    if kind == "nearest":
+        return _rs.knn_lists(w, k)
+    return _rs.alpha_candidates(w, k, alpha_iterations(w.shape[0]))[0]
 
 
 def default_kicks(n: int) -> int:
@@ -65,10 +106,30 @@ def _require_ring(model: CostModel, method: str) -> None:
         )
 
 
-def _start(w: NDArray[np.float64], ctx: SolveContext) -> NDArray[np.int64]:
+def _start(
+    w: NDArray[np.float64], ctx: SolveContext, nb: NDArray[np.int64] | None = None
+) -> NDArray[np.int64]:
+    """``init`` if given, else a greedy-edge ring over the candidate links ``nb``."""
     if ctx.init is not None:
         return np.array(ctx.init, dtype=np.int64)
-    return _rs.nearest_neighbor(w, int(ctx.gen.integers(w.shape[0])))
+    if nb is None:
+        return _rs.nearest_neighbor(w, int(ctx.gen.integers(w.shape[0])))
+    return greedy_ring(w, nb)
+
+
+def greedy_ring(w: NDArray[np.float64], nb: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Greedy-edge construction on the candidate links ``nb`` (k nearest of each process).
+
+    Links are taken shortest first while both ends have a free slot and no
+    cycle closes; the fragments are then chained nearest end first. Unlike a
+    nearest-neighbour walk it never leaves a process behind to be collected
+    far away, so groups of close processes start out contiguous.
+    """
+    n, k = nb.shape
+    src = np.repeat(np.arange(n, dtype=np.int64), k)
+    dst = nb.ravel()
+    order = np.argsort(w[src, dst], kind="stable")
+    return _rs.greedy_edge(w, np.ascontiguousarray(src[order]), np.ascontiguousarray(dst[order]))
 
 
 class _Search:
@@ -125,6 +186,37 @@ class _Search:
         self.iterations += done
         self.stop = _STOP[st] if st != 0 else self.stop
 
+    def directed(
+        self,
+        d: NDArray[np.float64],
+        tour: NDArray[np.int64],
+        nb: NDArray[np.int64],
+        kicks: int,
+    ) -> MethodOutput:
+        """Polish a ring for the asymmetric matrix ``d``, keeping its direction.
+
+        Or-opt and or-3opt moves plus ``kicks // 2`` run-exchange kicks
+        (``_ring_directed``); the symmetrised search cannot see which way
+        round each link is cheaper.
+        """
+        tour = np.ascontiguousarray(tour, dtype=np.int64)
+        if not self.ctx.out_of_time():
+            _, ev, mv, done, st = _rd.directed_search(
+                np.ascontiguousarray(d, dtype=np.float64),
+                tour,
+                nb,
+                kernel_seed(self.ctx.gen),
+                kicks // 2,
+                self.ctx.remaining(),
+                DIRECTED_WINDOW,
+            )
+            self.evaluations += ev
+            self.iterations += done
+            if st == 1:
+                self.stop = "time_limit"
+        self.ctx.record(self.model.cost(tour), self.iterations)
+        return MethodOutput(tour, self.iterations, self.evaluations, self.stop)
+
     def output(self, tour: NDArray[np.int64]) -> MethodOutput:
         order = _best_direction(self.model, tour)
         self.ctx.record(self.model.cost(order), self.iterations)
@@ -136,33 +228,47 @@ def _best_direction(model: CostModel, tour: NDArray[np.int64]) -> NDArray[np.int
     return rev if model.cost(rev) < model.cost(tour) else tour
 
 
-def _options(ctx: SolveContext) -> tuple[int, int]:
+def _options(ctx: SolveContext) -> tuple[int, int, str]:
     k = ctx.options.get("neighbors", DEFAULT_NEIGHBORS)
     window = ctx.options.get("window", DEFAULT_WINDOW)
+    kind = ctx.options.get("candidates", "auto")
+    if kind not in CANDIDATES:
+        raise RankoptInputError(
+            f"options['candidates'] must be one of {', '.join(map(repr, CANDIDATES))}; got {kind!r}"
+        )
     return (
         check_positive(k, "neighbors", integer=True),
         check_positive(window, "window", integer=True),
+        kind,
     )
 
 
 def _run(
     model: CostModel, ctx: SolveContext, kicks: int, construct_only: bool = False
 ) -> MethodOutput:
-    k, window = _options(ctx)
+    k, window, kind = _options(ctx)
     s = _Search(ctx, model, k, window)
     if isinstance(model, RingBottleneck):
         return _bottleneck(model, ctx, s, kicks, construct_only)
     w = model.ring_weights
     assert w is not None
-    tour = _start(w, ctx)
-    ctx.record(model.cost(tour), 0)
     if construct_only:
+        tour = _start(w, ctx)
+        ctx.record(model.cost(tour), 0)
         s.stop = "constructed"
         return s.output(tour)
-    nb = _rs.knn_lists(w, k)
+    if kind == "auto":
+        # alpha-nearness pays for itself over many kicks, not in one descent
+        kind = "alpha" if kicks > 0 else "nearest"
+    nb = candidate_lists(w, k, kind)
+    tour = _start(w, ctx, nb)
+    ctx.record(model.cost(tour), 0)
     s.local(w, tour, nb)
     ctx.record(model.cost(_best_direction(model, tour)), s.iterations)
     s.kicks(w, tour, kicks, nb)
+    lat = getattr(model, "latency", None)
+    if model.objective == "sum" and lat is not None and not np.array_equal(lat, lat.T):
+        return s.directed(lat, _best_direction(model, tour), nb, kicks)
     return s.output(tour)
 
 
@@ -236,19 +342,25 @@ def ring_seed(model: CostModel, ctx: SolveContext) -> NDArray[np.int64] | None:
     return _best_direction(model, tour)
 
 
-@register("nearest_neighbor", options=("neighbors", "window"), doc="greedy construction")
+@register(
+    "nearest_neighbor", options=("neighbors", "window", "candidates"), doc="greedy construction"
+)
 def nearest_neighbor(model: CostModel, ctx: SolveContext) -> MethodOutput:
     _require_ring(model, "nearest_neighbor")
     return _run(model, ctx, 0, construct_only=True)
 
 
-@register("two_opt", options=("neighbors", "window"), doc="NN + 2-opt/Or-opt local search")
+@register(
+    "two_opt",
+    options=("neighbors", "window", "candidates"),
+    doc="greedy + 2-opt/Or-opt/3-opt local search",
+)
 def two_opt(model: CostModel, ctx: SolveContext) -> MethodOutput:
     _require_ring(model, "two_opt")
     return _run(model, ctx, 0)
 
 
-@register("ils", options=("neighbors", "window"), doc="2-opt/Or-opt + Or-3opt kicks")
+@register("ils", options=("neighbors", "window", "candidates"), doc="2-opt/Or-opt + Or-3opt kicks")
 def ils(model: CostModel, ctx: SolveContext) -> MethodOutput:
     _require_ring(model, "ils")
     kicks = ctx.max_iter if ctx.max_iter is not None else default_kicks(model.n)

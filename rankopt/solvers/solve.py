@@ -71,7 +71,7 @@ def auto_method(model: CostModel, time_limit: float | None = None) -> str:
 
 @register(
     "auto",
-    options=("neighbors", "window", "starts", "max_evals"),
+    options=("neighbors", "window", "candidates", "starts", "max_evals"),
     doc="exact when small, else the best heuristic",
 )
 def _auto(model: CostModel, ctx: SolveContext) -> MethodOutput:
