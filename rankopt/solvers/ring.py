@@ -16,8 +16,8 @@ asymmetric input), and a threshold search for ``bottleneck``.
     an O(1) delta. Candidates: the ``neighbors`` nearest processes.
 ``ils``
     The same, on alpha-nearest candidates (minimum 1-tree with subgradient
-    node penalties, as in LKH; ``options={"candidates": "nearest"}`` turns it
-    off), then iterated local search: each kick swaps two short adjacent runs
+    node penalties, as in LKH; up to n = 4096, ``options={"candidates":
+    "nearest"}`` turns it off), then iterated local search: each kick swaps two short adjacent runs
     (an Or-3opt segment exchange within ``window`` positions), repairs
     locally, and is undone if the ring got longer. ``max_iter`` is the number
     of kicks.
@@ -64,6 +64,7 @@ DEFAULT_NEIGHBORS = 10
 DEFAULT_WINDOW = 150
 DIRECTED_WINDOW = 10
 CANDIDATES = ("auto", "alpha", "nearest")
+ALPHA_MAX_N = 4096
 
 
 def alpha_iterations(n: int) -> int:
@@ -258,8 +259,9 @@ def _run(
         s.stop = "constructed"
         return s.output(tour)
     if kind == "auto":
-        # alpha-nearness pays for itself over many kicks, not in one descent
-        kind = "alpha" if kicks > 0 else "nearest"
+        # alpha-nearness (O(n^2) per subgradient step) pays for itself over
+        # many kicks, not in one descent, and not on the short ILS of huge n
+        kind = "alpha" if kicks > 0 and w.shape[0] <= ALPHA_MAX_N else "nearest"
     nb = candidate_lists(w, k, kind)
     tour = _start(w, ctx, nb)
     ctx.record(model.cost(tour), 0)
