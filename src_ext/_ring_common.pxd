@@ -124,27 +124,32 @@ cdef struct Log:
     bint enabled
 
 
-cdef inline void do_reverse(long long[::1] tour, long long[::1] pos, long long i,
-                            long long j, long long n, Log *log) noexcept nogil:
+cdef inline void log_reversal(Log *log, long long i, long long j) noexcept nogil:
+    """Append the reversal of positions i..j to ``log``."""
     cdef long long *ni
     cdef long long *nj
     cdef long long t
+    if log.size == log.cap:
+        ni = <long long *>malloc(2 * log.cap * sizeof(long long))
+        nj = <long long *>malloc(2 * log.cap * sizeof(long long))
+        for t in range(log.size):
+            ni[t] = log.i[t]
+            nj[t] = log.j[t]
+        free(log.i)
+        free(log.j)
+        log.i = ni
+        log.j = nj
+        log.cap *= 2
+    log.i[log.size] = i
+    log.j[log.size] = j
+    log.size += 1
+
+
+cdef inline void do_reverse(long long[::1] tour, long long[::1] pos, long long i,
+                            long long j, long long n, Log *log) noexcept nogil:
     reverse_path(tour, pos, i, j, n)
     if log.enabled:
-        if log.size == log.cap:
-            ni = <long long *>malloc(2 * log.cap * sizeof(long long))
-            nj = <long long *>malloc(2 * log.cap * sizeof(long long))
-            for t in range(log.size):
-                ni[t] = log.i[t]
-                nj[t] = log.j[t]
-            free(log.i)
-            free(log.j)
-            log.i = ni
-            log.j = nj
-            log.cap *= 2
-        log.i[log.size] = i
-        log.j[log.size] = j
-        log.size += 1
+        log_reversal(log, i, j)
 
 
 cdef inline void undo_log(long long[::1] tour, long long[::1] pos, long long n,

@@ -1,6 +1,6 @@
 # Ring (TSP) search kernels: candidate lists (nearest and alpha-nearest),
-# nearest-neighbour and greedy-edge construction, 2-opt + Or-opt + 3-opt local
-# search with don't-look bits, and iterated local search.
+# nearest-neighbour and greedy-edge construction, local search (2-opt, Or-opt,
+# Lin-Kernighan, or-3opt) with don't-look bits, and iterated local search.
 #
 # All kernels take a symmetric weight matrix ``w`` (the caller symmetrises
 # asymmetric input) and a tour as int64 array; they trust their inputs.
@@ -9,7 +9,7 @@ from libc.stdlib cimport malloc, free
 
 from _ring_common cimport (
     now_s, rng_int, cyc, succ, pred, delta_two_opt, delta_or_opt,
-    Log, flip, move_segment, undo_log,
+    Log, flip, move_segment, undo_log, reverse_path, log_reversal,
 )
 
 import numpy as np
@@ -345,64 +345,6 @@ cdef inline bint in_run(long long[::1] pos, long long x, long long first, long l
     return cyc(pos[first] - pos[x], n) <= cyc(pos[first] - pos[last], n)
 
 
-cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
-                            const long long[:, ::1] nb, long long n, long long a,
-                            long long *evals, long long *queue, unsigned char *inq,
-                            long long *tail, Log *log) noexcept nogil:
-    """Two chained 2-opt moves (a sequential 3-opt move, LK depth 3) around ``a``.
-
-    Walking the tour in ``direction`` with b after a: the first move replaces
-    (a,b), (c,d) by (a,c), (b,d), d after c, giving a c ... b d; instead of
-    keeping (b,d), the second replaces (b,d), (e,f) by (b,e), (d,f), where f
-    follows e in that intermediate tour (worked out from positions, nothing is
-    moved until the whole move gains). Returns the (negative) delta or 0.
-    """
-    cdef Py_ssize_t kk, ke, K = nb.shape[1]
-    cdef long long b, c, d, e, f
-    cdef int direction
-    cdef double gain1, gain2, total
-    if n < 8:
-        return 0.0
-    for direction in range(2):
-        b = succ(tour, pos, a, n) if direction == 0 else pred(tour, pos, a, n)
-        for kk in range(K):
-            c = nb[a, kk]
-            gain1 = w[a, b] - w[a, c]
-            if gain1 <= EPS:
-                break
-            d = succ(tour, pos, c, n) if direction == 0 else pred(tour, pos, c, n)
-            if c == b or d == a:
-                continue
-            gain1 += w[c, d]
-            for ke in range(K):
-                e = nb[b, ke]
-                gain2 = gain1 - w[b, e]
-                if gain2 <= EPS:
-                    break
-                if e == a or e == c or e == d:
-                    continue
-                # f follows e in the intermediate tour a c ... b d
-                if in_run(pos, e, b, c, n, direction):
-                    f = pred(tour, pos, e, n) if direction == 0 else succ(tour, pos, e, n)
-                else:
-                    f = succ(tour, pos, e, n) if direction == 0 else pred(tour, pos, e, n)
-                if f == b or f == d:
-                    continue
-                evals[0] += 1
-                total = gain2 + w[e, f] - w[d, f]
-                if total > EPS:
-                    flip(tour, pos, n, a, b, c, d, log)
-                    flip(tour, pos, n, b, d, e, f, log)
-                    push(queue, inq, tail, n, a)
-                    push(queue, inq, tail, n, b)
-                    push(queue, inq, tail, n, c)
-                    push(queue, inq, tail, n, d)
-                    push(queue, inq, tail, n, e)
-                    push(queue, inq, tail, n, f)
-                    return -total
-    return 0.0
-
-
 cdef double segment_exchange(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
                              const long long[:, ::1] nb, long long n, long long a,
                              long long *evals, long long *queue, unsigned char *inq,
@@ -455,6 +397,292 @@ cdef double segment_exchange(const double[:, ::1] w, long long[::1] tour, long l
                     push(queue, inq, tail, n, e)
                     push(queue, inq, tail, n, f)
                     return -total
+    return 0.0
+
+
+# Lin-Kernighan move: at most LK_MAX_DEPTH flips; level 0 tries 5 first links,
+# level 1 closes at the best of all its candidates or descends from the 2 most
+# promising, deeper levels from 1
+cdef int LK_MAX_DEPTH = 5
+cdef int LK_BREADTH_1 = 5
+cdef int LK_BREADTH_2 = 2
+
+
+cdef struct LKState:
+    long long t1
+    long long n
+    long long depth_limit
+    long long ni            # flips applied (entries in fi / fj)
+    long long fi[16]
+    long long fj[16]
+    long long added_a[16]   # links added so far (t2, t3)
+    long long added_b[16]
+    long long touched[64]
+    long long nt
+
+
+cdef inline void lk_flip(long long[::1] tour, long long[::1] pos, LKState *st, long long a,
+                         long long b, long long c, long long d) noexcept nogil:
+    """flip() that records the reversal in the move's own log."""
+    cdef long long n = st.n, i, j
+    if succ(tour, pos, a, n) == b:
+        i = pos[b]
+        j = pos[c]
+    else:
+        i = pos[a]
+        j = pos[d]
+    reverse_path(tour, pos, i, j, n)
+    st.fi[st.ni] = i
+    st.fj[st.ni] = j
+    st.ni += 1
+
+
+cdef inline bint lk_added(LKState *st, long long level, long long x, long long y) noexcept nogil:
+    cdef long long k
+    for k in range(level):
+        if ((st.added_a[k] == x and st.added_b[k] == y)
+                or (st.added_a[k] == y and st.added_b[k] == x)):
+            return True
+    return False
+
+
+cdef double lk_step(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                    const long long[:, ::1] nb, LKState *st, long long t2, double gain,
+                    long long level, long long *evals) noexcept nogil:
+    """One level of a Lin-Kernighan move built from 2-opt flips.
+
+    The link (t1, t2) is to go (t2 next to t1 in the current tour); for a
+    candidate t3 of t2 with positive partial gain, the flip that adds (t2, t3)
+    and drops (t3, t4) leaves a valid ring with the closing link (t1, t4). The
+    first ring shorter than at the start is kept (returns its gain); else the
+    flips of this level are undone and 0 is returned. Breadth 5, 3, then 1.
+    """
+    cdef Py_ssize_t kk, K = nb.shape[1]
+    cdef long long n = st.n, t1 = st.t1, t3, t4, mark, _b, pick, k
+    cdef bint fwd_order
+    cdef long long cand3[16]
+    cdef long long cand4[16]
+    cdef double score[16]
+    cdef double g, g2, close, r, best_score
+    cdef long long ncand = 0, breadth = (
+        LK_BREADTH_1 if level == 0 else LK_BREADTH_2 if level == 1 else 1)
+    fwd_order = succ(tour, pos, t1, n) == t2
+    for kk in range(K):
+        if ncand == 16:
+            break
+        t3 = nb[t2, kk]
+        g = gain - w[t2, t3]
+        if g <= EPS:
+            break
+        if t3 == t1:
+            continue
+        t4 = pred(tour, pos, t3, n) if fwd_order else succ(tour, pos, t3, n)
+        if t4 == t2 or t3 == t2:
+            continue
+        if lk_added(st, level, t3, t4):
+            continue
+        cand3[ncand] = t3
+        cand4[ncand] = t4
+        score[ncand] = w[t3, t4] - w[t2, t3]
+        ncand += 1
+    for _b in range(breadth):
+        # the best remaining candidate by the lookahead rule
+        pick = -1
+        best_score = -1e308
+        for k in range(ncand):
+            if cand3[k] >= 0 and score[k] > best_score:
+                best_score = score[k]
+                pick = k
+        if pick < 0:
+            return 0.0
+        t3 = cand3[pick]
+        t4 = cand4[pick]
+        cand3[pick] = -1
+        evals[0] += 1
+        mark = st.ni
+        lk_flip(tour, pos, st, t1, t2, t4, t3)
+        st.added_a[level] = t2
+        st.added_b[level] = t3
+        g2 = gain - w[t2, t3] + w[t3, t4]
+        close = g2 - w[t4, t1]
+        if st.nt + 3 <= 64:
+            st.touched[st.nt] = t2
+            st.touched[st.nt + 1] = t3
+            st.touched[st.nt + 2] = t4
+            st.nt += 3
+        if close > EPS:
+            return close
+        if level + 1 < st.depth_limit:
+            r = lk_step(w, tour, pos, nb, st, t4, g2, level + 1, evals)
+            if r > 0.0:
+                return r
+        while st.ni > mark:
+            st.ni -= 1
+            reverse_path(tour, pos, st.fi[st.ni], st.fj[st.ni], n)
+        st.nt -= 3 if st.nt >= 3 else 0
+    return 0.0
+
+
+cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
+                            long long[::1] pos, const long long[:, ::1] nb, LKState *st,
+                            long long t2, long long *evals) noexcept nogil:
+    """Levels 0 and 1 of the Lin-Kernighan move, scored without moving anything.
+
+    In the orientation with t2 after t1 the ring reads t1 t2 .. t4 t3 .. ;
+    the first flip would give t1 t4 .. t2 t3 .. (the run t2..t4 reversed), so
+    the node before any t5 in that ring is read off the current positions.
+    Only a move that gains, or the descent to level 2, touches the tour.
+    """
+    cdef Py_ssize_t kk, K = nb.shape[1]
+    cdef long long n = st.n, t1 = st.t1, t3, t4, t5, t6, k, pick, _b1, _b2, mark
+    cdef int direction = 0 if succ(tour, pos, t1, n) == t2 else 1
+    cdef long long c3[16]
+    cdef long long c4[16]
+    cdef double s0[16]
+    cdef long long c5[16]
+    cdef long long c6[16]
+    cdef double s1[16]
+    cdef double gain = w[t1, t2], g1, g2, g3, best_score, best_close, r
+    cdef long long n0 = 0, n1, close_pick
+    for kk in range(K):
+        if n0 == 16:
+            break
+        t3 = nb[t2, kk]
+        g1 = gain - w[t2, t3]
+        if g1 <= EPS:
+            break
+        if t3 == t1 or t3 == t2:
+            continue
+        t4 = pred(tour, pos, t3, n) if direction == 0 else succ(tour, pos, t3, n)
+        if t4 == t2:
+            continue
+        c3[n0] = t3
+        c4[n0] = t4
+        s0[n0] = w[t3, t4] - w[t2, t3]
+        n0 += 1
+    for _b1 in range(LK_BREADTH_1):
+        pick = -1
+        best_score = -1e308
+        for k in range(n0):
+            if c3[k] >= 0 and s0[k] > best_score:
+                best_score = s0[k]
+                pick = k
+        if pick < 0:
+            return 0.0
+        t3 = c3[pick]
+        t4 = c4[pick]
+        c3[pick] = -1
+        evals[0] += 1
+        g2 = gain - w[t2, t3] + w[t3, t4]
+        if g2 - w[t4, t1] > EPS:  # a 2-opt move
+            lk_flip(tour, pos, st, t1, t2, t4, t3)
+            st.touched[0] = t3
+            st.touched[1] = t4
+            st.nt = 2
+            return g2 - w[t4, t1]
+        # level 1 from t4, in the ring after the first flip
+        n1 = 0
+        best_close = 0.0
+        close_pick = -1
+        for kk in range(K):
+            if n1 == 16:
+                break
+            t5 = nb[t4, kk]
+            g3 = g2 - w[t4, t5]
+            if g3 <= EPS:
+                break
+            if t5 == t1 or t5 == t4 or t5 == t3:
+                continue
+            if in_run(pos, t5, t2, t4, n, direction):
+                # reversed run: the node before t5 is its old successor
+                t6 = succ(tour, pos, t5, n) if direction == 0 else pred(tour, pos, t5, n)
+            else:
+                t6 = pred(tour, pos, t5, n) if direction == 0 else succ(tour, pos, t5, n)
+            if t6 == t4 or (t6 == t3 and t5 == t2):
+                continue  # no flip, or (t2, t3) would go again
+            c5[n1] = t5
+            c6[n1] = t6
+            s1[n1] = w[t5, t6] - w[t4, t5]
+            evals[0] += 1
+            if g3 + w[t5, t6] - w[t6, t1] > best_close:
+                best_close = g3 + w[t5, t6] - w[t6, t1]
+                close_pick = n1
+            n1 += 1
+        if best_close > EPS:  # the best sequential 3-opt move closing here
+            t5 = c5[close_pick]
+            t6 = c6[close_pick]
+            lk_flip(tour, pos, st, t1, t2, t4, t3)
+            lk_flip(tour, pos, st, t1, t4, t6, t5)
+            st.touched[0] = t3
+            st.touched[1] = t4
+            st.touched[2] = t5
+            st.touched[3] = t6
+            st.nt = 4
+            return best_close
+        if LK_MAX_DEPTH <= 2:
+            continue
+        for _b2 in range(LK_BREADTH_2):
+            pick = -1
+            best_score = -1e308
+            for k in range(n1):
+                if c5[k] >= 0 and s1[k] > best_score:
+                    best_score = s1[k]
+                    pick = k
+            if pick < 0:
+                break
+            t5 = c5[pick]
+            t6 = c6[pick]
+            c5[pick] = -1
+            g3 = g2 - w[t4, t5] + w[t5, t6]
+            mark = st.ni
+            lk_flip(tour, pos, st, t1, t2, t4, t3)
+            lk_flip(tour, pos, st, t1, t4, t6, t5)
+            st.added_a[0] = t2
+            st.added_b[0] = t3
+            st.added_a[1] = t4
+            st.added_b[1] = t5
+            st.touched[0] = t3
+            st.touched[1] = t4
+            st.touched[2] = t5
+            st.touched[3] = t6
+            st.nt = 4
+            r = lk_step(w, tour, pos, nb, st, t6, g3, 2, evals)
+            if r > 0.0:
+                return r
+            while st.ni > mark:
+                st.ni -= 1
+                reverse_path(tour, pos, st.fi[st.ni], st.fj[st.ni], n)
+            st.nt = 0
+    return 0.0
+
+
+cdef double lk_move(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                    const long long[:, ::1] nb, long long n, long long a, long long *evals,
+                    long long *queue, unsigned char *inq, long long *tail,
+                    Log *log) noexcept nogil:
+    """A Lin-Kernighan move (depth up to LK_MAX_DEPTH flips) that drops a link at ``a``."""
+    cdef LKState st
+    cdef long long t2, k, m
+    cdef double r
+    if n < 8:
+        return 0.0
+    st.t1 = a
+    st.n = n
+    st.depth_limit = LK_MAX_DEPTH
+    for k in range(2):
+        t2 = succ(tour, pos, a, n) if k == 0 else pred(tour, pos, a, n)
+        st.ni = 0
+        st.nt = 0
+        r = lk_first_levels(w, tour, pos, nb, &st, t2, evals)
+        if r > 0.0:
+            if log.enabled:
+                for m in range(st.ni):
+                    log_reversal(log, st.fi[m], st.fj[m])
+            push(queue, inq, tail, n, a)
+            push(queue, inq, tail, n, t2)
+            for m in range(st.nt):
+                push(queue, inq, tail, n, st.touched[m])
+            return -r
     return 0.0
 
 
@@ -552,7 +780,7 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
                             push(queue, inq, tail, n, cc)
                             push(queue, inq, tail, n, dd)
                             return delta
-    delta = sequential_3opt(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
+    delta = lk_move(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
     if delta != 0.0:
         return delta
     return segment_exchange(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)

@@ -198,3 +198,27 @@ def test_alpha_candidates_bridge_groups_larger_than_k():
     assert 12 in nb[11] and 11 in nb[12]
     # the subgradient bound is a lower bound on the optimal ring (2 * 101)
     assert 0 < bound <= 202 + 1e-9
+
+
+def test_local_search_ends_two_opt_and_or_opt_optimal_over_candidates(rng):
+    pts = rng.random((120, 2))
+    m = np.ascontiguousarray(np.linalg.norm(pts[:, None] - pts[None], axis=-1))
+    nb = rs.alpha_candidates(m, 8, 20)[0]
+    tour = rng.permutation(120).astype(np.int64)
+    rs.local_search(m, tour, nb)
+    n = len(tour)
+    pos = np.empty(n, dtype=np.int64)
+    pos[tour] = np.arange(n)
+    for a in range(n):
+        b = tour[(pos[a] + 1) % n]
+        for c in nb[a]:
+            d = tour[(pos[c] + 1) % n]
+            if len({a, b, c, d}) == 4:  # 2-opt: (a,b),(c,d) -> (a,c),(b,d)
+                assert m[a, c] + m[b, d] - m[a, b] - m[c, d] >= -1e-9
+        # Or-opt of the single process a next to any of its candidates
+        p, s = tour[(pos[a] - 1) % n], b
+        for c in nb[a]:
+            for e in (tour[(pos[c] + 1) % n], tour[(pos[c] - 1) % n]):
+                if len({a, p, s, c, e}) == 5:
+                    gain = m[p, a] + m[a, s] - m[p, s]
+                    assert m[c, a] + m[a, e] - m[c, e] - gain >= -1e-9

@@ -8,12 +8,14 @@ asymmetric input), and a threshold search for ``bottleneck``.
 ``nearest_neighbor``
     Greedy construction from a random start, O(n^2).
 ``two_opt``
-    A greedy-edge ring over the candidate links (or ``init``), then 2-opt,
-    Or-opt (runs of 1-3 moved, either orientation), sequential 3-opt (two
-    chained 2-opt moves, the Lin-Kernighan step at depth 3, scored from
-    positions before anything moves) and the or-3opt exchange of two adjacent
-    runs, over candidate lists with don't-look bits; every move is scored by
-    an O(1) delta. Candidates: the ``neighbors`` nearest processes.
+    A greedy-edge ring over the candidate links (or ``init``), then local
+    search over candidate lists with don't-look bits: 2-opt, Or-opt (runs of
+    1-3 moved, either orientation), a Lin-Kernighan move (chained 2-opt flips
+    up to depth 5 under the positive-gain rule; its first two levels, which
+    include every sequential 3-opt move, are scored from positions before
+    anything moves) and the or-3opt exchange of two adjacent runs; every
+    move is scored by an O(1) delta. Candidates: the ``neighbors`` nearest
+    processes.
 ``ils``
     The same, on alpha-nearest candidates (minimum 1-tree with subgradient
     node penalties, as in LKH; up to n = 4096, ``options={"candidates":
@@ -90,13 +92,13 @@ def candidate_lists(w: NDArray[np.float64], k: int, kind: str = "auto") -> NDArr
 
 
 def default_kicks(n: int) -> int:
-    """ILS kicks when ``max_iter`` is not given: ``max(min(20 n, 2e7 / n), 2000)``.
+    """ILS kicks when ``max_iter`` is not given: ``max(min(10 n, 1e7 / n), 2000)``.
 
     Beyond n ~ 1000 the budget shrinks as 1/n: a kick's repair can reverse
     O(n) positions of the array tour, so this keeps the default run near a
     constant time.
     """
-    return int(max(min(20 * n, 20_000_000 // n), 2000))
+    return int(max(min(10 * n, 10_000_000 // n), 2000))
 
 
 def _require_ring(model: CostModel, method: str) -> None:
@@ -355,7 +357,7 @@ def nearest_neighbor(model: CostModel, ctx: SolveContext) -> MethodOutput:
 @register(
     "two_opt",
     options=("neighbors", "window", "candidates"),
-    doc="greedy + 2-opt/Or-opt/3-opt local search",
+    doc="greedy + 2-opt/Or-opt/LK local search",
 )
 def two_opt(model: CostModel, ctx: SolveContext) -> MethodOutput:
     _require_ring(model, "two_opt")
