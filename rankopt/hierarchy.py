@@ -3,43 +3,64 @@
 Contents
 --------
 infer_hierarchy
-    Nested group labels, finest level first, from latency and/or bandwidth,
-    by average-linkage clustering (``scipy.cluster.hierarchy``) cut at the
-    large gaps between merge heights.
+    Nested group labels, finest level first, from latency and/or bandwidth
+    and, optionally, the host of every process, by average- or single-linkage
+    clustering (``scipy.cluster.hierarchy``) cut at the large gaps between
+    merge heights. Single linkage (group maxima of bandwidth) is the rule
+    for probed matrices.
+host_labels
+    Label every process with the index of its host.
+DEFAULT_GAP
+    The factor between two merge heights that makes them separate levels.
+
+This is the one place where rankopt infers a hierarchy: the probe schedules
+its bandwidth phase with it (:func:`rankopt.probe._topology.infer_link_levels`)
+and the testbed reads racks and pods from probed bandwidth with it
+(:func:`rankopt.testbed.hierarchy.infer_bandwidth_levels`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Sequence
+from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt._validation import RankoptInputError, check_matrix, check_positive
+from rankopt._validation import RankoptInputError, check_matrix, check_options, check_positive
 
-__all__ = ["infer_hierarchy", "DEFAULT_GAP"]
+__all__ = ["infer_hierarchy", "host_labels", "DEFAULT_GAP"]
+
+logger = logging.getLogger("rankopt")
 
 #: A level boundary is a jump by at least this factor between consecutive merge heights.
 DEFAULT_GAP = 1.5
 
+Linkage = Literal["average", "single"]
+_LINKAGES = ("average", "single")
 
-def _levels_of(dist: NDArray[np.float64], gap: float) -> list[NDArray[np.int64]]:
-    from scipy.cluster.hierarchy import fcluster, linkage
-    from scipy.spatial.distance import squareform
 
-    n = dist.shape[0]
-    z = linkage(squareform(dist, checks=False), method="average")
-    h = np.maximum.accumulate(z[:, 2])
-    floor = 1e-12 * max(float(h[-1]), 1e-300)
-    out = []
-    for k in range(n - 2):
-        lo, hi = max(float(h[k]), floor), float(h[k + 1])
-        if hi >= gap * lo:
-            cut = math.sqrt(lo * hi)
-            lab = fcluster(z, cut, criterion="distance").astype(np.int64) - 1
-            if 1 < lab.max() + 1 < n:
-                out.append(lab)
-    return out
+def host_labels(hosts: Sequence[str]) -> NDArray[np.int64]:
+    """Label every process with the index of its host, in order of first appearance.
+
+    Parameters
+    ----------
+    hosts : sequence of str
+        Host name of every process.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+
+    Examples
+    --------
+    >>> host_labels(["b", "a", "b", "c"])
+    array([0, 1, 0, 2])
+    """
+    index: dict[str, int] = {}
+    return np.array([index.setdefault(h, len(index)) for h in hosts], dtype=np.int64)
 
 
 def _relabel(lab: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -49,13 +70,36 @@ def _relabel(lab: NDArray[np.int64]) -> NDArray[np.int64]:
 
 
 def _meet(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The coarsest partition finer than both ``a`` and ``b``."""
     return _relabel(a * (int(b.max()) + 1) + b)
+
+
+def _levels_of(dist: NDArray[np.float64], gap: float, linkage: str) -> list[NDArray[np.int64]]:
+    """Every cut of one distance matrix's dendrogram at a gap in merge height."""
+    from scipy.cluster import hierarchy
+    from scipy.spatial.distance import squareform
+
+    n = dist.shape[0]
+    z = hierarchy.linkage(squareform(dist, checks=False), method=linkage)
+    h = np.maximum.accumulate(z[:, 2])
+    floor = 1e-12 * max(float(h[-1]), 1e-300)
+    out = []
+    for k in range(n - 2):
+        lo, hi = max(float(h[k]), floor), float(h[k + 1])
+        if hi >= gap * lo:
+            cut = math.sqrt(lo * hi)
+            lab = hierarchy.fcluster(z, cut, criterion="distance").astype(np.int64) - 1
+            if 1 < lab.max() + 1 < n:
+                out.append(lab)
+    return out
 
 
 def infer_hierarchy(
     latency: ArrayLike | None = None,
     bandwidth: ArrayLike | None = None,
     *,
+    hosts: Sequence[str] | None = None,
+    linkage: Linkage = "average",
     gap: float = DEFAULT_GAP,
 ) -> list[NDArray[np.int64]]:
     """Group labels per level of the network hierarchy, finest level first.
@@ -63,30 +107,65 @@ def infer_hierarchy(
     Parameters
     ----------
     latency : array_like (n, n), optional
-        One-way latency (s). Directions are averaged.
+        One-way latency (s).
     bandwidth : array_like (n, n), optional
-        Pair bandwidth (bytes/s); clustered as its inverse (s/byte), so
-        racks that differ only in bandwidth are found.
+        Pair bandwidth (bytes/s), positive off the diagonal; clustered as its
+        inverse (s/byte), so racks that differ only in bandwidth are found.
+    hosts : sequence of str, optional
+        Host name of every process. Processes of one host always share a
+        group, and the host level is always returned first.
+    linkage : {"average", "single"}
+        Distance between two groups. ``"average"``: the mean over their
+        member pairs, directions averaged -- best when errors go both ways.
+        ``"single"``: their closest pair in the better direction (the
+        *largest* bandwidth, the *smallest* latency) -- for probed matrices,
+        where interference only ever lowers a measured bandwidth or raises a
+        measured latency (a probe's concurrent transfers that shared an
+        uplink), so one unaffected pair per pair of groups is enough.
     gap : float
-        Cut rule: sort the merge heights of an average-linkage dendrogram;
-        wherever the next height is at least ``gap`` times the previous
-        one, cut between them (at their geometric mean). Each cut that gives
-        more than one and fewer than n groups is a level.
+        Cut rule: sort the merge heights of the dendrogram; wherever the next
+        height is at least ``gap`` times the previous one, cut between them
+        (at their geometric mean). Each cut that gives more than one and
+        fewer than n groups is a level.
 
     Returns
     -------
-    list of ndarray of int64
+    list of ndarray of int64, shape (n,)
         One label array per level (labels 0..G-1 in order of first
-        appearance), finest first, each level nested in the next. Empty when
-        no gap is found (a flat network).
+        appearance), finest first, each level nested in the next. The whole
+        network (one group) is never a level. Without ``hosts`` single
+        processes are no level either, and a flat network gives ``[]``; with
+        ``hosts``, ``levels[0]`` labels the hosts, always (even when every
+        process has its own host, or all share one).
+
+    Raises
+    ------
+    RankoptInputError
+        If neither matrix is given, a matrix is invalid (not square, fewer
+        than 2 processes, not finite, negative, a zero bandwidth), the two
+        shapes differ, ``hosts`` does not name one host per process,
+        ``linkage`` is unknown or ``gap`` is not greater than 1.
+
+    See Also
+    --------
+    rankopt.probe._topology.infer_link_levels : the probe's call, from latency.
+    rankopt.testbed.hierarchy.infer_bandwidth_levels : the testbed's call, from
+        probed bandwidth.
 
     Notes
     -----
+    ``scipy.cluster.hierarchy.linkage`` builds the dendrogram of each matrix
+    over the processes; with ``hosts``, two processes of one host are at
+    distance 0, so hosts merge first. Zero merge heights count as ``1e-12``
+    times the largest. Noise within a level must stay well below the ratio
+    between levels (``gap``); a few congested machines can add a level of
+    their own. With ``"single"``, one pair measured *closer* than it is joins
+    two groups.
+
     With both matrices, the levels found in each are pooled, sorted by
     number of groups, made nested (each level is intersected with every
-    coarser one) and deduplicated. Noise within a level must stay well
-    below the ratio between levels (``gap``); a few congested machines can
-    add a level of their own.
+    coarser one) and deduplicated. Cost: :math:`O(n^2)` memory and the
+    linkage's :math:`O(n^2)` to :math:`O(n^2 \\log n)` time per matrix.
 
     Examples
     --------
@@ -97,34 +176,81 @@ def infer_hierarchy(
     >>> bw = np.where(rack[:, None] == rack[None, :], 10e9, 1e9)
     >>> infer_hierarchy(bandwidth=bw)
     [array([0, 1, 0, 1])]
+
+    The same racks, three processes each, probed with transfers that shared
+    the rack uplinks: a third of the in-rack pairs were measured 5x low in
+    both directions. Their group maximum shows the racks; averaging adds a
+    false level that splits off the pairs that happened to share:
+
+    >>> rack = np.arange(6) % 2
+    >>> bw = np.where(rack[:, None] == rack[None, :], 10e9, 1e9)
+    >>> bw[0, 2] = bw[2, 0] = bw[1, 3] = bw[3, 1] = 2e9
+    >>> infer_hierarchy(bandwidth=bw, linkage="single")
+    [array([0, 1, 0, 1, 0, 1])]
+    >>> infer_hierarchy(bandwidth=bw)
+    [array([0, 1, 2, 3, 0, 1]), array([0, 1, 0, 1, 0, 1])]
+
+    Latency tiers above the hosts, two processes per host:
+
+    >>> lat = np.full((6, 6), 90e-6)
+    >>> lat[:4, :4] = 30e-6
+    >>> lat[:2, :2] = lat[2:4, 2:4] = lat[4:, 4:] = 2e-6
+    >>> infer_hierarchy(lat, hosts=["x", "x", "y", "y", "z", "z"])
+    [array([0, 0, 1, 1, 2, 2]), array([0, 0, 0, 0, 1, 1])]
     """
     if latency is None and bandwidth is None:
         raise RankoptInputError("infer_hierarchy needs `latency`, `bandwidth` or both.")
+    linkage = cast(Linkage, check_options("linkage", linkage, _LINKAGES))
     gap = check_positive(gap, "gap")
     if gap <= 1:
         raise RankoptInputError(f"`gap` must be greater than 1; got {gap!r} instead.")
     dists = []
-    n = None
     if latency is not None:
-        lat = check_matrix(latency, "latency")
-        n = lat.shape[0]
-        dists.append(0.5 * (lat + lat.T))
+        dists.append(check_matrix(latency, "latency"))
     if bandwidth is not None:
         bw = check_matrix(bandwidth, "bandwidth", allow_zero=False)
-        if n is not None and bw.shape[0] != n:
+        if dists and bw.shape != dists[0].shape:
             raise RankoptInputError(
-                f"`bandwidth` must have the shape of `latency` {(n, n)}; got {bw.shape}."
+                f"`bandwidth` must have the shape of `latency` {dists[0].shape}; got {bw.shape}."
             )
         np.fill_diagonal(bw, 1.0)
-        inv = 0.5 * (1.0 / bw + 1.0 / bw.T)
+        inv = 1.0 / bw
         np.fill_diagonal(inv, 0.0)
         dists.append(inv)
-    pooled = [lab for d in dists if d.shape[0] > 2 for lab in _levels_of(d, gap)]
+    n = dists[0].shape[0]
+    start = None if hosts is None else _check_hosts(hosts, n)
+    pooled = []
+    for d in dists:
+        d = np.minimum(d, d.T) if linkage == "single" else 0.5 * (d + d.T)
+        if start is not None:
+            d[start[:, None] == start[None, :]] = 0.0
+        if n > 2:
+            pooled.extend(_levels_of(d, gap, linkage))
     pooled.sort(key=lambda lab: -int(lab.max()))  # finest (most groups) first
     out: list[NDArray[np.int64]] = []
     for lab in reversed(pooled):  # coarsest first: refine each by all coarser levels
         cur = _relabel(lab) if not out else _meet(lab, out[-1])
-        if not any(np.array_equal(cur, o) for o in out) and cur.max() + 1 < len(cur):
+        if not any(np.array_equal(cur, o) for o in out) and cur.max() + 1 < n:
             out.append(cur)
     out.reverse()
+    if start is not None:
+        out = [start, *(lv for lv in out if not np.array_equal(lv, start))]
+    logger.debug("infer_hierarchy: levels of %s groups", [int(lv.max()) + 1 for lv in out])
     return out
+
+
+def _check_hosts(hosts: Sequence[str], n: int) -> NDArray[np.int64]:
+    """Host labels of ``hosts``, after checking that it names one host per process."""
+    try:
+        size = None if isinstance(hosts, str | bytes) else len(hosts)
+    except TypeError:
+        size = None
+    if size is None:
+        raise RankoptInputError(
+            f"`hosts` must be a sequence of host names, one per process; got {hosts!r} instead."
+        )
+    if size != n:
+        raise RankoptInputError(
+            f"`hosts` must name the host of each of the {n} processes; got {size} names instead."
+        )
+    return host_labels(hosts)

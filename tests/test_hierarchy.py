@@ -85,3 +85,145 @@ def test_errors():
         infer_hierarchy(np.ones((3, 3)), np.ones((4, 4)))
     with pytest.raises(RankoptInputError, match="`latency` must be finite"):
         infer_hierarchy(np.full((3, 3), np.inf))
+
+
+# -- hosts and single linkage: the probe's and the testbed's rules ---------------
+
+
+def _tiers(level_of_pair, values):
+    """Matrix whose entry (i, j) is values[level_of_pair[i, j]]."""
+    return np.asarray(values, dtype=float)[level_of_pair]
+
+
+def _probed_bandwidth(seed, per_host=2):
+    """2 pods x 2 racks x 2 hosts, shuffled; half of the cross-host entries
+    measured 1.5x-4x low, as when a probe's concurrent transfers shared an uplink."""
+    gen = np.random.default_rng(seed)
+    host = gen.permutation(np.repeat(np.arange(8), per_host))
+    rack, pod = host // 2, host // 4
+    level = np.where(
+        host[:, None] == host,
+        0,
+        np.where(rack[:, None] == rack, 1, np.where(pod[:, None] == pod, 2, 3)),
+    )
+    bw = _tiers(level, [1e9, 125e6, 50e6, 25e6])
+    cut = (gen.random(bw.shape) < 0.5) & (level > 0)
+    bw[cut] /= gen.uniform(1.5, 4.0, size=int(cut.sum()))
+    return bw, [f"h{h}" for h in host], [host, rack, pod]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_probed_bandwidth_with_shared_transfers(seed):
+    from rankopt.testbed.hierarchy import infer_bandwidth_levels
+
+    bw, hosts, truth = _probed_bandwidth(seed)
+    for lv in (
+        infer_hierarchy(bandwidth=bw, hosts=hosts, linkage="single"),
+        infer_bandwidth_levels(bw, hosts),
+    ):
+        assert len(lv) == 3
+        for found, true in zip(lv, truth, strict=True):
+            assert _same_partition(found, true)
+    # without host names the host level is found from the intra-host bandwidth
+    lv = infer_hierarchy(bandwidth=bw, linkage="single")
+    assert len(lv) == 3 and all(map(_same_partition, lv, truth))
+
+
+def test_single_linkage_uses_the_better_direction():
+    # the former infer_bandwidth_levels example: one direction measured at half rate
+    bw = np.full((4, 4), 20e6)
+    bw[:2, :2] = bw[2:, 2:] = 120e6
+    bw[0, 1] = 60e6
+    lv = infer_hierarchy(bandwidth=bw, hosts=["a", "b", "c", "d"], linkage="single")
+    assert [g.tolist() for g in lv] == [[0, 1, 2, 3], [0, 0, 1, 1]]
+    bw[1, 0] = 60e6  # both directions: the only pair of hosts a, b looks like a tier of its own
+    lv = infer_hierarchy(bandwidth=bw, hosts=["a", "b", "c", "d"], linkage="single")
+    assert [g.tolist() for g in lv] == [[0, 1, 2, 3], [0, 1, 2, 2], [0, 0, 1, 1]]
+
+
+@pytest.mark.parametrize("linkage", ["single", "average"])
+def test_latency_tiers_with_host_names(linkage):
+    from rankopt.probe._topology import infer_link_levels
+
+    c = rankopt.synthetic_cloud(2, 3, 4, 2, congested=0.0, rng=7)
+    lv = infer_hierarchy(c.latency, hosts=c.hosts, linkage=linkage)
+    assert len(lv) == 3
+    for found, true in zip(lv, c.groups, strict=True):
+        assert _same_partition(found, true)
+    assert lv[0].tolist() == rankopt.hierarchy.host_labels(c.hosts).tolist()
+    if linkage == "single":  # the probe's call is this one
+        probe = infer_link_levels(c.latency, c.hosts)
+        assert [p.tolist() for p in probe] == [q.tolist() for q in lv]
+
+
+def test_latency_tiers_above_distinct_hosts():
+    # 2 pods of 2 racks of 2 hosts, one process each (the probe schedule's case)
+    near, mid, far = 1e-5, 3e-5, 9e-5
+    idx = np.arange(8)
+    pod, rack = idx // 4, idx // 2
+    lat = np.where(pod[:, None] == pod, mid, far)
+    lat = np.where(rack[:, None] == rack, near, lat)
+    hosts = [f"h{i}" for i in idx]
+    lv = infer_hierarchy(lat, hosts=hosts, linkage="single")
+    assert [g.tolist() for g in lv] == [idx.tolist(), rack.tolist(), pod.tolist()]
+    # without host names, single processes are no level
+    assert [g.tolist() for g in infer_hierarchy(lat)] == [rack.tolist(), pod.tolist()]
+
+
+def test_host_level_is_always_first():
+    lat = np.full((6, 6), 2e-5)
+    assert infer_hierarchy(lat) == []  # flat, no hosts: nothing
+    flat = infer_hierarchy(lat, hosts=[f"h{i}" for i in range(6)], linkage="single")
+    assert [g.tolist() for g in flat] == [list(range(6))]
+    assert [g.tolist() for g in infer_hierarchy(lat[:2, :2], hosts=["a", "b"])] == [[0, 1]]
+    assert [g.tolist() for g in infer_hierarchy(lat, hosts=["h"] * 6)] == [[0] * 6]
+    # processes of one host share a group even when their latency says otherwise
+    lat[0, 1] = lat[1, 0] = 1e-3
+    lv = infer_hierarchy(lat, hosts=["a", "a", "b", "b", "c", "c"])
+    assert [g.tolist() for g in lv] == [[0, 0, 1, 1, 2, 2]]
+
+
+def test_hosts_with_both_matrices():
+    # latency sees only the pods, bandwidth only the racks: both, nested, above the hosts
+    idx = np.arange(16)
+    host, rack, pod = idx // 2, idx // 4, idx // 8
+    lat = np.where(host[:, None] == host, 2e-6, np.where(pod[:, None] == pod, 20e-6, 80e-6))
+    bw = np.where(host[:, None] == host, 40e9, np.where(rack[:, None] == rack, 10e9, 1e9))
+    hosts = [f"n{h}" for h in host]
+    for linkage in ("single", "average"):
+        lv = infer_hierarchy(lat, bw, hosts=hosts, linkage=linkage)
+        assert [g.tolist() for g in lv] == [host.tolist(), rack.tolist(), pod.tolist()]
+    assert len(infer_hierarchy(lat, hosts=hosts)) == 2  # hosts, pods
+    assert len(infer_hierarchy(bandwidth=bw, hosts=hosts)) == 2  # hosts, racks
+
+
+def test_errors_name_the_argument():
+    lat = np.ones((4, 4))
+    with pytest.raises(RankoptInputError, match=r"`hosts` must name the host of each of the 4"):
+        infer_hierarchy(lat, hosts=["a", "b", "c"])
+    with pytest.raises(RankoptInputError, match="`hosts` must be a sequence of host names"):
+        infer_hierarchy(lat, hosts="abcd")
+    with pytest.raises(RankoptInputError, match="`hosts` must be a sequence of host names"):
+        infer_hierarchy(lat, hosts=4)
+    with pytest.raises(RankoptInputError, match="`linkage` must be one of 'average', 'single'"):
+        infer_hierarchy(lat, linkage="complete")
+    with pytest.raises(RankoptInputError, match=r"`bandwidth` must be positive off the diagonal"):
+        infer_hierarchy(bandwidth=np.eye(3))
+    with pytest.raises(RankoptInputError, match="`latency` must be square"):
+        infer_hierarchy(np.ones((3, 4)), hosts=["a", "b", "c"])
+    with pytest.raises(RankoptInputError, match="`gap` must be a number"):
+        infer_hierarchy(lat, gap="big")
+
+
+def test_callers_report_bad_input_by_name():
+    from rankopt.probe._topology import infer_link_levels
+    from rankopt.testbed.hierarchy import infer_bandwidth_levels
+
+    with pytest.raises(RankoptInputError, match="`hosts` must name the host of each of the 3"):
+        infer_link_levels(np.ones((3, 3)), ["a", "b"])
+    with pytest.raises(RankoptInputError, match=r"`bandwidth` must be finite; bandwidth\[0, 1\]"):
+        bw = np.ones((3, 3))
+        bw[0, 1] = np.nan
+        infer_bandwidth_levels(bw, ["a", "b", "c"])
+    with pytest.raises(RankoptInputError, match="`gap` must be greater than 1"):
+        infer_bandwidth_levels(np.ones((3, 3)), ["a", "b", "c"], ratio=0.5)

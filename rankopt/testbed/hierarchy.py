@@ -4,7 +4,8 @@ Contents
 --------
 infer_bandwidth_levels
     Nested groups from pair bandwidths, robust to probe transfers that shared
-    an uplink (which only ever *lower* a measured bandwidth).
+    an uplink (which only ever *lower* a measured bandwidth): a thin call of
+    :func:`rankopt.infer_hierarchy`.
 probe_network
     Keyword arguments for ``rankopt.solve`` / ``rankopt.cost`` (latency,
     bandwidth, groups, uplink_bandwidth) from a Measurement.
@@ -13,7 +14,8 @@ With one rank per host the hierarchy of the testbed is invisible to latency
 (a few microseconds apart, below the noise of a busy machine) but plain in
 bandwidth.  A probe that runs several transfers at once across an uplink it
 does not know of measures some pairs at a fraction of their rate, so single
-entries spread over a continuum; the group-to-group *maximum* does not.
+entries spread over a continuum; the group-to-group *maximum*, which
+:func:`rankopt.infer_hierarchy` uses, does not.
 """
 
 from __future__ import annotations
@@ -22,22 +24,25 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
+
+from rankopt.hierarchy import DEFAULT_GAP, infer_hierarchy
 
 __all__ = ["infer_bandwidth_levels", "probe_network"]
 
-#: Consecutive bandwidth tiers differ by at least this factor.
-TIER_RATIO = 1.5
-
 
 def infer_bandwidth_levels(
-    bandwidth: NDArray[np.float64], hosts: Sequence[str], *, ratio: float = TIER_RATIO
+    bandwidth: ArrayLike, hosts: Sequence[str], *, ratio: float = DEFAULT_GAP
 ) -> list[NDArray[np.int64]]:
-    """Nested group labels per level, finest (hosts) first.
+    """Nested group labels per level, finest (hosts) first, from probed bandwidth.
+
+    ``infer_hierarchy(bandwidth=bandwidth, hosts=hosts, linkage="single",
+    gap=ratio)``: the host level, then every bandwidth tier above it, merging
+    groups by their best pair bandwidth (the group maximum).
 
     Parameters
     ----------
-    bandwidth : ndarray, shape (n, n)
+    bandwidth : array_like, shape (n, n)
         Pair bandwidth in bytes/s (diagonal ignored).
     hosts : sequence of str
         Host of every process; processes of one host form the finest level.
@@ -47,16 +52,12 @@ def infer_bandwidth_levels(
     Returns
     -------
     list of ndarray of int64
-        ``levels[0]`` labels hosts; each further level merges the groups of
-        the previous one whose best pair bandwidth lies in the top tier.
+        ``levels[0]`` labels hosts; each further level merges groups of the
+        previous one whose best pair bandwidth lies in the next tier.
 
-    Notes
-    -----
-    Repeatedly: the group-to-group bandwidth is the maximum over member pairs
-    and both directions; its distinct values are sorted and the highest gap
-    of at least ``ratio`` between neighbours splits them into a fast tier and
-    the rest; groups joined by fast-tier links merge (connected components).
-    Stops when no gap qualifies or one group is left.
+    See Also
+    --------
+    rankopt.infer_hierarchy : the rule, its options and its errors.
 
     Examples
     --------
@@ -67,40 +68,10 @@ def infer_bandwidth_levels(
     >>> [g.tolist() for g in infer_bandwidth_levels(bw, ["a", "b", "c", "d"])]
     [[0, 1, 2, 3], [0, 0, 1, 1]]
     """
-    from scipy.sparse.csgraph import connected_components
-
-    from rankopt.probe._topology import host_labels
-
-    bw = np.asarray(bandwidth, dtype=np.float64)
-    labels = host_labels(list(hosts))
-    levels = [labels]
-    while True:
-        k = int(labels.max()) + 1
-        if k <= 2:
-            return levels
-        g = np.zeros((k, k))
-        for a in range(k):
-            for b in range(a + 1, k):
-                block = bw[np.ix_(labels == a, labels == b)]
-                block_t = bw[np.ix_(labels == b, labels == a)]
-                g[a, b] = g[b, a] = max(block.max(initial=0.0), block_t.max(initial=0.0))
-        values = np.unique(g[np.triu_indices(k, 1)])
-        values = values[values > 0]
-        if values.size < 2:
-            return levels
-        gaps = np.nonzero(values[1:] >= ratio * values[:-1])[0]
-        if gaps.size == 0:
-            return levels
-        i = int(gaps[-1])  # the fastest tier merges first
-        threshold = float(np.sqrt(values[i] * values[i + 1]))
-        n_comp, comp = connected_components(g >= threshold, directed=False)
-        if n_comp in (1, k):
-            return levels
-        labels = host_labels([str(c) for c in comp[labels]])
-        levels.append(labels)
+    return infer_hierarchy(bandwidth=bandwidth, hosts=hosts, linkage="single", gap=ratio)
 
 
-def probe_network(measurement: Any, *, ratio: float = TIER_RATIO) -> dict[str, Any]:
+def probe_network(measurement: Any, *, ratio: float = DEFAULT_GAP) -> dict[str, Any]:
     """The network as rankopt's probe sees it, with racks/pods inferred from bandwidth.
 
     Returns ``latency``, ``bandwidth``, ``groups`` (finest first, hosts
