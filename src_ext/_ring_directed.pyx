@@ -48,6 +48,15 @@ cdef struct State:
     long long tail
 
 
+cdef void free_state(State *s) noexcept nogil:
+    free(s.tour)
+    free(s.pos)
+    free(s.buf)
+    free(s.queue)
+    free(s.inq)
+    free(s.log)
+
+
 cdef inline long long nxt(State *s, long long c) noexcept nogil:
     cdef long long p = s.pos[c] + 1
     return s.tour[0] if p == s.n else s.tour[p]
@@ -348,12 +357,7 @@ def directed_search(const double[:, ::1] d, long long[::1] tour, const long long
     s.tail = 0
     if (s.tour == NULL or s.pos == NULL or s.buf == NULL or s.queue == NULL
             or s.inq == NULL or s.log == NULL):
-        free(s.tour)
-        free(s.pos)
-        free(s.buf)
-        free(s.queue)
-        free(s.inq)
-        free(s.log)
+        free_state(&s)
         raise MemoryError()
     if window > n // 2 - 1:
         window = n // 2 - 1
@@ -405,10 +409,5 @@ def directed_search(const double[:, ::1] d, long long[::1] tour, const long long
             stop = STOP_LOCAL_OPTIMUM
         for k in range(n):
             tour[k] = s.tour[k]
-    free(s.tour)
-    free(s.pos)
-    free(s.buf)
-    free(s.queue)
-    free(s.inq)
-    free(s.log)
+    free_state(&s)
     return total, evals, moves, kicks, stop

@@ -446,6 +446,49 @@ cdef inline bint lk_added(LKState *st, long long level, long long x, long long y
     return False
 
 
+cdef long long lk_candidates(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                             const long long[:, ::1] nb, LKState *st, long long t2,
+                             double gain, long long level, long long *c3, long long *c4,
+                             double *score) noexcept nogil:
+    """Candidates (t3, t4) for dropping (t1, t2): positive partial gain, not tabu.
+
+    t4 is the neighbour of t3 on the side that keeps the ring valid after the
+    flip; the score is the lookahead w(t3, t4) - w(t2, t3). Returns how many.
+    """
+    cdef Py_ssize_t kk, K = nb.shape[1]
+    cdef long long n = st.n, t1 = st.t1, t3, t4, m = 0
+    cdef bint fwd_order = succ(tour, pos, t1, n) == t2
+    for kk in range(K):
+        if m == 16:
+            break
+        t3 = nb[t2, kk]
+        if gain - w[t2, t3] <= EPS:
+            break
+        if t3 == t1 or t3 == t2:
+            continue
+        t4 = pred(tour, pos, t3, n) if fwd_order else succ(tour, pos, t3, n)
+        if t4 == t2 or lk_added(st, level, t3, t4):
+            continue
+        c3[m] = t3
+        c4[m] = t4
+        score[m] = w[t3, t4] - w[t2, t3]
+        m += 1
+    return m
+
+
+cdef inline long long take_best(double *score, long long m) noexcept nogil:
+    """Index of the best-scored candidate not taken yet (then marked taken), or -1."""
+    cdef long long k, pick = -1
+    cdef double best = -1e308
+    for k in range(m):
+        if score[k] > best:
+            best = score[k]
+            pick = k
+    if pick >= 0:
+        score[pick] = -1e308
+    return pick
+
+
 cdef double lk_step(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
                     const long long[:, ::1] nb, LKState *st, long long t2, double gain,
                     long long level, long long *evals) noexcept nogil:
@@ -457,47 +500,21 @@ cdef double lk_step(const double[:, ::1] w, long long[::1] tour, long long[::1] 
     first ring shorter than at the start is kept (returns its gain); else the
     flips of this level are undone and 0 is returned. Breadth 5, 3, then 1.
     """
-    cdef Py_ssize_t kk, K = nb.shape[1]
-    cdef long long n = st.n, t1 = st.t1, t3, t4, mark, _b, pick, k
-    cdef bint fwd_order
+    cdef long long n = st.n, t1 = st.t1, t3, t4, mark, _b, pick
     cdef long long cand3[16]
     cdef long long cand4[16]
     cdef double score[16]
-    cdef double g, g2, close, r, best_score
+    cdef double g2, close, r
     cdef long long ncand = 0, breadth = (
         LK_BREADTH_1 if level == 0 else LK_BREADTH_2 if level == 1 else 1)
-    fwd_order = succ(tour, pos, t1, n) == t2
-    for kk in range(K):
-        if ncand == 16:
-            break
-        t3 = nb[t2, kk]
-        g = gain - w[t2, t3]
-        if g <= EPS:
-            break
-        if t3 == t1:
-            continue
-        t4 = pred(tour, pos, t3, n) if fwd_order else succ(tour, pos, t3, n)
-        if t4 == t2 or t3 == t2:
-            continue
-        if lk_added(st, level, t3, t4):
-            continue
-        cand3[ncand] = t3
-        cand4[ncand] = t4
-        score[ncand] = w[t3, t4] - w[t2, t3]
-        ncand += 1
+    ncand = lk_candidates(w, tour, pos, nb, st, t2, gain, level, cand3, cand4, score)
     for _b in range(breadth):
         # the best remaining candidate by the lookahead rule
-        pick = -1
-        best_score = -1e308
-        for k in range(ncand):
-            if cand3[k] >= 0 and score[k] > best_score:
-                best_score = score[k]
-                pick = k
+        pick = take_best(score, ncand)
         if pick < 0:
             return 0.0
         t3 = cand3[pick]
         t4 = cand4[pick]
-        cand3[pick] = -1
         evals[0] += 1
         mark = st.ni
         lk_flip(tour, pos, st, t1, t2, t4, t3)
@@ -523,6 +540,22 @@ cdef double lk_step(const double[:, ::1] w, long long[::1] tour, long long[::1] 
     return 0.0
 
 
+cdef void lk_two_flips(long long[::1] tour, long long[::1] pos, LKState *st, long long t2,
+                       long long t3, long long t4, long long t5, long long t6) noexcept nogil:
+    """Apply levels 0 and 1: add (t2, t3) and (t4, t5), drop (t3, t4) and (t5, t6)."""
+    lk_flip(tour, pos, st, st.t1, t2, t4, t3)
+    lk_flip(tour, pos, st, st.t1, t4, t6, t5)
+    st.added_a[0] = t2
+    st.added_b[0] = t3
+    st.added_a[1] = t4
+    st.added_b[1] = t5
+    st.touched[0] = t3
+    st.touched[1] = t4
+    st.touched[2] = t5
+    st.touched[3] = t6
+    st.nt = 4
+
+
 cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
                             long long[::1] pos, const long long[:, ::1] nb, LKState *st,
                             long long t2, long long *evals) noexcept nogil:
@@ -534,7 +567,7 @@ cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
     Only a move that gains, or the descent to level 2, touches the tour.
     """
     cdef Py_ssize_t kk, K = nb.shape[1]
-    cdef long long n = st.n, t1 = st.t1, t3, t4, t5, t6, k, pick, _b1, _b2, mark
+    cdef long long n = st.n, t1 = st.t1, t3, t4, t5, t6, pick, _b1, _b2, mark
     cdef int direction = 0 if succ(tour, pos, t1, n) == t2 else 1
     cdef long long c3[16]
     cdef long long c4[16]
@@ -542,36 +575,15 @@ cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
     cdef long long c5[16]
     cdef long long c6[16]
     cdef double s1[16]
-    cdef double gain = w[t1, t2], g1, g2, g3, best_score, best_close, r
+    cdef double gain = w[t1, t2], g2, g3, best_close, r
     cdef long long n0 = 0, n1, close_pick
-    for kk in range(K):
-        if n0 == 16:
-            break
-        t3 = nb[t2, kk]
-        g1 = gain - w[t2, t3]
-        if g1 <= EPS:
-            break
-        if t3 == t1 or t3 == t2:
-            continue
-        t4 = pred(tour, pos, t3, n) if direction == 0 else succ(tour, pos, t3, n)
-        if t4 == t2:
-            continue
-        c3[n0] = t3
-        c4[n0] = t4
-        s0[n0] = w[t3, t4] - w[t2, t3]
-        n0 += 1
+    n0 = lk_candidates(w, tour, pos, nb, st, t2, gain, 0, c3, c4, s0)
     for _b1 in range(LK_BREADTH_1):
-        pick = -1
-        best_score = -1e308
-        for k in range(n0):
-            if c3[k] >= 0 and s0[k] > best_score:
-                best_score = s0[k]
-                pick = k
+        pick = take_best(s0, n0)
         if pick < 0:
             return 0.0
         t3 = c3[pick]
         t4 = c4[pick]
-        c3[pick] = -1
         evals[0] += 1
         g2 = gain - w[t2, t3] + w[t3, t4]
         if g2 - w[t4, t1] > EPS:  # a 2-opt move
@@ -609,43 +621,20 @@ cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
                 close_pick = n1
             n1 += 1
         if best_close > EPS:  # the best sequential 3-opt move closing here
-            t5 = c5[close_pick]
-            t6 = c6[close_pick]
-            lk_flip(tour, pos, st, t1, t2, t4, t3)
-            lk_flip(tour, pos, st, t1, t4, t6, t5)
-            st.touched[0] = t3
-            st.touched[1] = t4
-            st.touched[2] = t5
-            st.touched[3] = t6
-            st.nt = 4
+            lk_two_flips(tour, pos, st, t2, t3, t4, c5[close_pick], c6[close_pick])
             return best_close
         if LK_MAX_DEPTH <= 2:
             continue
         for _b2 in range(LK_BREADTH_2):
-            pick = -1
-            best_score = -1e308
-            for k in range(n1):
-                if c5[k] >= 0 and s1[k] > best_score:
-                    best_score = s1[k]
-                    pick = k
+            pick = take_best(s1, n1)
             if pick < 0:
                 break
             t5 = c5[pick]
             t6 = c6[pick]
-            c5[pick] = -1
+            evals[0] += 1
             g3 = g2 - w[t4, t5] + w[t5, t6]
             mark = st.ni
-            lk_flip(tour, pos, st, t1, t2, t4, t3)
-            lk_flip(tour, pos, st, t1, t4, t6, t5)
-            st.added_a[0] = t2
-            st.added_b[0] = t3
-            st.added_a[1] = t4
-            st.added_b[1] = t5
-            st.touched[0] = t3
-            st.touched[1] = t4
-            st.touched[2] = t5
-            st.touched[3] = t6
-            st.nt = 4
+            lk_two_flips(tour, pos, st, t2, t3, t4, t5, t6)
             r = lk_step(w, tour, pos, nb, st, t6, g3, 2, evals)
             if r > 0.0:
                 return r
