@@ -345,6 +345,64 @@ cdef inline bint in_run(long long[::1] pos, long long x, long long first, long l
     return cyc(pos[first] - pos[x], n) <= cyc(pos[first] - pos[last], n)
 
 
+cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                            const long long[:, ::1] nb, long long n, long long a,
+                            long long *evals, long long *queue, unsigned char *inq,
+                            long long *tail, Log *log) noexcept nogil:
+    """Two chained 2-opt moves (a sequential 3-opt move, LK depth 3) around ``a``.
+
+    Walking the tour in ``direction`` with b after a: the first move replaces
+    (a,b), (c,d) by (a,c), (b,d), d after c, giving a c ... b d; instead of
+    keeping (b,d), the second replaces (b,d), (e,f) by (b,e), (d,f), where f
+    follows e in that intermediate tour (worked out from positions, nothing is
+    moved until the whole move gains). Returns the (negative) delta or 0.
+    """
+    cdef Py_ssize_t kk, ke, K = nb.shape[1]
+    cdef long long b, c, d, e, f
+    cdef int direction
+    cdef double gain1, gain2, total
+    if n < 8:
+        return 0.0
+    for direction in range(2):
+        b = succ(tour, pos, a, n) if direction == 0 else pred(tour, pos, a, n)
+        for kk in range(K):
+            c = nb[a, kk]
+            gain1 = w[a, b] - w[a, c]
+            if gain1 <= EPS:
+                break
+            d = succ(tour, pos, c, n) if direction == 0 else pred(tour, pos, c, n)
+            if c == b or d == a:
+                continue
+            gain1 += w[c, d]
+            for ke in range(K):
+                e = nb[b, ke]
+                gain2 = gain1 - w[b, e]
+                if gain2 <= EPS:
+                    break
+                if e == a or e == c or e == d:
+                    continue
+                # f follows e in the intermediate tour a c ... b d
+                if in_run(pos, e, b, c, n, direction):
+                    f = pred(tour, pos, e, n) if direction == 0 else succ(tour, pos, e, n)
+                else:
+                    f = succ(tour, pos, e, n) if direction == 0 else pred(tour, pos, e, n)
+                if f == b or f == d:
+                    continue
+                evals[0] += 1
+                total = gain2 + w[e, f] - w[d, f]
+                if total > EPS:
+                    flip(tour, pos, n, a, b, c, d, log)
+                    flip(tour, pos, n, b, d, e, f, log)
+                    push(queue, inq, tail, n, a)
+                    push(queue, inq, tail, n, b)
+                    push(queue, inq, tail, n, c)
+                    push(queue, inq, tail, n, d)
+                    push(queue, inq, tail, n, e)
+                    push(queue, inq, tail, n, f)
+                    return -total
+    return 0.0
+
+
 cdef double segment_exchange(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
                              const long long[:, ::1] nb, long long n, long long a,
                              long long *evals, long long *queue, unsigned char *inq,
@@ -769,6 +827,11 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
                             push(queue, inq, tail, n, cc)
                             push(queue, inq, tail, n, dd)
                             return delta
+    # the two sequential 3-opt families: new link at a (t4 on the far side
+    # of t3), then the Lin-Kernighan chain from the link that leaves a
+    delta = sequential_3opt(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
+    if delta != 0.0:
+        return delta
     delta = lk_move(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
     if delta != 0.0:
         return delta
