@@ -175,8 +175,13 @@ def greedy_order(model: CostModel, ctx: SolveContext) -> tuple[NDArray[np.int64]
     n = model.n
     d = distance_matrix(model)
     score = _Scored(model, ctx)
+    # neighbours matter on a ring only: elsewhere the bit search below places
+    # the clusters and the optimal leaf ordering (O(n^3)) buys nothing
+    ring = model.ring_weights is not None or (
+        getattr(getattr(model, "schedule", None), "algorithm", None) == "ring"
+    )
     for dd in (d, _normalized(d)) if n > 2 else (d,):
-        leaves = leaf_order(dd)
+        leaves = leaf_order(dd, optimal=None if ring else False)
         score(leaves)
         score(leaves[::-1].copy())
         if model.ring_weights is None and n >= 4 and n & (n - 1) == 0:

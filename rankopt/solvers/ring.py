@@ -10,12 +10,14 @@ asymmetric input), and a threshold search for ``bottleneck``.
 ``two_opt``
     A greedy-edge ring over the candidate links (or ``init``), then local
     search over candidate lists with don't-look bits: 2-opt, Or-opt (runs of
-    1-3 moved, either orientation), a Lin-Kernighan move (chained 2-opt flips
-    up to depth 5 under the positive-gain rule; its first two levels, which
-    include every sequential 3-opt move, are scored from positions before
-    anything moves) and the or-3opt exchange of two adjacent runs; every
-    move is scored by an O(1) delta. Candidates: the ``neighbors`` nearest
-    processes.
+    1-3 moved, either orientation), sequential 3-opt (two chained 2-opt
+    moves, scored from positions before anything moves), a Lin-Kernighan
+    move (chained 2-opt flips up to depth 5 under the positive-gain rule,
+    breadth 5 and 2 at the first two levels, which are also scored before
+    any flip; the 3-opt move above covers the sequential moves whose first
+    step is not a valid flip) and the or-3opt exchange of two adjacent runs;
+    every move is scored by an O(1) delta. Candidates: the ``neighbors``
+    nearest processes.
 ``ils``
     The same, on alpha-nearest candidates (minimum 1-tree with subgradient
     node penalties, as in LKH; up to n = 4096, ``options={"candidates":
