@@ -94,13 +94,13 @@ def candidate_lists(w: NDArray[np.float64], k: int, kind: str = "auto") -> NDArr
 
 
 def default_kicks(n: int) -> int:
-    """ILS kicks when ``max_iter`` is not given: ``max(min(10 n, 1e7 / n), 2000)``.
+    """ILS kicks when ``max_iter`` is not given: ``max(min(10 n, 1e7 / n), 1000)``.
 
     Beyond n ~ 1000 the budget shrinks as 1/n: a kick's repair can reverse
     O(n) positions of the array tour, so this keeps the default run near a
     constant time.
     """
-    return int(max(min(10 * n, 10_000_000 // n), 2000))
+    return int(max(min(10 * n, 10_000_000 // n), 1000))
 
 
 def _require_ring(model: CostModel, method: str) -> None:
