@@ -81,7 +81,9 @@ def test_slow_pair_is_the_slowest_entry(tmp_path):
     slow[1, 2] = slow[2, 1] = True
     assert m.latency[slow].min() > m.latency[off & ~slow].max()
     assert m.latency[slow].min() > 1e-3  # half of the 3 ms added to every round trip
-    assert m.bandwidth[slow].max() < m.bandwidth[off & ~slow].min()
+    # bandwidth comes from few timed transfers on a shared machine: one other
+    # pair can hiccup, so the slow pair is compared with the typical pair
+    assert m.bandwidth[slow].max() < 0.5 * np.median(m.bandwidth[off & ~slow])
 
 
 @pytest.mark.parametrize(
