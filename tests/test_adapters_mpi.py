@@ -104,8 +104,9 @@ def test_runner_probes_and_solves(mpiexec, tmp_path):
         str(SCRIPTS / "adapt_sample_program.py"),
     )
     order = (tmp_path / "o.txt").read_text().split()
-    assert sorted(map(int, order)) == [0, 1, 2, 3]
-    assert f"NEWRANK_OF_LAUNCH {' '.join(order)}" in out.stdout
+    assert sorted(map(int, order)) == [0, 1, 2, 3], order
+    line = f"NEWRANK_OF_LAUNCH {' '.join(order)}"
+    assert line in out.stdout, f"{line!r} not printed\nstdout:\n{out.stdout}\nstderr:\n{out.stderr}"
 
 
 def test_runner_errors_exit_cleanly(mpiexec, tmp_path):
