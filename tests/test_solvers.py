@@ -258,3 +258,14 @@ def test_ring_candidates_option(candidates, rng):
     assert sorted(r.order.tolist()) == list(range(40))
     with pytest.raises(rankopt.RankoptInputError, match="options\\['candidates'\\].*'auto'"):
         solve(m, method="ils", options={"candidates": "knn"})
+
+
+def test_directed_polish_keeps_a_share_of_the_time_limit():
+    rng = np.random.default_rng(3)
+    m = rng.random((12, 12)) * 10
+    np.fill_diagonal(m, 0)
+    exact = solve(m, method="held_karp").cost
+    # far more kicks than fit: the symmetric search stops at 3/4 of the limit
+    got = solve(m, method="ils", rng=0, max_iter=10**9, time_limit=0.4)
+    assert got.stop_reason == "time_limit"
+    assert np.isclose(got.cost, exact)
