@@ -279,7 +279,7 @@ def _run(
     directed = model.objective == "sum" and lat is not None and not np.array_equal(lat, lat.T)
     # under a time limit the directed polish keeps a quarter of it
     s.kicks(w, tour, kicks, nb, time_share=0.75 if directed else 1.0)
-    if directed:
+    if directed and lat is not None:
         return s.directed(lat, _best_direction(model, tour), nb, kicks)
     return s.output(tour)
 
