@@ -337,6 +337,18 @@ cdef inline void push(long long *queue, unsigned char *inq, long long *tail,
         tail[0] += 1
 
 
+cdef inline void push6(long long *queue, unsigned char *inq, long long *tail, long long n,
+                       long long a, long long b, long long c, long long d, long long e,
+                       long long f) noexcept nogil:
+    """Queue the six ends of a 3-opt move."""
+    push(queue, inq, tail, n, a)
+    push(queue, inq, tail, n, b)
+    push(queue, inq, tail, n, c)
+    push(queue, inq, tail, n, d)
+    push(queue, inq, tail, n, e)
+    push(queue, inq, tail, n, f)
+
+
 cdef inline bint in_run(long long[::1] pos, long long x, long long first, long long last,
                         long long n, int direction) noexcept nogil:
     """Whether ``x`` lies on the run from ``first`` to ``last`` walked in ``direction``."""
@@ -393,12 +405,7 @@ cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long lo
                 if total > EPS:
                     flip(tour, pos, n, a, b, c, d, log)
                     flip(tour, pos, n, b, d, e, f, log)
-                    push(queue, inq, tail, n, a)
-                    push(queue, inq, tail, n, b)
-                    push(queue, inq, tail, n, c)
-                    push(queue, inq, tail, n, d)
-                    push(queue, inq, tail, n, e)
-                    push(queue, inq, tail, n, f)
+                    push6(queue, inq, tail, n, a, b, c, d, e, f)
                     return -total
     return 0.0
 
@@ -448,12 +455,7 @@ cdef double segment_exchange(const double[:, ::1] w, long long[::1] tour, long l
                         move_segment(tour, pos, n, b, e, c, d, False, log)
                     else:
                         move_segment(tour, pos, n, e, b, d, c, False, log)
-                    push(queue, inq, tail, n, a)
-                    push(queue, inq, tail, n, b)
-                    push(queue, inq, tail, n, c)
-                    push(queue, inq, tail, n, d)
-                    push(queue, inq, tail, n, e)
-                    push(queue, inq, tail, n, f)
+                    push6(queue, inq, tail, n, a, b, c, d, e, f)
                     return -total
     return 0.0
 
@@ -820,12 +822,7 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
                         delta = delta_or_opt(w, p, s1, s2, nx, cc, dd, rev)
                         if delta < -EPS:
                             move_segment(tour, pos, n, s1, s2, cc, dd, rev, log)
-                            push(queue, inq, tail, n, p)
-                            push(queue, inq, tail, n, nx)
-                            push(queue, inq, tail, n, s1)
-                            push(queue, inq, tail, n, s2)
-                            push(queue, inq, tail, n, cc)
-                            push(queue, inq, tail, n, dd)
+                            push6(queue, inq, tail, n, p, nx, s1, s2, cc, dd)
                             return delta
     # the two sequential 3-opt families: new link at a (t4 on the far side
     # of t3), then the Lin-Kernighan chain from the link that leaves a
