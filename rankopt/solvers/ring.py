@@ -49,7 +49,7 @@ from rankopt._build_check import require_extension
 from rankopt._rng import kernel_seed
 from rankopt._validation import RankoptInputError, check_positive
 from rankopt.models.base import CostModel
-from rankopt.models.ring import RingBottleneck
+from rankopt.models.ring import RingBottleneck, RingSum
 from rankopt.solvers._base import MethodOutput, SolveContext, register
 
 _rs = require_extension("rankopt.solvers._ring_search")
@@ -116,7 +116,8 @@ def _require_ring(model: CostModel, method: str) -> None:
 def _start(
     w: NDArray[np.float64], ctx: SolveContext, nb: NDArray[np.int64] | None = None
 ) -> NDArray[np.int64]:
-    """``init`` if given, else a greedy-edge ring over the candidate links ``nb``."""
+    """``init`` if given, else a greedy-edge ring over the candidate links ``nb``
+    (a nearest-neighbour walk from a random process when there are none)."""
     if ctx.init is not None:
         return np.array(ctx.init, dtype=np.int64)
     if nb is None:
@@ -275,12 +276,12 @@ def _run(
     ctx.record(model.cost(tour), 0)
     s.local(w, tour, nb)
     ctx.record(model.cost(_best_direction(model, tour)), s.iterations)
-    lat = getattr(model, "latency", None)
-    directed = model.objective == "sum" and lat is not None and not np.array_equal(lat, lat.T)
+    # the model checked symmetry when it symmetrised the matrix
+    directed = model.latency if isinstance(model, RingSum) and not model.symmetric else None
     # under a time limit the directed polish keeps a quarter of it
-    s.kicks(w, tour, kicks, nb, time_share=0.75 if directed else 1.0)
-    if directed and lat is not None:
-        return s.directed(lat, _best_direction(model, tour), nb, kicks)
+    s.kicks(w, tour, kicks, nb, time_share=0.75 if directed is not None else 1.0)
+    if directed is not None:
+        return s.directed(directed, _best_direction(model, tour), nb, kicks)
     return s.output(tour)
 
 
@@ -345,12 +346,11 @@ def ring_seed(model: CostModel, ctx: SolveContext) -> NDArray[np.int64] | None:
         w += (net.nbytes / model.n) / np.where(bw > 0, bw, np.inf)
     w = np.ascontiguousarray(0.5 * (w + w.T))
     np.fill_diagonal(w, 0.0)
+    s = _Search(ctx, model, DEFAULT_NEIGHBORS, DEFAULT_WINDOW)
     tour = _rs.nearest_neighbor(w, int(ctx.gen.integers(model.n)))
-    nb = _rs.knn_lists(w, DEFAULT_NEIGHBORS)
-    _rs.local_search(w, tour, nb, True, ctx.remaining())
-    _rs.iterated_local_search(
-        w, tour, nb, kernel_seed(ctx.gen), model.n, ctx.remaining(), DEFAULT_WINDOW, None, 0
-    )
+    nb = _rs.knn_lists(w, s.k)
+    s.local(w, tour, nb)
+    s.kicks(w, tour, model.n, nb, record=False)
     return _best_direction(model, tour)
 
 
