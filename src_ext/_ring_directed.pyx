@@ -200,7 +200,7 @@ cdef double or_opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
                    long long x, long long *evals) noexcept nogil:
     """First improving move of a run of 1-3 that starts or ends at x."""
     cdef Py_ssize_t kk, K = nb.shape[1]
-    cdef long long n = s.n, L, side, s1, s2, p, nx, c, cn, e, t, _k
+    cdef long long n = s.n, L, side, s1, s2, p, nx, m, c, cn, e, t, _k
     cdef int end
     cdef bint rev
     cdef double g, inner_f, inner_b, delta
@@ -227,18 +227,13 @@ cdef double or_opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
             for end in range(2):
                 e = s1 if end == 0 else s2
                 for kk in range(K):
-                    c = nb[e, kk]
-                    if fwd(s, s1, c) < L:
-                        continue
-                    # insert after c (c -> run -> cn) or before c (cp -> run -> c)
+                    m = nb[e, kk]
+                    # insert just after m (m -> run) or just before it (run -> m)
                     for t in range(2):
-                        if t == 1:
-                            c = prv(s, c)
-                            if fwd(s, s1, c) < L:
-                                continue
+                        c = m if t == 0 else prv(s, m)
                         cn = nxt(s, c)
-                        if cn == s1:
-                            continue
+                        if fwd(s, s1, c) < L or cn == s1:
+                            continue  # c inside the run, or the run already follows c
                         for rev in range(2 if L > 1 else 1):
                             evals[0] += 1
                             if not rev:
@@ -255,7 +250,6 @@ cdef double or_opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
                                 push(s, cn)
                                 move_run(s, s1, s2, c, rev)
                                 return delta
-                        c = nb[e, kk]
     return 0.0
 
 

@@ -471,7 +471,6 @@ cdef int LK_BREADTH_2 = 2
 cdef struct LKState:
     long long t1
     long long n
-    long long depth_limit
     long long ni            # flips applied (entries in fi / fj)
     long long fi[16]
     long long fj[16]
@@ -589,7 +588,7 @@ cdef double lk_step(const double[:, ::1] w, long long[::1] tour, long long[::1] 
             st.nt += 3
         if close > EPS:
             return close
-        if level + 1 < st.depth_limit:
+        if level + 1 < LK_MAX_DEPTH:
             r = lk_step(w, tour, pos, nb, st, t4, g2, level + 1, evals)
             if r > 0.0:
                 return r
@@ -717,7 +716,6 @@ cdef double lk_move(const double[:, ::1] w, long long[::1] tour, long long[::1] 
         return 0.0
     st.t1 = a
     st.n = n
-    st.depth_limit = LK_MAX_DEPTH
     for k in range(2):
         t2 = succ(tour, pos, a, n) if k == 0 else pred(tour, pos, a, n)
         st.ni = 0
