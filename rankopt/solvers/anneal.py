@@ -43,7 +43,7 @@ from rankopt._validation import check_positive
 from rankopt.models.base import CostModel
 from rankopt.solvers._base import MethodOutput, SolveContext, register
 from rankopt.solvers.greedy import greedy_order
-from rankopt.solvers.ring import ring_seed
+from rankopt.solvers.ring import best_direction, ring_seed
 
 _ar = require_extension("rankopt.solvers._anneal_ring")
 _rs = require_extension("rankopt.solvers._ring_search")
@@ -167,8 +167,7 @@ def _ring(
     budget.spend(ev + ev2, it)
     if st == 1:
         budget.stop = "time_limit"
-    rev = tour[::-1].copy()
-    return rev if model.cost(rev) < model.cost(tour) else tour
+    return best_direction(model, tour)[0]
 
 
 def _generic(

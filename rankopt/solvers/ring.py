@@ -63,6 +63,7 @@ __all__ = [
     "ring_seed",
     "candidate_lists",
     "greedy_ring",
+    "best_direction",
 ]
 
 _STOP = {0: "local_optimum", 1: "time_limit", 2: "max_iter"}
@@ -228,14 +229,16 @@ class _Search:
         return MethodOutput(tour, self.iterations, self.evaluations, self.stop)
 
     def output(self, tour: NDArray[np.int64]) -> MethodOutput:
-        order = _best_direction(self.model, tour)
-        self.ctx.record(self.model.cost(order), self.iterations)
+        order, cost = best_direction(self.model, tour)
+        self.ctx.record(cost, self.iterations)
         return MethodOutput(order, self.iterations, self.evaluations, self.stop)
 
 
-def _best_direction(model: CostModel, tour: NDArray[np.int64]) -> NDArray[np.int64]:
+def best_direction(model: CostModel, tour: NDArray[np.int64]) -> tuple[NDArray[np.int64], float]:
+    """``tour`` or its reverse, whichever ``model`` prices lower, and that cost."""
     rev = tour[::-1].copy()
-    return rev if model.cost(rev) < model.cost(tour) else tour
+    cost, cost_rev = model.cost(tour), model.cost(rev)
+    return (rev, cost_rev) if cost_rev < cost else (tour, cost)
 
 
 def _options(ctx: SolveContext) -> tuple[int, int, str]:
@@ -275,13 +278,13 @@ def _run(
     tour = _start(w, ctx, nb)
     ctx.record(model.cost(tour), 0)
     s.local(w, tour, nb)
-    ctx.record(model.cost(_best_direction(model, tour)), s.iterations)
+    ctx.record(best_direction(model, tour)[1], s.iterations)
     # the model checked symmetry when it symmetrised the matrix
     directed = model.latency if isinstance(model, RingSum) and not model.symmetric else None
     # under a time limit the directed polish keeps a quarter of it
     s.kicks(w, tour, kicks, nb, time_share=0.75 if directed is not None else 1.0)
     if directed is not None:
-        return s.directed(directed, _best_direction(model, tour), nb, kicks)
+        return s.directed(directed, best_direction(model, tour)[0], nb, kicks)
     return s.output(tour)
 
 
@@ -297,7 +300,7 @@ def _bottleneck(
     nb = _rs.knn_lists(w, s.k)
     s.local(w, tour, nb)
     upper = float(w[tour, np.roll(tour, -1)].max())
-    ctx.record(model.cost(_best_direction(model, tour)), s.iterations)
+    ctx.record(best_direction(model, tour)[1], s.iterations)
     off = w + np.diag(np.full(n, np.inf))
     lower = float(np.sort(off, axis=1)[:, 1].max())
     cand = np.unique(w[np.triu_indices(n, 1)])
@@ -316,7 +319,7 @@ def _bottleneck(
         if w[t, np.roll(t, -1)].max() <= cand[mid]:
             hi = mid
             best = t
-            ctx.record(model.cost(_best_direction(model, t)), s.iterations)
+            ctx.record(best_direction(model, t)[1], s.iterations)
         else:
             lo = mid + 1
     if len(cand):
@@ -351,7 +354,7 @@ def ring_seed(model: CostModel, ctx: SolveContext) -> NDArray[np.int64] | None:
     nb = _rs.knn_lists(w, s.k)
     s.local(w, tour, nb)
     s.kicks(w, tour, model.n, nb, record=False)
-    return _best_direction(model, tour)
+    return best_direction(model, tour)[0]
 
 
 @register(
