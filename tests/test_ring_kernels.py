@@ -1,10 +1,12 @@
 """Compiled ring evaluators and search kernels against the NumPy references."""
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from rankopt import RankoptInputError
 from rankopt.models import _ring_eval as ev
 from rankopt.models.ring import (
     RingBottleneck,
@@ -14,7 +16,7 @@ from rankopt.models.ring import (
 )
 from rankopt.solvers import _ring_directed as rd
 from rankopt.solvers import _ring_search as rs
-from rankopt.solvers.ring import greedy_ring
+from rankopt.solvers.ring import candidate_lists, greedy_ring
 
 
 @st.composite
@@ -222,3 +224,12 @@ def test_local_search_ends_two_opt_and_or_opt_optimal_over_candidates(rng):
                 if len({a, p, s, c, e}) == 5:
                     gain = m[p, a] + m[a, s] - m[p, s]
                     assert m[c, a] + m[a, e] - m[c, e] - gain >= -1e-9
+
+
+def test_candidate_lists_reject_bad_arguments(rng):
+    m = np.ascontiguousarray(rng.random((10, 10)))
+    assert candidate_lists(m, 3, "nearest").shape == (10, 3)
+    with pytest.raises(RankoptInputError, match="`k`.*0"):
+        candidate_lists(m, 0)
+    with pytest.raises(RankoptInputError, match="`kind` must be one of 'auto'.*'knn'"):
+        candidate_lists(m, 3, "knn")

@@ -86,11 +86,16 @@ def alpha_iterations(n: int) -> int:
 def candidate_lists(w: NDArray[np.float64], k: int, kind: str = "auto") -> NDArray[np.int64]:
     """The k candidate links of each process, nearest first.
 
-    ``"nearest"``: the k nearest processes. ``"alpha"``: the k
-    alpha-nearest (see ``alpha_iterations``), which also hold the cheapest
+    ``"nearest"``: the k nearest processes. ``"alpha"`` (or ``"auto"``): the
+    k alpha-nearest (see ``alpha_iterations``), which also hold the cheapest
     links between groups of close processes; with plain nearest neighbours a
     group larger than k has no candidate link leaving it.
     """
+    k = check_positive(k, "k", integer=True)
+    if kind not in CANDIDATES:
+        raise RankoptInputError(
+            f"`kind` must be one of {', '.join(map(repr, CANDIDATES))}; got {kind!r} instead."
+        )
     if kind == "nearest":
         return _rs.knn_lists(w, k)
     return _rs.alpha_candidates(w, k, alpha_iterations(w.shape[0]))[0]
