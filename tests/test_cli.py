@@ -183,3 +183,27 @@ def test_solve_time_and_contention_models(tmp_path):
     p = run(*args, "--uplink-bandwidth", "fast")
     assert p.returncode == 1
     assert "--uplink-bandwidth must be comma-separated numbers; got 'fast'" in p.stderr
+
+
+@pytest.mark.parametrize(
+    "exc, line",
+    [
+        (ModuleNotFoundError("No module named 'matplotlib'"), "ModuleNotFoundError: No module"),
+        (KeyError("x"), "KeyError: 'x'"),
+        (ZeroDivisionError(), "ZeroDivisionError"),
+        (ValueError("bad value\nsecond line"), "bad value"),
+    ],
+)
+def test_any_failure_is_one_line_without_debug(monkeypatch, capsys, exc, line):
+    from rankopt import cli
+    from rankopt.cli import _solve
+
+    def boom(args):
+        raise exc
+
+    monkeypatch.setattr(_solve, "run", boom)
+    assert cli.main(["solve", "x.npy"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("rankopt solve: error: ") and line in err
+    with pytest.raises(type(exc)):
+        cli.main(["--debug", "solve", "x.npy"])

@@ -86,9 +86,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("rankopt: interrupted", file=sys.stderr)
         return 130
-    except (CLIError, ValueError, OSError, TypeError, RuntimeError) as exc:
+    except Exception as exc:  # noqa: BLE001 - every failure is one line (--debug: traceback)
         if args.debug:
             raise
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"rankopt {args.command}: error: {msg}", file=sys.stderr)
+        print(f"rankopt {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an exception's message; its class name when the message is empty.
+
+    Exceptions other than rankopt's own and the usual input errors carry their
+    class name, so a user can tell a missing module from a bad argument.
+
+    Examples
+    --------
+    >>> one_line(ValueError("bad value\nmore detail"))
+    'bad value'
+    >>> one_line(ModuleNotFoundError("No module named 'matplotlib'"))
+    "ModuleNotFoundError: No module named 'matplotlib'"
+    >>> one_line(KeyError())
+    'KeyError'
+    """
+    text = str(exc).strip()
+    if not text:
+        return type(exc).__name__
+    first = text.splitlines()[0]
+    if isinstance(exc, (CLIError, ValueError, OSError, TypeError, RuntimeError)) and not isinstance(
+        exc, ImportError
+    ):
+        return first
+    return f"{type(exc).__name__}: {first}"

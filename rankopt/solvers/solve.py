@@ -36,7 +36,10 @@ from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
 
 logger = logging.getLogger("rankopt")
 
-__all__ = ["solve", "auto_method", "as_matrices"]
+__all__ = ["solve", "auto_method", "as_matrices", "LAUNCH_KEPT"]
+
+#: ``SolveResult.stop_reason`` when no order beat the launch order, which is then returned.
+LAUNCH_KEPT = "launch_order_kept"
 
 #: Largest n solved exactly by ``method="auto"``.
 AUTO_EXACT_MAX_N = 12
@@ -185,7 +188,11 @@ def solve(
     -----
     ``order[k]`` is the original rank of the process given new rank ``k``;
     ``result.rank_of`` is its inverse. The baseline is the launch order
-    (identity).
+    (identity). ``solve`` never returns an order whose modelled cost is not
+    below the launch order's: when the method found none, the launch order
+    is returned with ``stop_reason == "launch_order_kept"`` (the cost the
+    method reached is in ``result.extra["found_cost"]``, and a warning is
+    logged when it was worse).
 
     Examples
     --------
@@ -253,6 +260,21 @@ def solve(
     cost = model.cost(order)
     if init_order is not None and model.cost(init_order) < cost:
         order, cost = init_order, model.cost(init_order)
+    stop_reason = out.stop_reason
+    extra: dict[str, Any] = {}
+    if not cost < baseline:
+        # never hand back an order that does not beat the launch order
+        if cost > baseline:
+            logger.warning(
+                "solve: method %s found no order better than the launch order "
+                "(%.6g >= %.6g); the launch order is kept",
+                out.method or method,
+                cost,
+                baseline,
+            )
+        extra["found_cost"] = float(cost)
+        extra["method_stop_reason"] = stop_reason
+        order, cost, stop_reason = identity(n), baseline, LAUNCH_KEPT
     runtime = time.perf_counter() - t0
     result = SolveResult(
         order=order,
@@ -267,9 +289,10 @@ def solve(
         iterations=int(out.iterations),
         evaluations=int(out.evaluations),
         runtime_s=runtime,
-        stop_reason=out.stop_reason,
+        stop_reason=stop_reason,
         seed=seed,
         history=tuple(ctx.history),
+        extra=extra,
     )
     logger.info(
         "solve %s/%s n=%d method=%s: %.6g -> %.6g (%.3fx) in %.3f s",
