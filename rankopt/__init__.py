@@ -19,6 +19,7 @@ from rankopt.cloud import Cloud, synthetic_cloud
 from rankopt.hierarchy import infer_hierarchy
 from rankopt.io import load_matrix
 from rankopt.models import cost, schedule
+from rankopt.network import Network, load_network
 from rankopt.order import invert
 from rankopt.probe.measurement import Measurement, load_measurement
 from rankopt.result import SolveResult
@@ -37,6 +38,8 @@ __all__ = [
     "synthetic_cloud",
     "Cloud",
     "RankoptInputError",
+    "Network",
+    "load_network",
     "Measurement",
     "load_measurement",
     "models",

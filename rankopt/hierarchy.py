@@ -2,6 +2,9 @@
 
 Contents
 --------
+infer_uplinks
+    The capacity of every group's uplink per level, from probed bandwidth
+    (the best pair rate across the group boundary).
 infer_hierarchy
     Nested group labels, finest level first, from latency and/or bandwidth
     and, optionally, the host of every process, by average- or single-linkage
@@ -31,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rankopt._validation import RankoptInputError, check_matrix, check_options, check_positive
 
-__all__ = ["infer_hierarchy", "host_labels", "DEFAULT_GAP"]
+__all__ = ["infer_hierarchy", "infer_uplinks", "block_max", "host_labels", "DEFAULT_GAP"]
 
 logger = logging.getLogger("rankopt")
 
@@ -254,3 +257,105 @@ def _check_hosts(hosts: Sequence[str], n: int) -> NDArray[np.int64]:
             f"`hosts` must name the host of each of the {n} processes; got {size} names instead."
         )
     return host_labels(hosts)
+
+
+def block_max(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``out[g, h]``: the largest entry of ``matrix`` between groups ``g`` and ``h``.
+
+    Labels must be 0..G-1. Cost: :math:`O(n^2)` (two ``maximum.reduceat``).
+
+    Examples
+    --------
+    >>> m = np.arange(16.0).reshape(4, 4)
+    >>> block_max(m, np.array([0, 1, 0, 1]))
+    array([[10., 11.],
+           [14., 15.]])
+    """
+    idx = np.argsort(labels, kind="stable")
+    lab = labels[idx]
+    starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
+    m = matrix[np.ix_(idx, idx)]
+    return np.maximum.reduceat(np.maximum.reduceat(m, starts, axis=0), starts, axis=1)
+
+
+def infer_uplinks(
+    bandwidth: ArrayLike, levels: Sequence[ArrayLike]
+) -> list[NDArray[np.float64]]:
+    """Uplink capacity of every group per level (bytes/s), from probed pair bandwidth.
+
+    A single transfer between two groups that share a parent at the next
+    level crosses both groups' uplinks and nothing slower, so the fastest
+    such pair measures the uplink. For group ``g`` of level ``k``: for every
+    sibling ``h`` (another group of ``k`` with the same parent at ``k + 1``;
+    the whole network is the parent of the top level), the best pair rate
+    between ``g`` and ``h`` in either direction; the estimate is the median
+    over siblings. A group without a sibling shares its parent's uplink: it
+    gets the estimate of the nearest ancestor that has siblings (the largest
+    rate leaving it when none has).
+
+    Parameters
+    ----------
+    bandwidth : array_like (n, n)
+        Pair bandwidth (bytes/s); the diagonal is ignored.
+    levels : sequence of array_like (n,)
+        Group labels per level, finest first, each nested in the next.
+
+    Returns
+    -------
+    list of ndarray of float64
+        ``out[k][g]``: capacity of group ``g``'s uplink at level ``k``, per
+        direction, for groups labelled 0..G-1 in order of the sorted labels
+        (the order :func:`rankopt.cost` reads ``uplink_bandwidth`` in).
+
+    Notes
+    -----
+    The best pair, not the mean, because a probe's transfers that shared a
+    link only ever come out slower than the link. A pair is limited by the
+    slowest link on its path, so the estimate is a lower bound on the
+    uplink's capacity when hosts are slower than the uplink; that is the
+    rate one transfer gets, which is what the contention model divides.
+
+    Examples
+    --------
+    Two racks of two hosts: 100 inside a rack, 20 across.
+
+    >>> bw = np.full((4, 4), 20.0)
+    >>> bw[:2, :2] = bw[2:, 2:] = 100.0
+    >>> hosts, racks = np.arange(4), np.array([0, 0, 1, 1])
+    >>> [u.tolist() for u in infer_uplinks(bw, [hosts, racks])]
+    [[100.0, 100.0, 100.0, 100.0], [20.0, 20.0]]
+    """
+    bw = np.array(bandwidth, dtype=np.float64)
+    n = bw.shape[0]
+    np.fill_diagonal(bw, 0.0)
+    best = np.maximum(bw, bw.T)
+    labs = [np.unique(np.asarray(lv), return_inverse=True)[1].reshape(-1) for lv in levels]
+    out: list[NDArray[np.float64]] = []
+    for k, lab in enumerate(labs):
+        parent = labs[k + 1] if k + 1 < len(labs) else np.zeros(n, dtype=np.int64)
+        g_count = int(lab.max()) + 1
+        m = block_max(best, lab)
+        parent_of = np.zeros(g_count, dtype=np.int64)
+        parent_of[lab] = parent
+        est = np.full(g_count, np.nan)
+        for g in range(g_count):
+            sib = np.flatnonzero((parent_of == parent_of[g]) & (np.arange(g_count) != g))
+            if sib.size:
+                est[g] = float(np.median(m[g, sib]))
+        out.append(est)
+    # groups without siblings: the nearest ancestor's estimate
+    for k in range(len(labs) - 1, -1, -1):
+        est = out[k]
+        missing = np.flatnonzero(np.isnan(est))
+        for g in missing:
+            members = labs[k] == g
+            value = np.nan
+            for j in range(k + 1, len(labs)):
+                value = out[j][int(labs[j][members][0])]
+                if np.isfinite(value):
+                    break
+            if not np.isfinite(value):
+                leaving = best[np.ix_(members, ~members)]
+                value = float(leaving.max()) if leaving.size else np.inf
+            est[g] = value
+    return out

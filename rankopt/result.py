@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +10,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["SolveResult"]
+
+
+def _fmt_bytes(x: float) -> str:
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if x >= f:
+            return f"{x / f:.4g} {unit}"
+    return f"{x:.4g} B"
 
 
 def _fmt_seconds(x: float) -> str:
@@ -54,6 +61,20 @@ class SolveResult:
         Pass as ``rng=seed`` to replay the run.
     history : tuple of (float, float)
         ``(seconds since start, best cost)`` pairs: the convergence curve.
+    extra : dict
+        Method details (``found_cost`` when the launch order was kept).
+    nbytes : float or None
+        Message size the model priced (bytes).
+    speedup_interval : (float, float) or None
+        90% interval of the *modelled* speedup that the measurement's spreads
+        support (measured networks only).
+    network : dict or None
+        The network solved on: ``n``, ``source``, ``hosts``, ``level_sizes``
+        (group sizes per level, finest first), ``uplinks`` (bytes/s per group
+        per level), ``has_bandwidth``, ``hierarchy`` (how it was found).
+    notes : tuple of str
+        What was ignored or decided and why (e.g. bandwidth measured but not
+        used, the launch order kept).
 
     Examples
     --------
@@ -80,28 +101,62 @@ class SolveResult:
     seed: int
     history: tuple[tuple[float, float], ...] = field(default=(), repr=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
+    nbytes: float | None = None
+    speedup_interval: tuple[float, float] | None = None
+    network: dict[str, Any] | None = field(default=None, repr=False)
+    notes: tuple[str, ...] = ()
 
     def __iter__(self) -> Iterator[Any]:
         yield self.order
         yield self.cost
 
     def summary(self) -> str:
-        """A few readable lines describing the result."""
+        """A few readable lines: what was modelled, the modelled gain, how it stopped."""
         n = len(self.order)
         head = ", ".join(str(int(x)) for x in self.order[:16]) + (", ..." if n > 16 else "")
         unit = _fmt_seconds if self.objective not in ("qap",) else (lambda v: f"{v:.6g}")
-        return "\n".join(
-            [
-                f"rankopt: {self.collective}/{self.algorithm}, objective={self.objective}, "
-                f"n={n}, method={self.method}",
-                f"  launch order cost : {unit(self.baseline_cost)}",
-                f"  optimised cost    : {unit(self.cost)}",
-                f"  speedup           : {self.speedup:.3f}x",
-                f"  stop              : {self.stop_reason} after {self.iterations} iterations, "
-                f"{self.evaluations} evaluations, {self.runtime_s * 1e3:.1f} ms (seed {self.seed})",
-                f"  order             : [{head}]",
-            ]
-        )
+        size = "" if self.nbytes is None else f", message {_fmt_bytes(self.nbytes)}"
+        lines = [
+            f"rankopt: {self.collective}/{self.algorithm}, objective={self.objective}{size}, "
+            f"n={n}, method={self.method}",
+        ]
+        if self.network is not None:
+            from rankopt.network import describe_levels
+
+            sizes = self.network.get("level_sizes") or []
+            levels = describe_levels(
+                [np.repeat(np.arange(len(s)), s) for s in sizes], self.network.get("uplinks", [])
+            )
+            lines.append(
+                f"  network           : {self.network.get('source')}, "
+                + (f"levels {levels}" if levels else "no hierarchy found")
+            )
+        speed = f"{self.speedup:.3f}x"
+        if self.speedup_interval is not None:
+            lo, hi = self.speedup_interval
+            speed += f" (90% interval {lo:.3g}-{hi:.3g}x from the measured spread)"
+        lines += [
+            f"  launch order cost : {unit(self.baseline_cost)} (modelled)",
+            f"  optimised cost    : {unit(self.cost)} (modelled)",
+            f"  modelled speedup  : {speed}",
+            f"  stop              : {self.stop_reason} after {self.iterations} iterations, "
+            f"{self.evaluations} evaluations, {self.runtime_s * 1e3:.1f} ms (seed {self.seed})",
+            f"  order             : [{head}]",
+        ]
+        lines += [f"  note              : {t}" for t in self.notes]
+        return "\n".join(lines)
+
+    def rank_table(self, hosts: Sequence[str] | None = None) -> str:
+        """The new rank -> launch rank (-> host) table, one process a line."""
+        if hosts is None and self.network is not None:
+            hosts = self.network.get("hosts")
+        rows = ["new rank  launch rank" + ("  host" if hosts else "")]
+        for k, r in enumerate(self.order):
+            line = f"{k:8d}  {int(r):11d}"
+            if hosts:
+                line += f"  {hosts[int(r)]}"
+            rows.append(line)
+        return "\n".join(rows)
 
     def __str__(self) -> str:
         return self.summary()
@@ -123,4 +178,11 @@ class SolveResult:
             "runtime_s": float(self.runtime_s),
             "stop_reason": self.stop_reason,
             "seed": int(self.seed),
+            "nbytes": self.nbytes,
+            "speedup_interval": None
+            if self.speedup_interval is None
+            else [float(x) for x in self.speedup_interval],
+            "modelled": True,
+            "network": self.network,
+            "notes": list(self.notes),
         }

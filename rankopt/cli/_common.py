@@ -36,45 +36,19 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
 
 
 def add_problem_args(p: argparse.ArgumentParser) -> None:
-    """The matrix arguments plus what defines the problem: collective, algorithm, objective."""
+    """The matrix arguments plus what defines the problem (the shared model options)."""
+    from rankopt._model_args import add_model_arguments
+    from rankopt.network import DEFAULT_NBYTES
+
     add_matrix_args(p)
-    p.add_argument("--collective", default="allreduce")
-    p.add_argument("--algorithm", default="ring")
-    p.add_argument(
-        "--objective", default=None, help="default: see rankopt.models.default_objective"
-    )
-    p.add_argument("--nbytes", type=float, default=None, help="message size in bytes (time models)")
-    p.add_argument(
-        "--uplink-bandwidth",
-        default=None,
-        metavar="B[,B...]",
-        help="uplink capacity per hierarchy level in bytes/s (contention objective)",
-    )
+    add_model_arguments(p, default_nbytes=DEFAULT_NBYTES, solver=False)
 
 
-def problem_kwargs(
-    args: argparse.Namespace,
-    latency: np.ndarray,
-    bandwidth: np.ndarray | None,
-    groups: list[np.ndarray] | None,
-) -> dict[str, Any]:
+def problem_kwargs(args: argparse.Namespace, network: Any) -> dict[str, Any]:
     """Keyword arguments of ``solve()`` describing the model chosen on the command line."""
-    kw: dict[str, Any] = {"objective": args.objective}
-    if args.nbytes is not None or args.objective not in (None, "sum", "bottleneck"):
-        kw.update(bandwidth=bandwidth, nbytes=args.nbytes)
-    if args.uplink_bandwidth is not None:
-        try:
-            up = [float(x) for x in args.uplink_bandwidth.split(",")]
-        except ValueError:
-            raise ValueError(
-                f"--uplink-bandwidth must be comma-separated numbers; got {args.uplink_bandwidth!r}"
-            ) from None
-        if groups is None:
-            from rankopt.hierarchy import infer_hierarchy
+    from rankopt._model_args import model_options
 
-            groups = infer_hierarchy(latency=latency, bandwidth=bandwidth)
-        kw.update(groups=groups, uplink_bandwidth=up if len(up) > 1 else up[0])
-    return kw
+    return model_options(args, network)
 
 
 class Inputs(NamedTuple):
@@ -87,17 +61,30 @@ class Inputs(NamedTuple):
     hosts: list[str] | None
 
 
+def read_network(args: argparse.Namespace) -> tuple[Any, list[str] | None]:
+    """The command's file as a :class:`rankopt.Network`, and the names to write files with.
+
+    ``.npz`` files (probe, cloud, network) carry hosts, bandwidth and the
+    hierarchy (inferred when absent); other matrix files are read with
+    ``--unit``, ``--nan`` and ``--rtt``, and their header names (if any)
+    label the processes in rankfiles.
+    """
+    from rankopt.network import Network, load_network
+
+    if str(args.matrix).endswith(".npz") and args.unit is None and not args.rtt:
+        net = load_network(args.matrix)
+        names = list(net.hosts) if net.hosts is not None else None
+        return net, names
+    lat, labels = load_matrix_and_labels(args.matrix, unit=args.unit, nan=args.nan, rtt=args.rtt)
+    net = Network.from_matrices(lat, source=f"file:{args.matrix}")
+    return net, labels
+
+
 def read_inputs(args: argparse.Namespace) -> Inputs:
     """Read the command's matrix file (``args.matrix``, ``--unit``, ``--nan``, ``--rtt``)."""
-    lat, hosts = load_matrix_and_labels(args.matrix, unit=args.unit, nan=args.nan, rtt=args.rtt)
-    bw = groups = None
-    if str(args.matrix).endswith(".npz"):
-        with np.load(args.matrix, allow_pickle=False) as z:
-            if "bandwidth" in z.files and np.isfinite(z["bandwidth"]).all():
-                bw = z["bandwidth"].astype(float)
-            if "groups" in z.files:
-                groups = [g for g in z["groups"]]
-    return Inputs(lat, bw, groups, hosts)
+    net, names = read_network(args)
+    groups = list(net.groups) if net.groups else None
+    return Inputs(np.array(net.latency), net.bandwidth, groups, names)
 
 
 def table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> str:

@@ -7,7 +7,7 @@ import json
 import sys
 
 from rankopt._validation import RankoptInputError
-from rankopt.cli._common import add_problem_args, problem_kwargs, read_inputs, table
+from rankopt.cli._common import add_problem_args, problem_kwargs, read_network, table
 from rankopt.solvers import METHODS, solve
 
 __all__ = ["register", "run"]
@@ -29,18 +29,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    lat, bw, groups, _ = read_inputs(args)
+    net, _ = read_network(args)
+    lat = net.latency
     names = (
         args.methods.split(",")
         if args.methods
         else [m for m in sorted(METHODS) if m != "auto"] + ["auto"]
     )
-    extra = problem_kwargs(args, lat, bw, groups)
+    extra = problem_kwargs(args, net)
     rows, skipped = [], []
     for name in names:
         try:
             res = solve(
-                lat,
+                net,
                 args.collective,
                 args.algorithm,
                 method=name,

@@ -7,8 +7,8 @@ import json
 import sys
 
 from rankopt.cli import CLIError
-from rankopt.cli._common import add_problem_args, problem_kwargs, progress, read_inputs
-from rankopt.solvers import METHODS, solve
+from rankopt.cli._common import add_matrix_args, problem_kwargs, progress, read_network
+from rankopt.solvers import solve
 
 __all__ = ["register", "run"]
 
@@ -17,16 +17,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "solve",
         help="find the rank order that minimises a collective's modelled time",
-        description="Read a latency matrix (.npy, .csv, .json, or a probe/cloud .npz), solve, and "
-        "print the order (order[k] = original rank of the process that gets new rank k).",
+        description="Read a network (a probe, cloud or network .npz: hosts, bandwidth and "
+        "hierarchy) or a latency matrix (.npy, .csv, .json), solve, and print what was "
+        "modelled, the modelled speedup and the order (order[k] = original rank of the "
+        "process that gets new rank k). With no options, a network with bandwidth is priced "
+        "with the contention model at 16 MiB with its inferred uplinks; a bare latency "
+        "matrix with the ring's latency sum.",
     )
-    add_problem_args(p)
-    p.add_argument("--method", default="auto", choices=sorted(METHODS))
-    p.add_argument("--seed", type=int, default=None, help="random seed (recorded in --json)")
-    p.add_argument("--time-limit", type=float, default=None, help="seconds (a guard)")
-    p.add_argument("--max-iter", type=int, default=None, help="iteration budget (reproducible)")
+    from rankopt._model_args import add_model_arguments
+    from rankopt.network import DEFAULT_NBYTES
+
+    add_matrix_args(p)
+    add_model_arguments(p, default_nbytes=DEFAULT_NBYTES)
+    p.add_argument(
+        "--max-iter", type=int, default=None, help="iteration budget (reproducible; default: the method's)"
+    )
     p.add_argument("--keep-rank0", action="store_true", help="keep original rank 0 at new rank 0")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument(
+        "--display-map",
+        action="store_true",
+        help="print the new rank -> launch rank/host table also for more than 64 processes",
+    )
     p.add_argument(
         "--order-out", metavar="FILE", help="write the order (.txt one per line, .json, .npy)"
     )
@@ -43,11 +55,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    lat, bw, groups, hosts = read_inputs(args)
-    kwargs = problem_kwargs(args, lat, bw, groups)
+    net, hosts = read_network(args)
+    kwargs = problem_kwargs(args, net)
     with progress("solving", not args.quiet) as cb:
         res = solve(
-            lat,
+            net,
             args.collective,
             args.algorithm,
             method=args.method,
@@ -56,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
             max_iter=args.max_iter,
             keep_rank0=args.keep_rank0,
             callback=cb,
+            nan=args.nan,
             **kwargs,
         )
     _write_outputs(args, res.order, hosts)
@@ -65,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.quiet:
         print(" ".join(str(int(x)) for x in res.order))
     else:
-        print(res.summary())
+        from rankopt._model_args import report
+
+        print(report(res, hosts, table_max=len(res.order) if args.display_map else 64))
         print(" ".join(str(int(x)) for x in res.order))
     return 0
 
@@ -74,7 +89,7 @@ def _write_outputs(args: argparse.Namespace, order, hosts: list[str] | None) -> 
     from rankopt.adapters._common import save_order
 
     if args.order_out:
-        save_order(args.order_out, order)
+        save_order(args.order_out, order, what="--order-out")
     wanted = [
         (f, w)
         for f, w in (
@@ -95,8 +110,8 @@ def _write_outputs(args: argparse.Namespace, order, hosts: list[str] | None) -> 
 
     for path, kind in wanted:
         if kind == "rankfile":
-            writers.write_rankfile(path, order, hosts)
+            writers.write_rankfile(path, order, hosts, what="--rankfile")
         elif kind == "hostfile":
-            writers.write_hostfile(path, order, hosts)
+            writers.write_hostfile(path, order, hosts, what="--hostfile")
         else:
-            writers.write_slurm_hostfile(path, order, hosts)
+            writers.write_slurm_hostfile(path, order, hosts, what="--slurm-hostfile")

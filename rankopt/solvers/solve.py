@@ -117,7 +117,7 @@ def solve(
     groups: Any = None,
     uplink_bandwidth: Any = None,
     method: str = "auto",
-    rng: None | int | np.random.Generator = None,
+    rng: None | int | np.random.Generator = 0,
     time_limit: float | None = None,
     max_iter: int | None = None,
     keep_rank0: bool = False,
@@ -130,16 +130,22 @@ def solve(
 
     Parameters
     ----------
-    latency : array_like (n, n), path, or Measurement
+    latency : array_like (n, n), path, Network, Measurement or Cloud
         One-way latency in seconds, ``latency[i, j]`` from process i to j
-        (original ranks). A path is read by :func:`rankopt.load_matrix`; an
-        object with ``.latency`` (and ``.bandwidth``) such as a
-        :class:`rankopt.Measurement` is used directly.
+        (original ranks), or a whole network: a :class:`rankopt.Network`,
+        a :class:`rankopt.Measurement` or :class:`rankopt.Cloud` (made a
+        Network, hierarchy and uplinks inferred), or a path (``.npz``:
+        :func:`rankopt.load_network`; other files:
+        :func:`rankopt.load_matrix`).
     collective, algorithm : str
         The collective operation and the algorithm the engine runs.
     objective : str or callable, optional
-        What to minimise. Default: ``"sum"`` (the ring's total latency) when
-        only latency is known; see :func:`rankopt.models.default_objective`.
+        What to minimise. For a network with bandwidth and a hierarchy the
+        default is ``"contention"`` at ``nbytes`` (default
+        :data:`rankopt.network.DEFAULT_NBYTES`, 16 MiB) with the inferred
+        uplinks (:meth:`rankopt.Network.default_model`); for a bare matrix,
+        :func:`rankopt.models.default_objective` (``"sum"`` for a ring when
+        only latency is known).
         A callable ``f(latency, order) -> float`` (ideally ``@numba.njit``) is
         minimised as is (:mod:`rankopt.solvers.custom`).
     bandwidth : array_like (n, n) or float, optional
@@ -151,8 +157,10 @@ def solve(
     method : str
         One of the registered methods (``rankopt.solvers.METHODS``);
         ``"auto"`` follows :func:`auto_method`.
-    rng : None, int or numpy.random.Generator
-        Randomness; the seed used is recorded in the result.
+    rng : None, int or numpy.random.Generator, default 0
+        Randomness; the seed used is recorded in the result. The default is
+        a fixed seed, so the same input gives the same order; ``None`` draws
+        a fresh seed.
     time_limit : float, optional
         Wall-clock guard in seconds (results then depend on machine speed).
     max_iter : int, optional
@@ -187,7 +195,12 @@ def solve(
     Notes
     -----
     ``order[k]`` is the original rank of the process given new rank ``k``;
-    ``result.rank_of`` is its inverse. The baseline is the launch order
+    ``result.rank_of`` is its inverse. For a measured network (one with
+    spreads) the result carries ``speedup_interval``, the 90% interval of
+    the modelled speedup that the measurement supports
+    (:func:`rankopt.network.speedup_interval`); an order whose interval does
+    not lie above 1 is a gain within the noise, and the launch order is kept.
+    The baseline is the launch order
     (identity). ``solve`` never returns an order whose modelled cost is not
     below the launch order's: when the method found none, the launch order
     is returned with ``stop_reason == "launch_order_kept"`` (the cost the
@@ -210,7 +223,27 @@ def solve(
     True
     """
     t0 = time.perf_counter()
-    latency, bandwidth = as_matrices(latency, bandwidth)
+    from rankopt.network import as_network
+
+    network = as_network(latency)
+    notes: list[str] = []
+    if network is not None:
+        objective, model_kw, notes = _network_model(
+            network,
+            algorithm,
+            objective=objective,
+            bandwidth=bandwidth,
+            nbytes=nbytes,
+            groups=groups,
+            uplink_bandwidth=uplink_bandwidth,
+        )
+        latency = network.latency
+        bandwidth = model_kw["bandwidth"]
+        nbytes = model_kw["nbytes"]
+        groups = model_kw["groups"]
+        uplink_bandwidth = model_kw["uplink_bandwidth"]
+    else:
+        latency, bandwidth = as_matrices(latency, bandwidth)
     lat = check_matrix(latency, "latency", nan=nan)
     n = lat.shape[0]
     check_options("method", method, tuple(sorted(METHODS)))
@@ -274,7 +307,39 @@ def solve(
             )
         extra["found_cost"] = float(cost)
         extra["method_stop_reason"] = stop_reason
-        order, cost, stop_reason = identity(n), baseline, LAUNCH_KEPT
+        if cost > baseline:
+            stop_reason = LAUNCH_KEPT
+        order, cost = identity(n), baseline
+        notes.append("no order found that beats the launch order: the launch order is kept")
+    interval = None
+    if network is not None and network.measured and not callable(objective):
+        from rankopt.network import speedup_interval
+
+        interval = speedup_interval(
+            network,
+            order,
+            collective,
+            algorithm,
+            model={
+                "objective": model.objective,
+                "bandwidth": bandwidth,
+                "nbytes": nbytes,
+                "groups": groups,
+                "uplink_bandwidth": uplink_bandwidth,
+            },
+            rng=seed,
+        )
+        if stop_reason != LAUNCH_KEPT and not interval[0] > 1.0:
+            extra["found_cost"] = float(cost)
+            extra["method_stop_reason"] = stop_reason
+            extra["found_interval"] = interval
+            notes.append(
+                f"the order found is modelled {baseline / cost:.3g}x faster, but the "
+                f"measurement supports {interval[0]:.3g}-{interval[1]:.3g}x: a gain within "
+                "the measured spread, so the launch order is kept"
+            )
+            order, cost, stop_reason = identity(n), baseline, LAUNCH_KEPT
+            interval = (1.0, 1.0)
     runtime = time.perf_counter() - t0
     result = SolveResult(
         order=order,
@@ -293,6 +358,10 @@ def solve(
         seed=seed,
         history=tuple(ctx.history),
         extra=extra,
+        nbytes=None if nbytes is None else float(nbytes),
+        speedup_interval=interval,
+        network=None if network is None else _network_info(network),
+        notes=tuple(notes),
     )
     logger.info(
         "solve %s/%s n=%d method=%s: %.6g -> %.6g (%.3fx) in %.3f s",
@@ -306,3 +375,70 @@ def solve(
         runtime,
     )
     return result
+
+
+def _network_model(
+    network: Any,
+    algorithm: str,
+    *,
+    objective: Any,
+    bandwidth: Any,
+    nbytes: Any,
+    groups: Any,
+    uplink_bandwidth: Any,
+) -> tuple[Any, dict[str, Any], list[str]]:
+    """The objective and model arguments for a :class:`rankopt.Network`, and notes.
+
+    Anything the caller passed wins; what it left out comes from the network
+    (:meth:`rankopt.Network.default_model`): contention with the inferred
+    uplinks when the network has bandwidth and a hierarchy.
+    """
+    notes: list[str] = []
+    default = network.default_model(algorithm, nbytes)
+    if objective is None:
+        objective = default["objective"]
+    kw: dict[str, Any] = {
+        "bandwidth": bandwidth,
+        "nbytes": nbytes,
+        "groups": groups,
+        "uplink_bandwidth": uplink_bandwidth,
+    }
+    if callable(objective) or objective in ("sum", "bottleneck"):
+        if network.bandwidth is not None:
+            notes.append(
+                f"bandwidth measured but not used: objective {objective!r} sees latency only"
+            )
+        return objective, {**kw, "bandwidth": None, "groups": None, "uplink_bandwidth": None}, notes
+    if kw["nbytes"] is None and (network.bandwidth is not None or objective == "contention"):
+        from rankopt.network import DEFAULT_NBYTES
+
+        kw["nbytes"] = DEFAULT_NBYTES
+    if kw["bandwidth"] is None and network.bandwidth is not None and kw["nbytes"] is not None:
+        kw["bandwidth"] = network.bandwidth
+    if objective == "contention":
+        if kw["groups"] is None:
+            kw["groups"] = list(network.groups) or None
+        if kw["uplink_bandwidth"] is None and network.has_uplinks and groups is None:
+            kw["uplink_bandwidth"] = [np.asarray(u) for u in network.uplinks]
+    else:
+        kw["groups"] = kw["uplink_bandwidth"] = None
+        if network.has_uplinks and network.bandwidth is not None:
+            notes.append(
+                f"hierarchy found but not used: objective {objective!r} has no shared uplinks"
+            )
+    if network.bandwidth is None:
+        notes.append("no bandwidth measured: the model sees latency only")
+    return objective, kw, notes
+
+
+def _network_info(network: Any) -> dict[str, Any]:
+    """What the result reports of the network it was solved on (JSON-ready)."""
+    return {
+        "n": network.n,
+        "source": network.source,
+        "hosts": None if network.hosts is None else list(network.hosts),
+        "level_sizes": network.level_sizes(),
+        "uplinks": [[float(x) for x in u] for u in network.uplinks],
+        "has_bandwidth": network.bandwidth is not None,
+        "hierarchy": network.provenance.get("hierarchy", "given"),
+    }

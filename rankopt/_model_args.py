@@ -1,0 +1,172 @@
+"""The model options every entry point shares, with one meaning and one default.
+
+``rankopt solve``, ``rankopt compare``, ``python -m rankopt.mpi``, ``rankopt
+run`` and :func:`rankopt.adapters.mpi.optimize` describe what to optimise with
+the same flags: ``--collective``, ``--algorithm``, ``--objective``,
+``--nbytes``, ``--uplink-bandwidth`` (one value per level of the network's
+hierarchy), ``--method``, ``--seed``, ``--time-limit``. With none of them the
+network decides (:meth:`rankopt.Network.default_model`): the contention model
+with the inferred uplinks at the entry point's default message size when the
+network has bandwidth, the latency sum otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from rankopt._validation import RankoptInputError
+
+__all__ = ["add_model_arguments", "model_options", "parse_uplinks", "report"]
+
+_OBJECTIVES = ("sum", "bottleneck", "time", "contention")
+
+
+def add_model_arguments(
+    p: argparse.ArgumentParser,
+    *,
+    default_nbytes: float,
+    nbytes_note: str = "",
+    solver: bool = True,
+) -> None:
+    """Add the model (and, with ``solver``, the solver) options to ``p``."""
+    from rankopt.models import ALGORITHMS
+
+    collectives = sorted(ALGORITHMS)
+    algorithms = sorted({a for algs in ALGORITHMS.values() for a in algs})
+    g = p.add_argument_group("what to optimise (default: what the network shows)")
+    g.add_argument(
+        "--collective",
+        default="allreduce",
+        choices=collectives,
+        help="collective to optimise for (default: allreduce)",
+    )
+    g.add_argument(
+        "--algorithm",
+        default="ring",
+        choices=algorithms,
+        help="the algorithm the engine runs for it (default: ring)",
+    )
+    g.add_argument(
+        "--objective",
+        default=None,
+        choices=_OBJECTIVES,
+        help="what to minimise (default: contention when the network has bandwidth and a "
+        "hierarchy, the α-β time with bandwidth only, the latency sum otherwise)",
+    )
+    g.add_argument(
+        "--nbytes",
+        type=float,
+        default=None,
+        metavar="BYTES",
+        help=f"message size in bytes that bandwidth is priced at (default: "
+        f"{default_nbytes:.0f} = {default_nbytes / 2**20:g} MiB{nbytes_note})",
+    )
+    g.add_argument(
+        "--uplink-bandwidth",
+        default=None,
+        metavar="B[,B...]",
+        help="uplink capacity in bytes/s: one value for every level of the hierarchy, or one "
+        "per level, finest first (default: inferred from the measured bandwidth)",
+    )
+    if not solver:
+        return
+    s = p.add_argument_group("solver")
+    from rankopt.solvers import METHODS
+
+    s.add_argument(
+        "--method",
+        default="auto",
+        choices=sorted(METHODS),
+        help="solver method (default: auto, see rankopt.solvers.solve.auto_method)",
+    )
+    s.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="solver seed: the same measurement gives the same order (default: 0)",
+    )
+    s.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock guard for the solver (default: none; the budget is iterations)",
+    )
+
+
+def parse_uplinks(text: str | None, option: str = "--uplink-bandwidth") -> list[float] | None:
+    """``"1.25e9,2.5e8"`` -> ``[1.25e9, 2.5e8]``; errors name the option.
+
+    Examples
+    --------
+    >>> parse_uplinks("1e9, 2e8")
+    [1000000000.0, 200000000.0]
+    """
+    if text is None:
+        return None
+    try:
+        vals = [float(x) for x in str(text).split(",")]
+    except ValueError:
+        raise RankoptInputError(
+            f"{option} must be comma-separated numbers in bytes/s; got {text!r}."
+        ) from None
+    bad = [v for v in vals if not v > 0 or v == float("inf")]
+    if bad:
+        raise RankoptInputError(f"{option} values must be positive and finite; got {bad[0]!r}.")
+    return vals
+
+
+def model_options(
+    args: argparse.Namespace, network: Any = None, *, solver: bool = False
+) -> dict[str, Any]:
+    """Keyword arguments of :func:`rankopt.solve` from the shared options.
+
+    With ``solver``, ``method``, ``rng`` and ``time_limit`` are included.
+
+    ``--uplink-bandwidth`` is checked against ``network``'s hierarchy: one
+    value (every level) or one per level, and the error lists the levels.
+    """
+    out: dict[str, Any] = {}
+    for key in ("objective", "nbytes"):
+        value = getattr(args, key, None)
+        if value is not None:
+            out[key] = value
+    solver_keys = (("method", "method"), ("seed", "rng"), ("time_limit", "time_limit"))
+    for key, name in solver_keys if solver else ():
+        if getattr(args, key, None) is not None:
+            out[name] = getattr(args, key)
+    ups = parse_uplinks(getattr(args, "uplink_bandwidth", None))
+    if ups is not None:
+        if network is None or not network.groups:
+            raise RankoptInputError(
+                "--uplink-bandwidth needs a hierarchy, and none was found in the network "
+                "(give a probe or cloud .npz, whose hosts and bandwidth show the levels)."
+            )
+        levels = len(network.groups)
+        if len(ups) not in (1, levels):
+            from rankopt.network import describe_levels
+
+            raise RankoptInputError(
+                f"--uplink-bandwidth gives {len(ups)} values, but the network has {levels} "
+                f"levels ({describe_levels(network.groups)}): give one value for all of "
+                f"them or one per level, finest first."
+            )
+        out["groups"] = list(network.groups)
+        out["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
+        out.setdefault("objective", "contention")
+    return out
+
+
+def report(result: Any, hosts: Sequence[str] | None = None, *, table_max: int = 64) -> str:
+    """What every entry point prints: the summary and the new-rank table.
+
+    The table is left out above ``table_max`` processes (pass a larger one).
+    """
+    text = result.summary()
+    if len(result.order) <= table_max:
+        text += "\n" + result.rank_table(hosts)
+    else:
+        text += f"\n  ({len(result.order)} processes: rank table left out)"
+    return text

@@ -1,0 +1,701 @@
+"""The network every stage shares: matrices, spreads, hosts, hierarchy and uplinks.
+
+Contents
+--------
+Network
+    Latency and bandwidth with their spreads and sample counts, the host of
+    every process, the hierarchy (groups per level, finest first) and the
+    capacity of every group's uplink per level, units and provenance. The
+    probe, the loaders, :func:`rankopt.synthetic_cloud` and the testbed
+    produce it; the models and :func:`rankopt.solve` consume it.
+as_network
+    Any input ``solve()`` accepts (a matrix, a :class:`~rankopt.Measurement`,
+    a :class:`~rankopt.Cloud`, a file path, a Network) as a Network.
+load_network
+    Read a network file (or a probe / cloud / matrix file) as a Network.
+DEFAULT_NBYTES, DDP_BUCKET_BYTES
+    The message sizes the entry points assume when the user gives none.
+
+Units are SI: seconds, bytes/s. ``latency[i, j]`` is the one-way latency
+from process ``i`` to ``j`` (original ranks), ``bandwidth[i, j]`` the rate of
+one transfer from ``i`` to ``j`` alone on the network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rankopt._validation import RankoptInputError
+
+__all__ = [
+    "Network",
+    "as_network",
+    "load_network",
+    "DEFAULT_NBYTES",
+    "DDP_BUCKET_BYTES",
+    "FORMAT",
+]
+
+#: Message size (bytes) the MPI entry points and ``solve()`` price a network's
+#: bandwidth at when none is given: 16 MiB, a large allreduce (gradient or
+#: halo exchange), where the order matters most.
+DEFAULT_NBYTES = float(16 << 20)
+#: torch DDP's default gradient bucket (``bucket_cap_mb=25``): what ``rankopt
+#: run`` prices the network at by default.
+DDP_BUCKET_BYTES = float(25 << 20)
+
+FORMAT = "rankopt.network/1"
+
+
+def _array(a: ArrayLike | None, dtype: Any, n: int, name: str) -> NDArray[Any] | None:
+    if a is None:
+        return None
+    out: NDArray[Any] = np.array(a, dtype=dtype, copy=True, order="C")
+    if out.shape != (n, n):
+        raise RankoptInputError(
+            f"`{name}` must have shape ({n}, {n}) like `latency`; got {out.shape} instead."
+        )
+    out.setflags(write=False)
+    return out
+
+
+def _frozen_levels(groups: Any, n: int) -> tuple[NDArray[np.int64], ...]:
+    from rankopt.models.network import check_groups
+
+    if groups is None or (isinstance(groups, Sequence) and len(groups) == 0):
+        return ()
+    out = []
+    for lab in check_groups(groups, n):
+        lab = np.ascontiguousarray(lab, dtype=np.int64)
+        lab.setflags(write=False)
+        out.append(lab)
+    return tuple(out)
+
+
+@dataclass(frozen=True, eq=False)
+class Network:
+    """A measured, loaded or synthetic network, indexed by original rank.
+
+    Parameters
+    ----------
+    latency : array_like (n, n)
+        One-way latency in seconds.
+    bandwidth : array_like (n, n), optional
+        Pair bandwidth in bytes/s (the rate of one transfer alone).
+    latency_spread, bandwidth_spread : array_like (n, n), optional
+        Median absolute deviation of the samples behind each entry.
+    latency_samples, bandwidth_samples : array_like of int (n, n), optional
+        How many samples each entry is the median of.
+    hosts : sequence of str, optional
+        Host name of every process.
+    groups : sequence of array_like (n,), optional
+        Group labels per level, finest first (hosts first when ``hosts`` is
+        known), each level nested in the next.
+    uplinks : sequence of array_like, optional
+        ``uplinks[k][g]``: capacity (bytes/s, per direction) of the uplink of
+        group ``g`` of level ``k`` (groups in order of their sorted labels);
+        one entry per level of ``groups``.
+    source : str
+        Where the numbers came from (``"probe:mpi"``, ``"cloud"``,
+        ``"file:net.csv"``, ``"matrix"``...).
+    provenance : mapping
+        Free-form facts of the source (probe settings, how the hierarchy was
+        found), JSON-serialisable.
+
+    See Also
+    --------
+    rankopt.Network.from_measurement, rankopt.Network.from_cloud,
+    rankopt.Network.from_matrices : the constructors that infer the hierarchy.
+    as_network : what ``solve()`` calls on its first argument.
+
+    Notes
+    -----
+    The object is immutable; :meth:`with_hierarchy` returns a copy with other
+    groups or uplinks. ``solve(network)`` with no objective prices the
+    contention model when the network has bandwidth and uplinks
+    (:meth:`default_model`).
+
+    Examples
+    --------
+    Two racks of two hosts that differ only in bandwidth, launched interleaved:
+
+    >>> import numpy as np, rankopt
+    >>> rack = np.array([0, 1, 0, 1])
+    >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 20e6)
+    >>> net = rankopt.Network.from_matrices(np.full((4, 4), 30e-6), bw,
+    ...                                     hosts=["a", "b", "c", "d"])
+    >>> net.level_sizes()
+    [[1, 1, 1, 1], [2, 2]]
+    >>> [u.tolist() for u in net.uplinks]
+    [[100000000.0, 100000000.0, 100000000.0, 100000000.0], [20000000.0, 20000000.0]]
+    """
+
+    latency: NDArray[np.float64]
+    bandwidth: NDArray[np.float64] | None = None
+    latency_spread: NDArray[np.float64] | None = None
+    bandwidth_spread: NDArray[np.float64] | None = None
+    latency_samples: NDArray[np.int64] | None = None
+    bandwidth_samples: NDArray[np.int64] | None = None
+    hosts: tuple[str, ...] | None = None
+    groups: tuple[NDArray[np.int64], ...] = ()
+    uplinks: tuple[NDArray[np.float64], ...] = ()
+    source: str = "matrix"
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        lat = np.array(self.latency, dtype=np.float64, copy=True, order="C")
+        if lat.ndim != 2 or lat.shape[0] != lat.shape[1] or lat.shape[0] < 2:
+            raise RankoptInputError(
+                f"`latency` must be a square matrix of at least 2 processes; got shape "
+                f"{lat.shape} instead."
+            )
+        lat.setflags(write=False)
+        n = lat.shape[0]
+        set_(self, "latency", lat)
+        set_(self, "bandwidth", _array(self.bandwidth, np.float64, n, "bandwidth"))
+        set_(self, "latency_spread", _array(self.latency_spread, np.float64, n, "latency_spread"))
+        set_(
+            self,
+            "bandwidth_spread",
+            _array(self.bandwidth_spread, np.float64, n, "bandwidth_spread"),
+        )
+        set_(self, "latency_samples", _array(self.latency_samples, np.int64, n, "latency_samples"))
+        set_(
+            self,
+            "bandwidth_samples",
+            _array(self.bandwidth_samples, np.int64, n, "bandwidth_samples"),
+        )
+        if self.hosts is not None:
+            hosts = tuple(str(h) for h in self.hosts)
+            if len(hosts) != n:
+                raise RankoptInputError(
+                    f"`hosts` must name the host of each of the {n} processes; "
+                    f"got {len(hosts)} names instead."
+                )
+            set_(self, "hosts", hosts)
+        levels = _frozen_levels(self.groups, n)
+        set_(self, "groups", levels)
+        ups = tuple(np.array(u, dtype=np.float64, copy=True).reshape(-1) for u in self.uplinks)
+        if ups and len(ups) != len(levels):
+            raise RankoptInputError(
+                f"`uplinks` must give one entry per level of `groups` ({len(levels)}); "
+                f"got {len(ups)}."
+            )
+        for k, (u, lab) in enumerate(zip(ups, levels, strict=False)):
+            g = int(lab.max()) + 1
+            if u.size == 1:
+                u = np.full(g, float(u[0]))
+            if u.shape != (g,):
+                raise RankoptInputError(
+                    f"`uplinks` level {k} must give one rate per group ({g}); got {u.size}."
+                )
+            if not np.all(u > 0) or np.any(np.isnan(u)):
+                bad = int(np.flatnonzero(~(u > 0))[0])
+                raise RankoptInputError(
+                    f"`uplinks` must be positive; level {k} group {bad} is {float(u[bad])!r}."
+                )
+            u.setflags(write=False)
+        ups = tuple(
+            np.full(int(lab.max()) + 1, float(u[0])) if u.size == 1 else u
+            for u, lab in zip(ups, levels, strict=False)
+        )
+        set_(self, "uplinks", ups)
+        set_(self, "source", str(self.source))
+        set_(self, "provenance", dict(self.provenance))
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def n(self) -> int:
+        """Number of processes."""
+        return int(self.latency.shape[0])
+
+    @property
+    def has_uplinks(self) -> bool:
+        """Whether every level of the hierarchy has its uplink capacities."""
+        return bool(self.groups) and len(self.uplinks) == len(self.groups)
+
+    @property
+    def measured(self) -> bool:
+        """Whether the entries carry spreads (a probe's medians) to judge gains by."""
+        return self.latency_spread is not None or self.bandwidth_spread is not None
+
+    def level_sizes(self) -> list[list[int]]:
+        """Sizes of the groups of every level, finest first (groups in label order)."""
+        return [np.bincount(lab).tolist() for lab in self.groups]
+
+    # ----------------------------------------------------------- constructors
+    @classmethod
+    def from_matrices(
+        cls,
+        latency: ArrayLike,
+        bandwidth: ArrayLike | None = None,
+        *,
+        hosts: Sequence[str] | None = None,
+        groups: Any = None,
+        uplinks: Any = None,
+        infer: bool = True,
+        source: str = "matrix",
+        **kwargs: Any,
+    ) -> Network:
+        """A network from matrices; the hierarchy is inferred unless given.
+
+        With ``infer`` and no ``groups``, :meth:`infer_hierarchy` finds the
+        levels (and, with bandwidth, their uplinks). Extra keyword arguments
+        (spreads, samples, provenance) are passed to the constructor.
+        """
+        net = cls(
+            latency=np.asarray(latency, dtype=np.float64),
+            bandwidth=None if bandwidth is None else np.asarray(bandwidth, dtype=np.float64),
+            hosts=None if hosts is None else tuple(hosts),
+            groups=() if groups is None else groups,
+            uplinks=() if uplinks is None else uplinks,
+            source=source,
+            **kwargs,
+        )
+        if groups is None and infer:
+            return net.infer_hierarchy()
+        if groups is not None and uplinks is None and net.bandwidth is not None:
+            return net.with_hierarchy(net.groups)
+        return net
+
+    @classmethod
+    def from_measurement(cls, measurement: Any, *, infer: bool = True) -> Network:
+        """The network a probe measured, hierarchy and uplinks inferred.
+
+        Spreads and sample counts come from the measurement (samples = times
+        measured x repeats per time); the probe's settings go to ``provenance``.
+        """
+        params = dict(getattr(measurement, "parameters", {}) or {})
+        lat_rep = int(params.get("repeats", 1) or 1)
+        bw_rep = int(params.get("bandwidth_repeats", 1) or 1)
+        counts = getattr(measurement, "pair_counts", None)
+        bw_counts = getattr(measurement, "bandwidth_counts", None)
+        bw = getattr(measurement, "bandwidth", None)
+        backend = str(getattr(measurement, "backend", "") or "probe")
+        return cls.from_matrices(
+            measurement.latency,
+            bw,
+            hosts=tuple(measurement.hosts),
+            infer=infer,
+            source=f"probe:{backend}",
+            latency_spread=getattr(measurement, "latency_spread", None),
+            bandwidth_spread=None if bw is None else getattr(measurement, "bandwidth_spread", None),
+            latency_samples=None if counts is None else np.asarray(counts) * lat_rep,
+            bandwidth_samples=None if bw_counts is None else np.asarray(bw_counts) * bw_rep,
+            provenance={"probe": params, "duration_s": float(getattr(measurement, "duration", 0))},
+        )
+
+    @classmethod
+    def from_cloud(cls, cloud: Any) -> Network:
+        """A synthetic cloud: its true hierarchy, uplinks from its bandwidth."""
+        net = cls(
+            latency=cloud.latency,
+            bandwidth=cloud.bandwidth,
+            hosts=tuple(cloud.hosts),
+            groups=[np.asarray(g) for g in cloud.groups],
+            source="cloud",
+            provenance={"seed": int(getattr(cloud, "seed", -1))},
+        )
+        return net.with_hierarchy(net.groups)
+
+    # -------------------------------------------------------------- hierarchy
+    def infer_hierarchy(self) -> Network:
+        """A copy with the hierarchy inferred from the measured matrices.
+
+        The one rule for every entry point: with bandwidth, single linkage on
+        bandwidth (group maxima: transfers that shared a link while being
+        probed only ever come out slower), hosts first; latency is then not
+        used, since on shared hosts it is noise. Without bandwidth: average
+        linkage on latency, hosts first when known. Uplinks come from
+        :func:`rankopt.hierarchy.infer_uplinks` when bandwidth is known.
+        """
+        from rankopt.hierarchy import infer_hierarchy
+
+        if self.bandwidth is not None:
+            levels = infer_hierarchy(bandwidth=self.bandwidth, hosts=self.hosts, linkage="single")
+            how = "bandwidth, single linkage" + (", hosts first" if self.hosts else "")
+        else:
+            levels = infer_hierarchy(latency=self.latency, hosts=self.hosts)
+            how = "latency, average linkage" + (", hosts first" if self.hosts else "")
+        out = self.with_hierarchy(levels)
+        prov = dict(out.provenance)
+        prov["hierarchy"] = how
+        return replace(out, provenance=prov)
+
+    def with_hierarchy(self, groups: Any, uplinks: Any = None) -> Network:
+        """A copy with these groups; uplinks inferred from bandwidth unless given."""
+        levels = _frozen_levels(groups, self.n)
+        if uplinks is None:
+            # a level of one group is the whole network: no uplink to share
+            levels = tuple(lab for lab in levels if int(lab.max()) > 0)
+        if uplinks is None and levels and self.bandwidth is not None:
+            from rankopt.hierarchy import infer_uplinks
+
+            uplinks = infer_uplinks(self.bandwidth, levels)
+        return replace(self, groups=levels, uplinks=() if uplinks is None else tuple(uplinks))
+
+    # ---------------------------------------------------------------- models
+    def default_model(
+        self, algorithm: str = "ring", nbytes: float | None = None
+    ) -> dict[str, Any]:
+        """The model ``solve()`` prices this network with when told nothing.
+
+        * bandwidth and uplinks known: ``"contention"`` at ``nbytes``
+          (default :data:`DEFAULT_NBYTES`), with every level's uplinks;
+        * bandwidth only: ``"time"`` at ``nbytes`` (default
+          :data:`DEFAULT_NBYTES`);
+        * latency only: what :func:`rankopt.models.default_objective` picks
+          (the ring's latency sum; the latency-only α-β time otherwise).
+
+        Returns the keyword arguments for :func:`rankopt.solve` /
+        :func:`rankopt.cost`: ``objective``, ``bandwidth``, ``nbytes``,
+        ``groups``, ``uplink_bandwidth``.
+        """
+        size = DEFAULT_NBYTES if nbytes is None else float(nbytes)
+        if self.bandwidth is not None and self.has_uplinks:
+            return {
+                "objective": "contention",
+                "bandwidth": self.bandwidth,
+                "nbytes": size,
+                "groups": list(self.groups),
+                "uplink_bandwidth": [np.asarray(u) for u in self.uplinks],
+            }
+        if self.bandwidth is not None:
+            return {"objective": "time", "bandwidth": self.bandwidth, "nbytes": size}
+        return {"objective": None, "nbytes": nbytes}
+
+    # ------------------------------------------------------------------ text
+    def describe(self) -> str:
+        """One line: size, source, levels with their group sizes and uplinks."""
+        parts = [f"{self.n} processes", self.source]
+        if self.hosts is not None:
+            parts.append(f"{len(set(self.hosts))} hosts")
+        parts.append("with bandwidth" if self.bandwidth is not None else "latency only")
+        head = ", ".join(parts)
+        levels = describe_levels(self.groups, self.uplinks)
+        return head + ("; levels: " + levels if levels else "; no hierarchy")
+
+    def __repr__(self) -> str:
+        return f"Network({self.describe()})"
+
+    # ------------------------------------------------------------------- I/O
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write an ``.npz`` (no pickle): matrices, spreads, hosts, hierarchy, uplinks.
+
+        :func:`load_network` reads it back; :func:`rankopt.load_measurement`
+        and ``rankopt solve`` read it too (it carries ``latency`` and
+        ``hosts`` under the same names as a probe file). Written to a
+        temporary file in the same directory that then replaces ``path``.
+        """
+        arrays: dict[str, Any] = {
+            "format": np.array(FORMAT),
+            "latency": self.latency,
+            "source": np.array(self.source),
+            "provenance": np.array(json.dumps(self.provenance, sort_keys=True, default=str)),
+        }
+        for name in (
+            "bandwidth",
+            "latency_spread",
+            "bandwidth_spread",
+            "latency_samples",
+            "bandwidth_samples",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                arrays[name] = value
+        if self.hosts is not None:
+            arrays["hosts"] = np.array(self.hosts, dtype=np.str_).reshape(self.n)
+        if self.groups:
+            arrays["groups"] = np.array(self.groups, dtype=np.int64)
+        if self.uplinks:
+            gmax = max(u.size for u in self.uplinks)
+            pad = np.full((len(self.uplinks), gmax), np.nan)
+            for k, u in enumerate(self.uplinks):
+                pad[k, : u.size] = u
+            arrays["uplinks"] = pad
+        return _write_npz(Path(os.fspath(path)), arrays)
+
+
+def describe_levels(groups: Sequence[NDArray[np.int64]], uplinks: Sequence[Any] = ()) -> str:
+    """``"hosts 8 x 1 (uplink 117 MB/s); 2 groups of 4, 4 (uplink 25 MB/s)"``-style text."""
+    out = []
+    for k, lab in enumerate(groups):
+        sizes = np.bincount(lab)
+        if sizes.size > 6:
+            uniq = sorted(set(sizes.tolist()))
+            size_txt = (
+                f"{sizes.size} groups of {uniq[0]}"
+                if len(uniq) == 1
+                else f"{sizes.size} groups of {uniq[0]}-{uniq[-1]}"
+            )
+        else:
+            size_txt = f"{sizes.size} groups of " + ", ".join(str(int(s)) for s in sizes)
+        if k < len(uplinks):
+            u = np.asarray(uplinks[k], dtype=float)
+            lo, hi = float(np.min(u)), float(np.max(u))
+            rate = _fmt_rate(lo) if hi <= 1.05 * lo else f"{_fmt_rate(lo)}-{_fmt_rate(hi)}"
+            size_txt += f" (uplink {rate})"
+        out.append(size_txt)
+    return "; ".join(out)
+
+
+def _fmt_rate(x: float) -> str:
+    if not np.isfinite(x):
+        return "inf"
+    for unit, f in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if x >= f:
+            return f"{x / f:.3g} {unit}"
+    return f"{x:.3g} B/s"
+
+
+def _write_npz(path: Path, arrays: Mapping[str, Any]) -> Path:
+    import tempfile
+
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Network:
+    """Read a network from a file, the hierarchy inferred when the file has none.
+
+    Reads what :meth:`Network.save` writes, a probe's ``.npz``
+    (:func:`rankopt.load_measurement`), a cloud's ``.npz``
+    (:meth:`rankopt.Cloud.save`) and latency matrices
+    (:func:`rankopt.load_matrix`: ``.npy``, ``.csv``, ``.json``; ``unit`` is
+    theirs, seconds by default).
+    """
+    name = os.fspath(path)
+    if str(name).endswith(".npz"):
+        try:
+            with np.load(name, allow_pickle=False) as z:
+                files = set(z.files)
+                fmt = str(z["format"]) if "format" in files else ""
+                if fmt == FORMAT:
+                    return _network_from_npz({k: z[k] for k in files}, name)
+        except FileNotFoundError:
+            raise
+        except (ValueError, OSError, EOFError) as exc:
+            raise RankoptInputError(f"{name}: cannot read a network ({exc}).") from None
+        if {"latency", "bandwidth", "groups", "hosts"} <= files and "seed" in files:
+            from rankopt.cloud import load_cloud
+
+            return Network.from_cloud(load_cloud(name))
+        from rankopt.probe.measurement import load_measurement
+
+        return Network.from_measurement(load_measurement(name))
+    from rankopt.io import load_matrix_and_labels
+
+    lat, labels = load_matrix_and_labels(name, unit=unit)
+    prov = {} if labels is None else {"labels": list(labels)}
+    return Network.from_matrices(lat, source=f"file:{Path(name).name}", provenance=prov)
+
+
+def _network_from_npz(z: Mapping[str, Any], name: str) -> Network:
+    ups = ()
+    if "uplinks" in z:
+        ups = tuple(row[np.isfinite(row)] for row in np.asarray(z["uplinks"], dtype=float))
+    try:
+        prov = json.loads(str(z["provenance"])) if "provenance" in z else {}
+    except json.JSONDecodeError:
+        prov = {}
+    try:
+        return Network(
+            latency=z["latency"],
+            bandwidth=z.get("bandwidth"),
+            latency_spread=z.get("latency_spread"),
+            bandwidth_spread=z.get("bandwidth_spread"),
+            latency_samples=z.get("latency_samples"),
+            bandwidth_samples=z.get("bandwidth_samples"),
+            hosts=None if "hosts" not in z else tuple(str(h) for h in np.atleast_1d(z["hosts"])),
+            groups=[] if "groups" not in z else list(np.atleast_2d(z["groups"])),
+            uplinks=ups,
+            source=str(z.get("source", f"file:{Path(name).name}")),
+            provenance=prov,
+        )
+    except RankoptInputError as exc:
+        raise RankoptInputError(f"{name}: {exc}") from None
+
+
+def as_network(obj: Any) -> Network | None:
+    """``obj`` as a :class:`Network` when it carries more than a bare matrix, else None.
+
+    A Network is returned as is; a Measurement, a Cloud or a path to an
+    ``.npz`` file becomes one (hierarchy inferred); a bare matrix (or a path
+    to a matrix file) gives ``None``: ``solve()`` then works on the matrix
+    and the keyword arguments it was given.
+    """
+    if isinstance(obj, Network):
+        return obj
+    if isinstance(obj, (str, bytes)) or hasattr(obj, "__fspath__"):
+        if str(os.fspath(obj)).endswith(".npz"):
+            return load_network(obj)
+        return None
+    if hasattr(obj, "latency") and hasattr(obj, "hosts"):
+        if hasattr(obj, "groups") and hasattr(obj, "seed"):
+            return Network.from_cloud(obj)
+        return Network.from_measurement(obj)
+    return None
+
+
+# --------------------------------------------------------------- uncertainty
+#: Monte-Carlo draws behind a modelled speedup's interval.
+INTERVAL_SAMPLES = 32
+#: The interval: from the 5th to the 95th percentile of the drawn speedups.
+INTERVAL_LEVEL = 0.90
+
+
+def meet_levels(groups: Sequence[NDArray[np.int64]], n: int) -> NDArray[np.int64]:
+    """``out[i, j]``: the finest level at which ``i`` and ``j`` share a group.
+
+    ``len(groups)`` when they share none (only the whole network).
+    """
+    out = np.full((n, n), len(groups), dtype=np.int64)
+    for k in range(len(groups) - 1, -1, -1):
+        lab = np.asarray(groups[k])
+        out[lab[:, None] == lab[None, :]] = k
+    return out
+
+
+def _log_sigma(
+    values: NDArray[np.float64],
+    spread: NDArray[np.float64] | None,
+    samples: NDArray[np.int64] | None,
+    meet: NDArray[np.int64],
+) -> NDArray[np.float64]:
+    """Relative (log-scale) uncertainty of every entry.
+
+    Two parts, added in quadrature: the standard error of the entry's own
+    median (``1.4826 * MAD / value / sqrt(samples)``) and the robust spread of
+    the entries the hierarchy says are alike (the same meet level):
+    ``1.4826 * MAD(log value)`` over that block. The second is what makes
+    two in-rack pairs that differ by noise count as a tie.
+    """
+    n = values.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    good = off & np.isfinite(values) & (values > 0)
+    logv = np.zeros_like(values)
+    logv[good] = np.log(values[good])
+    sigma = np.zeros_like(values)
+    for b in np.unique(meet[good]):
+        sel = good & (meet == b)
+        lv = logv[sel]
+        sigma[sel] = 1.4826 * float(np.median(np.abs(lv - np.median(lv))))
+    if spread is not None:
+        cnt = np.ones_like(values) if samples is None else np.maximum(samples, 1)
+        rel = np.zeros_like(values)
+        rel[good] = 1.4826 * spread[good] / values[good] / np.sqrt(cnt[good])
+        sigma = np.sqrt(sigma**2 + rel**2)
+    sigma[~good] = 0.0
+    return sigma
+
+
+def speedup_interval(
+    network: Network,
+    order: ArrayLike,
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    *,
+    model: Mapping[str, Any],
+    samples: int = INTERVAL_SAMPLES,
+    rng: int = 0,
+) -> tuple[float, float]:
+    """The interval of ``cost(launch) / cost(order)`` that the measurement supports.
+
+    Every entry of the latency and bandwidth matrices (and every uplink) is
+    redrawn ``samples`` times with log-normal noise of its own uncertainty
+    (:func:`_log_sigma`: its median's standard error and the spread of the
+    entries the hierarchy says are alike); both orders are priced on every
+    draw with the same model. Returns the 5th and 95th percentiles of the
+    speedup.
+
+    Parameters
+    ----------
+    network : Network
+    order : array_like of int
+    collective, algorithm : str
+    model : mapping
+        The keyword arguments of :func:`rankopt.cost` that define the model
+        (``objective``, ``bandwidth``, ``nbytes``, ``groups``,
+        ``uplink_bandwidth``), as ``solve()`` used them.
+    samples : int
+    rng : int
+        Seed of the draws (the interval is reproducible).
+    """
+    from rankopt.models import make_model
+
+    n = network.n
+    order = np.asarray(order, dtype=np.int64)
+    gen = np.random.default_rng(rng)
+    groups = network.groups if network.groups else ()
+    meet = meet_levels(groups, n)
+    lat = np.asarray(network.latency, dtype=np.float64)
+    s_lat = _log_sigma(lat, network.latency_spread, network.latency_samples, meet)
+    bw_in = model.get("bandwidth")
+    bw = None
+    s_bw = None
+    if bw_in is not None and np.ndim(bw_in) == 2:
+        bw = np.asarray(bw_in, dtype=np.float64)
+        spread = network.bandwidth_spread if bw is network.bandwidth else None
+        s_bw = _log_sigma(bw, spread, network.bandwidth_samples, meet)
+    ups = model.get("uplink_bandwidth")
+    ident = np.arange(n, dtype=np.int64)
+    ratios = np.empty(samples)
+    base_kw = {k: v for k, v in model.items() if k not in ("bandwidth", "uplink_bandwidth")}
+    for s in range(samples):
+        lat_s = lat * np.exp(s_lat * gen.standard_normal((n, n)))
+        kw = dict(base_kw)
+        if bw_in is not None:
+            kw["bandwidth"] = (
+                bw * np.exp(s_bw * gen.standard_normal((n, n))) if bw is not None else bw_in
+            )
+        if ups is not None:
+            kw["uplink_bandwidth"] = _perturb_uplinks(ups, groups, bw, s_bw, meet, gen)
+        m = make_model(lat_s, collective, algorithm, **kw)
+        c_new = m.cost(order)
+        c_old = m.cost(ident)
+        ratios[s] = c_old / c_new if c_new > 0 else (1.0 if c_old == 0 else np.inf)
+    tail = (1.0 - INTERVAL_LEVEL) / 2.0
+    lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
+def _perturb_uplinks(
+    ups: Any,
+    groups: Sequence[NDArray[np.int64]],
+    bw: NDArray[np.float64] | None,
+    s_bw: NDArray[np.float64] | None,
+    meet: NDArray[np.int64],
+    gen: np.random.Generator,
+) -> Any:
+    """Uplinks redrawn with the uncertainty of the pairs that cross them."""
+    if not isinstance(ups, (list, tuple)) or len(ups) != len(groups) or s_bw is None:
+        return ups
+    out = []
+    for k, u in enumerate(ups):
+        u = np.asarray(u, dtype=np.float64)
+        sel = meet == k + 1
+        sig = float(np.median(s_bw[sel])) if sel.any() else 0.0
+        out.append(u * np.exp(sig * gen.standard_normal(u.shape)))
+    return out
