@@ -12,7 +12,15 @@ from numpy.typing import NDArray
 
 from rankopt.models.base import CostModel
 
-__all__ = ["SolveContext", "MethodOutput", "METHODS", "register", "check_method_options"]
+__all__ = [
+    "SolveContext",
+    "MethodOutput",
+    "METHODS",
+    "register",
+    "check_method_options",
+    "start_order",
+    "no_worse_than_start",
+]
 
 
 @dataclass
@@ -49,6 +57,33 @@ class SolveContext:
             self.history.append((t, float(cost)))
         if self.callback is not None:
             self.callback({"elapsed": t, "cost": float(cost), "iteration": iteration})
+
+
+def start_order(ctx: SolveContext, n: int) -> NDArray[np.int64]:
+    """The order a search starts from: ``init`` when given, else the launch order."""
+    if ctx.init is not None:
+        return np.array(ctx.init, dtype=np.int64)
+    return np.arange(n, dtype=np.int64)
+
+
+def no_worse_than_start(
+    model: CostModel, ctx: SolveContext, order: NDArray[np.int64], cost: float | None = None
+) -> tuple[NDArray[np.int64], float]:
+    """``order``, or the start (:func:`start_order`) when that costs strictly less.
+
+    A construction or a search on a proxy of the cost (symmetrised weights, a
+    clustering distance) can end worse than where it began; every method
+    returns the better of the two, and its cost. A start that breaks
+    ``keep_rank0`` is not a candidate.
+    """
+    cost = float(model.cost(order)) if cost is None else float(cost)
+    start = start_order(ctx, model.n)
+    if ctx.keep_rank0 and not model.rotation_invariant and start[0] != 0:
+        return order, cost
+    start_cost = float(model.cost(start))
+    if start_cost < cost:
+        return start, start_cost
+    return order, cost
 
 
 @dataclass

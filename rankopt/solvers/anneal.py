@@ -24,10 +24,22 @@ Budgets: ``max_iter`` (proposals per start) and ``options={"max_evals": m}``
 ``time_limit`` is a guard. ``options={"starts": k}`` runs k independent
 starts with generators from ``Generator.spawn`` and keeps the best.
 
+    Rings of fewer than ``RING_KERNEL_MIN_N`` processes take the generic loop:
+    the ring kernel's moves cannot change a 3-ring, and at n = 4 the few
+    distinct rings are better searched by swaps on the directed cost.
+
 Start order: ``init`` when given; otherwise nearest neighbour for rings and
-the greedy-cluster order (:mod:`rankopt.solvers.greedy`) for other models.
-With ``keep_rank0`` and a model that is not rotation invariant, position 0
-never moves (the start is fixed up first).
+the greedy-cluster order (:mod:`rankopt.solvers.greedy`) for other models,
+or the launch order when that is cheaper. The result is never worse than the
+start. With ``keep_rank0`` and a model that is not rotation invariant,
+position 0 never moves (the start is fixed up first).
+
+``time_limit`` is read every few milliseconds of work: the compiled ring
+loop adapts the number of proposals between clock reads to their speed, the
+Python loop reads the clock after every proposal, and the Numba loop runs in
+slices whose length adapts to their measured time. Where the loop stops is
+the only thing the clock decides: with the same seed, a run that is not cut
+short makes the same moves.
 """
 
 from __future__ import annotations
@@ -41,15 +53,17 @@ from rankopt._build_check import require_extension
 from rankopt._rng import kernel_seed
 from rankopt._validation import check_positive
 from rankopt.models.base import CostModel
-from rankopt.solvers._base import MethodOutput, SolveContext, register
+from rankopt.solvers._base import MethodOutput, SolveContext, no_worse_than_start, register
 from rankopt.solvers.greedy import greedy_order
 from rankopt.solvers.ring import best_direction, ring_seed
 
 _ar = require_extension("rankopt.solvers._anneal_ring")
 _rs = require_extension("rankopt.solvers._ring_search")
 
-__all__ = ["anneal", "default_iterations", "temperatures"]
+__all__ = ["anneal", "default_iterations", "temperatures", "RING_KERNEL_MIN_N"]
 
+#: Smallest n annealed by the compiled ring kernel; smaller rings take the generic loop.
+RING_KERNEL_MIN_N = 5
 ACCEPT_START = 0.2
 ACCEPT_END = 1e-3
 _SAMPLES = 2000
@@ -91,15 +105,23 @@ def _fixed_first(model: CostModel, ctx: SolveContext) -> bool:
     return ctx.keep_rank0 and not model.rotation_invariant
 
 
+def _ring_kernel(model: CostModel) -> bool:
+    """Whether ``model`` is annealed by the compiled ring kernel."""
+    return (
+        model.objective == "sum" and model.ring_weights is not None and model.n >= RING_KERNEL_MIN_N
+    )
+
+
 def _start_order(model: CostModel, ctx: SolveContext) -> tuple[NDArray[np.int64], int]:
     if ctx.init is not None:
         order = np.array(ctx.init, dtype=np.int64)
         evals = 0
     elif model.objective == "sum" and model.ring_weights is not None:
         order = _rs.nearest_neighbor(model.ring_weights, int(ctx.gen.integers(model.n)))
-        evals = 0
+        order, _ = no_worse_than_start(model, ctx, order)
+        evals = 2
     else:
-        order, evals = greedy_order(model, ctx)
+        order, evals = greedy_order(model, ctx)  # already no worse than the launch order
         seed = ring_seed(model, ctx)  # ring schedules: a short ring beats the dendrogram order
         if seed is not None and model.cost(seed) < model.cost(order):
             order = seed
@@ -147,10 +169,7 @@ def _ring(
 ) -> NDArray[np.int64]:
     w = model.ring_weights
     assert w is not None
-    n = model.n
     tour = start.copy()
-    if n < 5:
-        return tour
     nb = _rs.knn_lists(w, budget.k)
     deltas = _ar.sample_deltas(w, tour, nb, kernel_seed(gen), _SAMPLES)
     t0, t1 = temperatures(deltas)
@@ -189,11 +208,14 @@ def _generic(
     sample = min(_SAMPLES // 10, max(iters // 10, 20))
     ii = gen.integers(lo, n, size=sample)
     jj = lo + (ii - lo + gen.integers(1, m, size=sample)) % m
-    deltas = np.array(
-        [model.swap_delta(order, int(i), int(j)) for i, j in zip(ii, jj, strict=True)]
-    )
+    deltas = np.empty(sample)
+    for t in range(sample):
+        deltas[t] = model.swap_delta(order, int(ii[t]), int(jj[t]))
+        if ctx.out_of_time():
+            sample = t + 1
+            break
     budget.spend(sample, 0)
-    t0, t1 = temperatures(deltas)
+    t0, t1 = temperatures(deltas[:sample])
     best, best_cost = order.copy(), cur
     temp = t0
     factor = (t1 / t0) ** (1.0 / iters) if t0 > 0 and iters > 0 else 0.0
@@ -230,6 +252,8 @@ def _generic(
             it += 1
             if it % every == 0:
                 ctx.record(best_cost, budget.iterations + it)
+            if ctx.out_of_time():  # a clock read costs far less than a proposal here
+                break
         if ctx.out_of_time():
             budget.stop = "time_limit"
             break
@@ -254,7 +278,7 @@ def anneal(model: CostModel, ctx: SolveContext) -> MethodOutput:
     start_cost = float(model.cost(start))
     ctx.record(start_cost, 0)
     best, best_cost = start, start_cost
-    ring = model.objective == "sum" and model.ring_weights is not None
+    ring = _ring_kernel(model)
     for i, gen in enumerate(ctx.gen.spawn(budget.starts)):
         iters = budget.for_start(i)
         if iters <= 0 or ctx.out_of_time():

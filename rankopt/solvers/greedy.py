@@ -17,6 +17,10 @@
     splits (closest processes) land on the bits whose steps move the most
     bytes, whatever the algorithm.
 
+The result is never worse than the start (``init``, else the launch order):
+the clustering distance is only a proxy of the model, and on a network
+without clusters the launch order can be cheaper.
+
 Complexity: O(n^2) for the linkage, plus ``O(log(n)^3)`` model evaluations
 for the bit mapping.
 """
@@ -29,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt.models.base import CostModel
-from rankopt.solvers._base import MethodOutput, SolveContext, register
+from rankopt.solvers._base import MethodOutput, SolveContext, no_worse_than_start, register
 
 __all__ = ["greedy_cluster", "leaf_order", "distance_matrix", "bit_orders"]
 
@@ -187,7 +191,9 @@ def greedy_order(model: CostModel, ctx: SolveContext) -> tuple[NDArray[np.int64]
         if model.ring_weights is None and n >= 4 and n & (n - 1) == 0:
             _search_bits(score, leaves, n.bit_length() - 1)
     assert score.best is not None
-    return score.best, score.evals
+    # the clustering distance is a proxy of the model: keep the start when it is cheaper
+    order, _ = no_worse_than_start(model, ctx, score.best, score.best_cost)
+    return order, score.evals + 1
 
 
 @register("greedy_cluster", doc="agglomerative clustering; clusters contiguous at every level")

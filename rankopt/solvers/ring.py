@@ -38,6 +38,10 @@ Asymmetric ``sum``
     bottleneck of a good ring; a threshold is feasible when local search on
     ``w + P * (w > T)`` finds a ring without penalised links. The last feasible
     ring is then shortened by ILS under the same penalty (ties broken by sum).
+
+Every method returns the better of its ring and its start (``init``, else the
+launch order) under the model's own cost: the search sees symmetrised or
+penalised weights, so on asymmetric input its ring can price above the start.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from rankopt._rng import kernel_seed
 from rankopt._validation import RankoptInputError, check_positive
 from rankopt.models.base import CostModel
 from rankopt.models.ring import RingBottleneck, RingSum
-from rankopt.solvers._base import MethodOutput, SolveContext, register
+from rankopt.solvers._base import MethodOutput, SolveContext, no_worse_than_start, register
 
 _rs = require_extension("rankopt.solvers._ring_search")
 _rd = require_extension("rankopt.solvers._ring_directed")
@@ -230,11 +234,16 @@ class _Search:
             self.iterations += done
             if st == 1:
                 self.stop = "time_limit"
-        self.ctx.record(self.model.cost(tour), self.iterations)
-        return MethodOutput(tour, self.iterations, self.evaluations, self.stop)
+        return self._finish(tour, self.model.cost(tour))
 
     def output(self, tour: NDArray[np.int64]) -> MethodOutput:
-        order, cost = best_direction(self.model, tour)
+        return self._finish(*best_direction(self.model, tour))
+
+    def _finish(self, order: NDArray[np.int64], cost: float) -> MethodOutput:
+        # the search ran on symmetrised (or penalised) weights: it can end
+        # worse than the start under the model's own directed cost
+        order, cost = no_worse_than_start(self.model, self.ctx, order, cost)
+        self.evaluations += 1
         self.ctx.record(cost, self.iterations)
         return MethodOutput(order, self.iterations, self.evaluations, self.stop)
 
