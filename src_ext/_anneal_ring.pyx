@@ -144,13 +144,19 @@ def anneal(const double[:, ::1] w, long long[::1] tour, const long long[:, ::1] 
            double time_limit=0.0, callback=None, long long report_every=0):
     """Anneal ``tour`` in place from temperature t0 to t1 over ``max_iter`` proposals.
 
+    ``callback(iterations, delta)`` is called every ``report_every``
+    proposals. The deadline is read every few milliseconds of work: the
+    number of proposals between two clock reads adapts to their measured
+    speed (it decides only when the loop stops, never which moves are made).
+
     Returns (delta, evaluations, accepted, iterations, stop) with stop 1 for
     the time limit and 2 for the iteration budget.
     """
-    cdef long long n = tour.shape[0], k, _k, it = 0, evals = 0, accepted = 0, chunk
+    cdef long long n = tour.shape[0], k, it = 0, evals = 0, accepted = 0, chunk, end
+    cdef long long check = 64, until_check = 64
     cdef long long[::1] pos = np.empty(n, dtype=np.int64)
     cdef unsigned long long state = seed
-    cdef double total = 0.0, temp = t0, factor, deadline = 0.0
+    cdef double total = 0.0, temp = t0, factor, deadline = 0.0, t_last = 0.0, t_now
     cdef int stop = 2
     cdef Move mv
     cdef Log log
@@ -158,13 +164,29 @@ def anneal(const double[:, ::1] w, long long[::1] tour, const long long[:, ::1] 
     log.size = 0
     if time_limit > 0:
         deadline = now_s() + time_limit
+        t_last = now_s()
     factor = (t1 / t0) ** (1.0 / max_iter) if max_iter > 0 and t0 > 0 else 1.0
     for k in range(n):
         pos[tour[k]] = k
     chunk = report_every if report_every > 0 else 65536
-    while it < max_iter:
+    while it < max_iter and stop == 2:
+        end = min(it + chunk, max_iter)
         with nogil:
-            for _k in range(min(chunk, max_iter - it)):
+            while it < end:
+                if deadline > 0:
+                    until_check -= 1
+                    if until_check <= 0:
+                        t_now = now_s()
+                        if t_now > deadline:
+                            stop = 1
+                            break
+                        # aim at 1-4 ms of proposals between clock reads
+                        if t_now - t_last < 1e-3 and check < (1 << 24):
+                            check *= 2
+                        elif t_now - t_last > 4e-3 and check > 1:
+                            check //= 2
+                        t_last = t_now
+                        until_check = check
                 propose(w, tour, pos, nb, n, &state, &mv)
                 it += 1
                 temp *= factor
@@ -177,7 +199,6 @@ def anneal(const double[:, ::1] w, long long[::1] tour, const long long[:, ::1] 
                     accepted += 1
         if callback is not None:
             callback(it, total)
-        if deadline > 0 and now_s() > deadline:
+        if stop == 2 and deadline > 0 and now_s() > deadline:
             stop = 1
-            break
     return total, evals, accepted, it, stop

@@ -14,6 +14,7 @@ import.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -102,19 +103,17 @@ def _kernel() -> Any:
         order: Any,
         lo: int,
         iters: int,
-        t0: float,
-        t1: float,
-        seed: int,
+        temp: float,
+        factor: float,
+        state: Any,
+        cur: float,
         best: Any,
+        best_cost: float,
     ) -> Any:
-        state = np.array([seed], dtype=np.uint64)
+        # resumable: the generator state, temperature and current cost come in
+        # and go out, so slicing a run changes nothing but where it may stop
         n = order.shape[0]
         m = n - lo
-        cur = f(lat, order)
-        best_cost = cur
-        best[:] = order
-        temp = t0
-        factor = (t1 / t0) ** (1.0 / iters) if t0 > 0.0 and iters > 0 else 0.0
         tmp = order.copy()
         accepted = 0
         for _ in range(iters):
@@ -149,10 +148,14 @@ def _kernel() -> Any:
                 if cur < best_cost:
                     best_cost = cur
                     best[:] = order
-        return best_cost, accepted
+        return cur, temp, best_cost, accepted
 
     _KERNEL = (_sample, _run)
     return _KERNEL
+
+
+#: Seconds of work per slice of the Numba loop (the time-limit granularity).
+SLICE_S = 2e-3
 
 
 def anneal_custom(
@@ -163,7 +166,13 @@ def anneal_custom(
     budget: Any,
     iters: int,
 ) -> NDArray[np.int64]:
-    """Anneal a Numba objective with swap and insert moves (used by ``anneal``)."""
+    """Anneal a Numba objective with swap and insert moves (used by ``anneal``).
+
+    One geometric schedule from ``t0`` to ``t1`` over ``iters`` proposals, run
+    in slices of about ``SLICE_S`` seconds (their length adapts to the
+    measured speed) so that ``time_limit`` is read often; the slicing does
+    not change the moves.
+    """
     from rankopt.solvers.anneal import temperatures
 
     sample, run = _kernel()
@@ -174,32 +183,31 @@ def anneal_custom(
     count = int(min(200, max(iters // 10, 10)))
     deltas = sample(model.f, model.latency, order, lo, count, int(gen.integers(1, 2**63 - 1)))
     t0, t1 = temperatures(np.asarray(deltas))
+    factor = (t1 / t0) ** (1.0 / iters) if t0 > 0.0 and iters > 0 else 0.0
+    state = np.array([gen.integers(1, 2**63 - 1)], dtype=np.uint64)
+    cur = float(model.cost(order))
     best = order.copy()
-    best_cost = float(model.cost(order))
-    chunk_best = np.empty_like(order)
-    chunks = 20
+    best_cost = cur
+    temp = t0
+    every = max(iters // 20, 1)
+    size = 1
     done = 0
-    for k in range(chunks):
-        size = iters // chunks + (1 if k < iters % chunks else 0)
-        if size == 0:
-            continue
-        ta = t0 * (t1 / t0) ** (k / chunks) if t0 > 0 else 0.0
-        tb = t0 * (t1 / t0) ** ((k + 1) / chunks) if t0 > 0 else 0.0
-        cost, _ = run(
-            model.f,
-            model.latency,
-            order,
-            lo,
-            size,
-            ta,
-            tb,
-            int(gen.integers(1, 2**63 - 1)),
-            chunk_best,
+    next_report = every
+    while done < iters:
+        step = min(size, iters - done)
+        tic = time.perf_counter()
+        cur, temp, best_cost, _ = run(
+            model.f, model.latency, order, lo, step, temp, factor, state, cur, best, best_cost
         )
-        done += size
-        if cost < best_cost:
-            best_cost, best = float(cost), chunk_best.copy()
-        ctx.record(best_cost, budget.iterations + done)
+        took = time.perf_counter() - tic
+        done += step
+        if took < 0.5 * SLICE_S:
+            size *= 2
+        elif took > 2 * SLICE_S and size > 1:
+            size //= 2
+        if done >= next_report or done == iters:
+            ctx.record(best_cost, budget.iterations + done)
+            next_report = done + every
         if ctx.out_of_time():
             budget.stop = "time_limit"
             break
