@@ -1,13 +1,30 @@
 """Input validation shared by every public entry point.
 
 Checks run once, at the public boundary, in a fixed order
-(dtype -> ndim -> square -> n >= 2 -> finite -> non-negative); kernels trust
+(dtype -> ndim -> square -> n >= 2 -> finite -> range); kernels trust
 their inputs. Every message names the argument, the expectation, the value and
 where it was found.
+
+Valid range
+-----------
+Every matrix entry and size that passes lies in the range of its quantity
+(:data:`RANGES`), so that no sum, product or quotient a model or a kernel
+forms can overflow or lose every digit:
+
+* latency: finite, ``0 <= x <= 1e6`` s (11.6 days; real one-way latencies
+  are below 1 s, so a larger value is a unit mistake);
+* bandwidth: finite, ``1e-3 <= x <= 1e15`` B/s (1 PB/s, a thousand times
+  the fastest link today), off the diagonal;
+* message size ``nbytes``: ``0 < x <= 1e18`` bytes (1 EB).
+
+One transfer then takes at most ``1e6 + 1e18 / 1e-3 = 1e21`` s, and a sum
+over the ``n^2 = 1e10`` pairs of ``n = 1e5`` processes stays below ``1e31``
+(and its square below ``1e62``), far from the float64 limit ``1.8e308``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -19,11 +36,46 @@ __all__ = [
     "check_order",
     "check_positive",
     "check_options",
+    "check_quantity",
     "NanPolicy",
+    "Quantity",
+    "ValueRange",
+    "RANGES",
 ]
 
 NanPolicy = Literal["raise", "symmetric", "max", "mean"]
 _NAN_POLICIES = ("raise", "symmetric", "max", "mean")
+
+Quantity = Literal["latency", "bandwidth", "nbytes"]
+
+
+@dataclass(frozen=True)
+class ValueRange:
+    """The values a quantity may take (off the diagonal, for matrices).
+
+    Attributes
+    ----------
+    unit : str
+        SI unit, named in error messages.
+    low, high : float
+        Smallest and largest accepted value; ``low`` does not apply to 0
+        when ``zero`` is true.
+    zero : bool
+        Whether 0 is accepted.
+    """
+
+    unit: str
+    low: float
+    high: float
+    zero: bool
+
+
+#: Accepted range of each quantity (see the module docstring for why).
+RANGES: dict[str, ValueRange] = {
+    "latency": ValueRange("s", 0.0, 1e6, True),
+    "bandwidth": ValueRange("B/s", 1e-3, 1e15, False),
+    "nbytes": ValueRange("bytes", 0.0, 1e18, False),
+}
 
 
 class RankoptInputError(ValueError):
@@ -45,13 +97,17 @@ def check_matrix(
     nan: NanPolicy = "raise",
     min_n: int = 2,
     allow_zero: bool = True,
+    quantity: Literal["latency", "bandwidth"] | None = None,
 ) -> NDArray[np.float64]:
-    """Validate a square matrix of non-negative finite numbers.
+    """Validate a square matrix of latencies (or bandwidths) in their valid range.
 
     Parameters
     ----------
     a : array_like, shape (n, n)
-        The matrix. The diagonal is ignored (set to 0 in the result).
+        The matrix: real numbers (not bool), ``timedelta64`` durations for a
+        latency (converted to seconds; ``NaT`` is a missing entry), or a
+        masked array whose masked entries are missing. The diagonal is
+        ignored (set to 0 in the result).
     name : str
         Name of the argument, used in error messages.
     nan : {"raise", "symmetric", "max", "mean"}
@@ -63,38 +119,68 @@ def check_matrix(
     min_n : int
         Smallest accepted size.
     allow_zero : bool
-        Whether off-diagonal zeros are accepted (``False`` for bandwidths).
+        Whether off-diagonal zeros are accepted; ``False`` (and no
+        ``quantity``) means a bandwidth.
+    quantity : {"latency", "bandwidth"}, optional
+        Which range of :data:`RANGES` the off-diagonal entries must lie in;
+        by default ``"bandwidth"`` when ``allow_zero`` is false, else
+        ``"latency"``.
 
     Returns
     -------
     ndarray of float64, shape (n, n)
-        A C-contiguous copy with a zero diagonal.
+        A C-contiguous copy with a zero diagonal, in SI units.
 
     Raises
     ------
     RankoptInputError
-        If the matrix is not numeric, not 2-D, not square, smaller than
-        ``min_n``, contains inf (or NaN under ``nan="raise"``) or negative
-        entries.
+        If the matrix is not real numbers (complex, bool, strings, objects,
+        dates), not 2-D, not square, smaller than ``min_n``, contains inf (or
+        a missing entry under ``nan="raise"``), or an off-diagonal entry
+        outside the range of its quantity (latency: 0 to 1e6 s; bandwidth:
+        1e-3 to 1e15 B/s).
+
+    Notes
+    -----
+    Checks run in the order dtype -> ndim -> square -> n >= min_n -> finite
+    -> range, and the range is checked on the measured entries before
+    missing ones are filled (every fill then lies in range too). The finite
+    check sums the matrix first and locates a bad entry only when the sum is
+    not finite; a sum that overflows on finite entries is left to the range
+    check, which names the first entry out of range.
 
     Examples
     --------
     >>> check_matrix([[0, 1], [2, 0]])
     array([[0., 1.],
            [2., 0.]])
+    >>> check_matrix(np.array([[0, 2], [3, 0]], dtype="timedelta64[ms]"))
+    array([[0.   , 0.002],
+           [0.003, 0.   ]])
     """
     if nan not in _NAN_POLICIES:
         raise RankoptInputError(
             f"`nan` must be one of {', '.join(map(repr, _NAN_POLICIES))}; got {nan!r}."
         )
+    if quantity is None:
+        quantity = "latency" if allow_zero else "bandwidth"
+    check_options("quantity", quantity, ("latency", "bandwidth"))
+    rng = RANGES[quantity]
+    if hasattr(a, "toarray") and hasattr(a, "nnz"):  # scipy.sparse
+        raise RankoptInputError(
+            f"`{name}` must be a dense array; got a sparse {type(a).__name__} instead "
+            "(call .toarray() first)."
+        )
+    mask = None
     try:
-        arr = np.asarray(a)
+        if np.ma.isMaskedArray(a):
+            mask = np.ma.getmaskarray(a)
+            arr = np.asarray(np.ma.getdata(a))
+        else:
+            arr = np.asarray(a)
     except Exception as exc:  # ragged nested lists and similar
         raise RankoptInputError(f"`{name}` must be a numeric array; {exc}") from None
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == np.bool_):
-        raise RankoptInputError(f"`{name}` must be a numeric array; got dtype {arr.dtype} instead.")
-    if np.issubdtype(arr.dtype, np.complexfloating):
-        raise RankoptInputError(f"`{name}` must be real; got dtype {arr.dtype} instead.")
+    arr = _as_real(arr, name, quantity)
     if arr.ndim != 2:
         raise RankoptInputError(
             f"`{name}` must be a 2-D array; got {arr.ndim}-D with shape {arr.shape} instead."
@@ -107,37 +193,109 @@ def check_matrix(
             f"`{name}` must describe at least {min_n} processes; got shape {arr.shape} instead."
         )
     out = np.array(arr, dtype=np.float64, order="C", copy=True)
+    if mask is not None and mask.any():
+        out[mask] = np.nan
     np.fill_diagonal(out, 0.0)
-    if not np.isfinite(out.sum()):
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = out.sum()
+    has_nan = False
+    if not np.isfinite(total):
         inf = np.isinf(out)
         if inf.any():
             idx = _first_index(inf)
             raise RankoptInputError(
                 f"`{name}` must be finite; {_fmt_index(name, idx)} is {out[idx]}."
             )
-        out = _fill_nan(out, name, nan)
-    if (out < 0).any():
+        has_nan = bool(np.isnan(total))
+    _check_range(out, name, rng)
+    if has_nan:
+        out = _fill_nan(out, name, nan, mask if mask is not None and mask.any() else None)
+    return out
+
+
+def _as_real(arr: np.ndarray, name: str, quantity: str) -> np.ndarray:
+    """``arr`` as real numbers (timedelta64 latencies in seconds), or a clear error."""
+    kind = arr.dtype.kind
+    if kind == "m":
+        if quantity != "latency":
+            raise RankoptInputError(
+                f"`{name}` must be a rate in B/s; got durations (dtype {arr.dtype}) instead."
+            )
+        with np.errstate(invalid="ignore"):
+            return arr / np.timedelta64(1, "s")  # NaT -> nan: a missing entry
+    if kind in "iuf":
+        return arr
+    if kind == "c":
+        raise RankoptInputError(
+            f"`{name}` must be real; got dtype {arr.dtype} instead (the imaginary part would be "
+            "lost: pass the real part or the magnitude explicitly)."
+        )
+    hint = {
+        "b": "booleans are not measurements; pass the values as numbers",
+        "O": "convert it with numpy.asarray(x, dtype=float); None is then nan, a missing entry",
+        "U": "parse the strings first; rankopt.load_matrix reads CSV and JSON files",
+        "S": "parse the strings first; rankopt.load_matrix reads CSV and JSON files",
+        "M": "these are dates, not durations; subtract a start time to get timedelta64",
+    }.get(kind, "pass real numbers")
+    raise RankoptInputError(
+        f"`{name}` must be a numeric array; got dtype {arr.dtype} instead ({hint})."
+    )
+
+
+def _check_range(out: NDArray[np.float64], name: str, rng: ValueRange) -> None:
+    """Raise on the first off-diagonal entry outside ``rng`` (NaN entries are skipped)."""
+    flat = out.ravel()
+    if flat.size == 0:
+        return
+    lo = float(np.fmin.reduce(flat))
+    hi = float(np.fmax.reduce(flat))
+    if lo < 0:
         idx = _first_index(out < 0)
         raise RankoptInputError(
             f"`{name}` must be non-negative; {_fmt_index(name, idx)} is {float(out[idx])}."
         )
-    if not allow_zero:
-        off = out == 0
-        np.fill_diagonal(off, False)
-        if off.any():
-            idx = _first_index(off)
+    if hi > rng.high:
+        idx = _first_index(out > rng.high)
+        raise RankoptInputError(
+            f"`{name}` must be at most {rng.high:g} {rng.unit}; {_fmt_index(name, idx)} is "
+            f"{float(out[idx]):g} ({_UNIT_HINT[rng.unit]})."
+        )
+    if rng.zero and rng.low <= 0:
+        return
+    off = ~np.eye(out.shape[0], dtype=bool)
+    if not rng.zero:
+        zero = off & (out == 0)
+        if zero.any():
+            idx = _first_index(zero)
             raise RankoptInputError(
                 f"`{name}` must be positive off the diagonal; {_fmt_index(name, idx)} is 0."
             )
-    return out
+    small = off & (out < rng.low)
+    if small.any():
+        idx = _first_index(small)
+        raise RankoptInputError(
+            f"`{name}` must be at least {rng.low:g} {rng.unit} off the diagonal; "
+            f"{_fmt_index(name, idx)} is {float(out[idx]):g} ({_UNIT_HINT[rng.unit]})."
+        )
 
 
-def _fill_nan(out: NDArray[np.float64], name: str, nan: str) -> NDArray[np.float64]:
+_UNIT_HINT = {
+    "s": "values are seconds: convert other units first",
+    "B/s": "values are bytes/second: convert other units first",
+    "bytes": "sizes are bytes",
+}
+
+
+def _fill_nan(
+    out: NDArray[np.float64], name: str, nan: str, mask: NDArray[np.bool_] | None = None
+) -> NDArray[np.float64]:
+    """Fill the missing (NaN; masked in the input) entries under the ``nan`` policy."""
     missing = np.isnan(out)
     if nan == "raise":
         idx = _first_index(missing)
+        what = "masked" if mask is not None and mask[idx] else "nan"
         raise RankoptInputError(
-            f"`{name}` must be finite; {_fmt_index(name, idx)} is nan "
+            f"`{name}` must be finite; {_fmt_index(name, idx)} is {what} "
             f"({int(missing.sum())} missing entries in all). Pass nan='symmetric' to fill "
             "a missing entry from the reverse direction."
         )
@@ -150,7 +308,8 @@ def _fill_nan(out: NDArray[np.float64], name: str, nan: str) -> NDArray[np.float
             idx = _first_index(still)
             raise RankoptInputError(
                 f"`{name}` has pairs missing in both directions; {_fmt_index(name, idx)} and "
-                f"{_fmt_index(name, idx[::-1])} are nan ({int(still.sum())} entries). Use "
+                f"{_fmt_index(name, idx[::-1])} are {'missing' if mask is not None else 'nan'} "
+                f"({int(still.sum())} entries). Use "
                 "nan='max' or nan='mean' to fill them."
             )
         known = out[~still & ~np.eye(out.shape[0], dtype=bool)]
@@ -210,6 +369,27 @@ def check_positive(value: Any, name: str, *, integer: bool = False, allow_none: 
     if not np.isfinite(value) or value <= 0:
         raise RankoptInputError(f"`{name}` must be positive and finite; got {value!r} instead.")
     return int(value) if integer else float(value)
+
+
+def check_quantity(value: Any, name: str, quantity: Quantity) -> float:
+    """Validate a positive scalar of ``quantity`` (a bandwidth, ``nbytes``) against :data:`RANGES`.
+
+    Examples
+    --------
+    >>> check_quantity(1e9, "bandwidth", "bandwidth")
+    1000000000.0
+    """
+    v = check_positive(value, name)
+    rng = RANGES[quantity]
+    if v > rng.high:
+        raise RankoptInputError(
+            f"`{name}` must be at most {rng.high:g} {rng.unit}; got {v:g} ({_UNIT_HINT[rng.unit]})."
+        )
+    if v < rng.low:
+        raise RankoptInputError(
+            f"`{name}` must be at least {rng.low:g} {rng.unit}; got {v:g} ({_UNIT_HINT[rng.unit]})."
+        )
+    return v
 
 
 def check_options(name: str, value: str, valid: tuple[str, ...] | list[str]) -> str:

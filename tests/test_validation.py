@@ -108,3 +108,202 @@ def test_check_positive_and_options():
         check_positive(True, "time_limit")
     with pytest.raises(RankoptInputError, match=r"`method` must be one of 'a', 'b'; got 'c'"):
         check_options("method", "c", ("a", "b"))
+
+
+# --- the valid range and the bad-input classes (issue: kernels and validation)
+
+
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        (1e308, r"`latency` must be at most 1e\+06 s; latency\[0, 1\] is 1e\+308 \(values are s"),
+        (1e6 * (1 + 1e-15), r"`latency` must be at most 1e\+06 s; latency\[0, 1\] is 1e\+06"),
+    ],
+)
+def test_latency_above_range(value, match):
+    a = np.full((5, 5), 1e-6)
+    a[0, 1] = value
+    with pytest.raises(RankoptInputError, match=match):
+        check_matrix(a)
+
+
+def test_range_check_does_not_overflow():
+    # the sum of the matrix overflows; the range check names the first entry
+    with pytest.raises(RankoptInputError, match=r"latency\[0, 1\] is 1e\+308"):
+        check_matrix(np.full((5, 5), 1e308))
+    m = np.where(np.arange(25).reshape(5, 5) % 2, 1e308, 1e-6)
+    with pytest.raises(RankoptInputError, match=r"at most 1e\+06 s; latency\[0, 1\] is 1e\+308"):
+        check_matrix(m, nan="symmetric")
+
+
+def test_range_bounds_are_accepted():
+    a = np.full((4, 4), 1e6)
+    a[0, 1] = 0.0
+    a[1, 0] = 5e-324
+    out = check_matrix(a)
+    assert out[0, 1] == 0 and out[1, 0] == 5e-324 and out.max() == 1e6
+    np.fill_diagonal(a, np.inf)  # the diagonal is ignored
+    assert check_matrix(a)[0, 0] == 0
+
+
+def test_range_checked_before_nan_fill():
+    a = np.array([[0, np.nan, 1], [2e6, 0, np.nan], [1, 1, 0]])
+    with pytest.raises(RankoptInputError, match=r"latency\[1, 0\] is 2e\+06"):
+        check_matrix(a, nan="mean")
+
+
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        (1e16, r"`bandwidth` must be at most 1e\+15 B/s; bandwidth\[0, 1\] is 1e\+16"),
+        (1e-4, r"`bandwidth` must be at least 0.001 B/s off the diagonal; bandwidth\[0, 1\] is"),
+        (0.0, r"`bandwidth` must be positive off the diagonal; bandwidth\[0, 1\] is 0"),
+        (-1.0, r"`bandwidth` must be non-negative; bandwidth\[0, 1\] is -1.0"),
+    ],
+)
+def test_bandwidth_range(value, match):
+    b = np.full((3, 3), 1e9)
+    b[0, 1] = value
+    with pytest.raises(RankoptInputError, match=match):
+        check_matrix(b, "bandwidth", quantity="bandwidth")
+    with pytest.raises(RankoptInputError, match=match):  # allow_zero=False means bandwidth
+        check_matrix(b, "bandwidth", allow_zero=False)
+    b[0, 1] = 1e15
+    assert check_matrix(b, "bandwidth", quantity="bandwidth")[0, 1] == 1e15
+
+
+def test_scalar_quantities():
+    from rankopt._validation import check_quantity
+
+    assert check_quantity(1e-3, "bandwidth", "bandwidth") == 1e-3
+    assert check_quantity(1e18, "nbytes", "nbytes") == 1e18
+    with pytest.raises(
+        RankoptInputError, match=r"`nbytes` must be at most 1e\+18 bytes; got 1e\+19"
+    ):
+        check_quantity(1e19, "nbytes", "nbytes")
+    with pytest.raises(
+        RankoptInputError, match=r"`bandwidth` must be at least 0.001 B/s; got 1e-09"
+    ):
+        check_quantity(1e-9, "bandwidth", "bandwidth")
+    with pytest.raises(RankoptInputError, match=r"`nbytes` must be positive and finite; got inf"):
+        check_quantity(float("inf"), "nbytes", "nbytes")
+
+
+def test_model_arguments_use_the_ranges():
+    import rankopt
+
+    lat = np.full((4, 4), 1e-5)
+    with pytest.raises(
+        RankoptInputError, match=r"`bandwidth` must be at least 0.001 B/s; got 1e-300"
+    ):
+        rankopt.cost(lat, np.arange(4), objective="time", bandwidth=1e-300, nbytes=1e6)
+    with pytest.raises(
+        RankoptInputError, match=r"`nbytes` must be at most 1e\+18 bytes; got 1e\+300"
+    ):
+        rankopt.cost(lat, np.arange(4), objective="time", bandwidth=1e9, nbytes=1e300)
+    with pytest.raises(
+        RankoptInputError, match=r"`uplink_bandwidth` must be finite, between 0.001 and 1e\+15 B/s"
+    ):
+        rankopt.cost(
+            lat,
+            np.arange(4),
+            objective="contention",
+            groups=[0, 0, 1, 1],
+            uplink_bandwidth=1e-300,
+            nbytes=1e6,
+        )
+
+
+def test_complex_is_refused():
+    with pytest.raises(RankoptInputError, match=r"`latency` must be real; got dtype complex128"):
+        check_matrix(np.ones((3, 3)) + 0j)
+    with pytest.raises(RankoptInputError, match=r"imaginary part would be lost"):
+        check_matrix([[0, 1 + 2j], [1, 0]])
+
+
+def test_timedelta_latency_is_converted_to_seconds():
+    a = np.array([[0, 250, 1500], [250, 0, 3], [1500, 3, 0]], dtype="timedelta64[us]")
+    out = check_matrix(a)
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out, a.astype(np.int64) * 1e-6)
+    b = np.array([[0, 2], [3, 0]], dtype="timedelta64[m]")
+    assert check_matrix(b)[0, 1] == 120.0
+    nat = a.copy()
+    nat[0, 1] = np.timedelta64("NaT")
+    with pytest.raises(RankoptInputError, match=r"latency\[0, 1\] is nan \(1 missing"):
+        check_matrix(nat)
+    assert check_matrix(nat, nan="symmetric")[0, 1] == pytest.approx(250e-6)
+    with pytest.raises(
+        RankoptInputError, match=r"at most 1e\+06 s; latency\[0, 1\] is 1.2096e\+06"
+    ):
+        check_matrix(np.array([[0, 2], [1, 0]], dtype="timedelta64[W]"))
+
+
+def test_timedelta_bandwidth_is_refused():
+    with pytest.raises(
+        RankoptInputError, match=r"`bandwidth` must be a rate in B/s; got durations \(dtype"
+    ):
+        check_matrix(np.ones((3, 3), dtype="timedelta64[s]"), "bandwidth", quantity="bandwidth")
+
+
+def test_masked_entries_are_missing():
+    data = np.array([[0, 1, 9], [2, 0, 3], [4, 5, 0]], dtype=float)
+    m = np.ma.masked_array(data, mask=[[0, 0, 1], [0, 0, 0], [0, 0, 0]])
+    with pytest.raises(
+        RankoptInputError, match=r"`latency` must be finite; latency\[0, 2\] is masked \(1 missing"
+    ):
+        check_matrix(m)
+    out = check_matrix(m, nan="symmetric")
+    assert out[0, 2] == 4  # from the reverse direction, not the masked 9
+    assert out[1, 2] == 3
+    both = np.ma.masked_array(data, mask=[[0, 1, 0], [1, 0, 0], [0, 0, 0]])
+    with pytest.raises(RankoptInputError, match=r"latency\[0, 1\] and latency\[1, 0\] are missing"):
+        check_matrix(both, nan="symmetric")
+    assert check_matrix(both, nan="max")[0, 1] == 9
+    # a masked inf or out-of-range value is not a measurement
+    big = np.ma.masked_array(np.where(np.eye(3), 0, 1e308), mask=~np.eye(3, dtype=bool))
+    big.mask[0, 1] = False
+    big.data[0, 1] = 1.0
+    with pytest.raises(RankoptInputError, match=r"no measured off-diagonal|missing in both"):
+        check_matrix(big, nan="symmetric")
+    ints = np.ma.masked_array(np.ones((3, 3), dtype=np.int64), mask=np.eye(3, k=1, dtype=bool))
+    assert check_matrix(ints, nan="max")[0, 1] == 1.0
+    assert check_matrix(np.ma.masked_array(data))[0, 2] == 9  # nothing masked
+
+
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        (np.ones((3, 3), dtype=bool), r"got dtype bool instead \(booleans are not measurements"),
+        (np.ones((3, 3)).astype(object), r"got dtype object instead \(convert it with numpy"),
+        ([[0, None], [1, 0]], r"got dtype object instead"),
+        (np.ones((3, 3)).astype(str), r"got dtype <U32 instead \(parse the strings first"),
+        (np.ones((3, 3)).astype(bytes), r"got dtype \|S32 instead \(parse the strings first"),
+        (
+            np.zeros((3, 3), dtype="datetime64[s]"),
+            r"got dtype datetime64\[s\] instead \(these are dates",
+        ),
+    ],
+)
+def test_non_numeric_dtypes_are_refused(value, match):
+    with pytest.raises(RankoptInputError, match=r"`latency` must be a numeric array; " + match):
+        check_matrix(value)
+
+
+def test_sparse_is_refused():
+    sparse = pytest.importorskip("scipy.sparse")
+    with pytest.raises(RankoptInputError, match=r"`latency` must be a dense array; got a sparse"):
+        check_matrix(sparse.csr_matrix(np.ones((3, 3))))
+
+
+def test_solve_gets_the_same_errors():
+    import rankopt
+
+    m = np.where(np.arange(25).reshape(5, 5) % 2, 1e308, 1e-6)
+    for method in ("ils", "two_opt", "anneal", "held_karp"):
+        with pytest.raises(RankoptInputError, match=r"latency\[0, 1\] is 1e\+308"):
+            rankopt.solve(m, method=method, nan="symmetric")
+    with pytest.raises(RankoptInputError, match=r"latency\[0, 1\] is 1e\+308"):
+        rankopt.solve(np.full((5, 5), 1e308))
+    td = np.full((4, 4), 3, dtype="timedelta64[ms]")
+    assert rankopt.solve(td, rng=0).baseline_cost == pytest.approx(4 * 3e-3)

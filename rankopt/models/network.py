@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rankopt._validation import RankoptInputError, check_matrix, check_positive
+from rankopt._validation import RANGES, RankoptInputError, check_matrix, check_quantity
 from rankopt.models.schedule import Schedule
 
 __all__ = ["Network", "make_network", "check_groups", "reference_time"]
@@ -124,11 +124,13 @@ def _check_uplinks(uplink_bandwidth: Any, labels: list[NDArray[np.int64]]) -> ND
                 f"`uplink_bandwidth` level {k} must be a number or one rate per group ({g}); "
                 f"got shape {vals.shape}."
             )
-        if not np.all(np.isfinite(vals)) or np.any(vals <= 0):
-            bad = int(np.flatnonzero(~np.isfinite(vals) | (vals <= 0))[0])
+        rng = RANGES["bandwidth"]
+        ok = np.isfinite(vals) & (vals >= rng.low) & (vals <= rng.high)
+        if not ok.all():
+            bad = int(np.flatnonzero(~ok)[0])
             raise RankoptInputError(
-                f"`uplink_bandwidth` must be positive and finite; level {k} group {bad} is "
-                f"{float(vals[bad])!r}."
+                f"`uplink_bandwidth` must be finite, between {rng.low:g} and {rng.high:g} "
+                f"{rng.unit}; level {k} group {bad} is {float(vals[bad])!r}."
             )
         up[k, :g] = vals
     return up
@@ -151,16 +153,16 @@ def make_network(
     bw = None
     if bandwidth is not None:
         if np.ndim(bandwidth) == 0:
-            b = check_positive(bandwidth, "bandwidth")
+            b = check_quantity(bandwidth, "bandwidth", "bandwidth")
             bw = np.full((n, n), b)
         else:
-            bw = check_matrix(bandwidth, "bandwidth", allow_zero=False)
+            bw = check_matrix(bandwidth, "bandwidth", quantity="bandwidth")
             if bw.shape != (n, n):
                 raise RankoptInputError(
                     f"`bandwidth` must have the shape of `latency` {(n, n)}; got {bw.shape}."
                 )
         np.fill_diagonal(bw, np.inf)
-    nb = None if nbytes is None else check_positive(nbytes, "nbytes")
+    nb = None if nbytes is None else check_quantity(nbytes, "nbytes", "nbytes")
     if (bw is not None or uplink_bandwidth is not None) and nb is None:
         raise RankoptInputError(
             "`nbytes` is required with `bandwidth` or `uplink_bandwidth` (the message size in "

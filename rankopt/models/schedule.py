@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt._validation import RankoptInputError, check_options, check_positive
+from rankopt._validation import RankoptInputError, check_options, check_positive, check_quantity
 from rankopt.models._algorithms import GENERATORS, Layout
 
 __all__ = ["Schedule", "schedule", "ALGORITHMS", "DEFAULT_SEGMENT_SIZE", "chain_segments"]
@@ -242,7 +242,7 @@ def schedule(
         if segment_size is not None:
             segment_size = check_positive(segment_size, "segment_size")
         if nbytes is not None:
-            nbytes = check_positive(nbytes, "nbytes")
+            nbytes = check_quantity(nbytes, "nbytes", "nbytes")
         k, fr = chain_segments(nbytes, segment_size)
         opts.update(segments=k, seg_fracs=fr)
     if algorithm == "hierarchical":
