@@ -60,7 +60,11 @@ def default_objective(
     nbytes: Any = None,
     uplink_bandwidth: Any = None,
 ) -> str:
-    """The objective ``solve()`` uses when none is given (the documented rule).
+    """The objective ``solve()`` and ``cost()`` use when none is given (the documented rule).
+
+    :func:`make_model` applies it, and :func:`~rankopt.models.evaluate.cost`
+    calls it with its own arguments, so a result's cost and ``cost()`` of its
+    order agree.
 
     1. ``groups``, ``uplink_bandwidth`` and ``nbytes`` all given:
        ``"contention"`` (the only model that sees shared uplinks);

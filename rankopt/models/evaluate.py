@@ -50,9 +50,13 @@ def cost(
         for all levels, or one entry per level (a number, or one rate per
         group in the order of the sorted labels).
     objective : str, optional
-        Default: ``"contention"`` when groups and uplinks are given, else
-        ``"time"``. ``"sum"`` / ``"bottleneck"`` give the latency-only ring
-        objectives (bandwidth and uplinks are then not used).
+        Default: the rule :func:`solve` follows,
+        :func:`rankopt.models.default_objective` with the same arguments
+        (``"contention"`` with groups, uplinks and ``nbytes``; ``"sum"`` for a
+        ring without both bandwidth and ``nbytes``; else ``"time"``), so that
+        ``cost(latency, solve(latency, ...).order, ...) == solve(...).cost``.
+        ``"sum"`` / ``"bottleneck"`` give the latency-only ring objectives
+        (bandwidth and uplinks are then not used).
     segment_size : float, optional
         Segment size of the pipelined chain broadcast.
     inter : {"rings", "leaders"}, optional
@@ -92,7 +96,7 @@ def cost(
     >>> round(a / b, 2)
     3.99
     """
-    from rankopt.models import make_model
+    from rankopt.models import default_objective, make_model
 
     lat = check_matrix(latency, "latency")
     o = check_order(order, lat.shape[0])
@@ -105,9 +109,13 @@ def cost(
             "`nbytes` is required with `bandwidth` or `uplink_bandwidth` (the message size in "
             "bytes); pass bandwidth=None for a latency-only model."
         )
-    if objective is None:
-        objective = (
-            "contention" if (groups is not None and uplink_bandwidth is not None) else "time"
+    if objective is None:  # the rule solve() follows, with the same arguments
+        objective = default_objective(
+            algorithm,
+            bandwidth=bandwidth,
+            groups=groups,
+            nbytes=nbytes,
+            uplink_bandwidth=uplink_bandwidth,
         )
     model = make_model(
         lat,
