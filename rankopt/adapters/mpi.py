@@ -170,7 +170,11 @@ def optimize(
     """Measure the network of ``comm``, find a better rank order, return it applied.
 
     Collective over ``comm``: probe all pairs (``rankopt.probe.mpi.measure``),
-    solve on ``root`` (``rankopt.solve``), broadcast the result, :func:`reorder`.
+    make it a :class:`rankopt.Network` (hosts, bandwidth hierarchy and
+    uplinks inferred), solve on ``root`` (``rankopt.solve``, whose defaults
+    price the contention model at 16 MiB when bandwidth was measured and keep
+    the launch order when the modelled gain is within the measured spread),
+    broadcast the result, :func:`reorder`.
 
     Parameters
     ----------
@@ -183,8 +187,10 @@ def optimize(
     probe_options : mapping, optional
         Keyword arguments for ``rankopt.probe.mpi.measure``.
     **solve_options
-        Keyword arguments for ``rankopt.solve`` (``method``, ``nbytes``, ``rng``,
-        ``time_limit``, ``keep_rank0``, ...).
+        Keyword arguments for ``rankopt.solve`` (``objective``, ``nbytes``,
+        ``uplink_bandwidth``, ``method``, ``rng``, ``time_limit``,
+        ``keep_rank0``, ...); the same options as ``python -m rankopt.mpi``'s
+        flags.
 
     Returns
     -------
@@ -221,7 +227,8 @@ def optimize(
 
             if measurement is None:
                 raise RankoptMPIError(f"the probe returned no measurement on root rank {root}")
-            payload = ("ok", rankopt.solve(measurement, collective, algorithm, **solve_options))
+            network = rankopt.Network.from_measurement(measurement)
+            payload = ("ok", rankopt.solve(network, collective, algorithm, **solve_options))
         except Exception as exc:  # noqa: BLE001
             payload = ("error", f"{type(exc).__name__}: {exc}")
     else:
@@ -301,7 +308,7 @@ def run_program(
     algorithm: str = "ring",
     *,
     probe_options: Mapping[str, Any] | None = None,
-    on_reorder: Callable[[MPI.Intracomm], None] | None = None,
+    on_reorder: Callable[[MPI.Intracomm, SolveResult | None], None] | None = None,
     **solve_options: Any,
 ) -> Any:
     """Run ``[pyfile | -m mod | -c cmd] arg ...`` with a reordered ``MPI.COMM_WORLD``.
@@ -321,8 +328,10 @@ def run_program(
     collective, algorithm, probe_options, **solve_options
         Passed to :func:`optimize`.
     on_reorder : callable, optional
-        Called with the reordered communicator before the program starts
-        (e.g. to save the order); an exception in it aborts the job.
+        Called as ``on_reorder(comm, result)`` with the reordered communicator
+        and the :class:`~rankopt.SolveResult` (``None`` when ``order`` was
+        given) before the program starts (e.g. to save the order or print the
+        report); an exception in it aborts the job.
 
     Returns
     -------
@@ -373,7 +382,7 @@ def run_program(
         raise
     try:
         if on_reorder is not None:
-            on_reorder(comm)
+            on_reorder(comm, result)
     except BaseException as exc:
         set_abort_status(exc)
         raise

@@ -295,7 +295,8 @@ def solve(
         order, cost = init_order, model.cost(init_order)
     stop_reason = out.stop_reason
     extra: dict[str, Any] = {}
-    if not cost < baseline:
+    kept = not cost < baseline
+    if kept:
         # never hand back an order that does not beat the launch order
         if cost > baseline:
             logger.warning(
@@ -329,7 +330,7 @@ def solve(
             },
             rng=seed,
         )
-        if stop_reason != LAUNCH_KEPT and not interval[0] > 1.0:
+        if not kept and not interval[0] > 1.0:
             extra["found_cost"] = float(cost)
             extra["method_stop_reason"] = stop_reason
             extra["found_interval"] = interval
@@ -418,6 +419,15 @@ def _network_model(
     if objective == "contention":
         if kw["groups"] is None:
             kw["groups"] = list(network.groups) or None
+            ups = kw["uplink_bandwidth"]
+            if isinstance(ups, (list, tuple)) and len(ups) not in (1, len(network.groups)):
+                from rankopt.network import describe_levels
+
+                raise RankoptInputError(
+                    f"`uplink_bandwidth` gives {len(ups)} values, but the network has "
+                    f"{len(network.groups)} levels ({describe_levels(network.groups)}): give "
+                    "one value for all of them or one per level, finest first."
+                )
         if kw["uplink_bandwidth"] is None and network.has_uplinks and groups is None:
             kw["uplink_bandwidth"] = [np.asarray(u) for u in network.uplinks]
     else:
