@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._files import atomic_write, check_processes, load_npz
 from rankopt._rng import normalize_rng
 from rankopt._validation import RankoptInputError, check_positive
 
@@ -55,36 +56,52 @@ class Cloud:
     def n(self) -> int:
         return int(self.latency.shape[0])
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write an ``.npz`` (no pickle) readable by :func:`load_cloud` and ``load_matrix``."""
-        p = Path(path)
-        tmp = p.with_name(p.name + ".tmp.npz")
-        np.savez(
-            tmp,
-            latency=self.latency,
-            bandwidth=self.bandwidth,
-            hosts=np.array(self.hosts, dtype=str),
-            groups=np.array(self.groups, dtype=np.int64),
-            seed=np.int64(self.seed),
-        )
-        os.replace(tmp, p)
+    def save(self, path: str | os.PathLike[str], *, what: str = "cloud file") -> Path:
+        """Write an ``.npz`` (no pickle) readable by :func:`load_cloud` and ``load_matrix``.
+
+        Written atomically with :func:`rankopt._files.atomic_write`: an
+        interrupted save leaves neither a partial file nor a temporary one, and
+        a symbolic link, FIFO or directory at ``path`` is refused. ``what``
+        names ``path`` in errors. Returns ``path``.
+        """
+        arrays = {
+            "latency": self.latency,
+            "bandwidth": self.bandwidth,
+            "hosts": np.array(self.hosts, dtype=str),
+            "groups": np.array(self.groups, dtype=np.int64),
+            "seed": np.int64(self.seed),
+        }
+        return atomic_write(path, lambda fh: np.savez(fh, **arrays), what=what)
 
 
 def load_cloud(path: str | os.PathLike[str]) -> Cloud:
-    """Read a cloud written by :meth:`Cloud.save`."""
-    with np.load(path, allow_pickle=False) as z:
-        missing = {"latency", "bandwidth", "hosts", "groups"} - set(z.files)
-        if missing:
-            raise RankoptInputError(
-                f"{str(path)!r} is not a cloud file; missing {sorted(missing)}."
-            )
-        return Cloud(
-            latency=z["latency"].astype(float),
-            bandwidth=z["bandwidth"].astype(float),
-            groups=[g for g in z["groups"]],
-            hosts=tuple(str(h) for h in z["hosts"]),
-            seed=int(z["seed"]) if "seed" in z.files else -1,
+    """Read a cloud written by :meth:`Cloud.save`.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    RankoptInputError
+        If it is not a regular ``.npz`` file within the size limits of
+        :mod:`rankopt._files`, or lacks a cloud's arrays.
+    """
+    z = load_npz(path, what="cloud file")
+    missing = {"latency", "bandwidth", "hosts", "groups"} - set(z)
+    if missing:
+        raise RankoptInputError(f"{str(path)!r} is not a cloud file; missing {sorted(missing)}.")
+    n = z["latency"].shape[0] if z["latency"].ndim else 0
+    if z["groups"].ndim != 2 or z["groups"].shape[1] != n or z["hosts"].shape != (n,):
+        raise RankoptInputError(
+            f"{str(path)!r}: arrays 'groups' {z['groups'].shape} and 'hosts' "
+            f"{z['hosts'].shape} do not match 'latency' {z['latency'].shape}."
         )
+    return Cloud(
+        latency=z["latency"].astype(float),
+        bandwidth=z["bandwidth"].astype(float),
+        groups=[g for g in z["groups"]],
+        hosts=tuple(str(h) for h in z["hosts"]),
+        seed=int(z["seed"]) if "seed" in z else -1,
+    )
 
 
 def example_path() -> Path:
@@ -131,6 +148,12 @@ def synthetic_cloud(
     -------
     Cloud
 
+    Raises
+    ------
+    RankoptInputError
+        If an option is invalid, or ``n`` exceeds :data:`rankopt._files.MAX_N`
+        (checked before anything is allocated).
+
     Examples
     --------
     >>> c = synthetic_cloud(2, 2, 2, rng=0)
@@ -156,6 +179,11 @@ def synthetic_cloud(
     n = n_hosts * ranks_per_host
     if n < 2:
         raise RankoptInputError(f"a cloud needs at least 2 processes; got n={n}.")
+    check_processes(
+        n,
+        f"n_pods={n_pods} x racks_per_pod={racks_per_pod} x hosts_per_rack={hosts_per_rack} "
+        f"x ranks_per_host={ranks_per_host}",
+    )
     proc = np.arange(n)
     host = proc // ranks_per_host
     rack = host // hosts_per_rack

@@ -5,14 +5,30 @@ Formats
 ``.npy``
     A 2-D numeric array (loaded with ``allow_pickle=False``).
 ``.csv``
-    Comma-separated numbers; an optional header row and/or first column of
-    host names. Empty cells are missing measurements (NaN), except on the
-    diagonal, which is ignored.
+    Numbers separated by commas, semicolons, tabs or white space (the
+    separator is the one found on every line); an optional header row and/or
+    first column of host names. Empty cells are missing measurements (NaN),
+    except on the diagonal, which is ignored. A UTF-8 byte-order mark and
+    ``#`` comment lines are skipped. The **long format** -- one
+    ``src,dst,value`` row per measured pair, ``src``/``dst`` either rank
+    indices from 0 or host names, optionally under a header such as
+    ``src,dst,latency`` -- is read too; pairs it lacks are missing (NaN).
+    Three rows of three numbers without such a header are a 3 x 3 matrix.
 ``.json``
     A list of rows, ``{"matrix": rows, "labels": [...], "unit": "ms"}``, or a
     nested mapping ``{src: {dst: value}}`` (as published by cloudping.co).
 ``.npz``
     A :class:`rankopt.Measurement` written by the probe; its ``latency`` is used.
+
+Limits
+------
+Only regular files are read (a FIFO or a device is refused before it is
+opened for reading, so nothing blocks). Text files may hold at most
+:data:`rankopt._files.MAX_TEXT_BYTES` (256 MiB), arrays at most
+:data:`rankopt._files.MAX_ARRAY_BYTES` (2 GiB, checked from the ``.npy``
+header before anything is decompressed or allocated), and a matrix at most
+:data:`rankopt._files.MAX_N` (16,384) processes. Every error is one line that
+names the file.
 """
 
 from __future__ import annotations
@@ -26,6 +42,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._files import MAX_TEXT_BYTES, check_processes, load_npy, open_regular
 from rankopt._validation import NanPolicy, RankoptInputError, check_matrix
 
 __all__ = ["load_matrix", "load_matrix_and_labels", "read_matrix", "UNITS"]
@@ -50,31 +67,42 @@ def read_matrix(
 ) -> tuple[NDArray[np.float64], list[str] | None, str | None]:
     """Read a matrix file as stored: ``(values, labels or None, unit named in the file or None)``.
 
-    No validation and no unit conversion; see :func:`load_matrix`.
+    No validation and no unit conversion; see :func:`load_matrix`. The file must
+    be a regular file within the size limits of :mod:`rankopt._files`, checked
+    before it is read.
     """
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"matrix file {str(p)!r} does not exist.")
     suffix = p.suffix.lower()
     if suffix == ".npy":
-        try:
-            arr = np.load(p, allow_pickle=False)
-        except ValueError as exc:
-            raise RankoptInputError(f"{str(p)!r}: not a plain numeric .npy file ({exc}).") from None
+        arr = load_npy(p, what="matrix file")
+        if arr.dtype.kind not in "biuf":
+            raise RankoptInputError(
+                f"matrix file {str(p)!r}: not a plain numeric .npy file (dtype {arr.dtype})."
+            )
         return np.asarray(arr, dtype=float), None, None
     if suffix == ".npz":
         from rankopt.probe.measurement import load_measurement
 
         m = load_measurement(p)
         return np.asarray(m.latency, dtype=float), list(m.hosts), "s"
+    if suffix not in (".csv", ".json"):
+        if not p.exists():
+            raise FileNotFoundError(f"matrix file {str(p)!r} does not exist.")
+        raise RankoptInputError(
+            f"matrix file {str(p)!r} has unknown extension {suffix!r}; expected one of "
+            "'.npy', '.csv', '.json', '.npz'."
+        )
+    with open_regular(p, what="matrix file", max_bytes=MAX_TEXT_BYTES) as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8-sig")  # a byte-order mark is dropped
+    except UnicodeDecodeError as exc:
+        raise RankoptInputError(
+            f"matrix file {str(p)!r} is not UTF-8 text (byte {exc.start})."
+        ) from None
     if suffix == ".csv":
-        return _read_csv(p)
-    if suffix == ".json":
-        return _read_json(p)
-    raise RankoptInputError(
-        f"matrix file {str(p)!r} has unknown extension {suffix!r}; expected one of "
-        "'.npy', '.csv', '.json', '.npz'."
-    )
+        return _read_csv(p, text)
+    return _read_json(p, text)
 
 
 def _to_float(cell: str, where: str) -> float:
@@ -87,43 +115,140 @@ def _to_float(cell: str, where: str) -> float:
         raise RankoptInputError(f"{where}: {cell!r} is not a number.") from None
 
 
-def _read_csv(p: Path) -> tuple[NDArray[np.float64], list[str] | None, str | None]:
-    with open(p, newline="") as fh:
-        rows = [r for r in csv.reader(fh) if any(c.strip() for c in r)]
+def _numeric(cell: str) -> bool:
+    try:
+        float(cell)
+        return True
+    except ValueError:
+        return cell.strip() == ""
+
+
+#: Column names that mark a CSV in the long format (``src,dst,value`` rows).
+_LONG_HEADERS = {
+    ("src", "dst"),
+    ("source", "destination"),
+    ("source", "target"),
+    ("from", "to"),
+    ("i", "j"),
+    ("sender", "receiver"),
+}
+
+
+def _sniff_delimiter(lines: list[str]) -> str | None:
+    """The separator of a CSV: tab, ``;`` or ``,`` if on every line, else white space (None)."""
+    sample = lines[:50]
+    for delim in ("\t", ";", ","):
+        if all(delim in line for line in sample):
+            return delim
+    return None
+
+
+def _split(text: str) -> list[list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    delim = _sniff_delimiter(lines)
+    if delim is None:
+        return [ln.split() for ln in lines]
+    return list(csv.reader(lines, delimiter=delim))
+
+
+def _is_long(rows: list[list[str]]) -> bool:
+    """Rows ``src, dst, value`` (optionally under a header), as other tools write."""
+    header = not _numeric(rows[0][-1]) if rows[0] else False
+    body = rows[1:] if header else rows
+    if not body or any(len(r) != 3 for r in rows):
+        return False
+    if header and tuple(c.strip().lower() for c in rows[0][:2]) in _LONG_HEADERS:
+        return True
+    if len(body) == 3:  # three rows of three: a 3 x 3 matrix
+        return False
+    ints = all(_is_index(r[0]) and _is_index(r[1]) for r in body)
+    names = all(not _numeric(r[0]) and not _numeric(r[1]) for r in body)
+    return (ints or names) and all(_numeric(r[2]) for r in body)
+
+
+def _is_index(cell: str) -> bool:
+    return cell.strip().isdigit()
+
+
+def _read_long(
+    p: Path, rows: list[list[str]]
+) -> tuple[NDArray[np.float64], list[str] | None, str | None]:
+    if not _numeric(rows[0][-1]):
+        rows = rows[1:]
+    labels: list[str] | None
+    if all(_is_index(r[0]) and _is_index(r[1]) for r in rows):
+        src = [int(r[0]) for r in rows]
+        dst = [int(r[1]) for r in rows]
+        n = max(max(src), max(dst)) + 1
+        labels = None
+    else:
+        idx: dict[str, int] = {}
+        for r in rows:
+            for c in r[:2]:
+                idx.setdefault(c.strip(), len(idx))
+        src = [idx[r[0].strip()] for r in rows]
+        dst = [idx[r[1].strip()] for r in rows]
+        n = len(idx)
+        labels = list(idx)
+    check_processes(n, f"matrix file {str(p)!r} (long format)")
+    vals = np.full((n, n), np.nan)
+    seen: dict[tuple[int, int], int] = {}
+    for k, (i, j, r) in enumerate(zip(src, dst, rows, strict=True)):
+        if (i, j) in seen:
+            raise RankoptInputError(
+                f"matrix file {str(p)!r}: pair ({r[0].strip()}, {r[1].strip()}) appears twice "
+                f"(data rows {seen[i, j]} and {k})."
+            )
+        seen[i, j] = k
+        vals[i, j] = _to_float(r[2], f"matrix file {str(p)!r} data row {k}, column 2")
+    np.fill_diagonal(vals, 0.0)
+    return vals, labels, None
+
+
+_LONG_HINT = (
+    "expected an n x n matrix (optionally with a header row and a first column of host names) "
+    "or the long format, one 'src,dst,value' row per measured pair"
+)
+
+
+def _read_csv(p: Path, text: str) -> tuple[NDArray[np.float64], list[str] | None, str | None]:
+    rows = _split(text)
+    where = f"matrix file {str(p)!r}"
     if not rows:
-        raise RankoptInputError(f"{str(p)!r} is empty.")
-
-    def numeric(cell: str) -> bool:
-        try:
-            float(cell)
-            return True
-        except ValueError:
-            return cell.strip() == ""
-
-    header = not all(numeric(c) for c in rows[0][1:])
+        raise RankoptInputError(f"{where} is empty.")
+    if _is_long(rows):
+        return _read_long(p, rows)
+    header = not all(_numeric(c) for c in rows[0][1:])
     labels: list[str] | None = None
     if header:
         labels = [c.strip() for c in rows[0][1:]]
         rows = rows[1:]
-    row_labels = not all(numeric(r[0]) for r in rows if r)
+    if not rows:
+        raise RankoptInputError(f"{where} has a header row but no data rows.")
+    check_processes(len(rows), f"{where} ({len(rows)} data rows)")
+    row_labels = not all(_numeric(r[0]) for r in rows if r)
     if row_labels:
         names = [r[0].strip() for r in rows]
         rows = [r[1:] for r in rows]
         if labels is None:
             labels = names
-    widths = {len(r) for r in rows}
-    if len(widths) != 1:
+    if any(len(r) != len(rows[0]) for r in rows):
         bad = next(i for i, r in enumerate(rows) if len(r) != len(rows[0]))
         raise RankoptInputError(
-            f"{str(p)!r}: rows have different lengths; data row {bad} has {len(rows[bad])} "
+            f"{where}: rows have different lengths; data row {bad} has {len(rows[bad])} "
             f"cells, data row 0 has {len(rows[0])}."
+        )
+    if len(rows[0]) != len(rows):
+        raise RankoptInputError(
+            f"{where} holds {len(rows)} rows of {len(rows[0])} values, not a square matrix; "
+            f"{_LONG_HINT}."
         )
     vals = np.array(
         [
             [
                 0.0
                 if i == j and c.strip() == ""
-                else _to_float(c, f"{str(p)!r} data row {i}, column {j}")
+                else _to_float(c, f"{where} data row {i}, column {j}")
                 for j, c in enumerate(r)
             ]
             for i, r in enumerate(rows)
@@ -135,9 +260,9 @@ def _read_csv(p: Path) -> tuple[NDArray[np.float64], list[str] | None, str | Non
     return vals, labels, None
 
 
-def _read_json(p: Path) -> tuple[NDArray[np.float64], list[str] | None, str | None]:
+def _read_json(p: Path, text: str) -> tuple[NDArray[np.float64], list[str] | None, str | None]:
     try:
-        data: Any = json.loads(p.read_text())
+        data: Any = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RankoptInputError(f"{str(p)!r} is not valid JSON ({exc}).") from None
     unit = None
@@ -152,6 +277,7 @@ def _read_json(p: Path) -> tuple[NDArray[np.float64], list[str] | None, str | No
             for k in row:
                 if k not in labels:
                     labels.append(k)
+        check_processes(len(labels), f"matrix file {str(p)!r} ({len(labels)} hosts)")
         idx = {k: i for i, k in enumerate(labels)}
         vals = np.full((len(labels), len(labels)), np.nan)
         for src, row in data.items():
@@ -204,7 +330,9 @@ def load_matrix(
     FileNotFoundError
         If ``path`` does not exist.
     RankoptInputError
-        If the file cannot be parsed or the matrix is invalid.
+        If the file is not a regular file (a FIFO, a directory), exceeds the
+        size limits (see *Limits* in :mod:`rankopt.io`), cannot be parsed, or
+        the matrix is invalid. The message is one line and names the file.
 
     Examples
     --------
@@ -234,7 +362,13 @@ def load_matrix_and_labels(
         raise RankoptInputError(
             f"`unit` must be one of {', '.join(map(repr, UNITS))}; got {u!r} instead."
         )
-    out = check_matrix(vals, name, nan=nan)
+    try:
+        out = check_matrix(vals, name, nan=nan)
+    except RankoptInputError as exc:
+        msg = str(exc)
+        if "must be square" in msg:
+            msg += f" {_LONG_HINT[0].upper()}{_LONG_HINT[1:]}."
+        raise RankoptInputError(f"matrix file {os.fspath(path)!r}: {msg}") from None
     out *= UNITS[u]
     if rtt:
         out *= 0.5

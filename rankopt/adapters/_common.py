@@ -1,14 +1,15 @@
-"""Helpers shared by the adapters: host lists, order digests, atomic writes.
+"""Helpers shared by the adapters: host lists, order digests, order files.
 
-Nothing here imports mpi4py or torch.
+Nothing here imports mpi4py or torch. ``atomic_write_text`` is
+:func:`rankopt._files.atomic_write_text`, re-exported for the writers.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rankopt._files import MAX_TEXT_BYTES, atomic_write, atomic_write_text, load_npy, open_regular
 from rankopt._validation import RankoptInputError, check_order
 
 __all__ = [
@@ -79,40 +81,6 @@ def order_digest(order: NDArray[np.int64]) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str | bytes) -> Path:
-    """Write ``text`` (str or bytes) to ``path`` atomically (temporary file + rename).
-
-    A reader never sees a half-written file, and a failed write leaves an existing
-    file untouched.
-    """
-    path = Path(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    if path.is_dir():
-        raise RankoptInputError(f"`path` must be a file name; {str(path)!r} is a directory.")
-    if not parent.is_dir():
-        raise RankoptInputError(
-            f"`path` must be in an existing directory; {str(parent)!r} does not exist."
-        )
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        data = text.encode("utf-8") if isinstance(text, str) else text
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return path
-
-
 def load_order(path: str | os.PathLike[str]) -> NDArray[np.int64]:
     """Read an order from ``.npy``, ``.json`` (a list or ``{"order": [...]}``) or text.
 
@@ -127,19 +95,22 @@ def load_order(path: str | os.PathLike[str]) -> NDArray[np.int64]:
     import json
 
     p = Path(path)
-    if not p.is_file():
-        raise RankoptInputError(f"order file {str(p)!r} does not exist.")
     try:
         if p.suffix == ".npy":
-            data: Any = np.load(p, allow_pickle=False)
-        elif p.suffix == ".json":
-            data = json.loads(p.read_text())
-            if isinstance(data, dict):
-                if "order" not in data:
-                    raise RankoptInputError(f"order file {str(p)!r} has no 'order' key.")
-                data = data["order"]
+            data: Any = load_npy(p, what="order file")
         else:
-            data = np.loadtxt(p, dtype=np.int64, ndmin=1, comments="#")
+            with open_regular(p, what="order file", max_bytes=MAX_TEXT_BYTES) as fh:
+                raw = fh.read()
+            if p.suffix == ".json":
+                data = json.loads(raw)
+                if isinstance(data, dict):
+                    if "order" not in data:
+                        raise RankoptInputError(f"order file {str(p)!r} has no 'order' key.")
+                    data = data["order"]
+            else:
+                data = np.loadtxt(io.BytesIO(raw), dtype=np.int64, ndmin=1, comments="#")
+    except FileNotFoundError:
+        raise RankoptInputError(f"order file {str(p)!r} does not exist.") from None
     except (OSError, ValueError) as exc:
         if isinstance(exc, RankoptInputError):
             raise
@@ -147,21 +118,21 @@ def load_order(path: str | os.PathLike[str]) -> NDArray[np.int64]:
     return as_order(np.asarray(data).ravel() if np.ndim(data) > 1 else data, name="order")
 
 
-def save_order(path: str | os.PathLike[str], order: ArrayLike) -> Path:
-    """Write an order atomically: ``.npy``, ``.json`` (``{"order": [...]}``) or one int per line."""
+def save_order(path: str | os.PathLike[str], order: ArrayLike, *, what: str = "order file") -> Path:
+    """Write an order atomically: ``.npy``, ``.json`` (``{"order": [...]}``) or one int per line.
+
+    ``what`` names the path in errors (``"--order-out"``); see
+    :func:`rankopt._files.atomic_write` for what may exist at ``path``.
+    """
     import json
 
     arr = as_order(order)
     p = Path(path)
     if p.suffix == ".npy":
-        import io
-
-        buf = io.BytesIO()
-        np.save(buf, arr)
-        return atomic_write_text(p, buf.getvalue())
+        return atomic_write(p, lambda fh: np.save(fh, arr), what=what)
     if p.suffix == ".json":
-        return atomic_write_text(p, json.dumps({"order": arr.tolist()}) + "\n")
-    return atomic_write_text(p, "\n".join(str(int(i)) for i in arr) + "\n")
+        return atomic_write_text(p, json.dumps({"order": arr.tolist()}) + "\n", what=what)
+    return atomic_write_text(p, "\n".join(str(int(i)) for i in arr) + "\n", what=what)
 
 
 def parse_options(items: Sequence[str], flag: str = "--probe-option") -> dict[str, Any]:

@@ -153,6 +153,7 @@ def write_rankfile(
     *,
     slots: SlotSpec = "original",
     comment: bool = True,
+    what: str = "rankfile",
 ) -> Path:
     """Write an Open MPI rankfile that places new rank ``k`` on ``hosts[order[k]]``.
 
@@ -164,9 +165,13 @@ def write_rankfile(
     Parameters
     ----------
     path : path-like
-        Output file; written atomically (temporary file + rename).
+        Output file; written atomically (temporary file + rename). A symbolic
+        link, FIFO, socket or directory there is refused, a character device
+        (``/dev/null``) written in place; see :func:`rankopt._files.atomic_write`.
     order, hosts, slots, comment
         See :func:`format_rankfile`.
+    what : str
+        How errors name ``path`` (the CLI passes its option, ``"--rankfile"``).
 
     Returns
     -------
@@ -176,7 +181,8 @@ def write_rankfile(
     ------
     RankoptInputError
         If ``order`` is not a permutation, ``hosts`` has the wrong length or a
-        name a launcher cannot read, or the folder of ``path`` does not exist.
+        name a launcher cannot read, or ``path`` is not a writable place for a
+        regular file (a :class:`rankopt._files.RankoptFileError`).
 
     Examples
     --------
@@ -187,7 +193,8 @@ def write_rankfile(
     rank 0=node2 slot=0
     rank 1=node1 slot=0
     """
-    return atomic_write_text(path, format_rankfile(order, hosts, slots=slots, comment=comment))
+    text = format_rankfile(order, hosts, slots=slots, comment=comment)
+    return atomic_write_text(path, text, what=what)
 
 
 def format_hostfile(order: ArrayLike, hosts: Any, *, comment: bool = False) -> str:
@@ -207,7 +214,12 @@ def format_hostfile(order: ArrayLike, hosts: Any, *, comment: bool = False) -> s
 
 
 def write_hostfile(
-    path: str | os.PathLike[str], order: ArrayLike, hosts: Any, *, comment: bool = True
+    path: str | os.PathLike[str],
+    order: ArrayLike,
+    hosts: Any,
+    *,
+    comment: bool = True,
+    what: str = "hostfile",
 ) -> Path:
     """Write a sequential hostfile for ``mpiexec --hostfile PATH --map-by seq``.
 
@@ -223,10 +235,12 @@ def write_hostfile(
     >>> p.read_text().split()
     ['node2', 'node1']
     """
-    return atomic_write_text(path, format_hostfile(order, hosts, comment=comment))
+    return atomic_write_text(path, format_hostfile(order, hosts, comment=comment), what=what)
 
 
-def write_slurm_hostfile(path: str | os.PathLike[str], order: ArrayLike, hosts: Any) -> Path:
+def write_slurm_hostfile(
+    path: str | os.PathLike[str], order: ArrayLike, hosts: Any, *, what: str = "Slurm hostfile"
+) -> Path:
     """Write a Slurm hostfile for ``SLURM_HOSTFILE=PATH srun --distribution=arbitrary``.
 
     Line ``k`` is the node of task ``k``. Host names must be Slurm node names
@@ -241,7 +255,7 @@ def write_slurm_hostfile(path: str | os.PathLike[str], order: ArrayLike, hosts: 
     >>> p.read_text().split()
     ['n2', 'n3', 'n1']
     """
-    return atomic_write_text(path, format_hostfile(order, hosts, comment=False))
+    return atomic_write_text(path, format_hostfile(order, hosts, comment=False), what=what)
 
 
 def node_ranks(order: ArrayLike, hosts: Any) -> dict[str, int]:
@@ -275,7 +289,9 @@ def node_ranks(order: ArrayLike, hosts: Any) -> dict[str, int]:
     return out
 
 
-def write_deepspeed_hostfile(path: str | os.PathLike[str], order: ArrayLike, hosts: Any) -> Path:
+def write_deepspeed_hostfile(
+    path: str | os.PathLike[str], order: ArrayLike, hosts: Any, *, what: str = "DeepSpeed hostfile"
+) -> Path:
     """Write a DeepSpeed hostfile (``HOST slots=N``) listing hosts in the order's node order.
 
     DeepSpeed's launcher numbers ranks host by host in hostfile order, so a
@@ -294,7 +310,7 @@ def write_deepspeed_hostfile(path: str | os.PathLike[str], order: ArrayLike, hos
     names = rank_hosts(order, hosts)
     ranks = node_ranks(order, hosts)
     lines = [f"{h} slots={names.count(h)}" for h in sorted(ranks, key=ranks.__getitem__)]
-    return atomic_write_text(path, "\n".join(lines) + "\n")
+    return atomic_write_text(path, "\n".join(lines) + "\n", what=what)
 
 
 def launch_options(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rankopt._files import atomic_write, load_npz
 from rankopt._validation import RankoptInputError
 
 __all__ = ["Measurement", "load_measurement"]
@@ -226,21 +226,7 @@ class Measurement:
             value = getattr(self, name)
             if value is not None:
                 arrays[name] = value
-        directory = path.parent if str(path.parent) else Path(".")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                np.savez(fh, **arrays)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except FileNotFoundError:
-                pass
-            raise
-        return path
+        return atomic_write(path, lambda fh: np.savez(fh, **arrays), what="measurement file")
 
 
 def load_measurement(path: str | os.PathLike[str]) -> Measurement:
@@ -260,8 +246,10 @@ def load_measurement(path: str | os.PathLike[str]) -> Measurement:
     FileNotFoundError
         If the file does not exist.
     RankoptInputError
-        If the file is not an ``.npz`` archive, holds pickled objects, or
-        lacks a required array; the message names the file and the array.
+        If the file is not a regular file (a FIFO, a directory), not an
+        ``.npz`` archive (truncated or corrupt), holds pickled objects, would
+        expand past the size limits of :mod:`rankopt._files`, or lacks a
+        required array; the message names the file and the array.
 
     Examples
     --------
@@ -274,18 +262,7 @@ def load_measurement(path: str | os.PathLike[str]) -> Measurement:
     2
     """
     name = os.fspath(path)
-    try:
-        data = np.load(name, allow_pickle=False)
-        if not isinstance(data, np.lib.npyio.NpzFile):
-            raise RankoptInputError(f"{name}: not an .npz archive of a measurement.")
-        with data:
-            arrays = {k: data[k] for k in data.files}
-    except FileNotFoundError:
-        raise
-    except RankoptInputError:
-        raise
-    except (ValueError, OSError, EOFError) as exc:
-        raise RankoptInputError(f"{name}: cannot read a measurement ({exc}).") from None
+    arrays = load_npz(name, what="measurement file")
     for key in _REQUIRED:
         if key not in arrays:
             raise RankoptInputError(
@@ -295,6 +272,11 @@ def load_measurement(path: str | os.PathLike[str]) -> Measurement:
     if hosts.dtype.kind not in "US":
         raise RankoptInputError(f"{name}: array 'hosts' must hold strings; got {hosts.dtype}.")
     stamps = arrays.get("timestamps", np.zeros(2))
+    if stamps.shape != (2,) or stamps.dtype.kind not in "iuf":
+        raise RankoptInputError(
+            f"{name}: array 'timestamps' must hold 2 numbers (start, end); "
+            f"got {stamps.dtype} of shape {stamps.shape}."
+        )
     params = arrays.get("parameters")
     try:
         parameters = json.loads(str(params)) if params is not None else {}

@@ -1,0 +1,514 @@
+"""Safe file access: every file rankopt writes or reads goes through here.
+
+Contents
+--------
+- :class:`RankoptFileError` -- a file that rankopt refuses to write or read.
+- :func:`atomic_write`, :func:`atomic_write_text`, :func:`atomic_write_bytes` --
+  write a file atomically without ever replacing what is not a regular file.
+- :func:`check_output_path` -- the same check, run before a long computation.
+- :func:`open_regular` -- open a regular file for reading (never blocks on a FIFO).
+- :func:`load_npy`, :func:`load_npz` -- NumPy files, their sizes checked before loading.
+- :func:`check_processes` -- the size guard for a matrix of ``n`` processes.
+- :data:`MAX_N`, :data:`MAX_ARRAY_BYTES`, :data:`MAX_TEXT_BYTES` -- the limits.
+
+Notes
+-----
+**Writing.** The data goes to a hidden temporary file in the target's own
+folder (``.NAME.XXXXXXXX.tmp`` from :func:`tempfile.mkstemp`), is flushed and
+``fsync``-ed, gets its final mode, and is renamed over the target; on any
+error, ``KeyboardInterrupt`` included, the temporary file is removed and the
+target is untouched. What exists at the target decides what happens:
+
+- nothing, or a regular file: replaced atomically. A new file gets mode
+  ``0o666 & ~umask``; a file that is replaced keeps its permission bits.
+- a character device named directly (``/dev/null``, a terminal): written in
+  place, without truncation, creation or rename -- nothing can replace a
+  device node by a regular file. Not atomic, by nature.
+- a symbolic link (``/dev/stdout`` included): refused; rankopt never writes
+  through a link it did not create, since the link may have been planted.
+  Give the file's own path.
+- a FIFO, socket, block device or directory: refused.
+
+**Reading.** Files are opened with ``O_NONBLOCK`` and checked with ``fstat``
+before the first read, so a FIFO is refused instead of blocking forever.
+Sizes are checked before anything is allocated: a text file (CSV, JSON,
+order) may hold at most :data:`MAX_TEXT_BYTES`, one array of a ``.npy`` or
+``.npz`` at most :data:`MAX_ARRAY_BYTES` (its size is read from the array's
+header, not trusted from the zip directory), and a matrix at most
+:data:`MAX_N` processes.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._validation import RankoptInputError
+
+__all__ = [
+    "MAX_ARRAY_BYTES",
+    "MAX_N",
+    "MAX_TEXT_BYTES",
+    "RankoptFileError",
+    "atomic_write",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "check_output_path",
+    "check_processes",
+    "file_kind",
+    "format_bytes",
+    "load_npy",
+    "load_npz",
+    "open_regular",
+]
+
+#: Most processes in one matrix: an n x n float64 matrix at n = 16,384 is 2 GiB,
+#: and the solvers hold a few such copies.
+MAX_N = 16_384
+#: Most bytes of one array loaded from a ``.npy`` / ``.npz`` (a float64 matrix at MAX_N).
+MAX_ARRAY_BYTES = 8 * MAX_N * MAX_N
+#: Most bytes of a text file (CSV, JSON, order); parsing text costs several times its size.
+MAX_TEXT_BYTES = 256 * 2**20
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISREG, "a regular file"),
+)
+
+
+class RankoptFileError(RankoptInputError, OSError):
+    """A file rankopt refuses to write or read: wrong kind, too large, or unreadable.
+
+    Both a :class:`rankopt.RankoptInputError` (a ``ValueError``) and an ``OSError``.
+    """
+
+
+def file_kind(mode: int) -> str:
+    """Name the kind of file of an ``st_mode``: ``"a FIFO"``, ``"a directory"``, ...
+
+    Examples
+    --------
+    >>> import stat
+    >>> file_kind(stat.S_IFIFO | 0o644)
+    'a FIFO'
+    """
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def format_bytes(n: float) -> str:
+    """Bytes in binary units, as in ``"3.0 GiB"``.
+
+    Examples
+    --------
+    >>> format_bytes(3 * 2**30), format_bytes(512)
+    ('3.0 GiB', '512 B')
+    """
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def _name(what: str, path: str | os.PathLike[str]) -> str:
+    return f"{what} {os.fspath(path)!r}"
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where Linux allows."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # not thread-safe, hence the /proc read first
+    os.umask(mask)
+    return mask
+
+
+def check_output_path(
+    path: str | os.PathLike[str], *, what: str = "output file"
+) -> os.stat_result | None:
+    """Check that ``path`` may be written by :func:`atomic_write`; return its ``lstat`` or None.
+
+    Call it before a long computation whose result goes to ``path``, so that a
+    bad target fails at once rather than after the work.
+
+    Parameters
+    ----------
+    path : path-like
+        The file to be written.
+    what : str
+        How the error names the path: an option (``"--order-out"``) or a role.
+
+    Returns
+    -------
+    os.stat_result or None
+        The target's ``lstat`` (a regular file or a character device), or None
+        if it does not exist yet.
+
+    Raises
+    ------
+    RankoptFileError
+        If the target is a symbolic link, FIFO, socket, block device or
+        directory, or its folder does not exist.
+    """
+    p = Path(os.fspath(path))
+    if os.fspath(path) == "":
+        raise RankoptFileError(f"{what} is an empty path.")
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise RankoptFileError(f"{_name(what, p)}: {str(p.parent)!r} is not a directory.") from None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise RankoptFileError(
+                f"{_name(what, p)} is a symbolic link; rankopt does not write through links "
+                "(give the path of the file itself)."
+            )
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISCHR(st.st_mode)):
+            raise RankoptFileError(
+                f"{_name(what, p)} is {file_kind(st.st_mode)}, not a regular file."
+            )
+        return st
+    parent = p.parent
+    if not parent.is_dir():
+        raise RankoptFileError(f"{_name(what, p)}: directory {str(parent)!r} does not exist.")
+    return None
+
+
+def _write_device(
+    p: Path, st: os.stat_result, write_fn: Callable[[IO[bytes]], Any], what: str
+) -> None:
+    """Write in place to the character device ``p`` (no create, no truncate, no link)."""
+    flags = os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(p, flags | getattr(os, "O_CLOEXEC", 0))
+    try:
+        now = os.fstat(fd)
+        if not stat.S_ISCHR(now.st_mode) or now.st_rdev != st.st_rdev:
+            raise RankoptFileError(f"{_name(what, p)} changed while it was opened.")
+        fh = os.fdopen(fd, "wb")
+    except BaseException:
+        os.close(fd)
+        raise
+    with fh:
+        write_fn(fh)
+        fh.flush()
+
+
+def atomic_write(
+    path: str | os.PathLike[str],
+    write_fn: Callable[[IO[bytes]], Any],
+    *,
+    what: str = "output file",
+    mode: int | None = None,
+) -> Path:
+    """Write a file atomically: ``write_fn(fh)`` fills a temporary file renamed over ``path``.
+
+    Parameters
+    ----------
+    path : path-like
+        The file to write.
+    write_fn : callable
+        Called with a binary file object open for writing; writes the content.
+    what : str
+        How errors name the path: an option (``"--order-out"``) or a role
+        (``"rankfile"``).
+    mode : int, optional
+        Permission bits of the file, less the umask. By default a new file gets
+        ``0o666 & ~umask`` and a replaced file keeps its permission bits.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    RankoptFileError
+        If ``path`` is a symbolic link, FIFO, socket, block device or
+        directory, or its folder does not exist; nothing is written then.
+
+    Notes
+    -----
+    A reader never sees a half-written file, and a failed or interrupted
+    write leaves the target as it was and no temporary file behind. A
+    character device named directly (``/dev/null``) is written in place. See
+    the module notes for the full rules.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "out.bin"
+    >>> _ = atomic_write(p, lambda fh: fh.write(b"abc"))
+    >>> p.read_bytes()
+    b'abc'
+    """
+    p = Path(os.fspath(path))
+    st = check_output_path(p, what=what)
+    if st is not None and stat.S_ISCHR(st.st_mode):
+        _write_device(p, st, write_fn, what)
+        return p
+    if mode is not None:
+        mode &= ~_umask() & 0o777
+    elif st is not None:
+        mode = stat.S_IMODE(st.st_mode) & 0o777
+    else:
+        mode = 0o666 & ~_umask()
+    parent = p.parent
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write_fn(fh)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        # the target may have changed kind while we wrote: check again just before the rename
+        now = check_output_path(p, what=what)
+        if now is not None and not stat.S_ISREG(now.st_mode):
+            raise RankoptFileError(f"{_name(what, p)} became {file_kind(now.st_mode)}.")
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename durable; not every file system allows fsync on a folder
+        dfd = os.open(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return p
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
+    return p
+
+
+def atomic_write_bytes(
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    what: str = "output file",
+    mode: int | None = None,
+) -> Path:
+    """Write ``data`` to ``path`` with :func:`atomic_write`."""
+    return atomic_write(path, lambda fh: fh.write(data), what=what, mode=mode)
+
+
+def atomic_write_text(
+    path: str | os.PathLike[str], text: str | bytes, *, what: str = "output file"
+) -> Path:
+    """Write ``text`` (UTF-8; bytes as they are) to ``path`` with :func:`atomic_write`.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "order.txt"
+    >>> atomic_write_text(p, "1\\n0\\n").read_text()
+    '1\\n0\\n'
+    """
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return atomic_write_bytes(path, data, what=what)
+
+
+def open_regular(
+    path: str | os.PathLike[str], *, what: str = "file", max_bytes: int | None = None
+) -> io.BufferedReader:
+    """Open a regular file for binary reading; refuse anything else before reading.
+
+    Parameters
+    ----------
+    path : path-like
+        The file. Symbolic links are followed (reading through one is safe).
+    what : str
+        How errors name the file (``"matrix file"``, ``"--order"``).
+    max_bytes : int, optional
+        Refuse a larger file.
+
+    Returns
+    -------
+    io.BufferedReader
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    RankoptFileError
+        If it is a FIFO, device, socket or directory, cannot be opened, or is
+        larger than ``max_bytes``.
+    """
+    p = os.fspath(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(p, flags | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{_name(what, p)} does not exist.") from None
+    except OSError as exc:
+        raise RankoptFileError(f"cannot read {_name(what, p)}: {exc.strerror}.") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RankoptFileError(
+                f"{_name(what, p)} is {file_kind(st.st_mode)}, not a regular file."
+            )
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise RankoptFileError(
+                f"{_name(what, p)} is {format_bytes(st.st_size)}; rankopt reads at most "
+                f"{format_bytes(max_bytes)} from such a file."
+            )
+        if flags & getattr(os, "O_NONBLOCK", 0):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")  # type: ignore[return-value]
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def check_processes(n: int, source: str) -> None:
+    """Refuse a matrix of more than :data:`MAX_N` processes, before it is allocated.
+
+    ``source`` names where ``n`` comes from (a file and what in it, or options).
+    """
+    if n > MAX_N:
+        raise RankoptFileError(
+            f"{source} gives n={n} processes, over the limit of {MAX_N} "
+            f"(an n x n float64 matrix would take {format_bytes(8.0 * n * n)})."
+        )
+
+
+def _array_header(fh: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """Shape and dtype from a ``.npy`` header; the stream is left after the header."""
+    fmt = np.lib.format
+    version = fmt.read_magic(fh)
+    if version == (1, 0):
+        shape, _, dtype = fmt.read_array_header_1_0(fh)
+    elif version == (2, 0):
+        shape, _, dtype = fmt.read_array_header_2_0(fh)
+    else:  # 3.0: a UTF-8 header, read by the private reader the public ones wrap
+        shape, _, dtype = fmt._read_array_header(fh, version)  # type: ignore[attr-defined]
+    return tuple(int(s) for s in shape), dtype
+
+
+def _check_array(
+    shape: tuple[int, ...], dtype: np.dtype[Any], stored: int | None, where: str
+) -> None:
+    if dtype.hasobject:
+        raise RankoptFileError(
+            f"{where}: not a plain numeric .npy file (it holds Python objects, "
+            "which rankopt never unpickles)."
+        )
+    if len(shape) == 2:
+        check_processes(max(shape), where)
+    nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if nbytes > MAX_ARRAY_BYTES:
+        raise RankoptFileError(
+            f"{where} has shape {shape} and would expand to {format_bytes(nbytes)}; "
+            f"rankopt loads at most {format_bytes(MAX_ARRAY_BYTES)} per array."
+        )
+    if stored is not None and nbytes > stored:
+        raise RankoptFileError(
+            f"{where} is truncated: its header promises {format_bytes(nbytes)} "
+            f"({shape} {dtype}), the file holds {format_bytes(stored)}."
+        )
+
+
+def load_npy(path: str | os.PathLike[str], *, what: str = "file") -> NDArray[Any]:
+    """Load a ``.npy`` array without pickles, its header checked before allocation.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    RankoptFileError
+        If it is not a regular file, not a ``.npy`` file, truncated, holds
+        objects, or is larger than :data:`MAX_ARRAY_BYTES` / :data:`MAX_N`.
+    """
+    where = _name(what, path)
+    with open_regular(path, what=what) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        try:
+            shape, dtype = _array_header(fh)
+        except (ValueError, EOFError, SyntaxError) as exc:
+            raise RankoptFileError(f"{where} is not a valid .npy file ({exc}).") from None
+        _check_array(shape, dtype, size - fh.tell(), where)
+        fh.seek(0)
+        try:
+            return np.load(fh, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise RankoptFileError(f"{where} is not a valid .npy file ({exc}).") from None
+
+
+def load_npz(path: str | os.PathLike[str], *, what: str = "file") -> dict[str, NDArray[Any]]:
+    """Load every array of an ``.npz`` archive, sizes checked before anything is decompressed.
+
+    Returns
+    -------
+    dict
+        Array name (without ``.npy``) to array.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    RankoptFileError
+        If it is not a regular file, not a zip archive (truncated or corrupt),
+        a member is not a plain ``.npy`` array, fails its checksum, or would
+        expand past :data:`MAX_ARRAY_BYTES` (or :data:`MAX_N` processes).
+    """
+    where = _name(what, path)
+    with open_regular(path, what=what) as fh:
+        if fh.read(6) == b"\x93NUMPY":
+            raise RankoptFileError(f"{where} is a single .npy array, not an .npz archive.")
+        fh.seek(0)
+        try:
+            with zipfile.ZipFile(fh) as zf:
+                infos = [i for i in zf.infolist() if not i.is_dir()]
+                for info in infos:
+                    member = f"{where}, array {info.filename.removesuffix('.npy')!r},"
+                    if info.file_size > MAX_ARRAY_BYTES + 2**16:
+                        raise RankoptFileError(
+                            f"{member} would expand to {format_bytes(info.file_size)}; "
+                            f"rankopt loads at most {format_bytes(MAX_ARRAY_BYTES)} per array."
+                        )
+                    with zf.open(info) as m:
+                        try:
+                            shape, dtype = _array_header(m)
+                        except (ValueError, EOFError, SyntaxError) as exc:
+                            raise RankoptFileError(
+                                f"{member} is not a .npy array ({exc})."
+                            ) from None
+                        _check_array(shape, dtype, info.file_size - m.tell(), member.rstrip(","))
+            fh.seek(0)
+            with np.load(fh, allow_pickle=False) as data:
+                return {k: data[k] for k in data.files}
+        except RankoptFileError:
+            raise
+        except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError) as exc:
+            raise RankoptFileError(
+                f"{where} is not a valid .npz archive (truncated or corrupt: {exc})."
+            ) from None
