@@ -101,7 +101,7 @@ def one_line(exc: BaseException) -> str:
 
     Examples
     --------
-    >>> one_line(ValueError("bad value\nmore detail"))
+    >>> one_line(ValueError("bad value\\nmore detail"))
     'bad value'
     >>> one_line(ModuleNotFoundError("No module named 'matplotlib'"))
     "ModuleNotFoundError: No module named 'matplotlib'"
