@@ -91,12 +91,12 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
         help="backend the program uses: nccl keeps each node's ranks contiguous "
         "and orders nodes (only node order reaches NCCL's rings and trees)",
     )
-    p.add_argument("--collective", default="allreduce", help="collective to optimise for")
-    p.add_argument("--algorithm", default="ring", help="its algorithm (default: ring)")
-    p.add_argument("--method", default="auto", help="solver method (default: auto)")
-    p.add_argument("--nbytes", type=float, default=None, help="message size in bytes")
-    p.add_argument("--seed", type=int, default=None, help="solver seed")
-    p.add_argument("--time-limit", type=float, default=None, help="solver time guard, s")
+    from rankopt._model_args import add_model_arguments
+    from rankopt.network import DDP_BUCKET_BYTES
+
+    add_model_arguments(
+        p, default_nbytes=DDP_BUCKET_BYTES, nbytes_note=", torch DDP's gradient bucket"
+    )
     p.add_argument(
         "--granularity",
         choices=("auto", "rank", "node"),
@@ -146,6 +146,13 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     )
     p.add_argument(
         "--save", metavar="FILE", default=None, help="rank 0 writes the order (.npy/.json/text)"
+    )
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        default=None,
+        help="rank 0 writes the result (what was modelled, the modelled speedup and its "
+        "interval, the order) as JSON",
     )
     p.add_argument(
         "--dry-run",
@@ -239,13 +246,15 @@ def _solve(
         loader = getattr(rankopt, "load_matrix", None)
         lat = loader(args.latency) if loader else np.load(args.latency)
         measurement = _Matrix(np.asarray(lat, dtype=np.float64), hosts)
-    opts: dict[str, Any] = {"method": args.method}
-    if args.nbytes is not None:
-        opts["nbytes"] = args.nbytes
-    if args.time_limit is not None:
-        opts["time_limit"] = args.time_limit
-    if args.seed is not None:
-        opts["rng"] = args.seed
+    from rankopt._model_args import model_options, parse_uplinks
+    from rankopt.network import DDP_BUCKET_BYTES, Network
+
+    ups = parse_uplinks(getattr(args, "uplink_bandwidth", None))
+    plain = argparse.Namespace(**{**vars(args), "uplink_bandwidth": None})
+    opts: dict[str, Any] = model_options(plain, None, solver=True)
+    if ups is not None:
+        opts["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
+        opts.setdefault("objective", "contention")
     granularity = args.granularity
     if granularity == "auto":
         granularity = "node" if args.backend == "nccl" else "rank"
@@ -261,9 +270,19 @@ def _solve(
         what = "nodes" if res is None else _describe(res)
         return order, f"node-granular, {m} nodes, {what}"
     import rankopt
+    from rankopt._model_args import report
 
-    res = rankopt.solve(measurement, args.collective, args.algorithm, keep_rank0=True, **opts)
-    return as_order(res.order, n), _describe(res)
+    if isinstance(measurement, _Matrix):
+        network = Network.from_matrices(measurement.latency, hosts=hosts, source="file")
+    else:
+        network = Network.from_measurement(measurement)
+    opts.setdefault("nbytes", DDP_BUCKET_BYTES)
+    res = rankopt.solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
+    if getattr(args, "json", None):
+        from rankopt._files import atomic_write_text
+
+        atomic_write_text(args.json, json.dumps(res.to_dict()) + "\n", what="--json")
+    return as_order(res.order, n), report(res)
 
 
 def _describe(res: Any) -> str:
@@ -369,7 +388,7 @@ def _decide(
         hosts = [store.get(f"host/{r}").decode() for r in range(n)]
         order, summary = _solve(args, n, tuple(hosts), measurement)
         if args.save:
-            save_order(args.save, order)
+            save_order(args.save, order, what="--save")
         return {"order": order.tolist(), "hosts": hosts, "summary": summary}
     except Exception as exc:  # noqa: BLE001 - every rank gets the same decision
         if not hosts:
@@ -428,7 +447,7 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
     if decision.error:
         print(f"{prog}: {decision.error}; running with the launch order", file=sys.stderr)
     if info.rank == 0 and not getattr(args, "quiet", False):
-        print(f"{prog}: {info.world_size} ranks, {decision.summary}", file=sys.stderr)
+        print(f"{prog}: {info.world_size} ranks\n{decision.summary}", file=sys.stderr)
     env = child_env(os.environ, info, decision)
     if args.dry_run:
         print(

@@ -21,12 +21,12 @@ def build_parser() -> argparse.ArgumentParser:
         "communicator whose ranks follow the measured network (probe, solve on rank 0, "
         "MPI_Comm_split). Launch it under mpiexec like the program itself.",
     )
-    p.add_argument("--collective", default="allreduce", help="collective to optimise for")
-    p.add_argument("--algorithm", default="ring", help="its algorithm (default: ring)")
-    p.add_argument("--method", default="auto", help="solver method (default: auto)")
-    p.add_argument("--nbytes", type=float, default=None, help="message size in bytes")
-    p.add_argument("--seed", type=int, default=None, help="solver seed (reproducible runs)")
-    p.add_argument("--time-limit", type=float, default=None, help="solver time guard, s")
+    from rankopt._model_args import add_model_arguments
+    from rankopt.network import DEFAULT_NBYTES
+
+    add_model_arguments(
+        p, default_nbytes=DEFAULT_NBYTES, nbytes_note=", a large allreduce of an MPI program"
+    )
     p.add_argument("--keep-rank0", action="store_true", help="keep rank 0 in place")
     p.add_argument(
         "--order",
@@ -59,11 +59,25 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="extra keyword for rankopt.probe.mpi.measure (repeatable)",
     )
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        default=None,
+        help="rank 0 writes the result (what was modelled, the modelled speedup and its "
+        "interval, the order) as JSON",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="rank 0 does not print the report (what was modelled, the modelled speedup, the "
+        "new rank table) to stderr",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="rank 0 logs to stderr")
     return p
 
 
-_FLAGS = {"--keep-rank0", "-v", "--verbose", "-h", "--help"}
+_FLAGS = {"--keep-rank0", "-v", "--verbose", "-q", "--quiet", "-h", "--help"}
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -123,18 +137,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("rankopt").addHandler(handler)
         logging.getLogger("rankopt").setLevel(logging.INFO)
 
-    solve_options: dict[str, Any] = {"method": args.method}
-    for key in ("nbytes", "time_limit"):
-        if getattr(args, key) is not None:
-            solve_options[key] = getattr(args, key)
-    if args.seed is not None:
-        solve_options["rng"] = args.seed
+    from rankopt._model_args import model_options, parse_uplinks
+
+    try:
+        ups = parse_uplinks(args.uplink_bandwidth)
+        plain = argparse.Namespace(**{**vars(args), "uplink_bandwidth": None})
+        solve_options: dict[str, Any] = model_options(plain, None, solver=True)
+    except RankoptInputError as exc:
+        parser.exit(1, f"rankopt.mpi: error: {exc}\n")
+    if ups is not None:  # one per level of the hierarchy the probe finds, checked at solve
+        solve_options["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
+        solve_options.setdefault("objective", "contention")
     if args.keep_rank0:
         solve_options["keep_rank0"] = True
 
     hosts = world.allgather(MPI.Get_processor_name()) if (args.rankfile or args.hostfile) else None
 
-    def after_reorder(comm: Any) -> None:
+    state: dict[str, Any] = {}
+
+    def after_reorder(comm: Any, result: Any = None) -> None:
+        state["result"] = result
         if world.Get_rank() != 0:
             return
         from rankopt.adapters._common import save_order
@@ -144,12 +166,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         order_used = comm.Get_group().Translate_ranks(
             list(range(comm.Get_size())), world.Get_group()
         )
+        result = state.get("result")
+        if result is not None and not args.quiet:
+            from rankopt._model_args import report
+
+            print(report(result), file=sys.stderr, flush=True)
+        if result is not None and args.json:
+            import json
+
+            from rankopt._files import atomic_write_text
+
+            atomic_write_text(args.json, json.dumps(result.to_dict()) + "\n", what="--json")
         if args.save:
-            save_order(args.save, order_used)
+            save_order(args.save, order_used, what="--save")
         if args.rankfile:
-            write_rankfile(args.rankfile, order_used, hosts)
+            write_rankfile(args.rankfile, order_used, hosts, what="--rankfile")
         if args.hostfile:
-            write_hostfile(args.hostfile, order_used, hosts)
+            write_hostfile(args.hostfile, order_used, hosts, what="--hostfile")
 
     try:
         adapter.run_program(
