@@ -393,7 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", type=Path, default=TABLE)
     args = parser.parse_args(argv)
     gen = generate(args.header.read_text(), read_table(args.table), source=str(args.header))
-    args.output.write_text(gen.code)
+    from rankopt._files import atomic_write_text
+
+    atomic_write_text(args.output, gen.code, what="--output")
     print(f"{args.output}: {len(gen.wrapped)} wrappers; not declared: {' '.join(gen.skipped)}")
     return 0
 

@@ -107,6 +107,12 @@ def _output_problem(path: Path) -> str:
         return f"cannot write {path}: directory {parent} does not exist"
     if not os.access(parent, os.W_OK):
         return f"cannot write {path}: directory {parent} is not writable"
+    from rankopt._files import RankoptFileError, check_output_path
+
+    try:  # a FIFO, link or directory there is refused before the probe, not after it
+        check_output_path(path, what="--output")
+    except RankoptFileError as exc:
+        return str(exc)
     return ""
 
 

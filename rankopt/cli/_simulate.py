@@ -6,6 +6,7 @@ import argparse
 
 import numpy as np
 
+from rankopt._files import MAX_N, atomic_write, check_output_path, format_bytes
 from rankopt.cli import CLIError
 from rankopt.cloud import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, synthetic_cloud
 
@@ -53,6 +54,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    out = args.output
+    if not out.endswith((".npz", ".npy", ".csv")):
+        raise CLIError(f"--output must end in .npz, .npy or .csv; got {out!r}")
+    sizes = (args.pods, args.racks, args.hosts, args.ranks_per_host)
+    n = int(np.prod(sizes, dtype=object)) if min(sizes) > 0 else 0
+    if n > MAX_N:  # before anything is allocated
+        raise CLIError(
+            f"--pods {args.pods} x --racks {args.racks} x --hosts {args.hosts} x "
+            f"--ranks-per-host {args.ranks_per_host} = {n} processes; rankopt takes at most "
+            f"{MAX_N} (each n x n matrix would take {format_bytes(8.0 * n * n)})"
+        )
+    check_output_path(out, what="--output")
     cloud = synthetic_cloud(
         args.pods,
         args.racks,
@@ -65,18 +78,18 @@ def run(args: argparse.Namespace) -> int:
         shuffle=not args.no_shuffle,
         rng=args.seed,
     )
-    out = args.output
     if out.endswith(".npz"):
-        cloud.save(out)
+        cloud.save(out, what="--output")
     elif out.endswith(".npy"):
-        np.save(out, cloud.latency)
-    elif out.endswith(".csv"):
-        with open(out, "w") as fh:
-            fh.write("host," + ",".join(cloud.hosts) + "\n")
-            for h, row in zip(cloud.hosts, cloud.latency, strict=True):
-                fh.write(h + "," + ",".join(f"{v:.9g}" for v in row) + "\n")
+        atomic_write(out, lambda fh: np.save(fh, cloud.latency), what="--output")
     else:
-        raise CLIError(f"--output must end in .npz, .npy or .csv; got {out!r}")
+
+        def write_csv(fh) -> None:
+            fh.write(("host," + ",".join(cloud.hosts) + "\n").encode())
+            for h, row in zip(cloud.hosts, cloud.latency, strict=True):
+                fh.write((h + "," + ",".join(f"{v:.9g}" for v in row) + "\n").encode())
+
+        atomic_write(out, write_csv, what="--output")
     if not args.quiet:
         print(
             f"wrote {out}: {cloud.n} processes, {args.pods} pods x {args.racks} racks x "

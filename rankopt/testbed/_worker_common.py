@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from rankopt._files import atomic_write, atomic_write_text
+
 #: Size of the per-order warm-up allreduce (opens connections, faults pages in).
 WARMUP_BYTES = 64 * 1024
 
@@ -48,7 +50,7 @@ def timing_loop(
 
 def write_result(cfg: dict[str, Any], result: dict[str, Any]) -> None:
     """Write the rank-0 result next to the configuration."""
-    Path(cfg["out"]).write_text(json.dumps(result))
+    atomic_write_text(cfg["out"], json.dumps(result), what="worker result file")
 
 
 def save_measurement(m: Any, path: str) -> None:
@@ -56,9 +58,9 @@ def save_measurement(m: Any, path: str) -> None:
     if hasattr(m, "save"):
         m.save(path)
         return
-    np.savez(
-        path,
-        latency=np.asarray(m.latency),
-        bandwidth=np.asarray(getattr(m, "bandwidth", np.zeros_like(m.latency))),
-        hosts=np.asarray(getattr(m, "hosts", []), dtype=str),
-    )
+    arrays = {
+        "latency": np.asarray(m.latency),
+        "bandwidth": np.asarray(getattr(m, "bandwidth", np.zeros_like(m.latency))),
+        "hosts": np.asarray(getattr(m, "hosts", []), dtype=str),
+    }
+    atomic_write(path, lambda fh: np.savez(fh, **arrays), what="measurement file")

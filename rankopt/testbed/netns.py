@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rankopt._files import atomic_write_text
 from rankopt.testbed.topology import TestbedError, Topology
 
 __all__ = ["Testbed", "teardown", "require_namespaces", "existing_namespaces"]
@@ -172,7 +173,7 @@ class Testbed:
             "topology": self.topology.to_dict(),
             "relays": [r.pid for r in self._relays],
         }
-        self.state_file.write_text(json.dumps(state))
+        atomic_write_text(self.state_file, json.dumps(state), what="testbed state file")
         logger.info("testbed %s up: %s", self.prefix, self.topology.describe())
         return self
 
