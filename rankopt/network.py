@@ -414,15 +414,26 @@ class Network:
                 arrays[name] = value
         if self.hosts is not None:
             arrays["hosts"] = np.array(self.hosts, dtype=np.str_).reshape(self.n)
-        if self.groups:
-            arrays["groups"] = np.array(self.groups, dtype=np.int64)
-        if self.uplinks:
-            gmax = max(u.size for u in self.uplinks)
-            pad = np.full((len(self.uplinks), gmax), np.nan)
-            for k, u in enumerate(self.uplinks):
-                pad[k, : u.size] = u
-            arrays["uplinks"] = pad
+        arrays.update(hierarchy_arrays(self))
         return _write_npz(Path(os.fspath(path)), arrays)
+
+
+def hierarchy_arrays(network: Network) -> dict[str, NDArray[Any]]:
+    """``groups`` (levels x n) and ``uplinks`` (levels x groups, NaN-padded) for a file."""
+    out: dict[str, NDArray[Any]] = {}
+    if network.groups:
+        out["groups"] = np.array(network.groups, dtype=np.int64)
+    if network.uplinks:
+        gmax = max(u.size for u in network.uplinks)
+        pad = np.full((len(network.uplinks), gmax), np.nan)
+        for k, u in enumerate(network.uplinks):
+            pad[k, : u.size] = u
+        out["uplinks"] = pad
+    return out
+
+
+def _uplinks_from(arr: Any) -> tuple[NDArray[np.float64], ...]:
+    return tuple(row[np.isfinite(row)] for row in np.atleast_2d(np.asarray(arr, dtype=float)))
 
 
 def describe_levels(groups: Sequence[NDArray[np.int64]], uplinks: Sequence[Any] = ()) -> str:
@@ -504,7 +515,13 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
             return Network.from_cloud(load_cloud(name))
         from rankopt.probe.measurement import load_measurement
 
-        return Network.from_measurement(load_measurement(name))
+        m = load_measurement(name)
+        if {"groups", "uplinks"} <= files:  # the probe stored the hierarchy it inferred
+            with np.load(name, allow_pickle=False) as z:
+                groups, ups = list(np.atleast_2d(z["groups"])), _uplinks_from(z["uplinks"])
+            net = Network.from_measurement(m, infer=False).with_hierarchy(groups, ups)
+            return replace(net, provenance={**net.provenance, "hierarchy": "stored by the probe"})
+        return Network.from_measurement(m)
     from rankopt.io import load_matrix_and_labels
 
     lat, labels = load_matrix_and_labels(name, unit=unit)
@@ -513,9 +530,7 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
 
 
 def _network_from_npz(z: Mapping[str, Any], name: str) -> Network:
-    ups = ()
-    if "uplinks" in z:
-        ups = tuple(row[np.isfinite(row)] for row in np.asarray(z["uplinks"], dtype=float))
+    ups = _uplinks_from(z["uplinks"]) if "uplinks" in z else ()
     try:
         prov = json.loads(str(z["provenance"])) if "provenance" in z else {}
     except json.JSONDecodeError:

@@ -222,3 +222,16 @@ def test_launcher_solve_uses_the_network_and_ddp_bucket():
     assert f"message {DDP_BUCKET_BYTES / 2**20:g} MiB" in text and "modelled speedup" in text
     lib = rankopt.solve(m, nbytes=DDP_BUCKET_BYTES, keep_rank0=True)
     assert order.tolist() == lib.order.tolist()
+
+
+def test_a_probe_file_keeps_the_hierarchy_it_was_saved_with(tmp_path):
+    m, _ = probed((4, 3, 2), 6)
+    net = Network.from_measurement(m)
+    f = m.save(tmp_path / "probe.npz", network=net)
+    with np.load(f) as z:
+        assert z["groups"].shape == (2, 9) and z["uplinks"].shape == (2, 9)
+    back = rankopt.load_network(f)
+    assert back.provenance["hierarchy"] == "stored by the probe"
+    assert [g.tolist() for g in back.groups] == [g.tolist() for g in net.groups]
+    assert all(np.allclose(a, b) for a, b in zip(back.uplinks, net.uplinks, strict=True))
+    assert rankopt.load_measurement(f).n == 9  # still a measurement file

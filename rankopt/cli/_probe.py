@@ -163,8 +163,12 @@ def _probe_and_save(
         abort()
         return 1
     if rank == 0:
-        m.save(args.output)
+        from rankopt.network import Network
+
+        net = Network.from_measurement(m)
+        m.save(args.output, network=net)
         print(_summary(m, args.output))
+        print(f"network: {net.describe()}")
     return 0
 
 

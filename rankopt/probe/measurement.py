@@ -178,7 +178,7 @@ class Measurement:
             f"duration={self.duration:.3g} s)"
         )
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    def save(self, path: str | os.PathLike[str], *, network: Any = None) -> Path:
         """Write the measurement to an ``.npz`` file, atomically.
 
         The arrays are written to a temporary file in the same directory that
@@ -188,6 +188,11 @@ class Measurement:
         ----------
         path : str or path-like
             Destination; written as given (no suffix is added).
+        network : rankopt.Network, optional
+            The network inferred from this measurement: its hierarchy
+            (``groups``, levels x n) and uplinks (``uplinks``, levels x
+            groups, NaN-padded) are stored too, and
+            :func:`rankopt.load_network` uses them instead of inferring again.
 
         Returns
         -------
@@ -226,6 +231,10 @@ class Measurement:
             value = getattr(self, name)
             if value is not None:
                 arrays[name] = value
+        if network is not None and network.groups:
+            from rankopt.network import hierarchy_arrays
+
+            arrays.update(hierarchy_arrays(network))
         return atomic_write(path, lambda fh: np.savez(fh, **arrays), what="measurement file")
 
 
