@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from rankopt._files import atomic_write_text
 from rankopt.testbed.fidelity import fidelity
 from rankopt.testbed.hierarchy import probe_network
 from rankopt.testbed.launch import RING_MCA, placement, run_gloo, run_mpi
@@ -115,7 +116,7 @@ def _run_worker(
 ) -> dict[str, Any]:
     path = workdir / f"cfg-{engine}-{time.monotonic_ns()}.json"
     cfg = {**cfg, "out": str(path.with_suffix(".out.json")), "timeout": timeout}
-    path.write_text(json.dumps(cfg))
+    atomic_write_text(path, json.dumps(cfg), what="worker configuration")
     argv = [*_worker(engine), str(path)]
     if engine == "gloo":
         run_gloo(tb, hosts, argv, timeout=timeout)
@@ -407,7 +408,7 @@ def run_ddp(
         rank_of[order] = np.arange(len(order))
         path = wd / f"ddp-{label}.json"
         cfg = {**kwargs, "out": str(path.with_suffix(".out.json")), "timeout": timeout}
-        path.write_text(json.dumps(cfg))
+        atomic_write_text(path, json.dumps(cfg), what="worker configuration")
         run_gloo(
             tb,
             hosts,

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rankopt._files import atomic_write_text
 from rankopt.testbed.netns import Testbed
 from rankopt.testbed.topology import TestbedError
 
@@ -119,14 +120,18 @@ def _agent(tb: Testbed, directory: Path) -> Path:
         f"  {tb.topology.address(h)}) ns={tb.ns(h)};;" for h in range(tb.topology.n_hosts)
     )
     script = directory / "agent.sh"
-    script.write_text(f"""#!/bin/sh
+    atomic_write_text(
+        script,
+        f"""#!/bin/sh
 host=$1; shift
 case "$host" in
 {cases}
   *) echo "rankopt testbed agent: unknown host $host" >&2; exit 1;;
 esac
 exec ip netns exec "$ns" unshare --uts -- sh -c "hostname $ns && $*"
-""")
+""",
+        what="testbed agent script",
+    )
     script.chmod(0o755)
     return script
 
@@ -175,7 +180,8 @@ def run_mpi(
     params = {**MPI_MCA, **(mca or {})}
     with tempfile.TemporaryDirectory(prefix="rankopt-testbed-") as d:
         hostfile = Path(d) / "hosts"
-        hostfile.write_text("".join(f"{t.address(int(h))}\n" for h in hosts))
+        text = "".join(f"{t.address(int(h))}\n" for h in hosts)
+        atomic_write_text(hostfile, text, what="testbed hostfile")
         cmd = [
             "mpirun",
             "-n",
