@@ -51,6 +51,15 @@ the compiler (``openmpi-5.0.11-1a2b3c4d5e6f/``), holding the library, the
 generated ``wrappers.c`` and ``build.json``. The path must be visible on every
 node. ``build(outdir=...)`` writes elsewhere.
 
+A cached library is loaded into every rank of a job, so it is reused only
+from folders nobody else can change: the library and its folder must belong
+to the current user and not be writable by group or others, nor may the
+``shim`` folder, and the cache root must belong to the user or to root
+(writable by others only with the sticky bit, as ``/tmp``). Otherwise
+:func:`build` raises :class:`ShimBuildError` naming the path, instead of
+loading or writing there. The folders rankopt creates are ``0o755`` less the
+umask.
+
 **Caveats.**
 
 - ``MPI_COMM_WORLD`` is recognised by handle: a communicator equal to it is
@@ -89,12 +98,14 @@ import logging
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from rankopt._files import atomic_write_bytes
 from rankopt._shim_src import generate as _gen
 
 __all__ = [
@@ -137,6 +148,49 @@ def cache_dir() -> Path:
     xdg = os.environ.get("XDG_CACHE_HOME")
     base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
     return base / "rankopt" / "shim"
+
+
+def _untrusted(path: Path, *, file: bool = False, root: bool = False) -> str:
+    """Why ``path`` cannot be trusted to hold the shim ("" when it can)."""
+    try:
+        st = os.lstat(path) if file else os.stat(path)
+    except FileNotFoundError:
+        return ""
+    uid = os.getuid()
+    if file and not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if not file and not stat.S_ISDIR(st.st_mode):
+        return "is not a directory"
+    if st.st_uid != uid and not (root and st.st_uid == 0):
+        return f"belongs to uid {st.st_uid}, not to you (uid {uid})"
+    if st.st_mode & 0o022 and not (root and st.st_mode & stat.S_ISVTX):
+        return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+    return ""
+
+
+def _check_cache(target_dir: Path) -> None:
+    """Refuse a cache folder (and library) that someone else could have written."""
+    shim_dir = target_dir.parent
+    for path, kw in (
+        (shim_dir.parent, {"root": True}),
+        (shim_dir, {}),
+        (target_dir, {}),
+        (target_dir / LIBRARY_NAME, {"file": True}),
+    ):
+        why = _untrusted(path, **kw)
+        if why:
+            raise ShimBuildError(
+                f"shim cache {os.fspath(path)!r} {why}; rankopt will not load or build a shim "
+                "there. Remove it, fix its owner and mode (chmod go-w), or set "
+                "RANKOPT_CACHE_DIR to a folder of your own."
+            )
+
+
+def _make_dirs(target_dir: Path) -> None:
+    """Create the cache folders, those rankopt owns without group/other write."""
+    target_dir.parent.parent.mkdir(parents=True, exist_ok=True)
+    for d in (target_dir.parent, target_dir):
+        d.mkdir(mode=0o755, exist_ok=True)
 
 
 def find_mpicc(mpicc: str | os.PathLike[str] | None = None) -> Path:
@@ -270,9 +324,11 @@ def build(
         header, label, key = _inspect_mpi(cc, work)
         target_dir = cache_dir() / key if outdir is None else Path(outdir)
         target = target_dir / LIBRARY_NAME
-        if outdir is None and target.is_file() and not force:
-            log.debug("using cached shim %s", target)
-            return target
+        if outdir is None:
+            _check_cache(target_dir)
+            if target.is_file() and not force:
+                log.debug("using cached shim %s", target)
+                return target
         try:
             gen = _gen.generate(header, source=label)
         except _gen.TableError as exc:
@@ -302,13 +358,17 @@ def build(
             "wrapped": list(gen.wrapped),
             "not_declared": list(gen.skipped),
         }
-        target_dir.mkdir(parents=True, exist_ok=True)
+        if outdir is None:
+            _make_dirs(target_dir)
+            _check_cache(target_dir)
+        else:
+            target_dir.mkdir(parents=True, exist_ok=True)
         (work / "build.json").write_text(json.dumps(info, indent=1) + "\n")
         for name in ("wrappers.c", "build.json", LIBRARY_NAME):
-            # stage then rename: a concurrent build or a running job never sees half a file
-            staged = target_dir / f".{name}.{os.getpid()}"
-            shutil.copyfile(work / name, staged)
-            os.replace(staged, target_dir / name)
+            # atomic: a concurrent build or a running job never sees half a file
+            data = (work / name).read_bytes()
+            mode = 0o755 if name == LIBRARY_NAME else 0o644  # never group/other-writable
+            atomic_write_bytes(target_dir / name, data, what="shim file", mode=mode)
     return target
 
 
@@ -341,8 +401,9 @@ def order_text_file(order: str | os.PathLike[str], n: int | None = None) -> Path
     >>> order_text_file(p, 3) == p.resolve()
     True
     """
+    from rankopt._files import atomic_write_text
     from rankopt._validation import RankoptInputError
-    from rankopt.adapters._common import atomic_write_text, load_order, order_digest
+    from rankopt.adapters._common import load_order, order_digest
 
     path = Path(order).expanduser().resolve()
     arr = load_order(path)
@@ -355,7 +416,7 @@ def order_text_file(order: str | os.PathLike[str], n: int | None = None) -> Path
         path = cache_dir().parent / "orders" / f"order-{len(arr)}-{order_digest(arr)}.txt"
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(path, text)
+            atomic_write_text(path, text, what="order file")
     return path
 
 

@@ -251,6 +251,50 @@ def test_order_text_file(tmp_path, monkeypatch):
         shim.order_text_file(txt)
 
 
+def test_order_text_file_refuses_a_fifo(tmp_path):
+    from rankopt import RankoptInputError
+
+    fifo = tmp_path / "order.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(
+        RankoptInputError, match=r"order file '.*order\.txt' is a FIFO, not a regular"
+    ):
+        shim.order_text_file(fifo, 4)
+
+
+def test_cached_shim_is_reused_only_from_folders_nobody_else_can_write(tmp_path, monkeypatch):
+    """A planted or writable cached library is refused, never loaded into a job."""
+    try:
+        cc = shim.find_mpicc()
+    except shim.ShimBuildError as exc:
+        pytest.skip(f"no MPI compiler: {exc}")
+    root = tmp_path / "cache"
+    monkeypatch.setenv("RANKOPT_CACHE_DIR", str(root))
+    _, _, key = shim._inspect_mpi(cc, tmp_path)
+    folder = root / "shim" / key
+    folder.mkdir(parents=True, mode=0o755)
+    os.chmod(root, 0o755)
+    os.chmod(root / "shim", 0o755)
+    lib = folder / shim.LIBRARY_NAME
+    lib.write_bytes(b"not really a library")
+    lib.chmod(0o644)
+    assert shim.build() == lib  # ours, not writable by others: reused
+    for path, mode in ((folder, 0o777), (root / "shim", 0o775), (lib, 0o666)):
+        path.chmod(mode)
+        with pytest.raises(shim.ShimBuildError, match=rf"'{re.escape(str(path))}' is writable by"):
+            shim.build()
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    try:
+        os.chown(lib, 12345, -1)
+    except OSError as exc:  # not root
+        pytest.skip(f"cannot give the library another owner: {exc}")
+    with pytest.raises(shim.ShimBuildError, match=r"belongs to uid 12345, not to you"):
+        shim.build()
+    with pytest.raises(shim.ShimBuildError, match="belongs to uid 12345"):
+        shim.build(force=True)  # nor is a rebuild written into a folder holding it
+    assert lib.read_bytes() == b"not really a library"
+
+
 def test_cli_run_mpi_dry_run_and_usage(tmp_path, capsys):
     (tmp_path / "o.txt").write_text("1 0\n")
     lib = tmp_path / "lib.so"
@@ -398,12 +442,16 @@ def test_point_to_point_pairs_the_reordered_partners(mpi):
         ),
         ("word", "2 0 x 1\n", r"entry 2 is 'x', expected an integer rank"),
         ("missing", None, r"cannot read RANKOPT_ORDER file '{path}': No such file"),
+        ("fifo", os.mkfifo, r"RANKOPT_ORDER file '{path}' is a FIFO, not a regular file"),
+        ("directory", os.mkdir, r"RANKOPT_ORDER file '{path}' is a directory, not a regular"),
     ],
-    ids=["size", "twice", "word", "missing"],
+    ids=["size", "twice", "word", "missing", "fifo", "directory"],
 )
 def test_bad_order_stops_every_rank_with_one_message(mpi, name, content, match):
     path = mpi["tmp"] / f"bad-{name}.txt"
-    if content is not None:
+    if callable(content):  # a FIFO would block a plain open in MPI_Init forever
+        content(path)
+    elif content is not None:
         path.write_text(content)
     wrap = name == "size"  # a shell around each rank shows every rank's exit status
     proc = _launch(mpi, mpi["ranks"], order=path, wrap=wrap)

@@ -9,15 +9,22 @@
  * broadcasts the verdict, so a bad file stops every rank before the
  * program's first line after MPI_Init, with one message from rank 0.
  * RANKOPT_SHIM_VERBOSE=1 makes rank 0 say what the shim did.
+ *
+ * The file must be a regular file: it is opened with O_NONBLOCK and
+ * checked with fstat before the first read, so a FIFO (or a device such
+ * as /dev/zero) is refused with a message instead of blocking MPI_Init.
  */
 #include "rankopt_shim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define RANKOPT_TOKEN_MAX 64
 
@@ -63,6 +70,48 @@ static size_t next_token(FILE *f, char *tok)
     return n < RANKOPT_TOKEN_MAX ? n : RANKOPT_TOKEN_MAX;
 }
 
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+/* Open `path` for reading if it is a regular file, without blocking on a
+ * FIFO. Returns the stream, or NULL with a message in `msg`. */
+static FILE *open_regular(const char *path, rankopt_msg *msg)
+{
+    struct stat st;
+    int flags;
+    FILE *f;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        fail(msg, "cannot read RANKOPT_ORDER file '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    if (fstat(fd, &st) != 0) {
+        fail(msg, "cannot read RANKOPT_ORDER file '%s': %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        fail(msg, "RANKOPT_ORDER file '%s' is %s, not a regular file", path, file_kind(st.st_mode));
+        close(fd);
+        return NULL;
+    }
+    flags = fcntl(fd, F_GETFL);
+    if (flags == -1 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == -1
+        || (f = fdopen(fd, "r")) == NULL) {
+        fail(msg, "cannot read RANKOPT_ORDER file '%s': %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    return f;
+}
+
 /* Read and validate the order file for a world of `size` ranks into
  * `order` (`size` entries). Returns 0, or 1 with a message in `msg`. */
 static int read_order(const char *path, int size, int *order, rankopt_msg *msg)
@@ -70,10 +119,8 @@ static int read_order(const char *path, int size, int *order, rankopt_msg *msg)
     char tok[RANKOPT_TOKEN_MAX];
     int count = 0, status = 0;
     int *entry_of = NULL;
-    FILE *f = fopen(path, "r");
-    if (f == NULL) {
-        return fail(msg, "cannot read RANKOPT_ORDER file '%s': %s", path, strerror(errno));
-    }
+    FILE *f = open_regular(path, msg);
+    if (f == NULL) return 1;
     while (next_token(f, tok) > 0) {
         char *end;
         long value;
