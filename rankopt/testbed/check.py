@@ -62,10 +62,14 @@ class LevelCheck:
 def _pairs(tb: Testbed, level: int) -> list[tuple[int, int]]:
     t = tb.topology
     if level == 0:
-        return [(0, 1)] if t.hosts_per_rack >= 2 else [(0, t.hosts_per_rack)]
-    other = t.hosts_per_rack if level == 1 else t.hosts_per_rack * t.racks_per_pod
-    k = min(t.hosts_per_rack, 4)
-    return [(i, other + i) for i in range(k)]
+        rack = next((r for r in range(t.n_racks) if t.rack_sizes[r] >= 2), None)
+        if rack is None:
+            return [(0, 1)]
+        h = t.rack_hosts(rack)
+        return [(h[0], h[1])]
+    a, b = (t.rack_hosts(0), t.rack_hosts(1)) if level == 1 else (t.pod_hosts(0), t.pod_hosts(1))
+    k = min(len(a), len(b), 4)
+    return [(a[i], b[i]) for i in range(k)]
 
 
 def _flows(

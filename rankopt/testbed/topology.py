@@ -3,8 +3,9 @@
 Contents
 --------
 Topology
-    Hosts per rack, racks per pod, pods, the rate of every level's link and an
-    optional extra one-way latency per level; configured matrices and groups.
+    Hosts per rack (equal, or one size per rack), racks per pod, pods, the rate
+    of every level's link and an optional extra one-way latency per level;
+    configured matrices and groups.
 parse_rate, parse_time
     ``"200mbit"`` -> bytes/s, ``"5ms"`` -> seconds.
 TestbedError
@@ -109,6 +110,11 @@ class Topology:
     hosts_per_rack, racks_per_pod, pods : int
         Shape of the tree.  ``pods=1`` gives two levels (racks joined by one
         pod switch).
+    racks : sequence of int, optional
+        Hosts of every rack, for racks of unequal sizes (e.g. ``(4, 3, 2)``);
+        replaces ``hosts_per_rack``.  With one pod ``racks_per_pod`` becomes
+        ``len(racks)``; with more, ``len(racks)`` must be ``racks_per_pod *
+        pods`` (racks fill pods in order).
     rates : sequence of float or str
         Link rate per level, finest first: host NIC, rack uplink, pod uplink
         (bytes/s, or strings such as ``"1gbit"``).  Levels that do not exist
@@ -124,6 +130,9 @@ class Topology:
     (8, 2)
     >>> t.groups()[0].tolist()
     [0, 0, 0, 0, 1, 1, 1, 1]
+    >>> u = Topology(racks=(4, 3, 2))
+    >>> u.n_hosts, u.n_racks, u.groups()[0].tolist()
+    (9, 3, [0, 0, 0, 0, 1, 1, 1, 2, 2])
     """
 
     hosts_per_rack: int = 4
@@ -131,12 +140,29 @@ class Topology:
     pods: int = 1
     rates: tuple[float, ...] = (125e6, 25e6, 25e6)
     latency: tuple[float, ...] = (0.0, 0.0, 0.0)
+    racks: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("hosts_per_rack", "racks_per_pod", "pods"):
             v = getattr(self, name)
             if int(v) != v or v < 1:
                 raise ValueError(f"`{name}` must be a positive integer; got {v!r}.")
+        racks = tuple(self.racks)
+        if racks:
+            if any(int(v) != v or v < 1 for v in racks):
+                raise ValueError(f"`racks` must be positive integers; got {racks!r}.")
+            racks = tuple(int(v) for v in racks)
+            if self.pods == 1:
+                object.__setattr__(self, "racks_per_pod", len(racks))
+            elif len(racks) != self.racks_per_pod * self.pods:
+                raise ValueError(
+                    f"`racks` must give {self.racks_per_pod * self.pods} rack sizes "
+                    f"({self.pods} pods x {self.racks_per_pod} racks); got {len(racks)}."
+                )
+            if len(set(racks)) == 1:  # equal racks: the plain shape
+                object.__setattr__(self, "hosts_per_rack", racks[0])
+                racks = ()
+        object.__setattr__(self, "racks", racks)
         if self.n_hosts < 2:
             raise ValueError("the topology must have at least 2 hosts.")
         if self.n_hosts > 250 * 250:
@@ -157,9 +183,24 @@ class Topology:
         return self.racks_per_pod * self.pods
 
     @property
+    def rack_sizes(self) -> tuple[int, ...]:
+        """Hosts of every rack."""
+        return self.racks or (self.hosts_per_rack,) * self.n_racks
+
+    @property
     def n_hosts(self) -> int:
         """Number of hosts (namespaces)."""
-        return self.hosts_per_rack * self.racks_per_pod * self.pods
+        return sum(self.rack_sizes)
+
+    def rack_hosts(self, rack: int) -> range:
+        """Hosts of rack ``rack`` (racks hold consecutive hosts)."""
+        start = sum(self.rack_sizes[:rack])
+        return range(start, start + self.rack_sizes[rack])
+
+    def pod_hosts(self, pod: int) -> range:
+        """Hosts of pod ``pod``."""
+        r = self.racks_per_pod
+        return range(self.rack_hosts(pod * r).start, self.rack_hosts(pod * r + r - 1).stop)
 
     @property
     def levels(self) -> int:
@@ -168,18 +209,21 @@ class Topology:
 
     def rack_of(self, host: int) -> int:
         """Rack of host ``host``."""
-        return host // self.hosts_per_rack
+        return int(self._racks_of()[host])
 
     def pod_of(self, host: int) -> int:
         """Pod of host ``host``."""
-        return host // (self.hosts_per_rack * self.racks_per_pod)
+        return self.rack_of(host) // self.racks_per_pod
+
+    def _racks_of(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n_racks), self.rack_sizes)
 
     def groups(self) -> list[np.ndarray]:
         """Group labels per host, finest first: racks, then pods (if > 1)."""
-        h = np.arange(self.n_hosts)
-        out = [h // self.hosts_per_rack]
+        racks = self._racks_of()
+        out = [racks]
         if self.pods > 1:
-            out.append(h // (self.hosts_per_rack * self.racks_per_pod))
+            out.append(racks // self.racks_per_pod)
         return out
 
     def level_of(self, a: int, b: int) -> int:
@@ -222,9 +266,15 @@ class Topology:
 
     def describe(self) -> str:
         """One line: shape, rates and latencies."""
+        racks = (
+            f"racks of {','.join(str(v) for v in self.racks)} hosts"
+            if self.racks
+            else f"{self.racks_per_pod} racks x {self.hosts_per_rack} hosts"
+        )
         parts = [
-            f"{self.n_hosts} hosts = {self.pods} pod(s) x {self.racks_per_pod} racks x "
-            f"{self.hosts_per_rack} hosts",
+            f"{self.n_hosts} hosts = {self.pods} pod(s) x "
+            + (f"{self.racks_per_pod} racks, " if self.racks and self.pods > 1 else "")
+            + racks,
             f"host {_fmt_rate(self.rates[0])}",
             f"rack uplink {_fmt_rate(self.rates[1])}",
         ]
