@@ -2,7 +2,8 @@
 
 Pure-Python parts run everywhere.  Tests marked ``root`` build real namespaces
 and run only as root where ``ip netns`` works; the short end-to-end experiment
-(probe -> solve -> reorder -> time Open MPI ring allreduce) is the CI version of
+(the user's path ``python -m rankopt.mpi`` with default flags, next to the
+launch, ideal and random orders, Open MPI ring allreduce) is the CI version of
 ``bench/testbed_allreduce.py``.
 """
 
@@ -22,8 +23,9 @@ from rankopt.testbed import netns as topo_mod
 from rankopt.testbed.experiment import ExperimentConfig, summarize
 from rankopt.testbed.fidelity import truth_network
 from rankopt.testbed.hierarchy import infer_bandwidth_levels, probe_network
-from rankopt.testbed.launch import placement
-from rankopt.testbed.report import format_report
+from rankopt.testbed.launch import hosts_option, placement
+from rankopt.testbed.report import format_report, summary_table
+from rankopt.testbed.userpath import parse_report, user_argv
 
 MB = 1 << 20
 
@@ -69,6 +71,78 @@ def test_topology_shape_groups_and_matrices():
     assert t.address(0) == "10.213.0.1" and t.address(251) == "10.213.1.2"
     assert Topology.from_dict(t.to_dict()) == t
     assert "pod uplink 200mbit" in t.describe()
+
+
+def test_topology_unequal_racks():
+    t = Topology(racks=(4, 3, 2), rates=("1gbit", "200mbit"))
+    assert (t.n_hosts, t.n_racks, t.racks_per_pod, t.levels) == (9, 3, 3, 2)
+    assert t.groups()[0].tolist() == [0, 0, 0, 0, 1, 1, 1, 2, 2]
+    assert list(t.rack_hosts(1)) == [4, 5, 6] and list(t.rack_hosts(2)) == [7, 8]
+    _, bw = t.matrices()
+    assert bw[4, 6] == pytest.approx(125e6) and bw[3, 4] == pytest.approx(25e6)
+    assert "racks of 4,3,2 hosts" in t.describe()
+    assert Topology.from_dict(t.to_dict()) == t
+    # racks fill pods in order
+    p = Topology(racks_per_pod=2, pods=2, racks=(3, 1, 2, 2))
+    assert p.groups()[1].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert list(p.pod_hosts(1)) == [4, 5, 6, 7] and p.level_of(3, 4) == 2
+    # equal sizes are the plain shape
+    assert Topology(racks=(2, 2)) == Topology(2, 2)
+    with pytest.raises(ValueError, match="`racks` must give 4 rack sizes"):
+        Topology(racks_per_pod=2, pods=2, racks=(2, 2, 2))
+    with pytest.raises(ValueError, match="`racks` must be positive integers"):
+        Topology(racks=(2, 0))
+
+
+def test_placement_unequal_racks():
+    t = Topology(racks=(4, 3, 2))
+    hosts = placement(t.n_hosts, "interleaved", groups=t.groups())
+    assert hosts.tolist() == [0, 4, 7, 1, 5, 8, 2, 6, 3]
+    # the shape and the groups of an equal tree deal alike
+    e = Topology(2, 2, 2)
+    assert (
+        placement(8, "interleaved", groups=e.groups()).tolist()
+        == placement(8, "interleaved", shape=(2, 2, 2)).tolist()
+    )
+    assert hosts_option(t, "contiguous").tolist() == list(range(9))
+    assert hosts_option(t, "8,7,6,5,4,3,2,1,0").tolist() == list(range(8, -1, -1))
+    with pytest.raises(ValueError, match="must name hosts 0..8"):
+        hosts_option(t, "0,9")
+    with pytest.raises(ValueError, match="comma list of host indices"):
+        hosts_option(t, "racks")
+
+
+def test_cli_parses_racks_and_exec():
+    from rankopt.cli import build_parser
+    from rankopt.cli._testbed import _topology, _user_args
+
+    args = build_parser().parse_args(["testbed", "run", "--racks", "4,3,2", "--objective", "time"])
+    assert _topology(args).rack_sizes == (4, 3, 2)
+    assert _user_args(args) == ("--objective", "time")
+    ex = build_parser().parse_args(
+        ["testbed", "exec", "--engine", "gloo", "--hosts", "1,0", "--", "python", "x.py"]
+    )
+    assert (ex.engine, ex.hosts, ex.command[-2:]) == ("gloo", "1,0", ["python", "x.py"])
+
+
+def test_user_path_commands_and_report_parsing():
+    mpi = user_argv("mpi-ring", ["/usr/bin/python3", "-m", "w", "cfg"], "o.txt")
+    assert mpi[1:] == ["-m", "rankopt.mpi", "--save", "o.txt", "-m", "w", "cfg"]
+    gloo = user_argv("gloo", ["python", "w.py"], "o.txt", ["--nbytes", "1e6"])
+    assert gloo[1:] == [
+        "-m",
+        "rankopt.run",
+        "--save",
+        "o.txt",
+        "--nbytes",
+        "1e6",
+        "--",
+        "python",
+        "w.py",
+    ]
+    got = parse_report("  modelled speedup  : 1.000x\n")
+    assert got["modelled_speedup"] == 1.0 and got["modelled_interval"] is None
+    assert parse_report("nothing")["modelled_speedup"] is None
 
 
 def test_topology_rejects_bad_input():
@@ -136,7 +210,9 @@ def test_infer_bandwidth_levels_three_levels(seed):
         assert (got[:, None] == got[None, :]).tolist() == (want[:, None] == want[None, :]).tolist()
 
 
-def test_probe_network_uplinks():
+def test_measured_network_is_the_core_inference():
+    import rankopt
+
     topo = Topology(4, 2, rates=("1gbit", "200mbit"))
     hosts = placement(8, "interleaved", shape=(2, 4))
     m = type(
@@ -148,9 +224,13 @@ def test_probe_network_uplinks():
             "hosts": [f"h{h}" for h in hosts],
         },
     )()
-    net = probe_network(m)
-    assert net["groups"][1].tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
-    assert net["uplink_bandwidth"] == pytest.approx([125e6, 25e6])
+    net = rankopt.Network.from_measurement(m)
+    assert net.groups[1].tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
+    with pytest.warns(DeprecationWarning, match="Network.from_measurement"):
+        old = probe_network(m)
+    assert [g.tolist() for g in old["groups"]] == [g.tolist() for g in net.groups]
+    for a, b in zip(old["uplink_bandwidth"], net.uplinks, strict=True):
+        assert a.tolist() == b.tolist()
 
 
 def test_summary_and_report():
@@ -158,19 +238,25 @@ def test_summary_and_report():
         {"engine": "mpi-ring", "size": MB, "label": lb, "times": [m], "median": m}
         for lb, m in (
             ("launch", 4.0),
-            ("rankopt", 1.0),
+            ("user", 1.0),
+            ("user-replay", 1.02),
             ("ideal", 0.95),
             ("random-0", 2.0),
             ("random-1", 3.0),
         )
     ]
-    (s,) = summarize(rows)
+    user = {"mpi-ring": {"modelled_speedup": 3.9, "modelled_interval": [3.5, 4.1], "overhead_s": 2}}
+    (s,) = summarize(rows, user)
     assert s["best_label"] == "ideal"
-    assert s["speedup_rankopt"] == pytest.approx(4.0)
+    assert s["speedup_user"] == pytest.approx(4.0)
     assert s["fraction_of_best"] == pytest.approx(0.95)
     assert s["speedup_random_median"] == pytest.approx(4.0 / 2.5)
+    assert s["modelled_speedup"] == 3.9 and s["user_replay"] == 1.02
     text = format_report({"describe": "x", "summary": [s]})
-    assert "4.00x" in text and "95%" in text
+    assert "4.00x" in text and "95%" in text and "3.90x (3.5-4.1)" in text
+    assert summary_table([s], markdown=True)[1].startswith("|---|")
+    (bare,) = summarize([r for r in rows if not r["label"].startswith("user")])
+    assert bare["user"] is None and bare["fraction_of_best"] is None
 
 
 def test_experiment_config_rejects_unknown_engine():
@@ -247,11 +333,51 @@ def test_teardown_on_error(monkeypatch):
     assert topo_mod.existing_namespaces(prefix) == []
 
 
+def _exec(*argv: str) -> subprocess.CompletedProcess[str]:
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "rankopt", "testbed", "exec", "--prefix", _prefix(), *argv],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+@pytest.mark.root
+@pytest.mark.mpi
+def test_exec_runs_a_command_on_every_host():
+    _require_ns()
+    if shutil.which("mpirun") is None:
+        pytest.skip("needs Open MPI's mpirun")
+    cmd = 'echo "rank $OMPI_COMM_WORLD_RANK of $OMPI_COMM_WORLD_SIZE on $(hostname)"'
+    p = _exec("--racks", "2,1", "--hosts", "2,0,1", "--", "sh", "-c", cmd)
+    assert p.returncode == 0, p.stderr
+    lines = sorted(p.stdout.split("\n")[:-1])
+    assert [ln.split(" on ")[0] for ln in lines] == [f"rank {r} of 3" for r in range(3)]
+    hosts = dict(ln.replace("rank ", "").split(" of 3 on ") for ln in lines)
+    assert [hosts[str(r)].rsplit("-", 1)[1] for r in range(3)] == ["h2", "h0", "h1"]
+    assert _exec("--hosts", "contiguous", "--", "sh", "-c", "exit 3").returncode == 3
+
+
+@pytest.mark.root
+def test_exec_gloo_environment():
+    _require_ns()
+    cmd = 'echo "$RANK/$WORLD_SIZE $LOCAL_RANK $(hostname) $MASTER_ADDR:$MASTER_PORT"'
+    p = _exec("--engine", "gloo", "--hosts-per-rack", "2", "--", "sh", "-c", cmd)
+    assert p.returncode == 0, p.stderr
+    got = sorted(p.stdout.split())
+    ranks = sorted(w for w in got if "/" in w)
+    assert ranks == ["0/4", "1/4", "2/4", "3/4"]
+    # interleaved over 2 racks of 2: launch ranks 0, 1 on hosts 0, 2
+    assert all(w.startswith("10.213.0.1:") for w in got if ":" in w)
+
+
 @pytest.mark.root
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_experiment_ci():
-    """Short end-to-end run: rankopt's own order beats the interleaved launch."""
+    """Short end-to-end run: the user's path with default flags beats the interleaved launch."""
     _require_ns()
     pytest.importorskip("mpi4py")
     if shutil.which("mpirun") is None:
@@ -259,17 +385,18 @@ def test_experiment_ci():
     from rankopt.testbed.experiment import run_experiment
 
     cfg = ExperimentConfig(
-        engines=("mpi-ring",),
-        sizes=(4 * MB,),
-        n_random=1,
-        repeats=3,
-        probe_kwargs={"repeats": 3},
-        timeout=240,
+        engines=("mpi-ring",), sizes=(4 * MB,), n_random=1, repeats=3, timeout=240
     )
     with Testbed(Topology(4, 2, rates=("1gbit", "200mbit")), prefix=_prefix()) as tb:
         report = run_experiment(tb, cfg)
     (s,) = report["summary"]
+    user = report["user"]["mpi-ring"]
+    assert user["argv"][1:3] == ["-m", "rankopt.mpi"] and user["order"] is not None
+    assert user["order_matches"], user
+    labels = {r["label"] for r in report["results"]}
+    assert {"launch", "user", "user-replay", "ideal", "random-0"} <= labels
+    assert s["modelled_speedup"] is not None and s["overhead_s"] is not None
     # configured ratio is 4x; a busy 2-core machine costs some of it
     assert s["speedup_best"] >= 2.5, format_report(report)
-    assert s["speedup_rankopt"] >= 2.5, format_report(report)
+    assert s["speedup_user"] >= 2.5, format_report(report)
     assert s["fraction_of_best"] >= 0.8, format_report(report)

@@ -1,4 +1,4 @@
-"""``rankopt testbed up|down|check|run``: the emulated cloud network (needs root)."""
+"""``rankopt testbed up|down|check|run|exec``: the emulated cloud network (needs root)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ examples:
   rankopt testbed down
   rankopt testbed run --engines mpi-ring,gloo --sizes 1,16,64 -o report.json
   rankopt testbed run --pods 2 --racks-per-pod 2 --hosts-per-rack 2 --rates 1gbit,400mbit,200mbit
+  rankopt testbed run --racks 4,3,2 --launch random --engines mpi-ring,gloo --sizes 16
+  rankopt testbed exec --attach --hosts interleaved -- python -m rankopt.mpi prog.py
+  rankopt testbed exec --racks 3,3,3 --engine gloo -- rankopt run -- python train.py
 """
 
 
@@ -25,6 +28,13 @@ def _topology_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--hosts-per-rack", type=int, default=4, metavar="N")
     g.add_argument("--racks-per-pod", type=int, default=2, metavar="N")
     g.add_argument("--pods", type=int, default=1, metavar="N")
+    g.add_argument(
+        "--racks",
+        default=None,
+        metavar="N,N[,N...]",
+        help="hosts of every rack, for racks of unequal sizes (e.g. 4,3,2; replaces "
+        "--hosts-per-rack; with --pods > 1 racks fill the pods in order)",
+    )
     g.add_argument(
         "--rates",
         default="1gbit,200mbit,200mbit",
@@ -56,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="action", metavar="ACTION")
+    sub = p.add_subparsers(dest="action", metavar="ACTION", help="what to do (ACTION -h for its options)")
     sub.required = True
     up = sub.add_parser("up", help="build a topology and leave it up")
     _topology_args(up)
@@ -90,8 +100,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     r.add_argument("--sizes", default="1,16,64", help="allreduce sizes in MB (2^20 bytes)")
     r.add_argument("--random", type=int, default=3, help="random orders to time")
     r.add_argument("--repeats", type=int, default=3)
-    r.add_argument("--probe-engine", default="mpi", choices=("mpi", "gloo"))
-    r.add_argument("--objective", default=None, help="objective passed to rankopt.solve")
+    r.add_argument(
+        "--probe-engine",
+        default="mpi",
+        choices=("mpi", "gloo"),
+        help="engine of the probe the --fidelity study models from",
+    )
+    r.add_argument(
+        "--objective",
+        default=None,
+        help="pass --objective to the user's entry point (default: none, its own default)",
+    )
+    r.add_argument(
+        "--user-args",
+        default="",
+        metavar="ARGS",
+        help="more flags for the user's entry point (python -m rankopt.mpi / rankopt run), "
+        "one string, e.g. '--nbytes 67108864' (default: none)",
+    )
     r.add_argument(
         "--fidelity",
         type=int,
@@ -105,18 +131,59 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     r.add_argument("--ddp-steps", type=int, default=5)
     r.add_argument("--check", action="store_true", help="check the rates before the run")
     r.add_argument("-o", "--output", help="write the JSON report here")
+    ex = sub.add_parser(
+        "exec",
+        help="run a command under mpirun (or one process per rank for torch) in a testbed",
+        description="Run CMD with one rank per host of the testbed: under mpirun with the "
+        "testbed's hostfile, rsh agent, UTS namespaces and MCA settings (--engine mpi), or "
+        "one process per rank with torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, "
+        "MASTER_PORT, LOCAL_RANK=0; --engine gloo). Exits with the command's status.",
+    )
+    _topology_args(ex)
+    _prefix_arg(ex)
+    ex.add_argument(
+        "--attach", action="store_true", help="use the testbed that `up` built (default: build one)"
+    )
+    ex.add_argument("--engine", default="mpi", choices=("mpi", "gloo"))
+    ex.add_argument(
+        "--hosts",
+        default="interleaved",
+        metavar="ORDER",
+        help="host of every launch rank: interleaved, random, contiguous, or a comma list "
+        "of host indices (default: %(default)s)",
+    )
+    ex.add_argument("--seed", type=int, default=0, help="seed of --hosts random")
+    ex.add_argument(
+        "--ring", action="store_true", help="force Open MPI's ring allreduce (--engine mpi)"
+    )
+    ex.add_argument(
+        "--mca", action="append", default=[], metavar="KEY=VALUE", help="extra MCA parameter"
+    )
+    ex.add_argument("--timeout", type=float, default=3600.0, help="seconds (default: 3600)")
+    ex.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARG ...]")
     p.set_defaults(func=run)
 
 
 def _topology(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from rankopt.testbed import Topology
 
+    racks = ()
+    if getattr(args, "racks", None):
+        try:
+            racks = tuple(int(x) for x in args.racks.split(","))
+        except ValueError:
+            from rankopt.cli import CLIError
+
+            raise CLIError(
+                f"--racks must be a comma list of integers; got {args.racks!r}."
+            ) from None
     return Topology(
         args.hosts_per_rack,
         args.racks_per_pod,
         args.pods,
         rates=tuple(args.rates.split(",")),
         latency=tuple(args.latency.split(",")),
+        racks=racks,
     )
 
 
@@ -172,7 +239,47 @@ def run(args: argparse.Namespace) -> int:
         if not _print_checks(check(tb, seconds=args.seconds), args.tolerance):
             raise CLIError(f"measured rates are off by more than {args.tolerance:.0%}.")
         return 0
+    if args.action == "exec":
+        return _exec(args)
     return _run_experiment(args, quiet)
+
+
+def _exec(args: argparse.Namespace) -> int:
+    from rankopt.cli import CLIError
+    from rankopt.testbed.launch import RING_MCA, hosts_option, run_gloo, run_mpi
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CLIError("missing command: rankopt testbed exec [options] -- CMD [ARG ...]")
+    mca = dict(RING_MCA) if args.ring else {}
+    for item in args.mca:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CLIError(f"--mca must look like KEY=VALUE; got {item!r}.")
+        mca[key] = value
+    with _testbed(args) as tb:
+        hosts = hosts_option(tb.topology, args.hosts, seed=args.seed)
+        print(
+            f"rankopt testbed exec: {tb.topology.describe()}; host of launch rank r = "
+            f"{hosts.tolist()}",
+            file=sys.stderr,
+            flush=True,
+        )
+        if args.engine == "gloo":
+            done = run_gloo(tb, hosts, command, timeout=args.timeout, capture=False, check=False)
+            return max(p.returncode for p in done)
+        return run_mpi(
+            tb, hosts, command, mca=mca, timeout=args.timeout, capture=False, check=False
+        ).returncode
+
+
+def _user_args(args: argparse.Namespace) -> tuple[str, ...]:
+    import shlex
+
+    extra = ("--objective", args.objective) if args.objective else ()
+    return (*extra, *shlex.split(args.user_args))
 
 
 def _run_experiment(args: argparse.Namespace, quiet: bool) -> int:
@@ -190,7 +297,7 @@ def _run_experiment(args: argparse.Namespace, quiet: bool) -> int:
         n_random=args.random,
         repeats=args.repeats,
         probe_engine=args.probe_engine,
-        solve_kwargs={"objective": args.objective} if args.objective else {},
+        user_args=_user_args(args),
         fidelity_orders=args.fidelity,
         fidelity_size=int(args.fidelity_size * mb),
         ddp=args.ddp,

@@ -1,17 +1,23 @@
-"""Measure → solve → apply → time, on real engines inside a testbed.
+"""Time what the user's path delivers next to other orders, on real engines in a testbed.
 
 Contents
 --------
 ExperimentConfig
     What to run: launch placement, engines, sizes, orders, repeats, extras.
 run_experiment
-    Probe the launched job with rankopt's own probe, solve, and time allreduce
-    under the launch order, rankopt's order, the topology's ideal order and
-    random orders; optionally model fidelity and a DDP loop.  Returns a
-    JSON-able report (see :mod:`rankopt.testbed.report` for the tables).
+    For every engine, launch the timing worker through the user's entry point
+    with default flags (``python -m rankopt.mpi`` under mpirun, ``rankopt
+    run`` for Gloo: each probes, solves on a :class:`rankopt.Network` and
+    applies its order), then time the launch order, the topology's ideal
+    (rack-contiguous) order, random orders and the order the entry point
+    used, replayed; optionally model fidelity (on a probe of the job) and a
+    DDP loop.  Returns a JSON-able report (see :mod:`rankopt.testbed.report`
+    for the tables).
 
 All orders are over *launch ranks* (the rank each process got from the
-launcher): ``order[k]`` is the launch rank that gets new rank ``k``.
+launcher): ``order[k]`` is the launch rank that gets new rank ``k``.  The
+testbed never solves by itself: the orders it reports for rankopt are the
+ones the entry points chose.
 """
 
 from __future__ import annotations
@@ -31,12 +37,12 @@ import numpy as np
 
 from rankopt._files import atomic_write_text
 from rankopt.testbed.fidelity import fidelity
-from rankopt.testbed.hierarchy import probe_network
 from rankopt.testbed.launch import RING_MCA, placement, run_gloo, run_mpi
 from rankopt.testbed.netns import Testbed
 from rankopt.testbed.topology import TestbedError
+from rankopt.testbed.userpath import run_user_path, user_argv, worker_argv
 
-__all__ = ["ENGINES", "ExperimentConfig", "run_experiment", "time_orders"]
+__all__ = ["ENGINES", "ExperimentConfig", "run_experiment", "summarize", "time_orders"]
 
 logger = logging.getLogger("rankopt")
 
@@ -55,27 +61,29 @@ class ExperimentConfig:
     launch : {"interleaved", "random", "contiguous"}
         How the launcher places ranks on hosts.
     seed : int
-        Seed of random placement, random orders and the solver.
+        Seed of random placement and random orders.
     engines : tuple of str
         Subset of :data:`ENGINES`.
     sizes : tuple of int
         Allreduce sizes in bytes.
     n_random : int
-        Random orders timed next to launch / rankopt / ideal.
+        Random orders timed next to launch / user path / ideal.
     repeats : int
         Timed allreduce per (order, size); medians are reported.
+    user_args : tuple of str
+        Flags added to the user's entry point (none by default: what a user
+        who passes no flags gets), e.g. ``("--objective", "time")``.
     probe_engine : {"mpi", "gloo"}
-        Engine that runs rankopt's probe.
+        Engine of the probe the fidelity study models from.
     probe_kwargs : dict
-        Passed to the probe's ``measure``.
-    solve_kwargs : dict
-        Passed to ``rankopt.solve`` (e.g. ``{"objective": "contention"}``).
+        Passed to that probe's ``measure``.
     fidelity_orders : int
-        Random orders for the model-fidelity study (0 = skip).
+        Random orders for the model-fidelity study (0 = skip; then the
+        testbed runs no probe of its own).
     fidelity_size : int
     fidelity_engine : str
     ddp : bool
-        Run the DDP loop in launch and rankopt order.
+        Run the DDP loop in launch order and through ``rankopt run``.
     ddp_kwargs : dict
         ``grad_mb``, ``steps``, ``warmup``, ``batch`` for the DDP worker.
     timeout : float
@@ -88,9 +96,9 @@ class ExperimentConfig:
     sizes: tuple[int, ...] = (1 * MB, 16 * MB, 64 * MB)
     n_random: int = 3
     repeats: int = 3
+    user_args: tuple[str, ...] = ()
     probe_engine: str = "mpi"
     probe_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
-    solve_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     fidelity_orders: int = 0
     fidelity_size: int = 16 * MB
     fidelity_engine: str = "mpi-ring"
@@ -104,11 +112,7 @@ class ExperimentConfig:
             raise ValueError(f"unknown engine {bad[0]!r}; expected one of {', '.join(ENGINES)}.")
         if self.probe_engine not in ("mpi", "gloo"):
             raise ValueError(f"`probe_engine` must be 'mpi' or 'gloo'; got {self.probe_engine!r}.")
-
-
-def _worker(engine: str) -> list[str]:
-    mod = "worker_gloo" if engine == "gloo" else "worker_mpi"
-    return [sys.executable, "-m", f"rankopt.testbed.{mod}"]
+        self.user_args = tuple(self.user_args)
 
 
 def _run_worker(
@@ -117,12 +121,16 @@ def _run_worker(
     path = workdir / f"cfg-{engine}-{time.monotonic_ns()}.json"
     cfg = {**cfg, "out": str(path.with_suffix(".out.json")), "timeout": timeout}
     atomic_write_text(path, json.dumps(cfg), what="worker configuration")
-    argv = [*_worker(engine), str(path)]
+    argv = worker_argv(engine, path)
+    t0 = time.time()
     if engine == "gloo":
         run_gloo(tb, hosts, argv, timeout=timeout)
     else:
         run_mpi(tb, hosts, argv, mca=RING_MCA if engine == "mpi-ring" else None, timeout=timeout)
-    return json.loads(Path(cfg["out"]).read_text())
+    res: dict[str, Any] = json.loads(Path(cfg["out"]).read_text())
+    if "t_ready" in res:
+        res["ready_s"] = float(res["t_ready"]) - t0
+    return res
 
 
 def time_orders(
@@ -198,9 +206,11 @@ def run_experiment(
     Returns
     -------
     dict
-        JSON-able report: topology, placement, probe, solve results, orders,
-        per-(engine, size, order) times, a summary per (engine, size), and
-        the fidelity / DDP sections when requested.
+        JSON-able report: topology, placement, orders, the user's path per
+        engine (its command, order, printed report, modelled speedup and
+        overhead), per-(engine, size, order) times, a summary per (engine,
+        size) (:func:`summarize`), and the fidelity / DDP sections when
+        requested.
 
     Examples
     --------
@@ -223,15 +233,8 @@ def _say(note: Callable[[str], None], msg: str) -> None:
 def _run(
     tb: Testbed, cfg: ExperimentConfig, wd: Path, note: Callable[[str], None]
 ) -> dict[str, Any]:
-    import rankopt
-
     t = tb.topology
-    shape = (
-        (t.pods, t.racks_per_pod, t.hosts_per_rack)
-        if t.pods > 1
-        else (t.racks_per_pod, t.hosts_per_rack)
-    )
-    hosts = placement(t.n_hosts, cfg.launch, shape=shape, rng=cfg.seed)
+    hosts = placement(t.n_hosts, cfg.launch, groups=t.groups(), rng=cfg.seed)
     gen = np.random.default_rng(cfg.seed)
     report: dict[str, Any] = {
         "topology": t.to_dict(),
@@ -241,101 +244,80 @@ def _run(
     }
     _say(note, f"{t.describe()}; launch {cfg.launch}: host of rank r = {hosts.tolist()}")
 
-    meas, probe_s = probe(tb, hosts, cfg.probe_engine, wd, cfg.probe_kwargs, cfg.timeout)
-    report["probe"] = {
-        "engine": cfg.probe_engine,
-        "seconds": probe_s,
-        "latency": meas.latency.tolist(),
-        "bandwidth": None if meas.bandwidth is None else meas.bandwidth.tolist(),
-    }
-    _say(note, f"probe ({cfg.probe_engine}) took {probe_s:.1f} s")
-
     orders: dict[str, np.ndarray] = {
         "launch": np.arange(t.n_hosts),
         "ideal": ideal_order(tb, hosts),
     }
     for i in range(cfg.n_random):
         orders[f"random-{i}"] = gen.permutation(t.n_hosts)
-    report["solve"] = {}
-    net = probe_network(meas)
-    hier: dict[str, Any] = {k: net[k] for k in ("groups", "uplink_bandwidth") if k in net}
-    if cfg.solve_kwargs.get("objective") not in (None, "contention"):
-        hier = {}
-    report["probe"]["groups"] = [g.tolist() for g in hier.get("groups", [])]
-    report["probe"]["uplink_bandwidth"] = hier.get("uplink_bandwidth")
-    if hier:
-        _say(
-            note,
-            "hierarchy inferred from the probe's bandwidth: groups "
-            f"{[g.tolist() for g in hier['groups'][1:]]}, uplinks "
-            f"{[round(u * 8e-6) for u in hier['uplink_bandwidth']]} Mbit/s",
-        )
-    for size in cfg.sizes:
-        kw: dict[str, Any] = {"rng": cfg.seed, **hier, **cfg.solve_kwargs}
-        res = rankopt.solve(meas, nbytes=size, **kw)
-        orders[f"rankopt@{size}"] = np.asarray(res.order)
-        report["solve"][str(size)] = {
-            "order": np.asarray(res.order).tolist(),
-            "cost": float(res.cost),
-            "method": res.method,
-            "objective": res.objective,
-            "speedup": float(res.speedup),
-            "runtime_s": float(res.runtime_s),
-        }
-        _say(
-            note,
-            f"solve {size / MB:g} MB: order {np.asarray(res.order).tolist()} "
-            f"({res.objective}, modelled speedup {res.speedup:.2f}x)",
-        )
     report["orders"] = {k: v.tolist() for k, v in orders.items()}
-
-    # distinct orders only; a label maps to the index of its order
-    uniq: dict[tuple[int, ...], int] = {}
-    for o in orders.values():
-        uniq.setdefault(_key(o), len(uniq))
-    order_list = [np.asarray(k) for k in uniq]
-    labels = [lb for lb in orders if not lb.startswith("rankopt@")]
-    rows = []
+    report["user"] = {}
+    rows: list[dict[str, Any]] = []
     for engine in cfg.engines:
-        jobs, meta = [], []
-        for size in cfg.sizes:
-            for lb in [*labels, f"rankopt@{size}"]:
-                jobs.append((uniq[_key(orders[lb])], size))
-                meta.append((lb.split("@")[0], size))
         t0 = time.monotonic()
-        times = time_orders(
+        user = run_user_path(
             tb,
             hosts,
             engine,
-            order_list,
-            jobs,
+            cfg.sizes,
             repeats=cfg.repeats,
             workdir=wd,
             timeout=cfg.timeout,
+            extra=cfg.user_args,
         )
-        for (lb, size), ts in zip(meta, times, strict=True):
-            rows.append(
-                {
-                    "engine": engine,
-                    "size": size,
-                    "label": lb,
-                    "times": ts,
-                    "median": statistics.median(ts),
-                }
-            )
+        report["user"][engine] = user
+        for size, ts in zip(cfg.sizes, user["times"], strict=True):
+            rows.append(_row(engine, size, "user", ts))
+        modelled = user["modelled_speedup"]
+        _say(
+            note,
+            f"{engine} user path ({' '.join(user['argv'][1:4])} ...): order {user['order']}, "
+            f"modelled speedup {'?' if modelled is None else f'{modelled:.3g}x'}, "
+            f"{time.monotonic() - t0:.0f} s",
+        )
+        timed = dict(orders)
+        if user["order"] is not None:
+            timed["user-replay"] = np.asarray(user["order"])
+        uniq: dict[tuple[int, ...], int] = {}
+        for o in timed.values():
+            uniq.setdefault(_key(o), len(uniq))
+        jobs, meta = [], []
+        for size in cfg.sizes:
+            for lb, o in timed.items():
+                jobs.append((uniq[_key(o)], size))
+                meta.append((lb, size))
+        t0 = time.monotonic()
+        res = _run_worker(
+            tb,
+            hosts,
+            engine,
+            {
+                "orders": [list(k) for k in uniq],
+                "jobs": [list(j) for j in jobs],
+                "repeats": cfg.repeats,
+            },
+            wd,
+            cfg.timeout,
+        )
+        for (lb, size), ts in zip(meta, res["times"], strict=True):
+            rows.append(_row(engine, size, lb, ts))
+        if user["ready_s"] is not None and res.get("ready_s") is not None:
+            user["overhead_s"] = user["ready_s"] - res["ready_s"]
         _say(
             note,
             f"{engine}: timed {len(jobs)} (order, size) pairs x {cfg.repeats} "
             f"in {time.monotonic() - t0:.0f} s",
         )
     report["results"] = rows
-    report["summary"] = summarize(rows)
+    report["summary"] = summarize(rows, report["user"])
 
     if cfg.fidelity_orders:
+        meas, probe_s = probe(tb, hosts, cfg.probe_engine, wd, cfg.probe_kwargs, cfg.timeout)
+        report["probe"] = {"engine": cfg.probe_engine, "seconds": probe_s}
         _say(
             note,
-            f"fidelity: {cfg.fidelity_orders} random orders, "
-            f"{cfg.fidelity_engine} {cfg.fidelity_size / MB:g} MB",
+            f"fidelity: probe ({cfg.probe_engine}) {probe_s:.1f} s, {cfg.fidelity_orders} "
+            f"random orders, {cfg.fidelity_engine} {cfg.fidelity_size / MB:g} MB",
         )
         f_orders = [gen.permutation(t.n_hosts) for _ in range(cfg.fidelity_orders)]
         f_times = time_orders(
@@ -353,20 +335,31 @@ def _run(
             meas, f_orders, measured, cfg.fidelity_size, topology=t, hosts=hosts
         )
     if cfg.ddp:
-        report["ddp"] = run_ddp(
-            tb,
-            hosts,
-            {"launch": orders["launch"], "rankopt": orders[f"rankopt@{max(cfg.sizes)}"]},
-            wd,
-            cfg.ddp_kwargs,
-            cfg.timeout,
-            note,
-        )
+        report["ddp"] = run_ddp(tb, hosts, wd, cfg.ddp_kwargs, cfg.timeout, note, cfg.user_args)
     return report
 
 
-def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (engine, size): launch, rankopt and best measured medians and speedups."""
+def _row(engine: str, size: int, label: str, times: list[float]) -> dict[str, Any]:
+    return {
+        "engine": engine,
+        "size": size,
+        "label": label,
+        "times": times,
+        "median": statistics.median(times),
+    }
+
+
+def summarize(
+    rows: list[dict[str, Any]], user: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Per (engine, size): launch, user path, ideal and best measured medians and speedups.
+
+    ``fraction_of_best`` is the best measured median (over every order timed,
+    the user path's own included) divided by the user path's median: 1.0
+    when the user's path got the best order.  ``user`` (per engine, from
+    :func:`~rankopt.testbed.userpath.run_user_path`) adds the modelled
+    speedup, its interval and the probe + solve overhead.
+    """
     out = []
     keys = sorted({(r["engine"], r["size"]) for r in rows}, key=lambda k: (k[0], k[1]))
     for engine, size in keys:
@@ -374,19 +367,26 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         best_label = min(sel, key=sel.__getitem__)
         base = sel["launch"]
         randoms = [v for k, v in sel.items() if k.startswith("random")]
+        mine = sel.get("user")
+        info = (user or {}).get(engine, {})
         out.append(
             {
                 "engine": engine,
                 "size": size,
                 "launch": base,
-                "rankopt": sel["rankopt"],
+                "user": mine,
+                "user_replay": sel.get("user-replay"),
                 "ideal": sel.get("ideal"),
                 "best_label": best_label,
                 "best": sel[best_label],
-                "speedup_rankopt": base / sel["rankopt"],
+                "speedup_user": None if mine is None else base / mine,
                 "speedup_best": base / sel[best_label],
                 "speedup_random_median": (base / statistics.median(randoms) if randoms else None),
-                "fraction_of_best": sel[best_label] / sel["rankopt"],
+                "fraction_of_best": None if mine is None else sel[best_label] / mine,
+                "modelled_speedup": info.get("modelled_speedup"),
+                "modelled_interval": info.get("modelled_interval"),
+                "overhead_s": info.get("overhead_s"),
+                "solve_s": info.get("solve_s"),
             }
         )
     return out
@@ -395,31 +395,25 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def run_ddp(
     tb: Testbed,
     hosts: np.ndarray,
-    orders: dict[str, np.ndarray],
     wd: Path,
     kwargs: dict[str, Any],
     timeout: float,
     note: Callable[[str], None] = lambda m: None,
+    user_args: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """DDP steps/s for each order, applied by choosing each process's RANK at launch."""
+    """DDP steps/s in launch order and through ``rankopt run`` (default flags)."""
     out: dict[str, Any] = {}
-    for label, order in orders.items():
-        rank_of = np.empty_like(order)
-        rank_of[order] = np.arange(len(order))
+    for label in ("launch", "user"):
         path = wd / f"ddp-{label}.json"
         cfg = {**kwargs, "out": str(path.with_suffix(".out.json")), "timeout": timeout}
         atomic_write_text(path, json.dumps(cfg), what="worker configuration")
-        run_gloo(
-            tb,
-            hosts,
-            [sys.executable, "-m", "rankopt.testbed.worker_ddp", str(path)],
-            rank=rank_of.tolist(),
-            timeout=timeout,
-        )
+        argv = [sys.executable, "-m", "rankopt.testbed.worker_ddp", str(path)]
+        if label == "user":
+            argv = user_argv("gloo", argv, path.with_suffix(".order.txt"), user_args)
+        run_gloo(tb, hosts, argv, timeout=timeout)
         out[label] = json.loads(Path(cfg["out"]).read_text())
         _say(note, f"ddp {label}: {out[label]['steps_per_s']:.3f} steps/s")
-    if "launch" in out and "rankopt" in out:
-        out["gain"] = out["rankopt"]["steps_per_s"] / out["launch"]["steps_per_s"]
+    out["gain"] = out["user"]["steps_per_s"] / out["launch"]["steps_per_s"]
     return out
 
 

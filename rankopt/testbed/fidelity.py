@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from rankopt.testbed.hierarchy import probe_network
 from rankopt.testbed.topology import Topology
 
-__all__ = ["OBJECTIVES", "fidelity", "truth_network"]
+__all__ = ["OBJECTIVES", "fidelity", "measured_network", "truth_network"]
 
 OBJECTIVES = ("sum", "bottleneck", "time", "contention")
 
@@ -39,6 +38,26 @@ def truth_network(topology: Topology, hosts: np.ndarray) -> dict[str, Any]:
         "groups": groups,
         "uplink_bandwidth": topology.uplink_bandwidth(),
     }
+
+
+def measured_network(measurement: Any) -> dict[str, Any]:
+    """The probe's network as ``rankopt.cost`` keyword arguments.
+
+    ``latency``, ``bandwidth`` and, when a hierarchy was found, ``groups``
+    and ``uplink_bandwidth``, all from
+    :meth:`rankopt.Network.from_measurement` (the inference every entry
+    point uses).
+    """
+    from rankopt.network import Network
+
+    net = Network.from_measurement(measurement)
+    out: dict[str, Any] = {"latency": np.asarray(net.latency)}
+    if net.bandwidth is not None:
+        out["bandwidth"] = np.asarray(net.bandwidth)
+    if net.has_uplinks:
+        out["groups"] = [np.asarray(g) for g in net.groups]
+        out["uplink_bandwidth"] = [np.asarray(u) for u in net.uplinks]
+    return out
 
 
 def _model_costs(
@@ -106,7 +125,7 @@ def fidelity(
     """
     from scipy.stats import spearmanr
 
-    sources: dict[str, dict[str, Any]] = {"probe": probe_network(measurement)}
+    sources: dict[str, dict[str, Any]] = {"probe": measured_network(measurement)}
     if topology is not None and hosts is not None:
         sources["topology"] = truth_network(topology, hosts)
     out: dict[str, Any] = {

@@ -7,8 +7,9 @@ infer_bandwidth_levels
     an uplink (which only ever *lower* a measured bandwidth): a thin call of
     :func:`rankopt.infer_hierarchy`.
 probe_network
-    Keyword arguments for ``rankopt.solve`` / ``rankopt.cost`` (latency,
-    bandwidth, groups, uplink_bandwidth) from a Measurement.
+    Deprecated alias: the model keyword arguments of
+    :meth:`rankopt.Network.from_measurement`, the core's one inference of
+    hierarchy and uplinks, which every entry point (and the testbed) uses.
 
 With one rank per host the hierarchy of the testbed is invisible to latency
 (a few microseconds apart, below the noise of a busy machine) but plain in
@@ -72,44 +73,35 @@ def infer_bandwidth_levels(
 
 
 def probe_network(measurement: Any, *, ratio: float = DEFAULT_GAP) -> dict[str, Any]:
-    """The network as rankopt's probe sees it, with racks/pods inferred from bandwidth.
+    """Deprecated: use :meth:`rankopt.Network.from_measurement`.
 
-    Returns ``latency``, ``bandwidth``, ``groups`` (finest first, hosts
-    included) and ``uplink_bandwidth`` (per level: the median over
-    group pairs of the best pair bandwidth between two groups that are
-    joined only at the next level) as keyword arguments for
-    ``rankopt.cost`` / ``rankopt.solve``; only ``latency`` without a
-    bandwidth matrix.
+    The keyword arguments for ``rankopt.cost`` / ``rankopt.solve`` that the
+    network a probe measured stands for (``latency``, ``bandwidth``,
+    ``groups`` and ``uplink_bandwidth``), read from
+    ``rankopt.Network.from_measurement(measurement)``: the one hierarchy
+    and uplink inference of the core.  ``ratio`` is ignored.
 
     Examples
     --------
-    >>> import numpy as np
+    >>> import numpy as np, warnings
     >>> from types import SimpleNamespace
     >>> bw = np.full((4, 4), 20e6)
     >>> bw[:2, :2] = bw[2:, 2:] = 120e6
     >>> m = SimpleNamespace(latency=np.zeros((4, 4)), bandwidth=bw, hosts=("a", "b", "c", "d"))
-    >>> net = probe_network(m)
-    >>> [g.tolist() for g in net["groups"]], net["uplink_bandwidth"]
-    ([[0, 1, 2, 3], [0, 0, 1, 1]], [120000000.0, 20000000.0])
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     net = probe_network(m)
+    >>> [g.tolist() for g in net["groups"]]
+    [[0, 1, 2, 3], [0, 0, 1, 1]]
     """
-    net: dict[str, Any] = {"latency": np.asarray(measurement.latency, dtype=np.float64)}
-    bw = getattr(measurement, "bandwidth", None)
-    if bw is None:
-        return net
-    bw = np.asarray(bw, dtype=np.float64)
-    net["bandwidth"] = bw
-    levels = infer_bandwidth_levels(bw, list(measurement.hosts), ratio=ratio)
-    best = np.maximum(bw, bw.T)
-    uplinks = []
-    for k, lab in enumerate(levels):
-        parent = levels[k + 1] if k + 1 < len(levels) else np.zeros_like(lab)
-        vals = []
-        for a in np.unique(lab):
-            for b in np.unique(lab):
-                ia, ib = lab == a, lab == b
-                if a < b and parent[ia][0] == parent[ib][0]:
-                    vals.append(best[np.ix_(ia, ib)].max())
-        uplinks.append(float(np.median(vals)) if vals else float(np.median(best)))
-    net["groups"] = levels
-    net["uplink_bandwidth"] = uplinks
-    return net
+    import warnings
+
+    from rankopt.testbed.fidelity import measured_network
+
+    warnings.warn(
+        "rankopt.testbed.hierarchy.probe_network is deprecated; pass "
+        "rankopt.Network.from_measurement(measurement) to rankopt.solve / rankopt.cost.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return measured_network(measurement)

@@ -5,6 +5,8 @@ Contents
 placement
     Which host each launch rank runs on: ``contiguous``, ``interleaved`` (what a
     scheduler that round-robins over racks does) or ``random`` (seeded).
+hosts_option
+    The same from a command-line value (a kind or a comma list of hosts).
 run_mpi
     Open MPI: ``mpirun`` in the host of rank 0, daemons started in the other
     hosts through an rsh agent that enters their namespace.
@@ -29,9 +31,9 @@ import numpy as np
 
 from rankopt._files import atomic_write_text
 from rankopt.testbed.netns import Testbed
-from rankopt.testbed.topology import TestbedError
+from rankopt.testbed.topology import TestbedError, Topology
 
-__all__ = ["placement", "run_mpi", "run_gloo", "MPI_MCA", "RING_MCA"]
+__all__ = ["placement", "hosts_option", "run_mpi", "run_gloo", "MPI_MCA", "RING_MCA"]
 
 #: MCA settings that make Open MPI usable in the testbed (TCP only, no core
 #: binding, no busy polling on an oversubscribed machine).
@@ -67,6 +69,7 @@ def placement(
     kind: str = "interleaved",
     *,
     shape: Sequence[int] = (),
+    groups: Sequence[np.ndarray] | None = None,
     rng: None | int | np.random.Generator = None,
 ) -> np.ndarray:
     """Host of each launch rank.
@@ -77,10 +80,14 @@ def placement(
     kind : {"contiguous", "interleaved", "random"}
         ``interleaved`` deals ranks round-robin over the top level first
         (pods), then racks, like a scheduler that spreads a job: with 2 racks
-        of 4, ranks 0, 2, 4, 6 land in rack 0.
+        of 4, ranks 0, 2, 4, 6 land in rack 0.  A group that has run out of
+        hosts is skipped (racks of unequal sizes).
     shape : sequence of int
         Group sizes per level, coarsest first, e.g. ``(pods, racks_per_pod,
         hosts_per_rack)``; their product must be ``n_hosts``.
+    groups : sequence of ndarray, optional
+        Instead of ``shape``: the group of every host per level, finest first
+        (:meth:`Topology.groups`), for groups of unequal sizes.
     rng : None, int or Generator
         Seed for ``random``.
 
@@ -88,6 +95,9 @@ def placement(
     --------
     >>> placement(8, "interleaved", shape=(2, 4)).tolist()
     [0, 4, 1, 5, 2, 6, 3, 7]
+    >>> racks = np.array([0, 0, 0, 1, 1, 2])
+    >>> placement(6, "interleaved", groups=[racks]).tolist()
+    [0, 3, 5, 1, 4, 2]
     """
     if kind == "contiguous":
         return np.arange(n_hosts)
@@ -96,18 +106,51 @@ def placement(
         return gen.permutation(n_hosts)
     if kind != "interleaved":
         raise ValueError(f"`kind` must be 'contiguous', 'interleaved' or 'random'; got {kind!r}.")
-    shape = tuple(shape) or (n_hosts,)
-    if int(np.prod(shape)) != n_hosts:
-        raise ValueError(f"`shape` {shape} does not multiply to {n_hosts} hosts.")
-    out = np.empty(n_hosts, dtype=np.int64)
-    for r in range(n_hosts):
-        rest, host, stride = r, 0, n_hosts
-        for size in shape:  # least significant digit of r picks the top-level group
-            stride //= size
-            host += (rest % size) * stride
-            rest //= size
-        out[r] = host
+    if groups is None:
+        shape = tuple(shape) or (n_hosts,)
+        if int(np.prod(shape)) != n_hosts:
+            raise ValueError(f"`shape` {shape} does not multiply to {n_hosts} hosts.")
+        hosts = np.arange(n_hosts)
+        groups = [hosts // int(np.prod(shape[k:])) for k in range(len(shape) - 1, 0, -1)]
+    return np.asarray(_deal(np.arange(n_hosts), [np.asarray(g) for g in groups]), dtype=np.int64)
+
+
+def _deal(hosts: np.ndarray, groups: list[np.ndarray]) -> list[int]:
+    # round-robin over the children of the coarsest level, each dealt the same way
+    if not groups:
+        return [int(h) for h in hosts]
+    top = groups[-1][hosts]
+    parts = [_deal(hosts[top == g], groups[:-1]) for g in np.unique(top)]
+    out: list[int] = []
+    for i in range(max(len(p) for p in parts)):
+        out += [p[i] for p in parts if i < len(p)]
     return out
+
+
+def hosts_option(topology: Topology, spec: str, *, seed: int = 0) -> np.ndarray:
+    """Host of every launch rank from ``--hosts``: a placement kind or a comma list.
+
+    Examples
+    --------
+    >>> from rankopt.testbed.topology import Topology
+    >>> hosts_option(Topology(racks=(2, 1)), "interleaved").tolist()
+    [0, 2, 1]
+    >>> hosts_option(Topology(2, 2), "3,2,1,0").tolist()
+    [3, 2, 1, 0]
+    """
+    n = topology.n_hosts
+    if spec in ("interleaved", "random", "contiguous"):
+        return placement(n, spec, groups=topology.groups(), rng=seed)
+    try:
+        hosts = np.array([int(x) for x in spec.split(",")], dtype=np.int64)
+    except ValueError:
+        raise ValueError(
+            f"`hosts` must be interleaved, random, contiguous or a comma list of host "
+            f"indices; got {spec!r}."
+        ) from None
+    if hosts.size == 0 or hosts.min() < 0 or hosts.max() >= n:
+        raise ValueError(f"`hosts` must name hosts 0..{n - 1}; got {spec!r}.")
+    return hosts
 
 
 def _uts(ns: str) -> list[str]:
@@ -152,6 +195,8 @@ def run_mpi(
     mca: Mapping[str, str] | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = 600.0,
+    capture: bool = True,
+    check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` with Open MPI, launch rank ``r`` on host ``hosts[r]``.
 
@@ -169,11 +214,15 @@ def run_mpi(
         Extra environment variables for every rank.
     timeout : float
         Seconds before the whole job is killed.
+    capture : bool
+        Capture stdout/stderr (else they go to this process's).
+    check : bool
+        Raise :class:`TestbedError` when the job fails (else return its status).
 
     Returns
     -------
     subprocess.CompletedProcess
-        With ``stdout``/``stderr`` captured; raises :class:`TestbedError` on failure.
+        With ``stdout``/``stderr`` when captured.
     """
     _check_tools("mpirun", "unshare")
     t = tb.topology
@@ -209,14 +258,15 @@ def run_mpi(
                     int(hosts[0]),
                     [*_uts(tb.ns(int(hosts[0]))), *cmd, *argv],
                     env=full_env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
+                    stdout=subprocess.PIPE if capture else None,
+                    stderr=subprocess.PIPE if capture else None,
                     text=True,
                     start_new_session=True,
                 )
             ],
             timeout,
             "mpirun",
+            check,
         )[0]
 
 
@@ -229,6 +279,8 @@ def run_gloo(
     rank: Sequence[int] | None = None,
     port: int = 29511,
     timeout: float = 600.0,
+    capture: bool = True,
+    check: bool = True,
 ) -> list[subprocess.CompletedProcess[str]]:
     """Start ``argv`` once per rank for torch.distributed (Gloo) and wait.
 
@@ -236,9 +288,10 @@ def run_gloo(
     ``r``), ``WORLD_SIZE``, ``MASTER_ADDR`` (the host of the process with
     ``RANK=0``), ``MASTER_PORT``, ``LOCAL_RANK=0``, ``LOCAL_WORLD_SIZE=1`` and
     ``GLOO_SOCKET_IFNAME=eth0``.  Passing ``rank=rank_of`` applies an order the
-    way a launcher wrapper does.
+    way a launcher wrapper does.  ``capture`` and ``check`` as in :func:`run_mpi`.
 
-    Returns one CompletedProcess per rank; raises :class:`TestbedError` when any fails.
+    Returns one CompletedProcess per rank; raises :class:`TestbedError` when any
+    fails (with ``check``).
     """
     _check_tools("unshare")
     n = len(hosts)
@@ -266,8 +319,8 @@ def run_gloo(
                     h,
                     [*_uts(tb.ns(h)), *argv],
                     env=e,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
+                    stdout=subprocess.PIPE if capture else None,
+                    stderr=subprocess.PIPE if capture else None,
                     text=True,
                     start_new_session=True,
                 )
@@ -275,7 +328,7 @@ def run_gloo(
     except BaseException:
         _kill(procs)
         raise
-    return _wait(procs, timeout, "gloo job")
+    return _wait(procs, timeout, "gloo job", check)
 
 
 def _kill(procs: Sequence[subprocess.Popen[str]]) -> None:
@@ -290,7 +343,7 @@ def _kill(procs: Sequence[subprocess.Popen[str]]) -> None:
 
 
 def _wait(
-    procs: Sequence[subprocess.Popen[str]], timeout: float, what: str
+    procs: Sequence[subprocess.Popen[str]], timeout: float, what: str, check: bool = True
 ) -> list[subprocess.CompletedProcess[str]]:
     deadline = time.monotonic() + timeout
     out: list[subprocess.CompletedProcess[str]] = []
@@ -298,7 +351,7 @@ def _wait(
         for p in procs:
             stdout, stderr = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
             out.append(subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr))
-            if p.returncode != 0:
+            if p.returncode != 0 and check:
                 _kill(procs)
                 tail = "\n".join((stderr or stdout or "").strip().splitlines()[-15:])
                 raise TestbedError(f"{what} failed (exit {p.returncode}):\n{tail}")

@@ -4,13 +4,65 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["format_report"]
+__all__ = ["format_report", "summary_table"]
 
 
 def _mb(nbytes: int) -> str:
     if nbytes < 1 << 20:
         return f"{nbytes / 1024:g} KB"
     return f"{nbytes / (1 << 20):g} MB"
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def _s(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def summary_table(summary: list[dict[str, Any]], *, markdown: bool = False) -> list[str]:
+    """One row per (engine, size): launch, user path, ideal, best, fraction, modelled.
+
+    Examples
+    --------
+    >>> s = {"engine": "gloo", "size": 1 << 24, "launch": 4.0, "user": 1.0,
+    ...      "ideal": 1.0, "best_label": "user", "best": 1.0, "speedup_user": 4.0,
+    ...      "speedup_best": 4.0, "fraction_of_best": 1.0, "modelled_speedup": 3.5,
+    ...      "modelled_interval": [3.0, 3.9], "overhead_s": 2.0}
+    >>> print(summary_table([s], markdown=True)[2])
+    | gloo | 16 MB | 4.000 | 1.000 (4.00x) | 1.000 (4.00x) | user 1.000 (4.00x) | 100% | 3.50x (3-3.9) | 2.0 |
+    """
+    head = ["engine", "size", "launch s", "user path s", "ideal s", "best s", "of best",
+            "modelled", "overhead s"]  # fmt: skip
+    rows = []
+    for s in summary:
+        base = s["launch"]
+        ideal = s.get("ideal")
+        lo_hi = s.get("modelled_interval")
+        frac = s.get("fraction_of_best")
+        rows.append(
+            [
+                s["engine"],
+                _mb(s["size"]),
+                _s(base),
+                f"{_s(s.get('user'))} ({_x(s.get('speedup_user'))})",
+                "-" if ideal is None else f"{ideal:.3f} ({_x(base / ideal)})",
+                f"{s['best_label']} {s['best']:.3f} ({_x(s['speedup_best'])})",
+                "-" if frac is None else f"{frac:.0%}",
+                _x(s.get("modelled_speedup"))
+                + ("" if not lo_hi else f" ({lo_hi[0]:.3g}-{lo_hi[1]:.3g})"),
+                "-" if s.get("overhead_s") is None else f"{s['overhead_s']:.1f}",
+            ]
+        )
+    if markdown:
+        return [
+            "| " + " | ".join(head) + " |",
+            "|" + "|".join("---" for _ in head) + "|",
+            *("| " + " | ".join(r) + " |" for r in rows),
+        ]
+    widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows]]
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -24,23 +76,11 @@ def format_report(report: dict[str, Any]) -> str:
     lines = [report.get("describe", "")]
     summary = report.get("summary", [])
     if summary:
-        lines += [
-            "",
-            f"{'engine':<12}{'size':>7}{'launch s':>10}{'rankopt s':>11}"
-            f"{'speedup':>9}{'best':>9}{'best s':>9}{'speedup':>9}{'rk/best':>9}"
-            f"{'random':>8}",
-        ]
-        for s in summary:
-            rnd = s.get("speedup_random_median")
-            lines.append(
-                f"{s['engine']:<12}{_mb(s['size']):>7}{s['launch']:>10.3f}{s['rankopt']:>11.3f}"
-                f"{s['speedup_rankopt']:>8.2f}x{s['best_label']:>9}{s['best']:>9.3f}"
-                f"{s['speedup_best']:>8.2f}x{s['fraction_of_best']:>9.0%}"
-                + (f"{rnd:>7.2f}x" if rnd is not None else f"{'-':>8}")
-            )
+        lines += ["", *summary_table(summary)]
         lines.append(
-            "speedup = launch median / order median; rk/best = best median / rankopt "
-            "median; random = launch / median of the random orders"
+            "speedup = launch median / order median; of best = best median / user-path "
+            "median; modelled = the speedup the entry point printed (90% interval); "
+            "overhead = probe + solve added to the job start"
         )
     fid = report.get("fidelity")
     if fid:
@@ -65,7 +105,7 @@ def format_report(report: dict[str, Any]) -> str:
         lines += [
             "",
             f"DDP ({ddp['launch']['grad_bytes'] / 1e6:.0f} MB of gradients): launch "
-            f"{ddp['launch']['steps_per_s']:.3f} steps/s, rankopt "
-            f"{ddp['rankopt']['steps_per_s']:.3f} steps/s, gain {ddp['gain']:.2f}x",
+            f"{ddp['launch']['steps_per_s']:.3f} steps/s, rankopt run "
+            f"{ddp['user']['steps_per_s']:.3f} steps/s, gain {ddp['gain']:.2f}x",
         ]
     return "\n".join(lines)

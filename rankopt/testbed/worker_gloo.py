@@ -24,9 +24,11 @@ def main() -> None:
     timeout = datetime.timedelta(seconds=float(cfg.get("timeout", 600)))
     dist.init_process_group("gloo", timeout=timeout)
     rank = dist.get_rank()
+    dist.barrier()
+    t_ready = time.time()  # every rank is up (a launcher's probe and solve are behind it)
     names: list = [None] * dist.get_world_size()
     dist.all_gather_object(names, socket.gethostname())
-    result: dict = {"engine": "gloo", "hostnames": names}
+    result: dict = {"engine": "gloo", "hostnames": names, "t_ready": t_ready}
     if cfg.get("probe"):
         from rankopt.probe.torch import measure
 

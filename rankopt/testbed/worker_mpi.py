@@ -2,7 +2,8 @@
 
 ``python -m rankopt.testbed.worker_mpi config.json``: optionally runs rankopt's
 MPI probe, then times ``Allreduce`` on communicators reordered by each order
-of the configuration (``rankopt.adapters.mpi.reorder``).
+of the configuration (``rankopt.adapters.mpi.reorder``).  Under
+``python -m rankopt.mpi`` its ``MPI.COMM_WORLD`` is the reordered world.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ def main() -> None:
     from rankopt.adapters.mpi import reorder
 
     world = MPI.COMM_WORLD
-    result: dict = {"engine": "mpi", "hostnames": world.gather(socket.gethostname())}
+    world.Barrier()
+    # wall clock once every rank is up (the launcher's probe and solve are behind it)
+    result: dict = {"engine": "mpi", "t_ready": time.time()}
+    result["hostnames"] = world.gather(socket.gethostname())
     if cfg.get("probe"):
         from rankopt.probe.mpi import measure
 
