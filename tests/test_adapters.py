@@ -118,6 +118,43 @@ def test_writes_are_atomic_and_clean(tmp_path):
         atomic_write_text(tmp_path, "x")
 
 
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+def test_writers_refuse_what_is_not_a_regular_file(tmp_path, kind):
+    """A FIFO, a planted link or a folder at the target is refused and left as it was."""
+    target = tmp_path / "target"
+    victim = tmp_path / "victim"
+    victim.write_text("keep\n")
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "symlink":
+        target.symlink_to(victim)
+    else:
+        target.mkdir()
+    order, hosts = [1, 0], ["a", "b"]
+    writers = {
+        "--rankfile": lambda: write_rankfile(target, order, hosts, what="--rankfile"),
+        "hostfile": lambda: write_hostfile(target, order, hosts),
+        "Slurm hostfile": lambda: write_slurm_hostfile(target, order, hosts),
+        "DeepSpeed hostfile": lambda: write_deepspeed_hostfile(target, order, hosts),
+        "--order-out": lambda: save_order(target, order, what="--order-out"),
+    }
+    said = {"fifo": "a FIFO, not a regular file", "directory": "a directory, not a regular file"}
+    for what, write in writers.items():
+        expected = said.get(kind, "a symbolic link; rankopt does not write through links")
+        with pytest.raises(RankoptInputError, match=rf"^{what} '{target}' is {expected}"):
+            write()
+    assert os.path.islink(target) == (kind == "symlink") and victim.read_text() == "keep\n"
+    assert stat.S_ISFIFO(os.lstat(target).st_mode) == (kind == "fifo")
+    assert sorted(os.listdir(tmp_path)) == ["target", "victim"]  # no temporary left behind
+
+
+def test_order_file_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "order.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(RankoptInputError, match=r"order file '.*order\.txt' is a FIFO"):
+        load_order(fifo)
+
+
 def test_launch_options():
     assert launch_options("f") == ["--map-by", "rankfile:file=f"]
     assert launch_options("f", openmpi=4) == ["--rankfile", "f"]
