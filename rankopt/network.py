@@ -469,23 +469,9 @@ def _fmt_rate(x: float) -> str:
 
 
 def _write_npz(path: Path, arrays: Mapping[str, Any]) -> Path:
-    import tempfile
+    from rankopt._files import atomic_write
 
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
+    return atomic_write(path, lambda fh: np.savez(fh, **arrays), what="network file")
 
 
 def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Network:
@@ -499,16 +485,12 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
     """
     name = os.fspath(path)
     if str(name).endswith(".npz"):
-        try:
-            with np.load(name, allow_pickle=False) as z:
-                files = set(z.files)
-                fmt = str(z["format"]) if "format" in files else ""
-                if fmt == FORMAT:
-                    return _network_from_npz({k: z[k] for k in files}, name)
-        except FileNotFoundError:
-            raise
-        except (ValueError, OSError, EOFError) as exc:
-            raise RankoptInputError(f"{name}: cannot read a network ({exc}).") from None
+        from rankopt._files import load_npz
+
+        z = load_npz(name, what="network file")  # regular file, sizes checked, one-line errors
+        files = set(z)
+        if "format" in files and str(z["format"]) == FORMAT:
+            return _network_from_npz(z, name)
         if {"latency", "bandwidth", "groups", "hosts"} <= files and "seed" in files:
             from rankopt.cloud import load_cloud
 
@@ -517,8 +499,7 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
 
         m = load_measurement(name)
         if {"groups", "uplinks"} <= files:  # the probe stored the hierarchy it inferred
-            with np.load(name, allow_pickle=False) as z:
-                groups, ups = list(np.atleast_2d(z["groups"])), _uplinks_from(z["uplinks"])
+            groups, ups = list(np.atleast_2d(z["groups"])), _uplinks_from(z["uplinks"])
             net = Network.from_measurement(m, infer=False).with_hierarchy(groups, ups)
             return replace(net, provenance={**net.provenance, "hierarchy": "stored by the probe"})
         return Network.from_measurement(m)
