@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._files import MAX_TEXT_BYTES, check_processes, open_regular
 from rankopt._validation import RankoptInputError
 
 __all__ = ["read_tsplib"]
@@ -88,7 +89,8 @@ def read_tsplib(path: str | os.PathLike[str]) -> tuple[str, NDArray[np.float64]]
            [5., 0., 3.],
            [4., 3., 0.]])
     """
-    text = Path(path).read_text().splitlines()
+    with open_regular(path, what="TSPLIB file", max_bytes=MAX_TEXT_BYTES) as fh:
+        text = fh.read().decode("utf-8", errors="replace").splitlines()
     spec: dict[str, str] = {}
     section = None
     data: list[tuple[str, str]] = []
@@ -111,6 +113,7 @@ def read_tsplib(path: str | os.PathLike[str]) -> tuple[str, NDArray[np.float64]]
         n = int(spec["DIMENSION"])
     except (KeyError, ValueError):
         raise RankoptInputError(f"{str(path)!r}: missing or bad DIMENSION.") from None
+    check_processes(n, f"TSPLIB file {str(path)!r} (DIMENSION)")  # before the n x n matrix
     kind = spec.get("EDGE_WEIGHT_TYPE", "").upper()
     name = spec.get("NAME", Path(path).stem)
     if kind == "EXPLICIT":
