@@ -393,9 +393,14 @@ def check_processes(n: int, source: str) -> None:
     """Refuse a matrix of more than :data:`MAX_N` processes, before it is allocated.
 
     ``source`` names where ``n`` comes from (a file and what in it, or options).
+
+    Raises
+    ------
+    RankoptInputError
+        If ``n > MAX_N``.
     """
     if n > MAX_N:
-        raise RankoptFileError(
+        raise RankoptInputError(
             f"{source} gives n={n} processes, over the limit of {MAX_N} "
             f"(an n x n float64 matrix would take {format_bytes(8.0 * n * n)})."
         )

@@ -427,7 +427,7 @@ def test_csv_long_format(tmp_path):
     ):
         load_matrix(f)
     f.write_text("src,dst,value\n0,99999,2\n")
-    with pytest.raises(RankoptFileError, match=r"long format\) gives n=100000 processes"):
+    with pytest.raises(RankoptInputError, match=r"long format\) gives n=100000 processes"):
         load_matrix(f)
     f.write_text("0,1,2\n1,0,3\n2,3,0\n")  # three rows of three: a matrix
     assert load_matrix(f).shape == (3, 3)
