@@ -196,3 +196,20 @@ def test_engine_absent_rank_raises_on_all_others():
         assert isinstance(exc, ProbeTimeoutError)
         assert exc.phase == "start" and 3 in exc.ranks
         assert "rank 3" in str(exc) and "did not report" in str(exc)
+
+
+def test_engine_late_partner_gets_the_same_diagnosis_everywhere(monkeypatch):
+    # rank 2 stops answering in latency round 2, where it meets rank 0; rank 0 itself starts
+    # that round 0.4 timeout late (a starved process): every live rank must blame rank 2
+    # alone. With deadlines from each process's own round start, ranks 1 and 3 closed their
+    # report window before rank 0 reported and blamed rank 0 too.
+    timeout = 1.0
+    monkeypatch.setenv("RANKOPT_PROBE_TEST_STALL", "2:2:3")
+    monkeypatch.setenv("RANKOPT_PROBE_TEST_SKEW", f"0:2:{0.4 * timeout}")
+    results = run_job(4, ProbeParams(repeats=2, bandwidth=False, timeout=timeout))
+    live = [results[r] for r in (0, 1, 3)]
+    assert all(isinstance(exc, ProbeTimeoutError) for exc in live), results
+    messages = {str(exc) for exc in live}
+    assert len(messages) == 1, messages
+    assert "rank 2 did not answer rank 0 (pair (0, 2))" in messages.pop()
+    assert all(exc.ranks == [2] and exc.pairs == [(0, 2)] and exc.step == 2 for exc in live)

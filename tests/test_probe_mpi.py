@@ -114,6 +114,33 @@ def test_unresponsive_rank_makes_every_rank_raise(tmp_path, n, stall, message):
         assert rep["since_last_round"] < timeout + 1.0, rep
 
 
+@pytest.mark.slow
+def test_late_partner_gets_the_same_diagnosis_on_every_rank(tmp_path):
+    # rank 2 stops for good in round 2, where it meets rank 0, and rank 0 starts that round
+    # 0.3 timeout late (a starved process): rank 0 is alive, and every live rank must say so
+    n, timeout = 4, 4.0
+    reports = run_probe(
+        tmp_path,
+        n,
+        f"timeout={timeout}",
+        "bandwidth=false",
+        expect=n - 1,
+        limit=90,
+        RANKOPT_PROBE_TEST_STALL="2:2:stop",
+        RANKOPT_PROBE_TEST_SKEW=f"0:2:{0.3 * timeout}",
+    )
+    # (the stopped rank may be woken by SIGCONT when its process group is orphaned at the end)
+    live = {r: reports[r] for r in (0, 1, 3)}
+    messages = {rep["message"] for rep in live.values()}
+    assert len(messages) == 1, reports
+    assert "rank 2 did not answer rank 0 (pair (0, 2))" in messages.pop()
+    for rep in live.values():
+        assert rep["error"] == "ProbeTimeoutError" and rep["step"] == 2, rep
+        assert rep["ranks"] == [2] and rep["pairs"] == [[0, 2]], rep
+        # the late rank keeps the common deadlines: it raises no later than the others
+        assert rep["since_last_round"] < timeout + 1.0, rep
+
+
 def test_cli_probe_writes_the_file(tmp_path):
     out = tmp_path / "net.npz"
     proc = _cli(3, "-o", str(out), "--repeats", "3", "--timeout", "20")

@@ -2,7 +2,7 @@
 
 Test hooks
 ----------
-Two environment variables, read only by the probe and meant only for tests,
+Three environment variables, read only by the probe and meant only for tests,
 make a process misbehave on purpose:
 
 ``RANKOPT_PROBE_TEST_DELAY="RANK:SECONDS[:PEER][,...]"``
@@ -12,12 +12,18 @@ make a process misbehave on purpose:
 ``RANKOPT_PROBE_TEST_STALL="RANK:ROUND:SECONDS"``
     Process ``RANK`` sleeps ``SECONDS`` at the start of latency round
     ``ROUND`` (1-based): an unresponsive peer, which must make every process
-    raise :class:`ProbeTimeoutError`.
+    raise :class:`ProbeTimeoutError`. ``SECONDS`` may be ``stop``: the process
+    then stops itself with ``SIGSTOP`` (a hung process that never answers again).
+``RANKOPT_PROBE_TEST_SKEW="RANK:ROUND:SECONDS"``
+    Process ``RANK`` starts latency round ``ROUND`` ``SECONDS`` late, as a
+    process starved of CPU on a loaded machine does: the failure diagnosis
+    must still be the same on every process.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -39,6 +45,7 @@ __all__ = [
 
 DELAY_ENV = "RANKOPT_PROBE_TEST_DELAY"
 STALL_ENV = "RANKOPT_PROBE_TEST_STALL"
+SKEW_ENV = "RANKOPT_PROBE_TEST_SKEW"
 
 
 class ProbeTimeoutError(RuntimeError):
@@ -187,30 +194,41 @@ class TestHooks:
 
     delays: dict[int, float] = field(default_factory=dict)  # peer (-1: any) -> seconds
     stall_round: int = 0  # 1-based latency round, 0: none
-    stall_seconds: float = 0.0
+    stall_seconds: float = 0.0  # inf: stop the process (SIGSTOP)
+    skew_round: int = 0  # 1-based latency round started late, 0: none
+    skew_seconds: float = 0.0
 
     def delay_to(self, peer: int) -> float:
         return self.delays.get(peer, self.delays.get(-1, 0.0))
+
+    def stall(self) -> None:
+        """Sleep ``stall_seconds``, or stop this process for good when it is infinite."""
+        if np.isinf(self.stall_seconds):
+            import signal
+
+            os.kill(os.getpid(), signal.SIGSTOP)
+        else:
+            time.sleep(self.stall_seconds)
 
     @classmethod
     def from_env(cls, rank: int, environ: dict[str, str] | None = None) -> TestHooks:
         env = os.environ if environ is None else environ
         delays: dict[int, float] = {}
-        stall_round, stall_seconds = 0, 0.0
+        rounds = {STALL_ENV: (0, 0.0), SKEW_ENV: (0, 0.0)}
         try:
             for spec in filter(None, env.get(DELAY_ENV, "").split(",")):
                 parts = spec.split(":")
                 if int(parts[0]) == rank:
                     peer = int(parts[2]) if len(parts) > 2 else -1
                     delays[peer] = float(parts[1])
-            spec = env.get(STALL_ENV, "")
-            if spec:
-                who, rnd, secs = spec.split(":")
-                if int(who) == rank:
-                    stall_round, stall_seconds = int(rnd), float(secs)
+            for name in rounds:
+                spec = env.get(name, "")
+                if spec:
+                    who, rnd, secs = spec.split(":")
+                    if int(who) == rank:
+                        rounds[name] = (int(rnd), np.inf if secs == "stop" else float(secs))
         except ValueError as exc:
-            raise RankoptInputError(
-                f"malformed test hook {DELAY_ENV}={env.get(DELAY_ENV, '')!r} / "
-                f"{STALL_ENV}={env.get(STALL_ENV, '')!r}: {exc}"
-            ) from None
-        return cls(delays, stall_round, stall_seconds)
+            shown = " / ".join(f"{k}={env.get(k, '')!r}" for k in (DELAY_ENV, STALL_ENV, SKEW_ENV))
+            raise RankoptInputError(f"malformed test hook {shown}: {exc}") from None
+        (stall_round, stall_seconds), (skew_round, skew_seconds) = rounds.values()
+        return cls(delays, stall_round, stall_seconds, skew_round, skew_seconds)

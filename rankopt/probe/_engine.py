@@ -23,6 +23,17 @@ from the start of the round: the pair exchange has ``0.6 * timeout``, the
 consensus until ``0.8 * timeout`` and the failure exchange until
 ``0.95 * timeout``, so every live process raises within ``timeout`` of the
 round's start.
+
+The start of a round is *common* to all processes: every consensus (and the
+allgathers of the start and gather steps) also carries the wall-clock time
+at which each process entered it, and the next round starts, on every
+process, at the latest of those times (converted to the local clock, never
+later than the moment the process itself saw the consensus complete, nor more
+than half a timeout before it). A process that starts a round late -- starved
+of CPU on a loaded machine -- thus keeps the same deadlines as the others,
+and all of them exchange their failure reports in the same window and raise
+the same diagnosis. Host clocks must agree to well within the timeout (NTP
+does); a clock that is ahead only makes the deadlines of the others later.
 """
 
 from __future__ import annotations
@@ -52,6 +63,7 @@ logger = logging.getLogger("rankopt.probe")
 
 TAG_LAT, TAG_BW, TAG_ACK = 0x7A10, 0x7A11, 0x7A12
 PAIR_SHARE, CONSENSUS_SHARE, FAILURE_SHARE = 0.6, 0.8, 0.95
+MAX_SKEW_SHARE = 0.5  # the common start of a round is at most this much before the local one
 HOST_BYTES = 256
 _Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float]
 _UNIT = {"latency": "round", "bandwidth": "slot", "start": "step", "gather": "step"}
@@ -98,15 +110,28 @@ class _Probe:
         self.hostname = hostname
         self.hooks = TestHooks.from_env(self.me)
         self.t_begin = time.perf_counter()
+        self.epoch = self.t_begin  # common start of the next step, perf_counter clock
         self.small_out = np.zeros(params.latency_bytes, dtype=np.uint8)
         self.small_in = np.zeros(params.latency_bytes, dtype=np.uint8)
 
     # -- control plane -----------------------------------------------------------------
+    def _set_epoch(self, latest_entry: float) -> None:
+        """Start the next step at ``latest_entry`` (wall clock, the latest process's entry).
+
+        Converted to this process's ``perf_counter`` clock and kept between half a
+        timeout before now and now, so that a process that saw the step complete late
+        computes the same deadlines as the others.
+        """
+        now = time.perf_counter()
+        entry = latest_entry - (time.time() - now)
+        self.epoch = min(now, max(entry, now - MAX_SKEW_SHARE * self.p.timeout))
+
     def _consensus(
         self, phase: str, step: int, steps: int, t0: float, failed_peer: int, pairs: Sequence
     ) -> None:
-        flag = np.array([0 if failed_peer < 0 else 1], dtype=np.int64)
-        out = np.zeros(1, dtype=np.int64)
+        # failure flag and entry time (microseconds): the max of both comes back
+        flag = np.array([0 if failed_peer < 0 else 1, int(time.time() * 1e6)], dtype=np.int64)
+        out = np.zeros(2, dtype=np.int64)
         deadline = t0 + CONSENSUS_SHARE * self.p.timeout
         try:
             ok = self.tr.wait([self.tr.allreduce_max(flag, out)], deadline, busy=False)
@@ -114,6 +139,7 @@ class _Probe:
             logger.debug("consensus failed on rank %d: %s", self.me, exc)
             ok = False
         if ok and out[0] == 0:
+            self._set_epoch(out[1] / 1e6)
             return
         self._fail(phase, step, steps, t0, failed_peer, pairs)
 
@@ -160,8 +186,9 @@ class _Probe:
         )
 
     def _allgather(self, send: NDArray[Any], phase: str) -> NDArray[Any]:
+        """Allgather ``send`` with the step's deadline, from the common start of the step."""
         recv = np.zeros((self.n, send.size), dtype=send.dtype)
-        t0 = time.perf_counter()
+        t0 = self.epoch
         deadline = t0 + CONSENSUS_SHARE * self.p.timeout
         try:
             ok = self.tr.wait([self.tr.allgather(send, recv)], deadline, busy=False)
@@ -253,8 +280,9 @@ class _Probe:
                 "other arguments than rank 0."
             )
         hosts = tuple(bytes(r[16:]).rstrip(b"\0").decode(errors="replace") for r in table)
-        started = float(table[0, 8:16].copy().view(np.float64)[0])
-        return hosts, started
+        entered = table[:, 8:16].copy().view(np.float64)[:, 0]
+        self._set_epoch(float(entered.max()))
+        return hosts, float(entered[0])
 
     def _phase(
         self,
@@ -275,9 +303,11 @@ class _Probe:
         n, me = self.n, self.me
         row = np.zeros((3, n))  # value, spread, count
         for s, pairs in enumerate(steps):
-            t0 = time.perf_counter()
+            if phase == "latency" and self.hooks.skew_round == s + 1:
+                time.sleep(self.hooks.skew_seconds)  # a late start: the deadlines stay common
+            t0 = self.epoch
             if phase == "latency" and self.hooks.stall_round == s + 1:
-                time.sleep(self.hooks.stall_seconds)
+                self.hooks.stall()
             peer = next((b if a == me else a for a, b in pairs if me in (a, b)), -1)
             failed = -1
             deadline = t0 + PAIR_SHARE * self.p.timeout
@@ -296,7 +326,9 @@ class _Probe:
             self._progress(phase, s, len(steps), pairs)
         gathered = self._allgather(np.concatenate([row.ravel(), [time.time()]]), "gather")
         mats = gathered[:, : 3 * n].reshape(n, 3, n)
-        return mats[:, 0], mats[:, 1], mats[:, 2], float(gathered[:, -1].max())
+        finished = float(gathered[:, -1].max())
+        self._set_epoch(finished)
+        return mats[:, 0], mats[:, 1], mats[:, 2], finished
 
     def _latency(self, rounds: Sequence[Sequence[tuple[int, int]]]) -> _Rows:
         def one_way(rtt: NDArray[np.float64], peer: int) -> tuple[float, float]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-HOOKS = ("RANKOPT_PROBE_TEST_DELAY", "RANKOPT_PROBE_TEST_STALL")
+HOOKS = ("RANKOPT_PROBE_TEST_DELAY", "RANKOPT_PROBE_TEST_STALL", "RANKOPT_PROBE_TEST_SKEW")
 
 
 def job_env(**extra: str) -> dict[str, str]:
@@ -61,6 +61,19 @@ def report_run(outdir: str, rank: int, probe: Callable[[Callable[[Any], None]], 
         json.dump(info, fh)
     os.replace(path + ".tmp", path)
     return info
+
+
+def wait_for_live_peers(outdir: str, n: int, info: dict, limit: float = 30.0) -> None:
+    """After a failure, wait until every rank the error does not name has written its report.
+
+    A rank that leaves without ``MPI_Finalize`` (which would wait for the dead peer) makes
+    Open MPI end the whole job: without this wait it kills ranks that are still reporting.
+    """
+    silent = set(info.get("ranks") or [])
+    paths = [os.path.join(outdir, f"rank{q}.json") for q in range(n) if q not in silent]
+    deadline = time.monotonic() + limit
+    while not all(map(os.path.exists, paths)) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def collect_reports(

@@ -8,7 +8,7 @@ import os
 import sys
 
 from mpi4py import MPI
-from probe_launch import parse_kwargs, report_run
+from probe_launch import parse_kwargs, report_run, wait_for_live_peers
 
 from rankopt.probe.mpi import measure
 
@@ -18,6 +18,7 @@ def main() -> None:
     comm = MPI.COMM_WORLD
     info = report_run(outdir, comm.Get_rank(), lambda cb: measure(comm, callback=cb, **kwargs))
     if info["error"]:
+        wait_for_live_peers(outdir, comm.Get_size(), info)
         sys.stdout.flush()
         os._exit(0)  # leave without waiting for a dead peer in MPI_Finalize
 
