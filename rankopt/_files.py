@@ -278,7 +278,10 @@ def atomic_write(
     else:
         mode = 0o666 & ~_umask()
     parent = p.parent
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{p.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{p.name}.", suffix=".tmp")
+    except OSError as exc:  # a read-only or full folder: name the target, not the temporary
+        raise RankoptFileError(f"cannot write {_name(what, p)}: {exc.strerror}.") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             write_fn(fh)

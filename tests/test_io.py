@@ -473,3 +473,16 @@ def test_cli_bad_files_give_exactly_one_stderr_line(tmp_path):
     p = _cli("simulate", "--pods", "100", "--racks", "100", "--hosts", "100", "-o", str(ok))
     assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1, p.stderr
     assert "--pods 100 x --racks 100 x --hosts 100 x --ranks-per-host 1 = 1000000" in p.stderr
+
+
+def test_unwritable_folder_names_the_target_not_the_temporary(tmp_path, monkeypatch):
+    import tempfile
+
+    def denied(**kw):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    with pytest.raises(
+        RankoptFileError, match=r"^cannot write --output '.*out\.npz': Permission denied\.$"
+    ):
+        atomic_write_text(tmp_path / "out.npz", "x", what="--output")
