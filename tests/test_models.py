@@ -23,7 +23,7 @@ def closed_form(c, a, p, seg=None):
         return 2 * (p - 1) * A + 2 * (p - 1) / p * M / B
     if (c, a) == ("allreduce", "recursive_doubling"):
         return lg * (A + M / B)
-    if (c, a) == ("allreduce", "rabenseifner"):
+    if (c, a) in (("allreduce", "rabenseifner"), ("allreduce", "rabenseifner_ompi")):
         return 2 * lg * A + 2 * (p - 1) / p * M / B
     if a == "binomial" and c == "allreduce":
         return 2 * lg * (A + M / B)

@@ -113,6 +113,24 @@ def test_ring_is_one_step_repeated():
     assert s.pattern() == [("shift", 1, 1 / 1024, 1023)] * 2
 
 
+def test_open_mpi_rabenseifner_halves_at_distance_one_first():
+    """Open MPI's redscat_allgather: the m/2 exchange is with rank XOR 1 (MPICH's at p/2)."""
+    pat = schedule("allreduce", "rabenseifner_ompi", 8).pattern()
+    assert [p[:3] for p in pat] == [
+        ("xor", 1, 0.5),
+        ("xor", 2, 0.25),
+        ("xor", 4, 0.125),
+        ("xor", 4, 0.125),
+        ("xor", 2, 0.25),
+        ("xor", 1, 0.5),
+    ]
+    # 5 ranks: ranks 0/1 swap halves, 1 returns its half to 0 and drops out, 0 sends back
+    steps = schedule("allreduce", "rabenseifner_ompi", 5).steps()
+    assert steps[0] == [(0, 1, 0.5), (1, 0, 0.5)] and steps[1] == [(1, 0, 0.5)]
+    assert steps[2] == [(0, 2, 0.5), (2, 0, 0.5), (3, 4, 0.5), (4, 3, 0.5)]
+    assert steps[-1] == [(0, 1, 1.0)]
+
+
 def test_pattern_of_recursive_doubling():
     assert [p[:2] for p in schedule("allreduce", "rabenseifner", 8).pattern()] == [
         ("xor", 4),

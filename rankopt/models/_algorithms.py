@@ -110,6 +110,13 @@ def ring_phase(
 
 
 def _ring_allreduce(n, wb, **_):
+    """Ring reduce-scatter then ring allgather, rank ``r`` sending to ``r + 1``.
+
+    The step order of Open MPI's ``ompi_coll_base_allreduce_intra_ring``
+    (step 0: rank r sends block r to r + 1; also what its segmented ring
+    runs when the segment size is 0, as in the fixed decision), MPICH's
+    ``MPIR_Allreduce_intra_ring`` and Gloo's ring allreduce (``gloo/allreduce.cc``).
+    """
     ids = np.arange(n)
     chunks = [(c,) for c in range(n)]
     return (
@@ -119,10 +126,12 @@ def _ring_allreduce(n, wb, **_):
 
 
 def _ring_allgather(n, wb, **_):
+    """Ring allgather, rank ``r`` sending to ``r + 1`` (MPICH, Open MPI, Gloo)."""
     return ring_phase(np.arange(n), [(c,) for c in range(n)], 1 / n, False, wb), Layout(n, 1 / n)
 
 
 def _ring_reduce_scatter(n, wb, **_):
+    """Ring reduce-scatter, rank ``r`` sending to ``r + 1`` (MPICH)."""
     return ring_phase(np.arange(n), [(c,) for c in range(n)], 1 / n, True, wb), Layout(n, 1 / n)
 
 
@@ -194,6 +203,13 @@ def _real_vchunks(n, p2, r) -> list[Blocks]:
 
 
 def _rd_allreduce(n, wb, **_):
+    """Recursive doubling, distance 1 first, full vector every step.
+
+    Open MPI's ``ompi_coll_base_allreduce_intra_recursivedoubling`` and
+    MPICH's ``MPIR_Allreduce_intra_recursive_doubling`` share this order and
+    the fold: even ranks ``< 2r`` send their vector to ``rank + 1``, drop
+    out and get the result back at the end.
+    """
     p2, r, active = _fold(n)
     allb = tuple(range(n))
     v = np.arange(p2)
@@ -207,6 +223,13 @@ def _rd_allreduce(n, wb, **_):
 
 
 def _rabenseifner(n, wb, **_):
+    """MPICH's ``MPIR_Allreduce_intra_reduce_scatter_allgather`` step order.
+
+    Recursive halving (distance ``p2/2`` first, half the vector to the
+    farthest partner) then recursive-doubling allgather (distance 1 first);
+    non-powers of two folded as in MPICH (:func:`_fold`: even ranks ``< 2r``
+    hand their whole vector to ``rank + 1`` and drop out).
+    """
     p2, r, active = _fold(n)
     allb = tuple(range(p2))
     vchunks = [(v,) for v in range(p2)]
@@ -216,7 +239,82 @@ def _rabenseifner(n, wb, **_):
     return steps + _fold_post(r, 1.0, lambda e: allb, wb), Layout(p2, 1 / p2)
 
 
+def _ompi_halving_doubling(p2, active, wb) -> tuple[list[Step], list[Step]]:
+    """Open MPI's reduce-scatter (halving, distance 1 first) and its mirror allgather.
+
+    ``ompi_coll_base_allreduce_intra_redscat_allgather``: at distance
+    ``mask = 1, 2, ..., p2/2`` virtual rank ``v`` exchanges half its window
+    with ``v ^ mask``; the lower rank keeps the left half. The allgather
+    replays the exchanges in reverse (distance ``p2/2`` first), each rank
+    sending the window it holds.
+    """
+    v = np.arange(p2)
+    lo = np.zeros(p2, dtype=np.int64)
+    hi = np.full(p2, p2, dtype=np.int64)
+    rs: list[Step] = []
+    windows = []
+    mask = 1
+    while mask < p2:
+        mid = lo + (hi - lo) // 2
+        lower = (v & mask) == 0
+        s_lo, s_hi = np.where(lower, mid, lo), np.where(lower, hi, mid)
+        blocks = [tuple(range(a, b)) for a, b in zip(s_lo, s_hi, strict=True)] if wb else []
+        rs.append(_step(active, active[v ^ mask], (s_hi - s_lo) / p2, True, blocks, wb))
+        lo, hi = np.where(lower, lo, mid), np.where(lower, mid, hi)
+        windows.append((lo.copy(), hi.copy()))
+        mask *= 2
+    ag: list[Step] = []
+    mask = p2 // 2
+    for w_lo, w_hi in reversed(windows):
+        blocks = [tuple(range(a, b)) for a, b in zip(w_lo, w_hi, strict=True)] if wb else []
+        ag.append(_step(active, active[v ^ mask], (w_hi - w_lo) / p2, False, blocks, wb))
+        mask //= 2
+    return rs, ag
+
+
+def _rabenseifner_ompi(n, wb, **_):
+    """Open MPI's ``ompi_coll_base_allreduce_intra_redscat_allgather`` step order.
+
+    Source: ``ompi/mca/coll/base/coll_base_allreduce.c`` (Open MPI 5.0.x).
+    Fold for ``r = n - p2`` extra ranks: in the first ``2r`` ranks, even
+    ``e`` sends the right half of its vector to ``e + 1`` while ``e + 1``
+    sends the left half to ``e`` (both reduce), then ``e + 1`` returns its
+    reduced right half to ``e`` and drops out (virtual rank ``v < r`` runs
+    on ``2v``, the others on ``v + r``). Reduce-scatter by recursive vector
+    halving with distance *doubling* (the half-vector exchange is with
+    ``v ^ 1``), allgather in reverse order, and ``e`` finally sends the whole
+    result to ``e + 1``.
+    """
+    p2 = _pof2_floor(n)
+    r = n - p2
+    v = np.arange(p2)
+    active = np.where(v < r, 2 * v, v + r).astype(np.int64)
+    allb = tuple(range(p2))
+    left, right = allb[: p2 // 2], allb[p2 // 2 :]
+    steps: list[Step] = []
+    if r:
+        ev = 2 * np.arange(r)
+        steps.append(
+            _step(
+                np.concatenate([ev, ev + 1]),
+                np.concatenate([ev + 1, ev]),
+                0.5,
+                True,
+                [right] * r + [left] * r,
+                wb,
+            )
+        )
+        steps.append(_step(ev + 1, ev, 0.5, False, [right] * r, wb))
+    rs, ag = _ompi_halving_doubling(p2, active, wb)
+    steps += rs + ag
+    if r:
+        ev = 2 * np.arange(r)
+        steps.append(_step(ev, ev + 1, 1.0, False, [allb] * r, wb))
+    return steps, Layout(p2, 1 / p2)
+
+
 def _rh_reduce_scatter(n, wb, **_):
+    """Recursive-halving reduce-scatter, distance ``p2/2`` first (MPICH)."""
     p2, r, active = _fold(n)
     steps = _fold_pre(r, 1.0, True, lambda e: tuple(range(n)), wb)
     steps += _halving(p2, active, _real_vchunks(n, p2, r), 1 / n, wb)
@@ -224,6 +322,7 @@ def _rh_reduce_scatter(n, wb, **_):
 
 
 def _rd_allgather(n, wb, **_):
+    """Recursive-doubling allgather, distance 1 first (MPICH; MPICH fold)."""
     p2, r, active = _fold(n)
     steps = _fold_pre(r, 1 / n, False, lambda e: (e,), wb)
     steps += _doubling_gather(p2, active, _real_vchunks(n, p2, r), 1 / n, wb)
@@ -232,6 +331,7 @@ def _rd_allgather(n, wb, **_):
 
 
 def _bruck(n, wb, **_):
+    """Bruck allgather, distance 1 first, sending to ``r - d`` (MPICH's order)."""
     r = np.arange(n)
     steps = []
     d = 1
@@ -244,6 +344,7 @@ def _bruck(n, wb, **_):
 
 
 def _pairwise(n, wb, **_):
+    """Pairwise exchange: ``r ^ i`` on powers of two, else ``r + i`` (MPICH, Open MPI)."""
     r = np.arange(n)
     pof2 = n & (n - 1) == 0
     steps = []
@@ -285,15 +386,22 @@ def binomial_reduce(
 
 
 def _binomial_allreduce(n, wb, **_):
+    """Binomial reduce to rank 0 then binomial broadcast (MPICH trees).
+
+    Also the model of Open MPI's "nonoverlapping" (reduce then bcast) and
+    "basic_linear" allreduce, whose trees differ (an approximation).
+    """
     r = np.arange(n)
     return binomial_reduce(r, 1.0, (0,), wb) + binomial_bcast(r, 1.0, (0,), wb), Layout(1, 1.0)
 
 
 def _binomial_bcast(n, wb, **_):
+    """MPICH binomial broadcast (largest distance first)."""
     return binomial_bcast(np.arange(n), 1.0, (0,), wb), Layout(1, 1.0)
 
 
 def _binomial_reduce(n, wb, **_):
+    """MPICH binomial reduce (distance 1 first)."""
     return binomial_reduce(np.arange(n), 1.0, (0,), wb), Layout(1, 1.0)
 
 
@@ -363,6 +471,7 @@ def btree_parents(n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
 
 
 def _double_binary_tree(n, wb, **_):
+    """NCCL's double binary tree (``ncclGetDtree``), each tree half the vector."""
     t1, t2 = btree_parents(n)
     r1, b1 = _tree_phases(t1, 0.5, (0,), wb)
     r2, b2 = _tree_phases(t2, 0.5, (1,), wb)
@@ -370,6 +479,7 @@ def _double_binary_tree(n, wb, **_):
 
 
 def _binary_tree_bcast(n, wb, **_):
+    """Binary-heap broadcast tree (parent ``(k - 1) // 2``), not pipelined."""
     parent = np.array([-1] + [(k - 1) // 2 for k in range(1, n)], dtype=np.int64)
     return _tree_phases(parent, 1.0, (0,), wb)[1], Layout(1, 1.0)
 
@@ -449,6 +559,7 @@ GENERATORS = {
     ("allreduce", "ring"): _ring_allreduce,
     ("allreduce", "recursive_doubling"): _rd_allreduce,
     ("allreduce", "rabenseifner"): _rabenseifner,
+    ("allreduce", "rabenseifner_ompi"): _rabenseifner_ompi,
     ("allreduce", "binomial"): _binomial_allreduce,
     ("allreduce", "double_binary_tree"): _double_binary_tree,
     ("allreduce", "hierarchical"): _hierarchical,

@@ -31,6 +31,7 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
         "ring",
         "recursive_doubling",
         "rabenseifner",
+        "rabenseifner_ompi",
         "binomial",
         "double_binary_tree",
         "hierarchical",
@@ -221,7 +222,11 @@ def schedule(
     Roots (broadcast, reduce) are new rank 0. Non-powers of two in recursive
     doubling/halving and Rabenseifner are folded as in MPICH: ranks ``2i``
     (``i < n - 2**floor(lg n)``) first hand their data to ``2i+1`` and get the
-    result back in a last step. The double binary tree is NCCL's
+    result back in a last step. ``"rabenseifner"`` follows MPICH's step order
+    (the half-vector exchange at distance ``p/2`` first);
+    ``"rabenseifner_ompi"`` follows Open MPI's ``redscat_allgather``
+    (distance 1 first, Open MPI's fold). Each generator's docstring in
+    :mod:`rankopt.models._algorithms` names the implementation it follows. The double binary tree is NCCL's
     (``ncclGetDtree``); each tree carries half of the vector, reducing up and
     then broadcasting down, not pipelined.
 
