@@ -31,10 +31,10 @@ def summary_table(summary: list[dict[str, Any]], *, markdown: bool = False) -> l
     ...      "speedup_best": 4.0, "fraction_of_best": 1.0, "modelled_speedup": 3.5,
     ...      "modelled_interval": [3.0, 3.9], "overhead_s": 2.0}
     >>> print(summary_table([s], markdown=True)[2])
-    | gloo | 16 MB | 4.000 | 1.000 (4.00x) | 1.000 (4.00x) | user 1.000 (4.00x) | 100% | 3.50x (3-3.9) | 2.0 |
+    | gloo | 16 MB | 4.000 | 1.000 (4.00x) | - | 1.000 (4.00x) | user 1.000 (4.00x) | 100% | 3.50x (3-3.9) | 2.0 |
     """
-    head = ["engine", "size", "launch s", "user path s", "ideal s", "best s", "of best",
-            "modelled", "overhead s"]  # fmt: skip
+    head = ["engine", "size", "launch s", "user path s", "replayed s", "ideal s", "best s",
+            "of best", "modelled", "overhead s (solve)"]  # fmt: skip
     rows = []
     for s in summary:
         base = s["launch"]
@@ -47,12 +47,14 @@ def summary_table(summary: list[dict[str, Any]], *, markdown: bool = False) -> l
                 _mb(s["size"]),
                 _s(base),
                 f"{_s(s.get('user'))} ({_x(s.get('speedup_user'))})",
+                _s(s.get("user_replay")),
                 "-" if ideal is None else f"{ideal:.3f} ({_x(base / ideal)})",
                 f"{s['best_label']} {s['best']:.3f} ({_x(s['speedup_best'])})",
                 "-" if frac is None else f"{frac:.0%}",
                 _x(s.get("modelled_speedup"))
                 + ("" if not lo_hi else f" ({lo_hi[0]:.3g}-{lo_hi[1]:.3g})"),
-                "-" if s.get("overhead_s") is None else f"{s['overhead_s']:.1f}",
+                ("-" if s.get("overhead_s") is None else f"{s['overhead_s']:.1f}")
+                + ("" if s.get("solve_s") is None else f" ({s['solve_s']:.2f})"),
             ]
         )
     if markdown:
@@ -79,8 +81,9 @@ def format_report(report: dict[str, Any]) -> str:
         lines += ["", *summary_table(summary)]
         lines.append(
             "speedup = launch median / order median; of best = best median / user-path "
-            "median; modelled = the speedup the entry point printed (90% interval); "
-            "overhead = probe + solve added to the job start"
+            "median; replayed = the user path's order timed with the others; modelled = the "
+            "speedup the entry point printed (90% interval); overhead = probe + solve added "
+            "to the job start (solve: the solver's own time)"
         )
     fid = report.get("fidelity")
     if fid:
