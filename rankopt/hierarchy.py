@@ -278,9 +278,7 @@ def block_max(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray
     return np.maximum.reduceat(np.maximum.reduceat(m, starts, axis=0), starts, axis=1)
 
 
-def infer_uplinks(
-    bandwidth: ArrayLike, levels: Sequence[ArrayLike]
-) -> list[NDArray[np.float64]]:
+def infer_uplinks(bandwidth: ArrayLike, levels: Sequence[ArrayLike]) -> list[NDArray[np.float64]]:
     """Uplink capacity of every group per level (bytes/s), from probed pair bandwidth.
 
     A single transfer between two groups that share a parent at the next

@@ -344,9 +344,7 @@ class Network:
         return replace(self, groups=levels, uplinks=() if uplinks is None else tuple(uplinks))
 
     # ---------------------------------------------------------------- models
-    def default_model(
-        self, algorithm: str = "ring", nbytes: float | None = None
-    ) -> dict[str, Any]:
+    def default_model(self, algorithm: str = "ring", nbytes: float | None = None) -> dict[str, Any]:
         """The model ``solve()`` prices this network with when told nothing.
 
         * bandwidth and uplinks known: ``"contention"`` at ``nbytes``

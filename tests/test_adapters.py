@@ -46,7 +46,13 @@ class _Meas:
 # ---------------------------------------------------------------------------------- writers
 def test_rankfile_lines_follow_the_order():
     hosts = ["a", "a", "b", "b"]
-    text = format_rankfile([2, 0, 3, 1], hosts, comment=False)
+    assert format_rankfile([2, 0, 3, 1], hosts, comment=False).splitlines() == [
+        "rank 0=b",
+        "rank 1=a",
+        "rank 2=b",
+        "rank 3=a",
+    ]  # no slot unless it is a real binding
+    text = format_rankfile([2, 0, 3, 1], hosts, slots="original", comment=False)
     # new rank k runs where original rank order[k] ran, on that process's original slot
     assert text.splitlines() == [
         "rank 0=b slot=0",
@@ -105,7 +111,7 @@ def test_writes_are_atomic_and_clean(tmp_path):
     target = tmp_path / "rankfile"
     target.write_text("old\n")
     write_rankfile(target, [1, 0], ["a", "b"], comment=False)
-    assert target.read_text() == "rank 0=b slot=0\nrank 1=a slot=0\n"
+    assert target.read_text() == "rank 0=b\nrank 1=a\n"
     assert sorted(os.listdir(tmp_path)) == ["rankfile"]  # no temporary left behind
     mode = stat.S_IMODE(target.stat().st_mode)
     assert mode & 0o044  # readable by others (umask applied), not mkstemp's 0600
@@ -487,7 +493,7 @@ def test_writers_and_nodes_take_a_measurement(tmp_path):
     order, res = solve_nodes(m, rng=0)
     assert res is not None and order[0] == 0 and is_node_contiguous(order, m)
     text = write_rankfile(tmp_path / "rf", order, m, comment=False).read_text()
-    assert text.splitlines()[0] == "rank 0=a slot=0"
+    assert text.splitlines()[0] == "rank 0=a"
     assert rank_hosts(order, m)[:2] == ["a", "a"]
     assert list(node_ranks(order, m)) == [h for h in predict(order, m).nodes]
 

@@ -146,7 +146,7 @@ def test_solve_writes_launcher_files(tmp_path):
     lines = [ln for ln in hf.read_text().splitlines() if ln and not ln.startswith("#")]
     assert lines == [hosts[i] for i in order]
     ranks = [ln for ln in rf.read_text().splitlines() if ln.startswith("rank ")]
-    assert ranks == [f"rank {k}={hosts[i]} slot=0" for k, i in enumerate(order)]
+    assert ranks == [f"rank {k}={hosts[i]}" for k, i in enumerate(order)]
 
 
 def test_launcher_files_need_host_names(tmp_path):
@@ -194,3 +194,40 @@ def test_solve_time_and_contention_models(tmp_path):
     assert p.returncode == 1 and "the network has 2 levels (8 groups of 1; 2 groups of 4, 4)" in (
         p.stderr
     )
+
+
+def _parsers():
+    import argparse
+
+    from rankopt.cli import _all_parsers, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return _all_parsers(sub)
+
+
+def test_every_option_has_help_with_its_default():
+    import argparse
+
+    missing = []
+    for parser in [p for p in _parsers() if not p.prog.startswith("rankopt testbed")]:
+        text = parser.format_help()
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue
+            if not action.help:
+                missing.append((parser.prog, action.option_strings or action.dest))
+        assert "(default: " in text or all(
+            a.default in (None, False, argparse.SUPPRESS) for a in parser._actions
+        ), parser.prog
+    assert missing == []
+    help_text = run("solve", "--help", check=True).stdout
+    assert "--unit {s,ms,us,ns}" in help_text and "else seconds" in help_text
+    assert "16777216 = 16 MiB" in help_text
+
+
+def test_library_words_become_flags_in_cli_errors(tmp_path):
+    f = tmp_path / "nan.npy"
+    np.save(f, np.array([[0, np.nan, 1], [1, 0, 1], [1, 1, 0.0]]))
+    p = run("solve", str(f))
+    assert p.returncode == 1 and "Pass --nan symmetric to fill" in p.stderr
+    assert "nan='symmetric'" not in p.stderr

@@ -69,7 +69,7 @@ def test_the_hierarchy_and_uplinks_come_from_bandwidth():
     net = Network.from_measurement(m)
     assert len(net.groups) == 2 and net.groups[0].tolist() == list(range(8))
     racks = net.groups[1]
-    assert all((racks == racks[i]) .tolist() == (rack == rack[i]).tolist() for i in range(8))
+    assert all((racks == racks[i]).tolist() == (rack == rack[i]).tolist() for i in range(8))
     # one transfer alone across the rack boundary: the best cross pair, 24-30 MB/s
     assert np.all((net.uplinks[1] > 24e6) & (net.uplinks[1] <= 30e6))
     assert np.all(net.uplinks[0] == 120e6)
@@ -85,8 +85,9 @@ def test_a_gain_within_the_noise_keeps_the_launch_order():
     bw = 100e6 * np.exp(gen.normal(0, 0.05, (n, n)))
     np.fill_diagonal(lat, 0)
     np.fill_diagonal(bw, 0)
-    m = Measurement(lat, bw, tuple("abcdefgh"), latency_spread=0.1 * lat,
-                    bandwidth_spread=0.05 * bw)
+    m = Measurement(
+        lat, bw, tuple("abcdefgh"), latency_spread=0.1 * lat, bandwidth_spread=0.05 * bw
+    )
     res = rankopt.solve(m)
     assert res.stop_reason == LAUNCH_KEPT and res.order.tolist() == list(range(n))
     assert res.speedup == 1.0 and res.extra["found_cost"] < res.baseline_cost
@@ -104,8 +105,13 @@ def test_same_measurement_same_order_and_two_probes_same_quality():
     gen = np.random.default_rng(11)
     lat2 = m.latency * np.exp(gen.normal(0, 1.0, m.latency.shape))
     np.fill_diagonal(lat2, 0.0)
-    m2 = Measurement(lat2, m.bandwidth * np.exp(gen.normal(0, 0.05, m.latency.shape)),
-                     m.hosts, latency_spread=m.latency_spread, bandwidth_spread=m.bandwidth_spread)
+    m2 = Measurement(
+        lat2,
+        m.bandwidth * np.exp(gen.normal(0, 0.05, m.latency.shape)),
+        m.hosts,
+        latency_spread=m.latency_spread,
+        bandwidth_spread=m.bandwidth_spread,
+    )
     c = rankopt.solve(m2)
     assert crossings(rack, a.order) == crossings(rack, c.order) == 3
 

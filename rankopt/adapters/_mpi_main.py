@@ -105,6 +105,41 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
+def _cpu_list(cpus: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2,5"`` (Open MPI's slot list syntax)."""
+    parts, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            parts.append(str(start) if start == c else f"{start}-{c}")
+            start = None
+    return ",".join(parts)
+
+
+def real_bindings(placed: Sequence[tuple[str, Sequence[int], int]]) -> list[str] | None:
+    """The slot of every rank when each is bound to its own cores, else ``None``.
+
+    ``placed[r]`` is ``(host, cpus rank r may run on, cpus of its host)``. A
+    rank that may run on every cpu of its host is not bound; two ranks of one
+    host that share a cpu are not bound to their own cores either. Only then
+    is a slot the rank's real binding, and worth writing into a rankfile.
+
+    Examples
+    --------
+    >>> real_bindings([("a", [0], 2), ("a", [1], 2)])
+    ['0', '1']
+    >>> real_bindings([("a", [0, 1], 2), ("a", [0, 1], 2)]) is None
+    True
+    """
+    seen: dict[str, set[int]] = {}
+    for host, cpus, total in placed:
+        if not cpus or len(cpus) >= total or seen.setdefault(host, set()) & set(cpus):
+            return None
+        seen[host] |= set(cpus)
+    return [_cpu_list(sorted(cpus)) for _, cpus, _ in placed]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (the program's own on SystemExit)."""
     parser = build_parser()
@@ -151,7 +186,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.keep_rank0:
         solve_options["keep_rank0"] = True
 
-    hosts = world.allgather(MPI.Get_processor_name()) if (args.rankfile or args.hostfile) else None
+    hosts = bindings = None
+    if args.rankfile or args.hostfile:
+        import os
+
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        placed = world.allgather((MPI.Get_processor_name(), cpus, os.cpu_count() or 0))
+        hosts = [h for h, _, _ in placed]
+        bindings = real_bindings(placed)
 
     state: dict[str, Any] = {}
 
@@ -180,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.save:
             save_order(args.save, order_used, what="--save")
         if args.rankfile:
-            write_rankfile(args.rankfile, order_used, hosts, what="--rankfile")
+            write_rankfile(args.rankfile, order_used, hosts, slots=bindings, what="--rankfile")
         if args.hostfile:
             write_hostfile(args.hostfile, order_used, hosts, what="--hostfile")
 

@@ -43,7 +43,7 @@ __all__ = [
     "launch_options",
 ]
 
-SlotSpec = Literal["original", "new"] | Sequence[int | str] | NDArray[np.integer]
+SlotSpec = None | Literal["original", "new"] | Sequence[int | str] | NDArray[np.integer]
 
 
 def rank_hosts(order: ArrayLike, hosts: Any) -> list[str]:
@@ -70,8 +70,10 @@ def rank_hosts(order: ArrayLike, hosts: Any) -> list[str]:
     return [names[i] for i in arr]
 
 
-def _slots(arr: NDArray[np.int64], names: tuple[str, ...], slots: Any) -> list[str]:
+def _slots(arr: NDArray[np.int64], names: tuple[str, ...], slots: Any) -> list[str] | None:
     n = arr.size
+    if slots is None:
+        return None
     if isinstance(slots, str):
         if slots not in ("original", "new"):
             raise RankoptInputError(
@@ -99,7 +101,7 @@ def _slots(arr: NDArray[np.int64], names: tuple[str, ...], slots: Any) -> list[s
 
 
 def format_rankfile(
-    order: ArrayLike, hosts: Any, *, slots: SlotSpec = "original", comment: bool = True
+    order: ArrayLike, hosts: Any, *, slots: SlotSpec = None, comment: bool = True
 ) -> str:
     """Text of an Open MPI rankfile for ``order``.
 
@@ -109,8 +111,15 @@ def format_rankfile(
         The rank order (``order[k]`` = original rank that gets new rank ``k``).
     hosts : sequence of str or Measurement
         Host name of every original rank.
-    slots : {"original", "new"} or sequence, default "original"
-        Core (Open MPI "slot") of each new rank. ``"original"``: new rank ``k``
+    slots : None, {"original", "new"} or sequence, default None
+        Core (Open MPI "slot") of each new rank. ``None``: no ``slot=`` at all,
+        so Open MPI places each rank on its host as it would by default (a
+        slot that is not the rank's real binding -- ``slot=2`` on a 2-core
+        host -- makes Open MPI refuse the whole file, with or without
+        ``--bind-to core:overload-allowed``). A sequence gives the slot of
+        every *original* rank: pass the cores each process is really bound to
+        (``python -m rankopt.mpi --rankfile`` does, when every rank of a host
+        is bound to its own cores). ``"original"``: new rank ``k``
         takes the slot original rank ``order[k]`` had under a by-slot launch
         (its index among the original ranks of its host), so every process
         lands on the core its predecessor was measured on. ``"new"``: slots are
@@ -127,10 +136,13 @@ def format_rankfile(
     Examples
     --------
     >>> print(format_rankfile([1, 0, 3, 2], ["a", "a", "b", "b"], comment=False), end="")
+    rank 0=a
+    rank 1=a
+    rank 2=b
+    rank 3=b
+    >>> print(format_rankfile([1, 0], ["a", "a"], slots=[0, 1], comment=False), end="")
     rank 0=a slot=1
     rank 1=a slot=0
-    rank 2=b slot=1
-    rank 3=b slot=0
     """
     arr = as_order(order)
     names = check_hosts(hosts, arr.size)
@@ -142,7 +154,10 @@ def format_rankfile(
             "# Open MPI 5.x: mpiexec --map-by rankfile:file=THIS_FILE ...",
             "# Open MPI 4.x: mpirun --rankfile THIS_FILE ...",
         ]
-    lines += [f"rank {k}={names[i]} slot={slot_of[k]}" for k, i in enumerate(arr)]
+    if slot_of is None:
+        lines += [f"rank {k}={names[i]}" for k, i in enumerate(arr)]
+    else:
+        lines += [f"rank {k}={names[i]} slot={slot_of[k]}" for k, i in enumerate(arr)]
     return "\n".join(lines) + "\n"
 
 
@@ -151,16 +166,15 @@ def write_rankfile(
     order: ArrayLike,
     hosts: Any,
     *,
-    slots: SlotSpec = "original",
+    slots: SlotSpec = None,
     comment: bool = True,
     what: str = "rankfile",
 ) -> Path:
     """Write an Open MPI rankfile that places new rank ``k`` on ``hosts[order[k]]``.
 
     Use it with ``mpiexec --map-by rankfile:file=PATH`` (Open MPI 5.x) or
-    ``mpirun --rankfile PATH`` (4.x); see :func:`launch_options`. When several
-    ranks share a core (more ranks than cores), Open MPI 5 also needs
-    ``--bind-to core:overload-allowed``.
+    ``mpirun --rankfile PATH`` (4.x); see :func:`launch_options`. Slots are
+    written only when given (the cores each process is really bound to).
 
     Parameters
     ----------
@@ -190,8 +204,8 @@ def write_rankfile(
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "rankfile"
     >>> _ = write_rankfile(p, [1, 0], ["node1", "node2"], comment=False)
     >>> print(p.read_text(), end="")
-    rank 0=node2 slot=0
-    rank 1=node1 slot=0
+    rank 0=node2
+    rank 1=node1
     """
     text = format_rankfile(order, hosts, slots=slots, comment=comment)
     return atomic_write_text(path, text, what=what)

@@ -37,10 +37,26 @@ class CLIError(Exception):
     """An error reported as one line and exit status 1."""
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default (units are in the help text)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "default" not in text
+            and action.option_strings
+            and action.default not in (None, False, argparse.SUPPRESS, [])
+            and action.nargs != 0
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rankopt",
         description="Rank reordering for collectives: measure, model, solve, apply.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"rankopt {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
@@ -49,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name in _COMMANDS:
         importlib.import_module(f"rankopt.cli.{name}").register(sub)
+    for cmd in _all_parsers(sub):
+        cmd.formatter_class = HelpFormatter
     for cmd in sub.choices.values():  # the global flags also work after the subcommand
         known = {a for action in cmd._actions for a in action.option_strings}
         if "--quiet" not in known:
@@ -67,6 +85,49 @@ def build_parser() -> argparse.ArgumentParser:
                 help="show tracebacks and debug logs",
             )
     return parser
+
+
+def _all_parsers(sub: argparse._SubParsersAction) -> list[argparse.ArgumentParser]:
+    """Every subcommand parser, nested ones (``testbed up``, ``shim build``) included."""
+    out = []
+    for cmd in sub.choices.values():
+        out.append(cmd)
+        for action in cmd._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                out.extend(_all_parsers(action))
+    return out
+
+
+def cli_terms(message: str, parser: argparse.ArgumentParser | None) -> str:
+    """A library message in the command line's words: ``nan='symmetric'`` -> ``--nan symmetric``.
+
+    Only names that are options of ``parser`` are rewritten: ```uplink_bandwidth``` becomes
+    ``--uplink-bandwidth``, ``name=value`` becomes ``--name value``.
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> _ = p.add_argument("--nan"); _ = p.add_argument("--uplink-bandwidth")
+    >>> cli_terms("Pass nan='symmetric' to fill it.", p)
+    'Pass --nan symmetric to fill it.'
+    >>> cli_terms("`uplink_bandwidth` must be positive; `order` is bad", p)
+    '--uplink-bandwidth must be positive; `order` is bad'
+    """
+    if parser is None:
+        return message
+    import re
+
+    flags = {a.dest: max(a.option_strings, key=len) for a in parser._actions if a.option_strings}
+
+    def assign(m: re.Match[str]) -> str:
+        flag = flags.get(m.group(1))
+        return f"{flag} {m.group(2)}" if flag else m.group(0)
+
+    def name(m: re.Match[str]) -> str:
+        return flags.get(m.group(1), m.group(0))
+
+    message = re.sub(r"\b(\w+)='([^']*)'", assign, message)
+    return re.sub(r"`(\w+)`", lambda m: name(m) if m.group(1) in flags else m.group(0), message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -89,8 +150,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - every failure is one line (--debug: traceback)
         if args.debug:
             raise
-        print(f"rankopt {args.command}: error: {one_line(exc)}", file=sys.stderr)
+        sub = _subcommand_parser(parser, args.command)
+        print(f"rankopt {args.command}: error: {cli_terms(one_line(exc), sub)}", file=sys.stderr)
         return 1
+
+
+def _subcommand_parser(
+    parser: argparse.ArgumentParser, name: str
+) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(name)
+    return None
 
 
 def one_line(exc: BaseException) -> str:

@@ -25,7 +25,12 @@ __all__ = [
 
 def add_matrix_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("matrix", help="latency matrix (.npy, .csv, .json) or measurement/cloud .npz")
-    p.add_argument("--unit", default=None, help="unit of the matrix values: s, ms, us, ns")
+    p.add_argument(
+        "--unit",
+        default=None,
+        choices=["s", "ms", "us", "ns"],
+        help="unit of the matrix values (default: the unit the file states, else seconds)",
+    )
     p.add_argument("--rtt", action="store_true", help="values are round-trip times (halve them)")
     p.add_argument(
         "--nan",

@@ -21,8 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a table (methods that do not apply, e.g. exact ones for large n, are listed as skipped).",
     )
     add_problem_args(p)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--time-limit", type=float, default=10.0, help="guard per method (default 10 s)")
+    p.add_argument("--seed", type=int, default=0, help="solver seed of every method")
+    p.add_argument(
+        "--time-limit", type=float, default=10.0, help="wall-clock guard per method, seconds"
+    )
     p.add_argument("--methods", default=None, help="comma-separated subset of methods")
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     p.set_defaults(func=run)

@@ -25,11 +25,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "-o", "--output", required=True, help="image file (.png/.svg) or stem with --kind all"
     )
-    p.add_argument("--kind", default="all", choices=KINDS + ("all",))
-    p.add_argument("--objective", default=None)
-    p.add_argument("--method", default="ils")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dpi", type=int, default=110)
+    p.add_argument("--kind", default="all", choices=KINDS + ("all",), help="which picture to draw")
+    p.add_argument(
+        "--objective",
+        default=None,
+        choices=("sum", "bottleneck", "time", "contention"),
+        help="objective of the solve drawn (default: the ring's latency sum)",
+    )
+    p.add_argument("--method", default="ils", help="solver method of the order drawn")
+    p.add_argument("--seed", type=int, default=0, help="solver seed")
+    p.add_argument("--dpi", type=int, default=110, help="resolution of PNG output (dots per inch)")
     p.set_defaults(func=run)
 
 

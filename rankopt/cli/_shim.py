@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"path. Built libraries are cached in {shim.cache_dir()} (set RANKOPT_CACHE_DIR to "
         "move it), one per MPI library and version.",
     )
-    actions = p.add_subparsers(dest="shim_action", metavar="ACTION")
+    actions = p.add_subparsers(
+        dest="shim_action", metavar="ACTION", help="what to do (ACTION -h for its options)"
+    )
     actions.required = True
     b = actions.add_parser("build", help="build (or find in the cache) the shim; print its path")
     b.add_argument(

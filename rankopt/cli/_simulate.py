@@ -28,10 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "`rankopt solve`) or the latency alone as .npy/.csv.",
     )
     p.add_argument("-o", "--output", required=True, help="output file (.npz, .npy or .csv)")
-    p.add_argument("--pods", type=int, default=2)
+    p.add_argument("--pods", type=int, default=2, help="pods")
     p.add_argument("--racks", type=int, default=4, help="racks per pod")
     p.add_argument("--hosts", type=int, default=4, help="hosts per rack")
-    p.add_argument("--ranks-per-host", type=int, default=1)
+    p.add_argument("--ranks-per-host", type=int, default=1, help="processes per host")
     p.add_argument(
         "--latency-us",
         type=_four,
@@ -46,10 +46,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="HOST,RACK,POD,CROSS",
         help="bandwidth per shared level (Gbit/s)",
     )
-    p.add_argument("--noise", type=float, default=0.05, help="log-normal noise (default 0.05)")
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.05,
+        help="standard deviation of the log-normal noise on every entry",
+    )
     p.add_argument("--congested", type=float, default=0.05, help="fraction of congested VMs")
     p.add_argument("--no-shuffle", action="store_true", help="keep hosts in topology order")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument(
+        "--seed", type=int, default=None, help="random seed (default: a fresh one, printed)"
+    )
     p.set_defaults(func=run)
 
 

@@ -66,7 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = p.add_subparsers(dest="action", metavar="ACTION", help="what to do (ACTION -h for its options)")
+    sub = p.add_subparsers(
+        dest="action", metavar="ACTION", help="what to do (ACTION -h for its options)"
+    )
     sub.required = True
     up = sub.add_parser("up", help="build a topology and leave it up")
     _topology_args(up)
