@@ -1,6 +1,8 @@
 # Held-Karp dynamic programming for the directed ring sum (exact, O(2^n n^2)).
-
-from libc.math cimport INFINITY
+#
+# Safe for every finite weight: a state counts as reached by an explicit flag,
+# not by a sentinel cost that a sum of weights could equal, so every state has
+# a parent and the order read back is always a permutation.
 
 import numpy as np
 
@@ -10,32 +12,36 @@ def held_karp(const double[:, ::1] w):
     cdef Py_ssize_t n = w.shape[0]
     cdef Py_ssize_t m = n - 1            # cities 1..n-1 are bits 0..m-1
     cdef Py_ssize_t full = (<Py_ssize_t>1) << m
-    dp_np = np.full((full, m), np.inf)
+    dp_np = np.zeros((full, m))
     par_np = np.full((full, m), -1, dtype=np.int64)
+    seen_np = np.zeros((full, m), dtype=np.uint8)
     cdef double[:, ::1] dp = dp_np
     cdef long long[:, ::1] par = par_np
-    cdef Py_ssize_t s, j, k, prev
-    cdef double c, best
+    cdef unsigned char[:, ::1] seen = seen_np
+    cdef Py_ssize_t s, j, k, prev, t, last = -1
+    cdef double c, best = 0.0
     with nogil:
         for j in range(m):
             dp[(<Py_ssize_t>1) << j, j] = w[0, j + 1]
+            seen[(<Py_ssize_t>1) << j, j] = 1
         for s in range(1, full):
             for j in range(m):
-                if not (s >> j) & 1 or dp[s, j] == INFINITY:
+                if not (s >> j) & 1 or not seen[s, j]:
                     continue
-                c = dp[s, j]
                 for k in range(m):
                     if (s >> k) & 1:
                         continue
-                    if c + w[j + 1, k + 1] < dp[s | ((<Py_ssize_t>1) << k), k]:
-                        dp[s | ((<Py_ssize_t>1) << k), k] = c + w[j + 1, k + 1]
-                        par[s | ((<Py_ssize_t>1) << k), k] = j
-    best = np.inf
-    last = -1
-    for j in range(m):
-        if dp[full - 1, j] + w[j + 1, 0] < best:
-            best = dp[full - 1, j] + w[j + 1, 0]
-            last = j
+                    t = s | ((<Py_ssize_t>1) << k)
+                    c = dp[s, j] + w[j + 1, k + 1]
+                    if not seen[t, k] or c < dp[t, k]:
+                        dp[t, k] = c
+                        par[t, k] = j
+                        seen[t, k] = 1
+        for j in range(m):
+            c = dp[full - 1, j] + w[j + 1, 0]
+            if last < 0 or c < best:
+                best = c
+                last = j
     order = [0] * n
     s = full - 1
     j = last

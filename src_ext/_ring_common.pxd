@@ -24,6 +24,24 @@ cdef inline double now_s() noexcept nogil:
     return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
+cdef inline double tolerance(const double[:, ::1] w) noexcept nogil:
+    """Smallest gain that counts as an improvement: 1e-12 max |w|, at least 1e-300.
+
+    A delta sums at most a dozen weights, so its rounding error is below
+    ~2e-15 max |w|: a move that gains more than the tolerance shortens the ring
+    for real, and the local searches terminate on any finite weights.
+    """
+    cdef Py_ssize_t i, j, n = w.shape[0]
+    cdef double m = 0.0, x
+    for i in range(n):
+        for j in range(n):
+            x = w[i, j] if w[i, j] >= 0.0 else -w[i, j]
+            if x > m:
+                m = x
+    m *= 1e-12
+    return m if m > 1e-300 else 1e-300
+
+
 # splitmix64: tiny, fast, good enough for move selection; state passed explicitly.
 cdef inline unsigned long long rng_next(unsigned long long *state) noexcept nogil:
     state[0] += 0x9E3779B97F4A7C15ULL

@@ -17,10 +17,7 @@
 
 from libc.stdlib cimport malloc, free
 
-from _ring_common cimport now_s, rng_int, cyc
-
-
-cdef double EPS = 1e-15
+from _ring_common cimport now_s, rng_int, cyc, tolerance
 
 cdef enum:
     STOP_LOCAL_OPTIMUM = 0
@@ -46,6 +43,8 @@ cdef struct State:
     unsigned char *inq
     long long head
     long long tail
+    # smallest gain that counts as an improvement (_ring_common.tolerance)
+    double eps
 
 
 cdef void free_state(State *s) noexcept nogil:
@@ -220,7 +219,7 @@ cdef double or_opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
             p = prv(s, s1)
             nx = nxt(s, s2)
             g = d[p, s1] + d[s2, nx] - d[p, nx]
-            if g <= EPS:
+            if g <= s.eps:
                 continue
             inner_f = run_cost(d, s, s1, s2, False)
             inner_b = run_cost(d, s, s1, s2, True) if L > 1 else 0.0
@@ -241,7 +240,7 @@ cdef double or_opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
                             else:
                                 delta = (d[c, s2] + d[s1, cn] - d[c, cn] - g
                                          + inner_b - inner_f)
-                            if delta < -EPS:
+                            if delta < -s.eps:
                                 push(s, p)
                                 push(s, nx)
                                 push(s, s1)
@@ -265,7 +264,7 @@ cdef double or3opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
     for kk in range(K):
         c = nb[b, kk]
         g1 = d[a, b] - d[c, b]
-        if g1 <= EPS:
+        if g1 <= s.eps:
             continue
         if c == a:
             continue
@@ -276,14 +275,14 @@ cdef double or3opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
         for ke in range(K):
             e = nb[dd, ke]
             g2 = g1 - d[e, dd]
-            if g2 <= EPS:
+            if g2 <= s.eps:
                 continue
             if e == c or fwd(s, b, e) > fwd(s, b, c):
                 continue
             f = nxt(s, e)
             evals[0] += 1
             total = g2 + d[e, f] - d[a, f]
-            if total > EPS:
+            if total > s.eps:
                 push(s, a)
                 push(s, b)
                 push(s, c)
@@ -349,6 +348,7 @@ def directed_search(const double[:, ::1] d, long long[::1] tour, const long long
     s.logging = False
     s.head = 0
     s.tail = 0
+    s.eps = tolerance(d)
     if (s.tour == NULL or s.pos == NULL or s.buf == NULL or s.queue == NULL
             or s.inq == NULL or s.log == NULL):
         free_state(&s)
@@ -391,9 +391,9 @@ def directed_search(const double[:, ::1] d, long long[::1] tour, const long long
             while s.head < s.tail:
                 s.inq[s.queue[s.head % n]] = 0
                 s.head += 1
-            if delta < -EPS:
+            if delta < -s.eps:
                 total += delta
-            elif delta > EPS:
+            elif delta > s.eps:
                 undo(&s, 0)
             kicks += 1
             if inner == STOP_TIME_LIMIT or (deadline > 0 and (kicks & 15) == 0

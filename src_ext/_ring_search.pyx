@@ -4,17 +4,22 @@
 #
 # All kernels take a symmetric weight matrix ``w`` (the caller symmetrises
 # asymmetric input) and a tour as int64 array; they trust their inputs.
+#
+# Safe for every finite, non-negative weight: the searches for a minimum keep
+# an explicit "found" index (never a sentinel value that a weight could
+# equal), and a move counts as improving only when it gains more than
+# ``tolerance(w)``, a fixed fraction of the largest weight, far above the
+# rounding error of a delta, so no sequence of moves can cycle on rounding.
 
+from libc.math cimport INFINITY, NAN
 from libc.stdlib cimport malloc, free
 
 from _ring_common cimport (
-    now_s, rng_int, cyc, succ, pred, delta_two_opt, delta_or_opt,
+    now_s, rng_int, cyc, succ, pred, delta_two_opt, delta_or_opt, tolerance,
     Log, flip, move_segment, undo_log, reverse_path, log_reversal,
 )
 
 import numpy as np
-
-cdef double EPS = 1e-12
 
 # stop codes returned to Python
 cdef enum:
@@ -70,10 +75,10 @@ def nearest_neighbor(const double[:, ::1] w, long long start):
         tour[0] = cur
         used[cur] = 1
         for k in range(1, n):
-            best = 1e308
+            best = INFINITY
             nxt = -1
             for j in range(n):
-                if not used[j] and w[cur, j] < best:
+                if not used[j] and (nxt < 0 or w[cur, j] < best):
                     best = w[cur, j]
                     nxt = j
             tour[k] = nxt
@@ -102,10 +107,10 @@ cdef double prim(const double[:, ::1] w, const double *pi, long long n, long lon
     order[0] = 0
     par[0] = -1
     for k in range(1, n):
-        best = 1e308
+        best = INFINITY
         best_j = -1
         for j in range(n):
-            if not intree[j] and key[j] < best:
+            if not intree[j] and (best_j < 0 or key[j] < best):
                 best = key[j]
                 best_j = j
         j = best_j
@@ -121,7 +126,7 @@ cdef double prim(const double[:, ::1] w, const double *pi, long long n, long lon
                     key[i] = c
                     par[i] = j
     # close a 1-tree at the leaf whose second-cheapest link is cheapest
-    extra = 1e308
+    extra = INFINITY
     best_j = -1
     k = -1
     for i in range(n):
@@ -131,7 +136,7 @@ cdef double prim(const double[:, ::1] w, const double *pi, long long n, long lon
             if j == i or j == par[i]:
                 continue
             c = w[i, j] + pi[i] + pi[j]
-            if c < extra:
+            if k < 0 or c < extra:
                 extra = c
                 best_j = j
                 k = i
@@ -157,7 +162,7 @@ def alpha_candidates(const double[:, ::1] w, int k, int iterations=50):
     """
     cdef Py_ssize_t n = w.shape[0]
     cdef long long i, j, t, _it, u, cnt
-    cdef double step, bound, best_bound = -1e308, c, mean_w = 0.0
+    cdef double step, bound, best_bound = -INFINITY, c, mean_w = 0.0
     if k > n - 1:
         k = n - 1
     out_np = np.empty((n, k), dtype=np.int64)
@@ -208,7 +213,7 @@ def alpha_candidates(const double[:, ::1] w, int k, int iterations=50):
             # beta[j]: heaviest tree link on the path i .. j
             for j in range(n):
                 onpath[j] = 0
-            beta[i] = -1e308
+            beta[i] = -INFINITY
             onpath[i] = 1
             u = i
             while par[u] >= 0:
@@ -319,10 +324,10 @@ def greedy_edge(const double[:, ::1] w, const long long[::1] src, const long lon
             if t == n:
                 break
             # nearest end of a fragment not yet visited
-            best = 1e308
+            best = INFINITY
             best_end = -1
             for k in range(n):
-                if not used[k] and deg[k] < 2 and w[cur, k] < best:
+                if not used[k] and deg[k] < 2 and (best_end < 0 or w[cur, k] < best):
                     best = w[cur, k]
                     best_end = k
             cur = best_end
@@ -360,7 +365,7 @@ cdef inline bint in_run(long long[::1] pos, long long x, long long first, long l
 cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
                             const long long[:, ::1] nb, long long n, long long a,
                             long long *evals, long long *queue, unsigned char *inq,
-                            long long *tail, Log *log) noexcept nogil:
+                            long long *tail, Log *log, double eps) noexcept nogil:
     """Two chained 2-opt moves (a sequential 3-opt move, LK depth 3) around ``a``.
 
     Walking the tour in ``direction`` with b after a: the first move replaces
@@ -380,7 +385,7 @@ cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long lo
         for kk in range(K):
             c = nb[a, kk]
             gain1 = w[a, b] - w[a, c]
-            if gain1 <= EPS:
+            if gain1 <= eps:
                 break
             d = succ(tour, pos, c, n) if direction == 0 else pred(tour, pos, c, n)
             if c == b or d == a:
@@ -389,7 +394,7 @@ cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long lo
             for ke in range(K):
                 e = nb[b, ke]
                 gain2 = gain1 - w[b, e]
-                if gain2 <= EPS:
+                if gain2 <= eps:
                     break
                 if e == a or e == c or e == d:
                     continue
@@ -402,7 +407,7 @@ cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long lo
                     continue
                 evals[0] += 1
                 total = gain2 + w[e, f] - w[d, f]
-                if total > EPS:
+                if total > eps:
                     flip(tour, pos, n, a, b, c, d, log)
                     flip(tour, pos, n, b, d, e, f, log)
                     push6(queue, inq, tail, n, a, b, c, d, e, f)
@@ -413,7 +418,7 @@ cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long lo
 cdef double segment_exchange(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
                              const long long[:, ::1] nb, long long n, long long a,
                              long long *evals, long long *queue, unsigned char *inq,
-                             long long *tail, Log *log) noexcept nogil:
+                             long long *tail, Log *log, double eps) noexcept nogil:
     """Pure 3-opt segment exchange (no reversal) around ``a``; the or-3opt move.
 
     Walking the tour in ``direction`` it reads a b ... e f ... c d and
@@ -432,7 +437,7 @@ cdef double segment_exchange(const double[:, ::1] w, long long[::1] tour, long l
         for kk in range(K):
             c = nb[b, kk]
             gain1 = w[a, b] - w[b, c]
-            if gain1 <= EPS:
+            if gain1 <= eps:
                 break
             if c == a:
                 continue
@@ -443,14 +448,14 @@ cdef double segment_exchange(const double[:, ::1] w, long long[::1] tour, long l
             for ke in range(K):
                 e = nb[d, ke]
                 gain2 = gain1 - w[d, e]
-                if gain2 <= EPS:
+                if gain2 <= eps:
                     break
                 if e == c or not in_run(pos, e, b, c, n, direction):
                     continue
                 f = succ(tour, pos, e, n) if direction == 0 else pred(tour, pos, e, n)
                 evals[0] += 1
                 total = gain2 + w[e, f] - w[f, a]
-                if total > EPS:
+                if total > eps:
                     if direction == 0:
                         move_segment(tour, pos, n, b, e, c, d, False, log)
                     else:
@@ -478,6 +483,7 @@ cdef struct LKState:
     long long added_b[16]
     long long touched[64]
     long long nt
+    double eps              # smallest gain that counts
 
 
 cdef inline void lk_flip(long long[::1] tour, long long[::1] pos, LKState *st, long long a,
@@ -521,7 +527,7 @@ cdef long long lk_candidates(const double[:, ::1] w, long long[::1] tour, long l
         if m == 16:
             break
         t3 = nb[t2, kk]
-        if gain - w[t2, t3] <= EPS:
+        if gain - w[t2, t3] <= st.eps:
             break
         if t3 == t1 or t3 == t2:
             continue
@@ -536,15 +542,18 @@ cdef long long lk_candidates(const double[:, ::1] w, long long[::1] tour, long l
 
 
 cdef inline long long take_best(double *score, long long m) noexcept nogil:
-    """Index of the best-scored candidate not taken yet (then marked taken), or -1."""
+    """Index of the best-scored candidate not taken yet (then marked taken), or -1.
+
+    A taken candidate's score becomes NaN, which no comparison selects.
+    """
     cdef long long k, pick = -1
-    cdef double best = -1e308
+    cdef double best = -INFINITY
     for k in range(m):
-        if score[k] > best:
+        if score[k] == score[k] and (pick < 0 or score[k] > best):
             best = score[k]
             pick = k
     if pick >= 0:
-        score[pick] = -1e308
+        score[pick] = NAN
     return pick
 
 
@@ -586,7 +595,7 @@ cdef double lk_step(const double[:, ::1] w, long long[::1] tour, long long[::1] 
             st.touched[st.nt + 1] = t3
             st.touched[st.nt + 2] = t4
             st.nt += 3
-        if close > EPS:
+        if close > st.eps:
             return close
         if level + 1 < LK_MAX_DEPTH:
             r = lk_step(w, tour, pos, nb, st, t4, g2, level + 1, evals)
@@ -645,7 +654,7 @@ cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
         t4 = c4[pick]
         evals[0] += 1
         g2 = gain - w[t2, t3] + w[t3, t4]
-        if g2 - w[t4, t1] > EPS:  # a 2-opt move
+        if g2 - w[t4, t1] > st.eps:  # a 2-opt move
             lk_flip(tour, pos, st, t1, t2, t4, t3)
             st.touched[0] = t3
             st.touched[1] = t4
@@ -660,7 +669,7 @@ cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
                 break
             t5 = nb[t4, kk]
             g3 = g2 - w[t4, t5]
-            if g3 <= EPS:
+            if g3 <= st.eps:
                 break
             if t5 == t1 or t5 == t4 or t5 == t3:
                 continue
@@ -679,7 +688,7 @@ cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
                 best_close = g3 + w[t5, t6] - w[t6, t1]
                 close_pick = n1
             n1 += 1
-        if best_close > EPS:  # the best sequential 3-opt move closing here
+        if best_close > st.eps:  # the best sequential 3-opt move closing here
             lk_two_flips(tour, pos, st, t2, t3, t4, c5[close_pick], c6[close_pick])
             return best_close
         if LK_MAX_DEPTH <= 2:
@@ -707,7 +716,7 @@ cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
 cdef double lk_move(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
                     const long long[:, ::1] nb, long long n, long long a, long long *evals,
                     long long *queue, unsigned char *inq, long long *tail,
-                    Log *log) noexcept nogil:
+                    Log *log, double eps) noexcept nogil:
     """A Lin-Kernighan move (depth up to LK_MAX_DEPTH flips) that drops a link at ``a``."""
     cdef LKState st
     cdef long long t2, k, m
@@ -716,6 +725,7 @@ cdef double lk_move(const double[:, ::1] w, long long[::1] tour, long long[::1] 
         return 0.0
     st.t1 = a
     st.n = n
+    st.eps = eps
     for k in range(2):
         t2 = succ(tour, pos, a, n) if k == 0 else pred(tour, pos, a, n)
         st.ni = 0
@@ -736,7 +746,8 @@ cdef double lk_move(const double[:, ::1] w, long long[::1] tour, long long[::1] 
 cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
                          const long long[:, ::1] nb, long long n, long long a,
                          bint use_or, long long *evals, long long *queue,
-                         unsigned char *inq, long long *tail, Log *log) noexcept nogil:
+                         unsigned char *inq, long long *tail, Log *log,
+                         double eps) noexcept nogil:
     """Apply the first improving 2-opt or Or-opt move around ``a``; return its delta."""
     cdef Py_ssize_t kk, K = nb.shape[1]
     cdef long long b, c, d, s1, s2, p, nx, cc, dd, L, side, e, _e
@@ -749,14 +760,14 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
         dab = w[a, b]
         for kk in range(K):
             c = nb[a, kk]
-            if w[a, c] >= dab - EPS:
+            if w[a, c] >= dab - eps:
                 break
             d = succ(tour, pos, c, n) if direction == 0 else pred(tour, pos, c, n)
             if c == b or d == a:
                 continue
             evals[0] += 1
             delta = delta_two_opt(w, a, b, c, d)
-            if delta < -EPS:
+            if delta < -eps:
                 if direction == 0:
                     flip(tour, pos, n, a, b, c, d, log)
                 else:
@@ -788,14 +799,14 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
             p = pred(tour, pos, s1, n)
             nx = succ(tour, pos, s2, n)
             g = w[p, s1] + w[s2, nx] - w[p, nx]
-            if g <= EPS:
+            if g <= eps:
                 continue
             for orient in range(2):
                 # end of the run that will touch c: s1 (orient 0) or s2 (orient 1)
                 e = s1 if orient == 0 else s2
                 for kk in range(K):
                     c = nb[e, kk]
-                    if w[e, c] >= g - EPS:
+                    if w[e, c] >= g - eps:
                         break
                     if cyc(pos[c] - pos[s1], n) < L:
                         continue  # c inside the run
@@ -818,26 +829,27 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
                             rev = (e == s1)
                         evals[0] += 1
                         delta = delta_or_opt(w, p, s1, s2, nx, cc, dd, rev)
-                        if delta < -EPS:
+                        if delta < -eps:
                             move_segment(tour, pos, n, s1, s2, cc, dd, rev, log)
                             push6(queue, inq, tail, n, p, nx, s1, s2, cc, dd)
                             return delta
     # the two sequential 3-opt families: new link at a (t4 on the far side
     # of t3), then the Lin-Kernighan chain from the link that leaves a
-    delta = sequential_3opt(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
+    delta = sequential_3opt(w, tour, pos, nb, n, a, evals, queue, inq, tail, log, eps)
     if delta != 0.0:
         return delta
-    delta = lk_move(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
+    delta = lk_move(w, tour, pos, nb, n, a, evals, queue, inq, tail, log, eps)
     if delta != 0.0:
         return delta
-    return segment_exchange(w, tour, pos, nb, n, a, evals, queue, inq, tail, log)
+    return segment_exchange(w, tour, pos, nb, n, a, evals, queue, inq, tail, log, eps)
 
 
 cdef double run_queue(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
                       const long long[:, ::1] nb, long long n, bint use_or,
                       long long *evals, long long *moves, long long *queue,
                       unsigned char *inq, long long *head, long long *tail,
-                      double deadline, long long max_moves, int *stop, Log *log) noexcept nogil:
+                      double deadline, long long max_moves, int *stop, Log *log,
+                      double eps) noexcept nogil:
     """Pop cities until the queue is empty; returns the total delta."""
     cdef double total = 0.0, delta
     cdef long long a
@@ -846,7 +858,8 @@ cdef double run_queue(const double[:, ::1] w, long long[::1] tour, long long[::1
         head[0] += 1
         inq[a] = 0
         while True:
-            delta = improve_city(w, tour, pos, nb, n, a, use_or, evals, queue, inq, tail, log)
+            delta = improve_city(w, tour, pos, nb, n, a, use_or, evals, queue, inq, tail, log,
+                                 eps)
             if delta == 0.0:
                 break
             total += delta
@@ -884,7 +897,7 @@ def local_search(const double[:, ::1] w, long long[::1] tour, const long long[:,
         for k in range(n):
             push(queue, inq, &tail, n, tour[k])
         total = run_queue(w, tour, pos, nb, n, use_or, &evals, &moves, queue, inq,
-                          &head, &tail, deadline, max_moves, &stop, &log)
+                          &head, &tail, deadline, max_moves, &stop, &log, tolerance(w))
     free(queue)
     free(inq)
     return total, evals, moves, stop
@@ -910,6 +923,7 @@ def iterated_local_search(const double[:, ::1] w, long long[::1] tour,
     cdef int stop = STOP_MAX_ITER, inner_stop
     cdef unsigned long long state = seed
     cdef double total = 0.0, delta, deadline = now_s() + time_limit if time_limit > 0 else 0.0
+    cdef double eps = tolerance(w)
     cdef Log log
     if n < 8:
         free(queue)
@@ -949,13 +963,13 @@ def iterated_local_search(const double[:, ::1] w, long long[::1] tour,
             evals += 1
             inner_stop = STOP_LOCAL_OPTIMUM
             delta += run_queue(w, tour, pos, nb, n, True, &evals, &moves, queue, inq,
-                               &head, &tail, deadline, 0, &inner_stop, &log)
+                               &head, &tail, deadline, 0, &inner_stop, &log, eps)
             while head < tail:  # drain a queue left by a time-out
                 inq[queue[head % n]] = 0
                 head += 1
-            if delta < -EPS:
+            if delta < -eps:
                 total += delta
-            elif delta > EPS:
+            elif delta > eps:
                 undo_log(tour, pos, n, &log)
             kicks += 1
         if callback is not None and report_every > 0 and kicks % report_every == 0:

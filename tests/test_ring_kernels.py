@@ -233,3 +233,113 @@ def test_candidate_lists_reject_bad_arguments(rng):
         candidate_lists(m, 0)
     with pytest.raises(RankoptInputError, match="`kind` must be one of 'auto'.*'knn'"):
         candidate_lists(m, 3, "knn")
+
+
+# --- kernel safety on every valid value (the range of rankopt._validation.RANGES)
+
+
+def _bound_matrix(kind, n, seed=0):
+    """Matrices at the edges of the valid latency range (0 .. 1e6 s)."""
+    g = np.random.default_rng(seed)
+    m = {
+        "zero": lambda: np.zeros((n, n)),
+        "max": lambda: np.full((n, n), 1e6),
+        "equal": lambda: np.full((n, n), 1e-5),
+        "subnormal": lambda: np.full((n, n), 5e-324),
+        "zero_or_max": lambda: np.where(g.random((n, n)) < 0.5, 1e6, 0.0),
+        "subnormal_or_max": lambda: np.where(g.random((n, n)) < 0.5, 1e6, 5e-324),
+        "dynamic_range": lambda: 10.0 ** g.uniform(-12, 6, (n, n)),
+        # ties broken only by rounding noise: an absolute tolerance cycles here
+        "near_max": lambda: 1e6 - g.integers(0, 3, (n, n)) * 1e-4,
+    }[kind]()
+    np.fill_diagonal(m, 0.0)
+    return np.ascontiguousarray(m)
+
+
+BOUND_KINDS = (
+    "zero", "max", "equal", "subnormal", "zero_or_max", "subnormal_or_max", "dynamic_range",
+    "near_max",
+)  # fmt: skip
+
+
+def _is_perm(tour, n):
+    return sorted(np.asarray(tour).tolist()) == list(range(n))
+
+
+@pytest.mark.parametrize("kind", BOUND_KINDS)
+@pytest.mark.parametrize("n", [2, 3, 5, 9, 17])
+def test_construction_kernels_at_the_bounds(kind, n):
+    from rankopt.solvers import _exact
+
+    m = _bound_matrix(kind, n, seed=n)
+    w = np.ascontiguousarray(0.5 * (m + m.T))
+    for start in range(min(n, 3)):
+        assert _is_perm(rs.nearest_neighbor(w, start), n)
+    nb = rs.knn_lists(w, 5)
+    assert ((nb >= 0) & (nb < n)).all()
+    assert _is_perm(greedy_ring(w, nb), n)
+    if n >= 3:
+        cand, pi, bound = rs.alpha_candidates(w, 5, 50)
+        assert ((cand >= 0) & (cand < n)).all() and np.isfinite(pi).all() and np.isfinite(bound)
+    if n <= 9:
+        cost, order = _exact.held_karp(m)
+        assert _is_perm(order, n) and order[0] == 0
+        assert np.isclose(cost, ring_sum_reference(m, order), rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("kind", BOUND_KINDS)
+@pytest.mark.parametrize("n", [8, 9, 12, 30])
+def test_local_searches_terminate_at_the_bounds(kind, n):
+    m = _bound_matrix(kind, n, seed=n)
+    w = np.ascontiguousarray(0.5 * (m + m.T))
+    nb = rs.knn_lists(w, 6)
+    for seed in range(3):
+        tour = np.random.default_rng(seed).permutation(n).astype(np.int64)
+        # a time limit only guards the test run: a local optimum must be reached
+        _, _, _, stop = rs.local_search(w, tour, nb, True, 20.0)
+        assert stop == 0 and _is_perm(tour, n)
+        _, _, _, kicks, stop = rs.iterated_local_search(w, tour, nb, seed, 100, 20.0)
+        assert (kicks, stop) == (100, 2) and _is_perm(tour, n)
+        _, _, _, kicks, stop = rd.directed_search(m, tour, nb, seed, 50, 20.0, 4)
+        assert kicks == 50 and stop == 2 and _is_perm(tour, n)
+        assert np.isfinite(ring_sum_reference(m, tour))
+
+
+@pytest.mark.parametrize("kind", BOUND_KINDS)
+@pytest.mark.parametrize(
+    "method",
+    ["auto", "exact", "held_karp", "brute_force", "nearest_neighbor", "two_opt", "ils",
+     "anneal", "greedy_cluster", "swap"],
+)  # fmt: skip
+def test_every_method_at_the_bounds(kind, method):
+    import rankopt
+
+    for n in (2, 5, 9):
+        if method == "brute_force" and n > 8:
+            continue
+        m = _bound_matrix(kind, n, seed=n)
+        res = rankopt.solve(m, method=method, rng=n, max_iter=500)
+        assert _is_perm(res.order, n)
+        assert np.isfinite(res.cost) and res.cost <= res.baseline_cost
+
+
+@pytest.mark.parametrize("kind", ["max", "zero_or_max", "dynamic_range", "subnormal"])
+@pytest.mark.parametrize("method", ["auto", "anneal", "greedy_cluster", "swap"])
+@pytest.mark.parametrize("algorithm", ["ring", "recursive_doubling"])
+def test_time_models_at_the_bounds(kind, method, algorithm):
+    # the slowest valid transfer: 1e18 bytes at 1e-3 B/s next to 1e15 B/s links
+    import rankopt
+
+    n = 8
+    m = _bound_matrix(kind, n, seed=1)
+    bw = np.where(np.random.default_rng(2).random((n, n)) < 0.5, 1e-3, 1e15)
+    for objective, extra in (
+        ("time", {}),
+        ("contention", {"groups": [np.arange(n) // 2], "uplink_bandwidth": [1e-3]}),
+    ):
+        res = rankopt.solve(
+            m, "allreduce", algorithm, objective=objective, bandwidth=bw, nbytes=1e18,
+            method=method, rng=0, max_iter=300, **extra,
+        )  # fmt: skip
+        assert _is_perm(res.order, n)
+        assert np.isfinite(res.cost) and res.cost <= res.baseline_cost

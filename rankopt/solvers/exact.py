@@ -60,7 +60,7 @@ def brute_force(model: CostModel, ctx: SolveContext) -> MethodOutput:
         costs = model.batch_cost(arr)
         evals += len(chunk)
         k = int(np.argmin(costs))
-        if costs[k] < best_cost:
+        if best is None or costs[k] < best_cost:
             best_cost = float(costs[k])
             best = arr[k].copy()
             ctx.record(best_cost, evals)

@@ -66,16 +66,35 @@ def distance_matrix(model: CostModel) -> NDArray[np.float64]:
 
 
 def _normalized(d: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``d[i, j] / sqrt(m_i m_j)`` with ``m_i`` the median of row i.
+    """``d[i, j] / sqrt(m_i m_j)`` with ``m_i`` the median of row i, scaled to a maximum of 1.
 
     A congested VM has all its links slower by one factor; dividing it out
     lets the clustering see where the VM sits rather than how slow it is.
+    The quotient is formed in logarithms and divided by its largest value
+    (average linkage does not depend on the scale): ``m_i m_j`` underflows
+    below ~1e-154 s and ``d / sqrt(m_i m_j)`` overflows when a row's median
+    is tiny and another entry large, while every valid latency gives finite
+    values here.
+
+    Examples
+    --------
+    >>> d = np.array([[0, 1e-200, 2e-200], [1e-200, 0, 4e-200], [2e-200, 4e-200, 0]])
+    >>> a = _normalized(d)  # the same as at 1 s: the scale does not matter
+    >>> bool(np.allclose(a, _normalized(d * 1e200))), float(a.max())
+    (True, 1.0)
     """
     n = d.shape[0]
     off = d[~np.eye(n, dtype=bool)].reshape(n, n - 1)
     m = np.median(off, axis=1)
-    m = np.where(m > 0, m, 1.0)
-    return d / np.sqrt(m[:, None] * m[None, :])
+    half_log_m = 0.5 * np.log(np.where(m > 0, m, 1.0))
+    pos = d > 0
+    if not pos.any():
+        return np.zeros_like(d)
+    with np.errstate(divide="ignore"):
+        r = np.log(np.where(pos, d, 0.0)) - half_log_m[:, None] - half_log_m[None, :]
+    out = np.exp(r - r[pos].max())  # exp(-inf) = 0 where d is 0
+    np.fill_diagonal(out, 0.0)
+    return out
 
 
 def leaf_order(d: NDArray[np.float64], optimal: bool | None = None) -> NDArray[np.int64]:
@@ -146,7 +165,7 @@ class _Scored:
             c = float(self.model.cost(o))
             self.evals += 1
             best = min(best, c)
-            if c < self.best_cost:
+            if self.best is None or c < self.best_cost:
                 self.best_cost, self.best = c, o.copy()
                 self.ctx.record(c, self.evals)
         return best
