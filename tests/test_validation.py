@@ -307,3 +307,73 @@ def test_solve_gets_the_same_errors():
         rankopt.solve(np.full((5, 5), 1e308))
     td = np.full((4, 4), 3, dtype="timedelta64[ms]")
     assert rankopt.solve(td, rng=0).baseline_cost == pytest.approx(4 * 3e-3)
+
+
+@pytest.mark.parametrize(
+    "value, match",
+    [
+        (
+            float("nan"),
+            r"`objective` must return a finite number; bad\(latency, order\) returned nan",
+        ),
+        (
+            float("inf"),
+            r"`objective` must return a finite number; bad\(latency, order\) returned inf",
+        ),
+        (-np.inf, r"`objective` must return a finite number; bad\(latency, order\) returned -inf"),
+        (
+            "fast",
+            r"`objective` must return a real number; bad\(latency, order\) returned 'fast' \(str\)",
+        ),
+        (
+            None,
+            r"`objective` must return a real number; bad\(latency, order\) returned None \(NoneType\)",
+        ),
+    ],
+)
+@pytest.mark.parametrize("method", ["auto", "anneal", "brute_force", "greedy_cluster", "swap"])
+def test_custom_objective_must_return_a_finite_number(value, match, method):
+    import rankopt
+
+    def bad(latency, order):
+        return value
+
+    with pytest.raises(RankoptInputError, match=match + r" for order \["):
+        rankopt.solve(np.ones((6, 6)), objective=bad, method=method, rng=0, max_iter=200)
+
+
+def test_custom_objective_non_finite_on_some_orders():
+    import rankopt
+
+    def bad(latency, order):
+        return float("nan") if order[0] == 2 else float(order[0])
+
+    with pytest.raises(RankoptInputError, match=r"returned nan for order \[2, "):
+        rankopt.solve(np.ones((5, 5)), objective=bad, method="brute_force")
+
+
+def test_jitted_objective_non_finite_is_refused():
+    numba = pytest.importorskip("numba")
+    import rankopt
+    from rankopt.solvers.custom import CustomModel, anneal_custom
+
+    @numba.njit
+    def bad(latency, order):
+        return np.nan if order[3] == 5 else float(order[0])
+
+    with pytest.raises(RankoptInputError, match=r"`objective` must return a finite number; bad"):
+        rankopt.solve(np.ones((9, 9)), objective=bad, method="anneal", rng=0, max_iter=500)
+
+    @numba.njit
+    def bad_off_start(latency, order):
+        return 1.0 if order[0] == 0 else np.nan
+
+    class _Ctx:
+        keep_rank0 = False
+
+    # the Numba loop's own check: swaps away from a finite start price nan
+    model = CustomModel(np.ones((9, 9)), bad_off_start)
+    with pytest.raises(
+        RankoptInputError, match=r"nan or inf for an order one swap away from \[0, "
+    ):
+        anneal_custom(model, _Ctx(), np.random.default_rng(0), np.arange(9), None, 500)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._validation import RankoptInputError
 from rankopt.models.base import CostModel
 
 __all__ = ["CustomModel", "anneal_custom", "is_jitted"]
@@ -40,6 +41,11 @@ class CustomModel(CostModel):
         Validated matrix, passed to ``f`` unchanged.
     f : callable
         ``f(latency, order)`` with ``order`` an int64 array; lower is better.
+        It must return a finite real number: NaN or inf (no order can be
+        compared with it) raises :class:`~rankopt.RankoptInputError` naming
+        the order, wherever it is priced in Python (the start, every order of
+        the generic loops, the result); the Numba annealing loop rejects such
+        a move and checks its sampled moves.
 
     Examples
     --------
@@ -58,7 +64,21 @@ class CustomModel(CostModel):
         self.objective = getattr(f, "__name__", "custom")
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
-        return float(self.f(self.latency, np.ascontiguousarray(order, dtype=np.int64)))
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        value = self.f(self.latency, order)
+        try:
+            c = float(value)
+        except (TypeError, ValueError):
+            raise RankoptInputError(
+                f"`objective` must return a real number; {self.objective}(latency, order) "
+                f"returned {value!r} ({type(value).__name__}) for order {order.tolist()}."
+            ) from None
+        if not math.isfinite(c):
+            raise RankoptInputError(
+                f"`objective` must return a finite number; {self.objective}(latency, order) "
+                f"returned {c} for order {order.tolist()}."
+            )
+        return c
 
 
 _KERNEL: Any = None
@@ -181,8 +201,16 @@ def anneal_custom(
     if model.n - lo < 2:
         return order
     count = int(min(200, max(iters // 10, 10)))
-    deltas = sample(model.f, model.latency, order, lo, count, int(gen.integers(1, 2**63 - 1)))
-    t0, t1 = temperatures(np.asarray(deltas))
+    deltas = np.asarray(
+        sample(model.f, model.latency, order, lo, count, int(gen.integers(1, 2**63 - 1)))
+    )
+    if not np.isfinite(deltas).all():
+        model.cost(order)  # names the start when it is the non-finite one
+        raise RankoptInputError(
+            f"`objective` must return a finite number; {model.objective}(latency, order) "
+            f"returned nan or inf for an order one swap away from {order.tolist()}."
+        )
+    t0, t1 = temperatures(deltas)
     factor = (t1 / t0) ** (1.0 / iters) if t0 > 0.0 and iters > 0 else 0.0
     state = np.array([gen.integers(1, 2**63 - 1)], dtype=np.uint64)
     cur = float(model.cost(order))
