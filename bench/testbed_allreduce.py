@@ -42,8 +42,8 @@ NETWORKS = {
     "2x4": Topology(4, 2, rates=_RATES),
     "3x3": Topology(3, 3, rates=_RATES),
     "4x2": Topology(2, 4, rates=_RATES),
-    "4,3,2": Topology(racks=(4, 3, 2), rates=_RATES),
-    "5,3": Topology(racks=(5, 3), rates=_RATES),
+    "4-3-2": Topology(racks=(4, 3, 2), rates=_RATES),
+    "5-3": Topology(racks=(5, 3), rates=_RATES),
     "3level": Topology(2, 2, 2, rates=("1gbit", "350mbit", "200mbit")),
 }
 LAUNCHES = ("interleaved", "random")
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         report["wall_s"] = time.time() - t0
         report["command"] = " ".join(["python", *sys.argv])
         print(format_report(report), flush=True)
-        path = out / f"testbed_{name.replace(',', '-')}_{launch}.json"
+        path = out / f"testbed_{name}_{launch}.json"
         path.write_text(json.dumps(report, indent=1))
         print(f"wrote {path} ({report['wall_s']:.0f} s)\n", flush=True)
         results.append((name, launch, report))
