@@ -1,0 +1,85 @@
+"""Helpers shared by the engine modules: size tables, environment flags, node layouts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rankopt._validation import RankoptInputError
+
+__all__ = ["Table", "lookup", "env_flag", "node_sizes", "check_call", "FALLBACK"]
+
+#: ``((p_below, ((bytes_below, choice), ...)), ...)``: the first row with
+#: ``n < p_below``, then the first entry with ``nbytes < bytes_below``
+#: (``math.inf`` closes every row and the table), the shape of the
+#: ``if (communicator_size < P) { if (total_dsize < S) ...`` chains of the
+#: engines' decision functions.
+Table = tuple[tuple[float, tuple[tuple[float, Any], ...]], ...]
+
+#: What an engine module answers for a collective it has no table for: the
+#: rankopt model closest to what MPI libraries usually run there.
+FALLBACK: dict[str, str] = {
+    "allreduce": "ring",
+    "allgather": "ring",
+    "reduce_scatter": "ring",
+    "broadcast": "binomial",
+    "reduce": "binomial",
+    "alltoall": "pairwise",
+}
+
+
+def lookup(table: Table, n: int, nbytes: float) -> Any:
+    """The choice of ``table`` for ``n`` processes and ``nbytes`` bytes.
+
+    Examples
+    --------
+    >>> lookup(((4, ((8, "a"), (math.inf, "b"))), (math.inf, ((math.inf, "c"),))), 3, 8)
+    'b'
+    """
+    for p_below, row in table:
+        if n < p_below:
+            for s_below, choice in row:
+                if nbytes < s_below:
+                    return choice
+    raise AssertionError("decision tables end with math.inf")
+
+
+def env_flag(env: Mapping[str, str], key: str) -> bool:
+    """An MCA/CVAR boolean as the engines read it (1, true, yes, on, t, y)."""
+    return str(env.get(key, "")).strip().lower() in ("1", "true", "yes", "on", "t", "y")
+
+
+def node_sizes(nodes: Sequence[Any] | None, n: int) -> list[int] | None:
+    """Processes per node from one node label per rank (``None``: unknown)."""
+    if nodes is None:
+        return None
+    labels = list(nodes)
+    if len(labels) != n:
+        raise RankoptInputError(
+            f"`nodes` must give one node label per rank ({n}); got {len(labels)}."
+        )
+    counts: dict[Any, int] = {}
+    for x in labels:
+        counts[x] = counts.get(x, 0) + 1
+    return list(counts.values())
+
+
+def check_call(collective: str, nbytes: float, n: int) -> tuple[float, int]:
+    """Validate one call's collective, size and communicator size."""
+    from rankopt.models.schedule import ALGORITHMS
+
+    if collective not in ALGORITHMS:
+        raise RankoptInputError(
+            f"`collective` must be one of {', '.join(map(repr, ALGORITHMS))}; "
+            f"got {collective!r} instead."
+        )
+    try:
+        size = float(nbytes)
+    except (TypeError, ValueError):
+        raise RankoptInputError(f"`nbytes` must be a number of bytes; got {nbytes!r}.") from None
+    if not (size > 0 and math.isfinite(size)):
+        raise RankoptInputError(f"`nbytes` must be positive and finite; got {nbytes!r}.")
+    if int(n) != n or n < 2:
+        raise RankoptInputError(f"`n` must be an integer >= 2; got {n!r}.")
+    return size, int(n)
