@@ -100,6 +100,7 @@ def make_model(
     uplink_bandwidth: Any = None,
     segment_size: float | None = None,
     inter: str | None = None,
+    workload: Any = None,
 ) -> CostModel:
     """Build the cost model of ``collective``/``algorithm`` on a validated matrix.
 
@@ -108,7 +109,25 @@ def make_model(
     ``"contention"`` requires ``groups``, ``uplink_bandwidth`` and ``nbytes``.
     Hierarchical allreduce takes its groups from the finest level of
     ``groups``, or from :func:`rankopt.infer_hierarchy` when none are given.
+
+    With ``workload`` (a sequence of
+    :class:`~rankopt.models.workload.PricedCall`), the model is the
+    :class:`~rankopt.models.workload.WorkloadModel` of the mix: each call's
+    algorithm at its own size (``collective``, ``algorithm`` and ``nbytes``
+    are then not used), all with one objective: ``"contention"`` when
+    ``groups`` and ``uplink_bandwidth`` are given, else ``"time"``.
     """
+    if workload is not None:
+        return _workload_model(
+            latency,
+            workload,
+            objective=objective,
+            bandwidth=bandwidth,
+            groups=groups,
+            uplink_bandwidth=uplink_bandwidth,
+            segment_size=segment_size,
+            inter=inter,
+        )
     check_collective(collective, algorithm)
     if objective is None:
         objective = default_objective(
@@ -175,6 +194,36 @@ def make_model(
 
         return PairwiseTime(sched, net, objective)
     return StepModel(sched, net, objective)
+
+
+def _workload_model(latency, workload, *, objective, bandwidth, groups, uplink_bandwidth, **kw):
+    from rankopt.models.workload import WorkloadModel
+
+    if objective is None:
+        objective = "contention" if groups is not None and uplink_bandwidth is not None else "time"
+    if objective in RING_OBJECTIVES:
+        raise RankoptInputError(
+            f"objective {objective!r} prices one ring; a workload is priced with 'time' or "
+            "'contention'."
+        )
+    parts = [
+        (
+            call.count,
+            make_model(
+                latency,
+                call.collective,
+                call.algorithm,
+                objective=objective,
+                bandwidth=bandwidth,
+                nbytes=call.nbytes,
+                groups=groups,
+                uplink_bandwidth=uplink_bandwidth,
+                **kw,
+            ),
+        )
+        for call in workload
+    ]
+    return WorkloadModel(parts)
 
 
 from rankopt.models.evaluate import cost  # noqa: E402

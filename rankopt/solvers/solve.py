@@ -125,6 +125,8 @@ def solve(
     callback: Callable[[dict[str, Any]], Any] | None = None,
     nan: NanPolicy = "raise",
     options: Mapping[str, Any] | None = None,
+    workload: Any = None,
+    engine: Any = None,
 ) -> SolveResult:
     """Find the rank order that minimises the modelled cost of a collective.
 
@@ -178,6 +180,20 @@ def solve(
     options : mapping, optional
         Method-specific options (e.g. ``{"neighbors": 12}``); unknown ones
         raise ``TypeError``.
+    workload : sequence or path, optional
+        The job's mix of calls, ``[(collective, nbytes, count), ...]`` (or a
+        file, :func:`rankopt.models.workload.load_workload`): the objective
+        is then the total time of the mix (``sum of count * time``), each
+        call priced with the algorithm ``engine`` runs at its size
+        (:class:`rankopt.models.workload.WorkloadModel`), with the contention
+        model when the network has uplinks, else the α-β time.
+    engine : str, optional
+        ``"openmpi"``, ``"mpich"``, ``"gloo"``, ``"nccl"`` or ``"mpi"``
+        (:mod:`rankopt.engines`): each call's algorithm is the one this
+        engine runs (``algorithm`` must then be left at its default). With
+        no ``workload``, the workload is the one call ``(collective,
+        nbytes)``. The engine and each call's algorithm are recorded in
+        ``result.extra["workload"]`` and ``result.notes``.
 
     Returns
     -------
@@ -227,6 +243,7 @@ def solve(
 
     network = as_network(latency)
     notes: list[str] = []
+    user_objective = objective
     if network is not None:
         objective, model_kw, notes = _network_model(
             network,
@@ -257,6 +274,16 @@ def solve(
     if callback is not None and not callable(callback):
         raise RankoptInputError(f"`callback` must be callable; got {callback!r} instead.")
     gen, seed = normalize_rng(rng)
+    priced = None
+    extra: dict[str, Any] = {}
+    if workload is not None or engine is not None:
+        # ---- engine-aware workloads: each call priced with the engine's algorithm
+        priced, collective, algorithm, nbytes, wl_notes, extra = _price_workload(
+            workload, engine, n, network, collective, algorithm, nbytes, user_objective
+        )
+        notes.extend(wl_notes)
+        if user_objective is None and objective in ("sum", "bottleneck"):
+            objective = None  # latency only: the α-β time of every call
     model = (
         CustomModel(lat, objective)
         if callable(objective)
@@ -269,6 +296,7 @@ def solve(
             nbytes=nbytes,
             groups=groups,
             uplink_bandwidth=uplink_bandwidth,
+            workload=priced,
         )
     )
     baseline = model.cost(identity(n))
@@ -294,7 +322,6 @@ def solve(
     if init_order is not None and model.cost(init_order) < cost:
         order, cost = init_order, model.cost(init_order)
     stop_reason = out.stop_reason
-    extra: dict[str, Any] = {}
     kept = not cost < baseline
     if kept:
         # never hand back an order that does not beat the launch order
@@ -327,6 +354,7 @@ def solve(
                 "nbytes": nbytes,
                 "groups": groups,
                 "uplink_bandwidth": uplink_bandwidth,
+                **({"workload": priced} if priced is not None else {}),
             },
             rng=seed,
         )
@@ -376,6 +404,65 @@ def solve(
         runtime,
     )
     return result
+
+
+def _price_workload(
+    workload: Any,
+    engine: Any,
+    n: int,
+    network: Any,
+    collective: str,
+    algorithm: str,
+    nbytes: float | None,
+    user_objective: Any,
+) -> tuple[Any, str, str, float | None, list[str], dict[str, Any]]:
+    """The priced calls of ``solve(workload=..., engine=...)`` and what the result records.
+
+    Returns ``(priced, collective, algorithm, nbytes, notes, extra)``: the
+    result's collective/algorithm/nbytes are the call's when there is one
+    (``"workload"`` and the algorithms joined by ``+`` otherwise).
+    """
+    from rankopt.models.workload import Call, as_workload, price_calls
+
+    if callable(user_objective):
+        raise RankoptInputError("a custom objective cannot be combined with `workload`/`engine`.")
+    if engine is not None and algorithm != "ring":
+        raise RankoptInputError(
+            f"`engine` decides each call's algorithm; got algorithm={algorithm!r} as well: "
+            "leave `algorithm` out, or drop `engine` to price the mix with it."
+        )
+    if workload is None:
+        from rankopt.network import DEFAULT_NBYTES
+
+        calls: tuple[Call, ...] = (
+            Call(collective, float(DEFAULT_NBYTES if nbytes is None else nbytes), 1.0),
+        )
+    else:
+        calls = as_workload(workload)
+    nodes = None if network is None or network.hosts is None else list(network.hosts)
+    priced = price_calls(
+        calls, n, engine, algorithm=None if engine is not None else algorithm, nodes=nodes
+    )
+    who = "no engine" if engine is None else f"engine {getattr(engine, 'name', engine)}"
+    notes = [f"{who}: " + "; ".join(c.describe() for c in priced)]
+    extra: dict[str, Any] = {
+        "engine": None if engine is None else str(getattr(engine, "name", engine)),
+        "workload": [
+            {
+                "collective": c.collective,
+                "nbytes": c.nbytes,
+                "count": c.count,
+                "algorithm": c.algorithm,
+                **{k: v for k, v in c.params.items() if isinstance(v, (str, int, float))},
+            }
+            for c in priced
+        ],
+    }
+    if len(priced) == 1:
+        c = priced[0]
+        return priced, c.collective, c.algorithm, c.nbytes, notes, extra
+    algs = "+".join(sorted({c.algorithm for c in priced}))
+    return priced, "workload", algs, None, notes, extra
 
 
 def _network_model(

@@ -1,0 +1,244 @@
+"""Workloads: a job's mix of collective calls, priced with the algorithm each engine runs.
+
+Contents
+--------
+Call
+    One entry of a workload: ``(collective, nbytes, count)``.
+PricedCall
+    A call with the rankopt model its engine runs for it (and why).
+as_workload
+    Validate a workload given as tuples, dicts, JSON text or a file.
+load_workload
+    Read a workload file (a JSON list, or ``collective,nbytes,count`` lines).
+price_calls
+    Ask an engine which algorithm each call runs.
+WorkloadModel
+    The total time of the mix: a :class:`~rankopt.models.base.CostModel`, so
+    every generic solver (anneal, greedy_cluster, swap, brute_force) takes it.
+
+The objective is ``sum over calls of count * time(call)``, each call's time
+being the model of its algorithm at its size on the network (the contention
+model when the network has uplinks).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._validation import RankoptInputError
+from rankopt.models.base import CostModel
+
+__all__ = [
+    "Call",
+    "PricedCall",
+    "as_workload",
+    "load_workload",
+    "price_calls",
+    "WorkloadModel",
+]
+
+
+@dataclass(frozen=True)
+class Call:
+    """``count`` calls of ``collective`` on ``nbytes`` bytes (rankopt's size convention)."""
+
+    collective: str
+    nbytes: float
+    count: float = 1.0
+
+
+@dataclass(frozen=True)
+class PricedCall:
+    """A call and the rankopt model (``algorithm``) of what its engine runs."""
+
+    collective: str
+    nbytes: float
+    count: float
+    algorithm: str
+    params: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    def describe(self) -> str:
+        """One phrase: ``allreduce 16 MiB x40 -> rabenseifner_ompi (tuned, fixed)``."""
+        how = ", ".join(
+            str(self.params[k]) for k in ("component", "engine_algorithm", "rule")
+            if self.params.get(k) is not None
+        )  # fmt: skip
+        return (
+            f"{self.collective} {_fmt_bytes(self.nbytes)} x{self.count:g} -> {self.algorithm}"
+            + (f" ({how})" if how else "")
+        )
+
+
+def _fmt_bytes(b: float) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if b >= size:
+            return f"{b / size:g} {unit}"
+    return f"{b:g} B"
+
+
+def _call(item: Any, where: str) -> Call:
+    from rankopt.models.schedule import ALGORITHMS
+
+    if isinstance(item, Call):
+        c, b, k = item.collective, item.nbytes, item.count
+    elif isinstance(item, Mapping):
+        try:
+            c, b, k = item["collective"], item["nbytes"], item.get("count", 1)
+        except KeyError as exc:
+            raise RankoptInputError(
+                f"workload {where}: a call needs 'collective' and 'nbytes'; missing {exc}."
+            ) from None
+    elif isinstance(item, (list, tuple)) and len(item) in (2, 3):
+        c, b = item[0], item[1]
+        k = item[2] if len(item) == 3 else 1
+    else:
+        raise RankoptInputError(
+            f"workload {where}: a call is (collective, nbytes[, count]); got {item!r}."
+        )
+    if c not in ALGORITHMS:
+        raise RankoptInputError(
+            f"workload {where}: collective must be one of {', '.join(map(repr, ALGORITHMS))}; "
+            f"got {c!r}."
+        )
+    try:
+        nb, cnt = float(b), float(k)
+    except (TypeError, ValueError):
+        raise RankoptInputError(
+            f"workload {where}: nbytes and count must be numbers; got {b!r}, {k!r}."
+        ) from None
+    if not (0 < nb <= 1e18):
+        raise RankoptInputError(f"workload {where}: nbytes must be in (0, 1e18]; got {b!r}.")
+    if not (cnt > 0 and math.isfinite(cnt)):
+        raise RankoptInputError(f"workload {where}: count must be positive; got {k!r}.")
+    return Call(str(c), nb, cnt)
+
+
+def as_workload(workload: Any) -> tuple[Call, ...]:
+    """A workload as a tuple of :class:`Call`.
+
+    Accepts a sequence of ``(collective, nbytes[, count])`` tuples, dicts with
+    those keys or :class:`Call`, or a path (:func:`load_workload`).
+
+    Examples
+    --------
+    >>> as_workload([("allreduce", 25e6, 40), {"collective": "alltoall", "nbytes": 8e6}])
+    (Call(collective='allreduce', nbytes=25000000.0, count=40.0), Call(collective='alltoall', nbytes=8000000.0, count=1.0))
+    """  # noqa: E501
+    if isinstance(workload, (str, Path)) or hasattr(workload, "__fspath__"):
+        return load_workload(workload)
+    if not isinstance(workload, Iterable) or isinstance(workload, Mapping):
+        raise RankoptInputError(
+            f"`workload` must be a list of (collective, nbytes, count); got {workload!r}."
+        )
+    calls = tuple(_call(x, f"entry {i}") for i, x in enumerate(workload))
+    if not calls:
+        raise RankoptInputError("`workload` is empty: give at least one call.")
+    return calls
+
+
+def load_workload(path: Any) -> tuple[Call, ...]:
+    """Read a workload file: a JSON list, or ``collective,nbytes,count`` lines.
+
+    In the line format, ``#`` starts a comment and blank lines are skipped.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as exc:
+        raise RankoptInputError(f"cannot read the workload file {str(p)!r} ({exc}).") from None
+    body = text.strip()
+    if body.startswith("[") or body.startswith("{"):
+        try:
+            data = json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise RankoptInputError(f"workload file {str(p)!r}: invalid JSON ({exc}).") from None
+        if isinstance(data, Mapping):
+            data = data.get("workload", data.get("calls"))
+        return as_workload(data)
+    calls = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            calls.append(_call(tuple(x.strip() for x in line.split(",")), f"line {lineno}"))
+    if not calls:
+        raise RankoptInputError(f"workload file {str(p)!r} holds no calls.")
+    return tuple(calls)
+
+
+def price_calls(
+    calls: Sequence[Call],
+    n: int,
+    engine: Any = None,
+    *,
+    algorithm: str | None = None,
+    nodes: Sequence[Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[PricedCall, ...]:
+    """The model of each call: the engine's choice, or ``algorithm`` when no engine is given."""
+    from rankopt.models.schedule import check_collective
+
+    out = []
+    if engine is not None:
+        from rankopt.engines import get
+
+        eng = get(engine)
+        for c in calls:
+            alg, params = eng.algorithm(c.collective, c.nbytes, n, env=env, nodes=nodes)
+            out.append(PricedCall(c.collective, c.nbytes, c.count, alg, params))
+        return tuple(out)
+    if algorithm is None:
+        raise RankoptInputError("a workload needs an `engine` or an `algorithm` to price it.")
+    for c in calls:
+        check_collective(c.collective, algorithm)
+        out.append(PricedCall(c.collective, c.nbytes, c.count, algorithm, {}))
+    return tuple(out)
+
+
+class WorkloadModel(CostModel):
+    """Total modelled time of a workload: ``sum(count * model.cost)`` over its calls.
+
+    Parameters
+    ----------
+    parts : sequence of (float, CostModel)
+        ``(count, model)`` per call; the models share ``n`` and objective.
+
+    Notes
+    -----
+    Each part keeps its own fast paths; this model only sums them, so the
+    cost, the batch cost and a swap delta cost the sum of the parts' own.
+    """
+
+    def __init__(self, parts: Sequence[tuple[float, CostModel]]):
+        if not parts:
+            raise RankoptInputError("a workload model needs at least one call.")
+        self.parts = [(float(k), m) for k, m in parts]
+        ns = {m.n for _, m in self.parts}
+        if len(ns) != 1:
+            raise AssertionError(f"workload parts disagree on n: {sorted(ns)}")
+        self.n = ns.pop()
+        objectives = sorted({m.objective for _, m in self.parts})
+        self.objective = objectives[0] if len(objectives) == 1 else "+".join(objectives)
+        self.rotation_invariant = all(m.rotation_invariant for _, m in self.parts)
+
+    def reference_cost(self, order: NDArray[np.int64]) -> float:
+        return float(sum(k * m.reference_cost(order) for k, m in self.parts))
+
+    def cost(self, order: NDArray[np.int64]) -> float:
+        return float(sum(k * m.cost(order) for k, m in self.parts))
+
+    def batch_cost(self, orders: NDArray[np.int64]) -> NDArray[np.float64]:
+        total = np.zeros(len(orders), dtype=np.float64)
+        for k, m in self.parts:
+            total += k * np.asarray(m.batch_cost(orders), dtype=np.float64)
+        return total
+
+    def swap_delta(self, order: NDArray[np.int64], i: int, j: int) -> float:
+        return float(sum(k * m.swap_delta(order, i, j) for k, m in self.parts))
