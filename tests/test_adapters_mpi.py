@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -188,3 +190,108 @@ def test_sequential_hostfile_accepted(mpiexec, tmp_path):
     assert sorted(_placement(out.stdout)) == [0, 1, 2, 3]
     lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
     assert lines == ["localhost", "localhost", me, me]
+
+
+def _faulty_job(cmd: list[str], env: dict[str, str], limit: float) -> tuple[float, str, int]:
+    """Run a job in which a rank stops answering; fail if it is still running after ``limit``."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"the job hung: still running after {limit:.0f} s\n{out[-3000:]}")
+    return time.monotonic() - t0, out, proc.returncode
+
+
+# Generous bounds: they guard against a hang (the job waiting on the stopped rank for ever),
+# not the speed; the job ends after about one timeout plus the start of the processes.
+FAULT_TIMEOUT = 5.0
+FAULT_LIMIT = 3 * FAULT_TIMEOUT + 45.0
+
+
+@pytest.mark.slow
+def test_runner_ends_when_a_rank_stops_in_the_probe(mpiexec):
+    # rank 2 stops (SIGSTOP) in latency round 2: every live rank raises, rank 0 prints one
+    # line, and the job ends through MPI_Abort instead of hanging in MPI_Finalize
+    env = _env()
+    env["RANKOPT_PROBE_TEST_STALL"] = "2:2:stop"
+    cmd = [
+        mpiexec,
+        "-n",
+        "4",
+        "--oversubscribe",
+        "-x",
+        "RANKOPT_PROBE_TEST_STALL",
+        "-x",
+        "PYTHONPATH",
+        sys.executable,
+        "-m",
+        "rankopt.mpi",
+        "--probe-option",
+        f"timeout={FAULT_TIMEOUT}",
+        "--probe-option",
+        "bandwidth=False",
+        "-c",
+        "print('ran')",
+    ]
+    elapsed, out, returncode = _faulty_job(cmd, env, FAULT_LIMIT)
+    assert returncode != 0 and "ran" not in out.split(), out
+    assert out.count("rankopt.mpi: error") == 1, out
+    assert "rank 2 did not answer rank 0 (pair (0, 2))" in out, out
+    assert elapsed < FAULT_LIMIT
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("mode", "stopped", "message"),
+    [
+        ("probe", 2, "probe failed on rank 0: ProbeTimeoutError"),
+        ("solve", 0, "no answer from rank 0 within"),
+    ],
+)
+def test_optimize_raises_on_every_live_rank_when_one_stops(
+    mpiexec, tmp_path, mode, stopped, message
+):
+    from mpi_scripts.probe_launch import collect_reports
+
+    n = 4
+    env = _env()
+    env["RANKOPT_PROBE_TEST_STALL"] = "2:2:stop" if mode == "probe" else ""
+    cmd = [
+        mpiexec,
+        "-n",
+        str(n),
+        "--oversubscribe",
+        "-x",
+        "RANKOPT_PROBE_TEST_STALL",
+        "-x",
+        "PYTHONPATH",
+        sys.executable,
+        str(SCRIPTS / "adapt_faults.py"),
+        str(tmp_path),
+        mode,
+        str(FAULT_TIMEOUT),
+    ]
+    t0 = time.monotonic()
+    reports = collect_reports(cmd, env, tmp_path, n, n - 1, FAULT_LIMIT)
+    elapsed = time.monotonic() - t0
+    live = [r for r in range(n) if r != stopped]
+    assert all(r in reports for r in live), reports
+    errors = {(reports[r]["error"], reports[r]["message"]) for r in live}
+    assert len(errors) == 1, reports  # the same error on every live rank
+    kind, text = errors.pop()
+    assert kind == "RankoptMPIError" and message in text, text
+    assert all(reports[r]["ranks"] == [stopped] for r in live), reports
+    # a bound on hangs, not a speed test: the probe, one agreement, the solve wait
+    assert all(reports[r]["elapsed"] < 3 * FAULT_TIMEOUT + 5.0 for r in live), reports
+    assert elapsed < FAULT_LIMIT

@@ -237,8 +237,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             **solve_options,
         )
     except (RankoptInputError, adapter.RankoptMPIError) as exc:
-        # raised alike on every rank: one message, clean exit everywhere
-        if world.Get_rank() == 0:
-            print(f"rankopt.mpi: error: {exc}", file=sys.stderr)
-        return 1
+        # raised alike on every rank: one message, from the lowest rank that answered
+        return adapter.report_error(world, exc, "rankopt.mpi")
     return 0

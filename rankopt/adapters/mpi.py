@@ -17,11 +17,12 @@ mpi4py is imported inside functions only: importing ``mpi4py.MPI`` initialises M
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from rankopt._validation import RankoptInputError, check_order
 from rankopt.adapters._common import order_digest
@@ -39,25 +40,127 @@ _ORIGINAL_WORLD: list[Any] = []
 
 
 class RankoptMPIError(RuntimeError):
-    """Raised identically on every rank when a collective adapter step fails."""
+    """Raised identically on every rank when a collective adapter step fails.
+
+    Attributes
+    ----------
+    silent : list of int
+        Ranks that did not answer within the deadline (empty when every rank
+        answered). With a silent rank, ``MPI_Finalize`` would wait for it forever,
+        so MPI is set to abort the job at exit (``mpi4py.run.set_abort_status``).
+    """
+
+    def __init__(self, message: str, *, silent: Sequence[int] = ()) -> None:
+        super().__init__(message)
+        self.silent = sorted(set(silent))
+
+
+_TAG_AGREE = 0x7A20
+DEFAULT_TIMEOUT = 30.0  # the probe's default timeout, also the agreement's deadline
+DEFAULT_SOLVE_WAIT = 300.0  # how long the other ranks wait for the root's solve
+FAREWELL = 5.0  # seconds a rank that does not print waits for the one that does, then aborts
+
+
+_ABANDONED: list[Any] = []  # requests given up on: they (and their buffers) must stay alive
+
+
+def _wait(requests: list[Any], deadline: float) -> bool:
+    """Test ``requests`` until all are complete (True) or ``MPI.Wtime() >= deadline``.
+
+    Requests still pending at the deadline are kept referenced for good: MPI may
+    still write into their buffers.
+    """
+    from mpi4py import MPI
+
+    pause = 1e-4
+    while not MPI.Request.Testall(requests):
+        if MPI.Wtime() >= deadline:
+            _ABANDONED.append(requests)
+            return False
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)
+    return True
+
+
+def _exchange(
+    comm: MPI.Comm, report: tuple[Any, ...], suspects: Sequence[int], timeout: float
+) -> tuple[list[Any], list[int]]:
+    """Send ``report`` to every rank and collect theirs, for at most ``timeout`` seconds.
+
+    Point to point (tag ``_TAG_AGREE``), so that a rank that never answers blocks
+    nobody. Waiting stops early once every missing rank is one that some report
+    (or ``suspects``, this rank's own) names as unresponsive. Returns the report of
+    every rank (``None`` where none arrived) and the ranks that sent none.
+    """
+    from mpi4py import MPI
+
+    n, me = comm.Get_size(), comm.Get_rank()
+    sends = [
+        comm.isend((*report, tuple(suspects)), dest=q, tag=_TAG_AGREE) for q in range(n) if q != me
+    ]
+    got: list[Any] = [None] * n
+    got[me] = report
+    named = set(suspects)
+    pending = set(range(n)) - {me}
+    deadline = MPI.Wtime() + timeout
+    pause = 1e-4
+    while pending - named and MPI.Wtime() < deadline:
+        for q in sorted(pending):
+            msg = comm.improbe(source=q, tag=_TAG_AGREE)
+            if msg is not None:
+                *theirs, their_suspects = msg.recv()
+                got[q] = tuple(theirs)
+                named.update(their_suspects)
+                pending.discard(q)
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)
+    if pending:  # sends to silent ranks may never complete: they are abandoned
+        _ABANDONED.append(sends)
+    else:
+        _wait(sends, MPI.Wtime() + timeout)
+    return got, sorted(pending)
 
 
 def _agree(
-    comm: MPI.Comm, error: str | None, digest: str | None, what: str, *, input_error: bool = False
+    comm: MPI.Comm,
+    error: str | None,
+    digest: str | None,
+    what: str,
+    *,
+    input_error: bool = False,
+    timeout: float | None = None,
+    suspects: Sequence[int] = (),
 ) -> None:
-    """One allgather: every rank learns whether any rank failed or disagrees; all raise alike.
+    """Every rank learns whether any rank failed or disagrees; all raise alike.
+
+    With ``timeout=None``, one blocking allgather. Otherwise the reports are
+    exchanged point to point with that deadline (see :func:`_exchange`; pass the
+    ranks this rank already knows to be unresponsive as ``suspects``), and a rank
+    that sent none makes every rank raise ``RankoptMPIError`` naming it. The
+    decision depends only on the reports: the first error in rank order wins.
 
     With ``input_error``, an error reported identically by every rank (the same bad
     input everywhere) is raised as a ``RankoptInputError``; otherwise errors are
     raised as ``RankoptMPIError``.
     """
-    reports = comm.allgather((error, digest))
-    errors = [e for e, _ in reports]
-    if input_error and errors[0] is not None and all(e == errors[0] for e in errors):
+    silent: list[int] = []
+    if timeout is None:
+        reports = comm.allgather((error, digest))
+    else:
+        reports, silent = _exchange(comm, (error, digest), suspects, timeout)
+    if silent:
+        _abort_at_exit()
+    errors = [None if rep is None else rep[0] for rep in reports]
+    if input_error and not silent and errors[0] is not None and all(e == errors[0] for e in errors):
         raise RankoptInputError(errors[0])
     for r, err in enumerate(errors):
         if err is not None:
-            raise RankoptMPIError(f"{what} failed on rank {r}: {err}")
+            raise RankoptMPIError(f"{what} failed on rank {r}: {err}", silent=silent)
+    if silent:
+        raise RankoptMPIError(
+            f"{what} failed: {_ranks(silent)} did not answer within {timeout:g} s.",
+            silent=silent,
+        )
     digests = [d for _, d in reports]
     if len(set(digests)) > 1:
         odd = next(r for r, d in enumerate(digests) if d != digests[0])
@@ -65,6 +168,115 @@ def _agree(
             f"`order` differs between ranks: rank {odd} holds a different order than rank 0 "
             f"(digests {digests[odd]} != {digests[0]}); pass the same order on every rank."
         )
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
+
+
+def _abort_at_exit() -> None:
+    """Make MPI abort the job at exit: ``MPI_Finalize`` would wait for a silent rank."""
+    from mpi4py.run import set_abort_status
+
+    set_abort_status(1)
+
+
+def _dup(comm: MPI.Intracomm, timeout: float) -> MPI.Intracomm:
+    """A private duplicate of ``comm`` for rankopt's own messages, within ``timeout``."""
+    from mpi4py import MPI
+
+    private, request = comm.Idup()
+    if not _wait([request], MPI.Wtime() + timeout):
+        _abort_at_exit()
+        raise RankoptMPIError(
+            f"not every rank of the communicator started within {timeout:g} s "
+            "(MPI_Comm_idup did not complete)."
+        )
+    return private  # type: ignore[no-any-return]
+
+
+def _bcast(
+    comm: MPI.Intracomm, payload: Any, root: int, deadline: float, wait: float
+) -> tuple[str | None, Any]:
+    """Broadcast ``payload`` (pickled) from ``root``, until ``deadline`` (``MPI.Wtime``).
+
+    Returns ``(error, value)``: ``error`` is ``None`` or why this rank did not get
+    the value in time (``value`` is then ``None``); ``wait`` is the wait it names.
+    """
+    import pickle
+
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    size = np.zeros(1, dtype=np.int64)
+    data = b""
+    if rank == root:
+        data = pickle.dumps(payload)
+        size[0] = len(data)
+    if not _wait([comm.Ibcast(size, root=root)], deadline):
+        return f"no answer from rank {root} within {wait:g} s", None
+    buf = bytearray(data) if rank == root else bytearray(int(size[0]))
+    if not _wait([comm.Ibcast([buf, MPI.BYTE], root=root)], deadline):
+        return f"the result from rank {root} did not arrive within {wait:g} s", None
+    return None, payload if rank == root else pickle.loads(buf)
+
+
+def _solve_wait(probe_options: Mapping[str, Any], solve_options: Mapping[str, Any]) -> float:
+    """Seconds the other ranks wait for the root's solve: its ``time_limit`` plus the
+    probe's timeout, or :data:`DEFAULT_SOLVE_WAIT` plus the timeout without a limit."""
+    limit = solve_options.get("time_limit")
+    try:
+        limit = DEFAULT_SOLVE_WAIT if limit is None else float(limit)
+    except (TypeError, ValueError):  # the solver rejects it on the root
+        limit = DEFAULT_SOLVE_WAIT
+    return _probe_timeout(probe_options) + max(limit, 0.0)
+
+
+def _probe_timeout(probe_options: Mapping[str, Any]) -> float:
+    """The probe's ``timeout``, also the deadline of the agreements that follow it."""
+    value = probe_options.get("timeout", DEFAULT_TIMEOUT)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):  # the probe rejects it on every rank
+        return DEFAULT_TIMEOUT
+    return value if np.isfinite(value) and value > 0 else DEFAULT_TIMEOUT
+
+
+def _split(comm: MPI.Intracomm, order: NDArray[np.int64], name: str | None) -> MPI.Intracomm:
+    """``comm.Split(0, key=rank_of[rank])``, checked; named ``name``."""
+    n = comm.Get_size()
+    rank_of = np.empty(n, dtype=np.int64)
+    rank_of[order] = np.arange(n, dtype=np.int64)
+    rank = comm.Get_rank()
+    new: MPI.Intracomm = comm.Split(0, key=int(rank_of[rank]))  # type: ignore[assignment]
+    if new.Get_rank() != rank_of[rank]:
+        got = new.Get_rank()
+        new.Free()
+        raise RankoptMPIError(
+            f"MPI_Comm_split did not honour the key: rank {rank} got new rank {got}, "
+            f"expected {int(rank_of[rank])}."
+        )
+    if name:
+        new.Set_name(name)
+    return new
+
+
+def report_error(world: MPI.Intracomm, exc: BaseException, prog: str) -> int:
+    """Print ``exc`` once for the whole job (``python -m rankopt.mpi``); the exit status.
+
+    The lowest rank that answered prints. When a rank was silent, the job then ends
+    through ``MPI_Abort`` at exit (see :class:`RankoptMPIError`), so the other ranks
+    first wait up to :data:`FAREWELL` seconds for the printing rank to end the job.
+    """
+    import sys
+
+    silent = set(getattr(exc, "silent", ()))
+    printer = next((r for r in range(world.Get_size()) if r not in silent), 0)
+    if world.Get_rank() == printer:
+        print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
+    elif silent:
+        time.sleep(FAREWELL)
+    return 1
 
 
 def reorder(
@@ -142,20 +354,7 @@ def reorder(
             input_error=True,
         )
     assert arr is not None
-    rank_of = np.empty(n, dtype=np.int64)
-    rank_of[arr] = np.arange(n, dtype=np.int64)
-    rank = comm.Get_rank()
-    new: MPI.Intracomm = comm.Split(0, key=int(rank_of[rank]))  # type: ignore[assignment]
-    if new.Get_rank() != rank_of[rank]:
-        got = new.Get_rank()
-        new.Free()
-        raise RankoptMPIError(
-            f"MPI_Comm_split did not honour the key: rank {rank} got new rank {got}, "
-            f"expected {int(rank_of[rank])}."
-        )
-    if name:
-        new.Set_name(name)
-    return new
+    return _split(comm, arr, name)
 
 
 def optimize(
@@ -202,7 +401,28 @@ def optimize(
     Raises
     ------
     RankoptMPIError
-        On every rank, if the probe or the solver fails on any rank.
+        On every live rank, if the probe or the solver fails on any rank, or if
+        a rank stops answering: every step after the probe has a deadline (see
+        Notes), and the error's ``silent`` lists the ranks that did not answer.
+
+    Notes
+    -----
+    *Deadlines.* rankopt's own messages travel on a private duplicate of
+    ``comm``, and none of its collectives waits for ever. Each agreement
+    (after the probe, after the broadcast of the result) exchanges one report
+    per rank point to point, with the probe's ``timeout`` (default 30 s) as
+    deadline, and stops early once every missing rank is one that a report
+    names as unresponsive. The other ranks wait for the root's solve for its
+    ``time_limit`` plus ``timeout`` (``DEFAULT_SOLVE_WAIT`` = 300 s plus
+    ``timeout`` without a limit); a root that finishes later reports that it
+    was late. Every live rank then raises, within about two timeouts of a
+    rank's stop when it stops in the probe.
+
+    *Ending the job.* With a silent rank, ``MPI_Finalize`` would wait for it
+    forever, so the job is set to end with ``MPI_Abort`` at exit
+    (``mpi4py.run.set_abort_status``) instead: the last resort that ends the
+    job rather than hanging it. ``comm`` itself stays usable only when every
+    rank raised without a silent rank (an input or solver error).
 
     Examples
     --------
@@ -210,16 +430,24 @@ def optimize(
     >>> comm, result = optimize(MPI.COMM_WORLD, "allreduce", "ring")  # doctest: +SKIP
     >>> comm.Allreduce(sendbuf, recvbuf)                              # doctest: +SKIP
     """
+    from mpi4py import MPI
+
     from rankopt.probe.mpi import measure
 
     rank = comm.Get_rank()
+    timeout = _probe_timeout(probe_options or {})
+    private = _dup(comm, timeout)  # rankopt's own messages, apart from the program's
     err: str | None = None
+    suspects: list[int] = []
     measurement = None
     try:
         measurement = measure(comm, **dict(probe_options or {}))
     except Exception as exc:  # noqa: BLE001 - reported identically on every rank
         err = f"{type(exc).__name__}: {exc}"
-    _agree(comm, err, "", "probe")
+        suspects = list(getattr(exc, "ranks", None) or [])
+    _agree(private, err, "", "probe", timeout=timeout, suspects=suspects)
+    wait = _solve_wait(probe_options or {}, solve_options)
+    waiting_since = MPI.Wtime()  # the other ranks wait for the result from now on
     payload: tuple[str, Any]
     if rank == root:
         try:
@@ -233,12 +461,43 @@ def optimize(
             payload = ("error", f"{type(exc).__name__}: {exc}")
     else:
         payload = ("", None)
-    status, value = comm.bcast(payload, root=root)
-    if status == "error":
-        raise RankoptMPIError(f"solve failed on rank {root}: {value}")
-    result = value
+    result, err, digest = _share_result(private, payload, root, wait, waiting_since)
+    _agree(private, err, digest, "solve", timeout=timeout, suspects=[] if digest else [root])
     logger.info("rankopt: %d ranks, %s", comm.Get_size(), _summary(result))
-    return reorder(comm, result.order), result
+    new = _split(comm, check_order(result.order, comm.Get_size()), "rankopt_reordered")
+    private.Free()
+    return new, result
+
+
+def _share_result(
+    comm: MPI.Intracomm, payload: tuple[str, Any], root: int, wait: float, waiting_since: float
+) -> tuple[Any, str | None, str | None]:
+    """Broadcast the root's ``(status, value)`` with a deadline; what this rank reports.
+
+    Returns the result (or None), this rank's error for the agreement that follows
+    (the root's solve error is reported by the root alone) and the digest of the
+    order received. A root that finishes solving after the others stopped waiting
+    (``wait`` seconds after ``waiting_since``, less a second for the broadcast)
+    reports that instead of a result nobody waits for any more.
+    """
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    if rank == root and payload[0] == "ok" and MPI.Wtime() - waiting_since > wait - 1.0:
+        payload = (
+            "error",
+            f"the solve took longer than the {wait:g} s the other ranks wait for it "
+            "(bound it with time_limit)",
+        )
+    # the others' deadline is common; the root only needs its sends to complete
+    deadline = MPI.Wtime() + min(wait, 30.0) if rank == root else waiting_since + wait
+    late, received = _bcast(comm, payload, root, deadline, wait)
+    if late is not None:
+        return None, late, None
+    status, value = received
+    if status == "error":
+        return None, value if rank == root else None, "error"
+    return value, None, order_digest(check_order(value.order, comm.Get_size()))
 
 
 def _summary(result: Any) -> str:
