@@ -8,6 +8,15 @@ hierarchy), ``--method``, ``--seed``, ``--time-limit``. With none of them the
 network decides (:meth:`rankopt.Network.default_model`): the contention model
 with the inferred uplinks at the entry point's default message size when the
 network has bandwidth, the latency sum otherwise.
+
+``--engine`` (``openmpi``, ``mpich``, ``gloo``, ``nccl``, ``mpi``: detect
+from the loaded MPI library; ``none``) prices every call with the algorithm
+that engine runs at its size, and ``--workload FILE`` (a JSON list or
+``collective,nbytes,count`` lines) gives the job's mix of calls
+(:mod:`rankopt.models.workload`). Defaults: ``python -m rankopt.mpi`` the
+MPI library it runs under (``mpi``), ``rankopt run`` its ``--backend``
+(``gloo``), ``rankopt solve`` none. An explicit ``--algorithm`` without
+``--engine`` prices that algorithm as before.
 """
 
 from __future__ import annotations
@@ -18,9 +27,27 @@ from typing import Any
 
 from rankopt._validation import RankoptInputError
 
-__all__ = ["add_model_arguments", "model_options", "parse_uplinks", "report"]
+__all__ = ["add_model_arguments", "model_options", "parse_uplinks", "report", "ENTRY_ENGINES"]
 
 _OBJECTIVES = ("sum", "bottleneck", "time", "contention")
+
+#: The engine an entry point prices with when neither ``--engine`` nor
+#: ``--algorithm`` is given, by parser ``prog``: ``"mpi"`` detects the MPI
+#: library (:func:`rankopt.engines.detect_mpi`), ``"backend"`` follows
+#: ``--backend``.
+ENTRY_ENGINES = {
+    "python -m rankopt.mpi": "mpi",
+    "rankopt run": "backend",
+    "python -m rankopt.run": "backend",
+}
+
+
+class _Algorithm(argparse.Action):
+    """``--algorithm``: store it and remember that it was given."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        setattr(namespace, self.dest, values)
+        namespace.algorithm_given = True
 
 
 def add_model_arguments(
@@ -29,8 +56,13 @@ def add_model_arguments(
     default_nbytes: float,
     nbytes_note: str = "",
     solver: bool = True,
+    default_engine: str | None = None,
 ) -> None:
-    """Add the model (and, with ``solver``, the solver) options to ``p``."""
+    """Add the model (and, with ``solver``, the solver) options to ``p``.
+
+    ``default_engine`` is the engine used when neither ``--engine`` nor
+    ``--algorithm`` is given (default: :data:`ENTRY_ENGINES` by ``p.prog``).
+    """
     from rankopt.models import ALGORITHMS
 
     collectives = sorted(ALGORITHMS)
@@ -46,8 +78,29 @@ def add_model_arguments(
         "--algorithm",
         default="ring",
         choices=algorithms,
-        help="the algorithm the engine runs for it (default: ring)",
+        action=_Algorithm,
+        help="the algorithm the engine runs for it (default: the engine's choice with an "
+        "engine, else ring)",
     )
+    engine = default_engine if default_engine is not None else ENTRY_ENGINES.get(p.prog)
+    shown = {"mpi": "the MPI library it runs under", "backend": "--backend"}.get(
+        str(engine), str(engine)
+    )
+    g.add_argument(
+        "--engine",
+        default=None,
+        choices=("openmpi", "mpich", "gloo", "nccl", "mpi", "none"),
+        help="price each call with the algorithm this engine runs at its size "
+        f"(default: {shown if engine else 'none'}; mpi = detect; none = --algorithm)",
+    )
+    g.add_argument(
+        "--workload",
+        default=None,
+        metavar="FILE",
+        help="the job's mix of calls: a JSON list or 'collective,nbytes,count' lines "
+        "(default: one call of --collective at --nbytes)",
+    )
+    p.set_defaults(engine_default=engine, algorithm_given=False)
     g.add_argument(
         "--objective",
         default=None,
@@ -129,6 +182,13 @@ def model_options(
     value (every level) or one per level, and the error lists the levels.
     """
     out: dict[str, Any] = {}
+    engine = _engine(args)
+    if engine is not None:
+        out["engine"] = engine
+    if getattr(args, "workload", None) is not None:
+        from rankopt.models.workload import load_workload
+
+        out["workload"] = load_workload(args.workload)
     for key in ("objective", "nbytes"):
         value = getattr(args, key, None)
         if value is not None:
@@ -157,6 +217,30 @@ def model_options(
         out["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
         out.setdefault("objective", "contention")
     return out
+
+
+def _engine(args: argparse.Namespace) -> str | None:
+    """The engine the options ask for (see the module docstring for the defaults)."""
+    given = getattr(args, "engine", None)
+    algorithm_given = bool(getattr(args, "algorithm_given", False))
+    if given is not None and given != "none" and algorithm_given:
+        raise RankoptInputError(
+            f"--engine {given} decides the algorithm of every call; --algorithm "
+            f"{getattr(args, 'algorithm', None)} as well is ambiguous: give one of them."
+        )
+    if given == "none":
+        return None
+    if given is None:
+        if algorithm_given:
+            return None
+        given = getattr(args, "engine_default", None)
+        if given == "backend":
+            given = getattr(args, "backend", None)
+    if given == "mpi":
+        from rankopt.engines import detect_mpi
+
+        given = detect_mpi()
+    return given
 
 
 def report(result: Any, hosts: Sequence[str] | None = None, *, table_max: int = 64) -> str:

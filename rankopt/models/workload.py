@@ -214,6 +214,7 @@ class WorkloadModel(CostModel):
     -----
     Each part keeps its own fast paths; this model only sums them, so the
     cost, the batch cost and a swap delta cost the sum of the parts' own.
+    ``network`` is the heaviest part's (for greedy clustering's distances).
     """
 
     def __init__(self, parts: Sequence[tuple[float, CostModel]]):
@@ -227,6 +228,14 @@ class WorkloadModel(CostModel):
         objectives = sorted({m.objective for _, m in self.parts})
         self.objective = objectives[0] if len(objectives) == 1 else "+".join(objectives)
         self.rotation_invariant = all(m.rotation_invariant for _, m in self.parts)
+        #: The network of the part moving the most bytes (``count * nbytes``):
+        #: what a constructive solver (greedy clustering) weighs pairs by.
+        nets = [
+            (k * float(getattr(m.network, "nbytes", 0) or 0), i, m.network)
+            for i, (k, m) in enumerate(self.parts)
+            if getattr(m, "network", None) is not None
+        ]
+        self.network = max(nets, key=lambda t: t[:2])[2] if nets else None
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return float(sum(k * m.reference_cost(order) for k, m in self.parts))
