@@ -18,6 +18,10 @@ make a process misbehave on purpose:
     Process ``RANK`` starts latency round ``ROUND`` ``SECONDS`` late, as a
     process starved of CPU on a loaded machine does: the failure diagnosis
     must still be the same on every process.
+``RANKOPT_PROBE_TEST_HOSTS="K"``
+    Every process reports the host name ``<host>-v<rank // K>``: one machine
+    poses as hosts of ``K`` processes each, so a loopback job exercises the
+    schedules of a multi-host one (see :func:`probe_hostname`).
 """
 
 from __future__ import annotations
@@ -37,15 +41,21 @@ __all__ = [
     "ProbeTimeoutError",
     "ProbeProgress",
     "ProbeParams",
+    "BANDWIDTH_MODES",
     "TestHooks",
     "check_params",
     "params_from",
     "median_mad",
+    "probe_hostname",
 ]
 
 DELAY_ENV = "RANKOPT_PROBE_TEST_DELAY"
 STALL_ENV = "RANKOPT_PROBE_TEST_STALL"
 SKEW_ENV = "RANKOPT_PROBE_TEST_SKEW"
+HOSTS_ENV = "RANKOPT_PROBE_TEST_HOSTS"
+#: Bandwidth schedules: every pair (n (n - 1) / 2 transfers), or the linear one
+#: of :mod:`rankopt.probe.linear` (O(hosts) transfers, the rest filled).
+BANDWIDTH_MODES = ("all-pairs", "linear")
 
 
 class ProbeTimeoutError(RuntimeError):
@@ -118,6 +128,8 @@ class ProbeParams:
     timeout: float = 30.0
     bandwidth: bool = True
     bw_concurrency: int = 1
+    bandwidth_mode: str = "all-pairs"
+    uplink_flows: int = 4
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -148,10 +160,17 @@ def check_params(
     bandwidth: bool,
     bw_concurrency: int,
     callback: Callable[[ProbeProgress], Any] | None,
+    bandwidth_mode: str = "all-pairs",
+    uplink_flows: int = 4,
 ) -> ProbeParams:
     """Validate the probe settings; raise before any communication happens."""
     if not isinstance(bandwidth, (bool, np.bool_)):
         raise RankoptInputError(f"`bandwidth` must be True or False; got {bandwidth!r} instead.")
+    if bandwidth_mode not in BANDWIDTH_MODES:
+        raise RankoptInputError(
+            f"`bandwidth_mode` must be one of {', '.join(map(repr, BANDWIDTH_MODES))}; "
+            f"got {bandwidth_mode!r} instead."
+        )
     if callback is not None and not callable(callback):
         raise RankoptInputError(f"`callback` must be callable or None; got {callback!r} instead.")
     return ProbeParams(
@@ -163,6 +182,8 @@ def check_params(
         timeout=check_positive(timeout, "timeout"),
         bandwidth=bool(bandwidth),
         bw_concurrency=_check_count(bw_concurrency, "bw_concurrency", 1),
+        bandwidth_mode=str(bandwidth_mode),
+        uplink_flows=_check_count(uplink_flows, "uplink_flows", 2),
     )
 
 
@@ -170,6 +191,31 @@ def params_from(arguments: dict[str, Any]) -> ProbeParams:
     """Validate the settings among a ``measure`` call's arguments (pass ``locals()``)."""
     names = [f.name for f in fields(ProbeParams)]
     return check_params(callback=arguments["callback"], **{k: arguments[k] for k in names})
+
+
+def probe_hostname(rank: int, environ: dict[str, str] | None = None) -> str:
+    """The host name a probe process reports: this machine's, or a test hook's.
+
+    Examples
+    --------
+    >>> from rankopt.probe._common import probe_hostname
+    >>> probe_hostname(5, {"RANKOPT_PROBE_TEST_HOSTS": "4"}).endswith("-v1")
+    True
+    """
+    import socket
+
+    env = os.environ if environ is None else environ
+    name = socket.gethostname()
+    spec = env.get(HOSTS_ENV, "")
+    if not spec:
+        return name
+    try:
+        per_host = int(spec)
+        if per_host < 1:
+            raise ValueError("must be at least 1")
+    except ValueError as exc:
+        raise RankoptInputError(f"malformed test hook {HOSTS_ENV}={spec!r}: {exc}") from None
+    return f"{name}-v{rank // per_host}"
 
 
 def median_mad(samples: NDArray[np.float64]) -> tuple[float, float]:

@@ -54,6 +54,7 @@ from rankopt.probe._common import (
     median_mad,
 )
 from rankopt.probe._topology import infer_link_levels
+from rankopt.probe.linear import LinearPlanner
 from rankopt.probe.measurement import Measurement
 from rankopt.probe.schedule import bandwidth_slots, round_robin
 
@@ -353,6 +354,24 @@ class _Probe:
         tags = (TAG_BW, TAG_ACK)
         return self._phase("bandwidth", slots, out, inbox, tags, self.p.bandwidth_repeats, rate)
 
+    def _linear_bandwidth(
+        self, lat: NDArray, hosts: Sequence[str], levels: Sequence[NDArray[np.int64]]
+    ) -> tuple[NDArray, NDArray, NDArray, float, dict[str, Any]]:
+        """The stages of :class:`~rankopt.probe.linear.LinearPlanner`, each gathered."""
+        planner = LinearPlanner(lat, hosts, levels, uplink_flows=self.p.uplink_flows)
+        finished = time.time()
+        while (slots := planner.next_stage()) is not None:
+            bw, spread, _, finished = self._bandwidth(lat, slots)
+            planner.record(
+                {
+                    (a, b): (bw[a, b], bw[b, a], spread[a, b], spread[b, a])
+                    for slot in slots
+                    for a, b in slot
+                }
+            )
+        rate, rate_spread, counts, found = planner.result()
+        return rate, rate_spread, counts, finished, found
+
     def run(self) -> Measurement:
         hosts, started = self._start()
         rounds = round_robin(self.n)
@@ -360,7 +379,10 @@ class _Probe:
         bw = bw_spread = bw_counts = None
         levels = infer_link_levels(lat, hosts)
         slots: list[list[tuple[int, int]]] = []
-        if self.p.bandwidth:
+        found: dict[str, Any] = {}
+        if self.p.bandwidth and self.p.bandwidth_mode == "linear":
+            bw, bw_spread, bw_counts, finished, found = self._linear_bandwidth(lat, hosts, levels)
+        elif self.p.bandwidth:
             slots = bandwidth_slots(lat, hosts, concurrency=self.p.bw_concurrency, levels=levels)
             bw, bw_spread, bw_counts, finished = self._bandwidth(lat, slots)
         parameters = self.p.as_dict() | {
@@ -369,6 +391,9 @@ class _Probe:
             "bandwidth_slots": len(slots),
             "link_levels": len(levels),
         }
+        if found:
+            parameters |= found
+            parameters["bandwidth_slots"] = sum(s for _, s in found["bandwidth_stages"])
         return Measurement(
             latency=lat,
             bandwidth=bw,

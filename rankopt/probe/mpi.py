@@ -12,7 +12,6 @@ mpi4py is imported only when :func:`measure` is called.
 from __future__ import annotations
 
 import os
-import socket
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, params_from
+from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, params_from, probe_hostname
 from rankopt.probe._engine import CONSENSUS_SHARE, run_probe
 from rankopt.probe.measurement import Measurement
 
@@ -93,6 +92,8 @@ def measure(
     timeout: float = 30.0,
     bandwidth: bool = True,
     bw_concurrency: int = 1,
+    bandwidth_mode: str = "all-pairs",
+    uplink_flows: int = 4,
     callback: Callable[[ProbeProgress], Any] | None = None,
 ) -> Measurement:
     """Measure latency and bandwidth between every pair of ranks of ``comm``.
@@ -123,6 +124,14 @@ def measure(
     bw_concurrency : int, default 1
         How many transfers may share one suspected link in the bandwidth
         phase (see Notes). ``1`` measures each pair alone on its links.
+    bandwidth_mode : {"all-pairs", "linear"}, default "all-pairs"
+        ``"all-pairs"`` measures every pair (``n (n - 1) / 2`` transfers);
+        ``"linear"`` measures the hierarchy, its uplinks and representative
+        pairs in ``O(hosts)`` slots and fills the other entries from the
+        groups (their ``bandwidth_counts`` are 0); see
+        :mod:`rankopt.probe.linear`.
+    uplink_flows : int, default 4
+        Concurrent flows per uplink capacity test (linear mode).
     callback : callable, optional
         Called on every rank after each round and slot with a
         :class:`~rankopt.probe.ProbeProgress`. An exception raised by it
@@ -176,7 +185,10 @@ def measure(
     pairs that cross the top level. The quadratic case is the price of an
     exact per-pair bandwidth; raise ``bw_concurrency`` (``n // 2`` gives the
     ``n - 1`` round-robin rounds on a network without shared links) or pass
-    ``bandwidth=False`` for large ``n``. Each round or slot also costs one
+    ``bandwidth=False`` for large ``n``, or ``bandwidth_mode="linear"``: about
+    ``2 H_d + G + 1.5 c`` slots (``H_d`` hosts in the largest latency domain,
+    ``G`` groups, ``c`` latency groups; formula in :mod:`rankopt.probe.linear`),
+    and ``rankopt probe --plan`` prints the schedule for a job. Each round or slot also costs one
     allreduce. On one 2-core machine 8 ranks take well under a second with
     the defaults.
 
@@ -209,7 +221,7 @@ def measure(
         )
     try:
         result = run_probe(
-            transport, params, callback, backend="mpi", hostname=socket.gethostname()
+            transport, params, callback, backend="mpi", hostname=probe_hostname(transport.rank)
         )
     except ProbeTimeoutError:
         raise  # the private communicator stays: freeing it would wait for the dead peer

@@ -12,7 +12,6 @@ torch is imported only when :func:`measure` is called.
 from __future__ import annotations
 
 import datetime
-import socket
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -22,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._common import ProbeProgress, params_from
+from rankopt.probe._common import ProbeProgress, params_from, probe_hostname
 from rankopt.probe._engine import run_probe
 from rankopt.probe.measurement import Measurement
 
@@ -123,6 +122,8 @@ def measure(
     timeout: float = 30.0,
     bandwidth: bool = True,
     bw_concurrency: int = 1,
+    bandwidth_mode: str = "all-pairs",
+    uplink_flows: int = 4,
     callback: Callable[[ProbeProgress], Any] | None = None,
 ) -> Measurement:
     """Measure latency and bandwidth between every pair of ranks of a process group.
@@ -137,7 +138,7 @@ def measure(
         The group to probe (default: the world). Its backend must carry CPU
         tensors (Gloo, or a ``"cpu:gloo,cuda:nccl"`` combination).
     latency_bytes, bandwidth_bytes, repeats, bandwidth_repeats, warmup, timeout, bandwidth, \
-bw_concurrency, callback
+bw_concurrency, bandwidth_mode, uplink_flows, callback
         As in :func:`rankopt.probe.mpi.measure`.
 
     Returns
@@ -196,4 +197,6 @@ bw_concurrency, callback
         raise RankoptInputError(
             f"the probe needs at least 2 ranks; the group has {transport.size}."
         )
-    return run_probe(transport, params, callback, backend="gloo", hostname=socket.gethostname())
+    return run_probe(
+        transport, params, callback, backend="gloo", hostname=probe_hostname(transport.rank)
+    )

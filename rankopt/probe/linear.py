@@ -1,0 +1,587 @@
+"""The linear bandwidth phase: the hierarchy and its capacities from O(n) transfers.
+
+The contention model needs, per pair, the rate of one transfer, and per group
+the capacity of its uplink -- not the rate of every one of the n (n - 1) / 2
+pairs. This module plans which transfers the probe runs so that the result
+still fills a full bandwidth matrix, with a cost that grows like the number of
+hosts.
+
+Contents
+--------
+LinearPlanner
+    The adaptive schedule: call :meth:`~LinearPlanner.next_stage`, measure its
+    slots, hand the rates to :meth:`~LinearPlanner.record`, repeat until it
+    returns no stage; :meth:`~LinearPlanner.result` fills the matrix.
+fill_bandwidth
+    The maximin (widest path) fill of unmeasured host pairs.
+pack
+    First-fit packing of transfers, or bundles of transfers, into slots whose
+    members share no process and no suspected link.
+
+The stages
+----------
+Hosts are represented by their lowest rank. *Domains* are the finest latency
+groups above the hosts (the whole job when latency shows no tier); inside a
+domain nothing is known, so its transfers run one at a time, while different
+domains run side by side.
+
+1. **discovery**, per domain: a *star* from the domain's first host to every
+   other host of it; its rates fall into tiers (sorted, split where the next
+   rate is ``gap`` times the previous). Each tier of two or more hosts is
+   *tested* with two perfect matchings of its hosts (consecutive, and a
+   seeded shuffle): when no matched pair is ``gap`` times faster than the
+   tier's rate, the tier is uniform; otherwise a new star starts at the
+   fastest matched pair and the tier is split the same way. In the same
+   first stage: one transfer between two processes of every host with more
+   than one (its bus), and the *representatives* of the latency groups: for
+   the children of every latency group, a star from the first child's host
+   and a matching of the children's hosts.
+2. **uplinks**: with the groups now known (single linkage on the filled
+   matrix, pooled with the latency tiers), each group's uplink is loaded with
+   ``k = uplink_flows`` concurrent transfers from ``k`` different members to
+   ``k`` different sibling groups; the sum of the ``k`` rates is the uplink's
+   measured capacity. Flows of one test run in one slot, tests that share no
+   link run side by side.
+3. **interference**: the disjoint pairs already measured alone run all at
+   once; a pair that comes out ``gap`` times slower than alone shares a link
+   with another (reported, not used in the matrix).
+
+Unmeasured host pairs are filled with the rate of the widest path through
+measured pairs (the single-linkage ultrametric): in a hierarchy whose rates
+depend on the level at which two hosts meet, that is the rate at their
+meeting point, the group-pair representative rate. Filled entries have
+``bandwidth_counts == 0``.
+
+Schedule size
+-------------
+With ``H`` hosts, ``D`` domains of at most ``H_d`` hosts, ``t`` bandwidth
+tiers found inside the largest domain (1 when its rates are uniform), ``c_P``
+children of latency group ``P``, ``G`` groups on all levels and ``T``
+concurrent tests per uplink slot, the bandwidth slots number at most::
+
+    S <= 2 t (H_d - 1) + 1 + sum_P (c_P - 1 + floor(c_P / 2)) + ceil(G / T) + 1
+
+(discovery, intra-host bus, representatives, uplinks, interference). When
+every level's rates are uniform, ``t = 1``: ``S ~ 2 H_d + G + sum_P 1.5 c_P``,
+linear in ``H`` -- e.g. ``3 H + 1`` slots on ``H`` hosts with flat latency,
+against ``n (n - 1) / 2`` for the all-pairs schedule. Each slot moves
+``2 (warmup + bandwidth_repeats) * bandwidth_bytes`` per transfer. The
+latency phase is unchanged: ``n - 1`` rounds (``n`` for odd ``n``).
+:func:`rankopt.probe.plan.plan_probe` gives the exact counts for a job.
+
+What the all-pairs mode adds
+----------------------------
+Every pair's own rate, measured (not filled): pairs whose rate is not
+decided by where they meet -- one slow host, a congested link, a
+heterogeneous rack -- show up only there. The linear mode sees a slow host
+only through its own transfers (each host is in the star of its domain, so
+it does show in its row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt.hierarchy import DEFAULT_GAP, host_labels, infer_hierarchy
+from rankopt.probe._topology import pair_links
+
+__all__ = ["LinearPlanner", "fill_bandwidth", "pack", "DEFAULT_UPLINK_FLOWS"]
+
+Pair = tuple[int, int]
+#: Concurrent flows per uplink capacity test.
+DEFAULT_UPLINK_FLOWS = 4
+_SHUFFLE_SEED = 0x5EED
+
+
+def pack(bundles: Sequence[Sequence[Pair]], keys: Sequence[Iterable[Hashable]]) -> list[list[Pair]]:
+    """First-fit packing of bundles of transfers into slots.
+
+    Parameters
+    ----------
+    bundles : sequence of sequence of (int, int)
+        Transfers that must run together (one pair, or the flows of one
+        uplink test). Pairs are process pairs ``(a, b)``.
+    keys : sequence of iterable of hashable
+        For each bundle, the resources it occupies (processes, suspected
+        links); two bundles with a common key never share a slot.
+
+    Returns
+    -------
+    list of list of (int, int)
+        Slots, each the sorted union of its bundles. Bundles are placed in
+        order, each in the lowest slot where none of its keys is taken.
+
+    Examples
+    --------
+    >>> from rankopt.probe.linear import pack
+    >>> pack([[(0, 1)], [(2, 3)], [(1, 2)]], [{0, 1}, {2, 3}, {1, 2}])
+    [[(0, 1), (2, 3)], [(1, 2)]]
+    """
+    slots: list[list[Pair]] = []
+    taken: dict[Hashable, int] = {}  # key -> bit mask of the slots that hold it
+    for bundle, ks in zip(bundles, keys, strict=True):
+        ks = list(ks)
+        mask = 0
+        for k in ks:
+            mask |= taken.get(k, 0)
+        s = ((mask + 1) & ~mask).bit_length() - 1
+        if s == len(slots):
+            slots.append([])
+        slots[s].extend((min(a, b), max(a, b)) for a, b in bundle)
+        bit = 1 << s
+        for k in ks:
+            taken[k] = taken.get(k, 0) | bit
+    return [sorted(s) for s in slots]
+
+
+def _tiers(rates: NDArray[np.float64], gap: float) -> list[NDArray[np.int64]]:
+    """Indices of ``rates`` split into tiers, fastest first (a jump of ``gap`` splits)."""
+    order = np.argsort(-rates, kind="stable")
+    r = rates[order]
+    cuts = np.flatnonzero(r[:-1] >= gap * np.maximum(r[1:], 1e-300)) + 1
+    return [np.sort(part) for part in np.split(order, cuts)]
+
+
+def _matchings(members: Sequence[int]) -> list[Pair]:
+    """Two perfect matchings of ``members`` (consecutive, then a seeded shuffle), no repeats."""
+    m = list(members)
+    pairs: list[Pair] = [(m[i], m[i + 1]) for i in range(0, len(m) - 1, 2)]
+    if len(m) > 2:
+        shuffled = [m[i] for i in np.random.default_rng(_SHUFFLE_SEED).permutation(len(m))]
+        seen = {frozenset(p) for p in pairs}
+        for i in range(0, len(shuffled) - 1, 2):
+            p = (shuffled[i], shuffled[i + 1])
+            if frozenset(p) not in seen:
+                pairs.append(p)
+                seen.add(frozenset(p))
+    return [(min(a, b), max(a, b)) for a, b in pairs]
+
+
+def fill_bandwidth(
+    n_hosts: int, edges: dict[Pair, tuple[float, float]]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Host-pair rates from measured pairs: the widest path's bottleneck.
+
+    Parameters
+    ----------
+    n_hosts : int
+        Number of hosts.
+    edges : dict of (int, int) -> (float, float)
+        Measured host pairs ``(g, h)`` and their (rate, spread), rate in
+        bytes/s (the better direction).
+
+    Returns
+    -------
+    rate, spread : ndarray, shape (n_hosts, n_hosts)
+        ``rate[g, h]``: the measured rate, or the largest rate ``r`` such
+        that ``g`` and ``h`` are joined by a chain of measured pairs all at
+        least ``r`` (the single-linkage merge rate); ``spread`` is the spread
+        of the pair that decided it. Hosts never joined get ``nan``.
+    measured : ndarray of bool, shape (n_hosts, n_hosts)
+
+    Notes
+    -----
+    Kruskal's algorithm on the pairs sorted by rate, fastest first; merging
+    two components sets every entry between them. Cost
+    :math:`O(E \\log E + H^2)`.
+
+    Examples
+    --------
+    >>> from rankopt.probe.linear import fill_bandwidth
+    >>> rate, _, _ = fill_bandwidth(3, {(0, 1): (10.0, 0.0), (1, 2): (2.0, 0.0)})
+    >>> rate.tolist()
+    [[0.0, 10.0, 2.0], [10.0, 0.0, 2.0], [2.0, 2.0, 0.0]]
+    """
+    rate = np.full((n_hosts, n_hosts), np.nan)
+    spread = np.zeros((n_hosts, n_hosts))
+    measured = np.zeros((n_hosts, n_hosts), dtype=bool)
+    np.fill_diagonal(rate, 0.0)
+    members: list[list[int]] = [[g] for g in range(n_hosts)]
+    comp = list(range(n_hosts))
+    for (g, h), (r, s) in sorted(edges.items(), key=lambda e: -e[1][0]):
+        measured[g, h] = measured[h, g] = True
+        cg, ch = comp[g], comp[h]
+        if cg == ch:
+            continue
+        a, b = members[cg], members[ch]
+        ia, ib = np.array(a), np.array(b)
+        rate[np.ix_(ia, ib)] = r
+        rate[np.ix_(ib, ia)] = r
+        spread[np.ix_(ia, ib)] = s
+        spread[np.ix_(ib, ia)] = s
+        if len(a) < len(b):
+            cg, ch, a, b = ch, cg, b, a
+        for x in b:
+            comp[x] = cg
+        a.extend(b)
+        members[ch] = []
+    for (g, h), (r, s) in edges.items():  # a measured pair keeps its own rate
+        rate[g, h] = rate[h, g] = r
+        spread[g, h] = spread[h, g] = s
+    return rate, spread, measured
+
+
+@dataclass
+class _Task:
+    """Hosts of one domain still to be resolved: a star from ``leader`` or a test."""
+
+    domain: int
+    kind: str  # "star" | "test"
+    hosts: list[int]
+    leader: int = -1
+    rate: float = np.inf  # tier rate (tests)
+    pairs: list[Pair] = field(default_factory=list)
+
+
+class LinearPlanner:
+    """The adaptive linear bandwidth schedule of one probe (see the module docstring).
+
+    Every process builds the same planner from the same inputs and feeds it
+    the same gathered rates, so all agree on every stage without talking.
+
+    Parameters
+    ----------
+    latency : ndarray, shape (n, n)
+        Measured one-way latencies (s).
+    hosts : sequence of str
+        Host name of every process.
+    levels : sequence of ndarray of int
+        Latency link levels, hosts first
+        (:func:`rankopt.probe._topology.infer_link_levels`).
+    uplink_flows : int
+        Concurrent flows per uplink test (``k``).
+    gap : float
+        Ratio between rates that makes two tiers.
+
+    Examples
+    --------
+    Four hosts, flat latency, every rate equal: one star (3 slots), one test
+    of the three others (2 pairs), no uplink test (one process per host),
+    one interference slot.
+
+    >>> import numpy as np
+    >>> from rankopt.probe.linear import LinearPlanner
+    >>> p = LinearPlanner(np.full((4, 4), 3e-5), ["a", "b", "c", "d"],
+    ...                   [np.arange(4)])
+    >>> sizes = []
+    >>> while (stage := p.next_stage()) is not None:
+    ...     sizes.append(len(stage))
+    ...     p.record({pair: (1e9, 1e9, 0.0, 0.0) for slot in stage for pair in slot})
+    >>> sizes
+    [3, 2, 1]
+    """
+
+    def __init__(
+        self,
+        latency: NDArray[np.float64],
+        hosts: Sequence[str],
+        levels: Sequence[NDArray[np.int64]],
+        *,
+        uplink_flows: int = DEFAULT_UPLINK_FLOWS,
+        gap: float = DEFAULT_GAP,
+    ) -> None:
+        self.latency = np.asarray(latency, dtype=np.float64)
+        self.hosts = tuple(hosts)
+        self.n = len(self.hosts)
+        self.host_of = host_labels(self.hosts)
+        self.n_hosts = int(self.host_of.max()) + 1 if self.n else 0
+        self.procs: list[list[int]] = [[] for _ in range(self.n_hosts)]
+        for p, h in enumerate(self.host_of):
+            self.procs[int(h)].append(p)
+        self.levels = [np.asarray(lv, dtype=np.int64) for lv in levels]
+        # host-level latency labels above the hosts (level k >= 1), per host
+        first = np.array([ps[0] for ps in self.procs], dtype=np.int64)
+        self.host_levels = [lv[first] for lv in self.levels[1:]]
+        self.domain = (
+            self.host_levels[0] if self.host_levels else np.zeros(self.n_hosts, dtype=np.int64)
+        )
+        self.flows = int(uplink_flows)
+        self.gap = float(gap)
+        self.stage = 0
+        self.stages: list[str] = []
+        self.slots_per_stage: list[int] = []
+        self.edges: dict[Pair, tuple[float, float]] = {}  # host pair -> (best rate, spread)
+        self.solo: dict[Pair, tuple[float, float, float, float]] = {}  # process pair -> rates
+        self.bus: dict[int, tuple[float, float]] = {}  # host -> intra-host (rate, spread)
+        self.tasks: list[_Task] = []
+        self.groups: list[NDArray[np.int64]] | None = None
+        self.uplink_tests: list[tuple[int, int, list[Pair]]] = []  # (level, group, flows)
+        self.capacity: dict[tuple[int, int], float] = {}
+        self.interference: dict[str, Any] = {}
+        self._pending: list[Pair] = []
+        self._phase = "discovery"
+        for d in np.unique(self.domain):
+            members = np.flatnonzero(self.domain == d).tolist()
+            if len(members) > 1:
+                self.tasks.append(_Task(int(d), "star", members, leader=members[0]))
+
+    # ------------------------------------------------------------------ helpers
+    def rep(self, host: int) -> int:
+        """The process that represents ``host``: its lowest rank."""
+        return self.procs[host][0]
+
+    def _pair_keys(self, a: int, b: int) -> list[Hashable]:
+        """Processes, hosts, domains and latency links a process pair occupies."""
+        ha, hb = int(self.host_of[a]), int(self.host_of[b])
+        keys: list[Hashable] = [("p", a), ("p", b), ("h", ha), ("h", hb)]
+        if ha == hb:  # the host's bus: nothing outside the host
+            return keys
+        keys += [("d", int(self.domain[ha])), ("d", int(self.domain[hb]))]
+        keys += [("l", *link) for link in pair_links(self.levels, a, b)]
+        return keys
+
+    def _known_keys(self, levels: Sequence[NDArray[np.int64]], a: int, b: int) -> list[Hashable]:
+        """Processes, hosts and links (of the groups found) a process pair occupies."""
+        ha, hb = int(self.host_of[a]), int(self.host_of[b])
+        keys: list[Hashable] = [("p", a), ("p", b), ("h", ha), ("h", hb)]
+        return keys + [("l", *link) for link in pair_links(levels, a, b)]
+
+    # ------------------------------------------------------------------ stages
+    def next_stage(self) -> list[list[Pair]] | None:
+        """The slots of the next stage (process pairs), or ``None`` when done."""
+        while True:
+            if self._phase == "discovery":
+                slots = self._discovery_stage()
+                if slots:
+                    return self._emit("discovery", slots)
+                self._phase = "uplinks"
+            elif self._phase == "uplinks":
+                self._phase = "interference"
+                slots = self._uplink_stage()
+                if slots:
+                    return self._emit("uplinks", slots)
+            elif self._phase == "interference":
+                self._phase = "done"
+                slots = self._interference_stage()
+                if slots:
+                    return self._emit("interference", slots)
+            else:
+                return None
+
+    def _emit(self, name: str, slots: list[list[Pair]]) -> list[list[Pair]]:
+        self.stages.append(name)
+        self.slots_per_stage.append(len(slots))
+        self.stage += 1
+        return slots
+
+    def _discovery_stage(self) -> list[list[Pair]]:
+        bundles: list[list[Pair]] = []
+        for task in self.tasks:
+            if task.kind == "star":
+                task.pairs = [
+                    (min(task.leader, h), max(task.leader, h))
+                    for h in task.hosts
+                    if h != task.leader
+                ]
+            else:
+                task.pairs = _matchings(task.hosts)
+            bundles.extend(
+                [(self.rep(g), self.rep(h))] for g, h in task.pairs if (g, h) not in self.edges
+            )
+        if self.stage == 0:
+            for ps in self.procs:  # the bus of every shared host
+                if len(ps) > 1:
+                    bundles.append([(ps[0], ps[1])])
+            bundles.extend([(self.rep(g), self.rep(h))] for g, h in self._representatives())
+        keys = [self._pair_keys(*b[0]) for b in bundles]
+        return pack(bundles, keys)
+
+    def _representatives(self) -> list[Pair]:
+        """Host pairs joining the children of every latency group (star + matching)."""
+        pairs: list[Pair] = []
+        nh = self.n_hosts
+        for k, lab in enumerate(self.host_levels):
+            parent = self.host_levels[k + 1] if k + 1 < len(self.host_levels) else np.zeros(nh, int)
+            for p in np.unique(parent):
+                kids = [
+                    int(np.flatnonzero((lab == g) & (parent == p))[0])
+                    for g in np.unique(lab[parent == p])
+                ]
+                if len(kids) < 2:
+                    continue
+                star = [(kids[0], h) for h in kids[1:]]
+                extra = [pr for pr in _matchings(kids[1:]) if pr not in star]
+                pairs.extend(star + extra)
+        return pairs
+
+    def record(self, rates: dict[Pair, tuple[float, float, float, float]]) -> None:
+        """Give the planner the rates of the stage just run.
+
+        Parameters
+        ----------
+        rates : dict of (int, int) -> (float, float, float, float)
+            For every process pair ``(a, b)`` of the stage: rate ``a -> b``,
+            rate ``b -> a`` and their spreads (bytes/s).
+        """
+        name = self.stages[-1]
+        if name == "discovery":
+            self._record_discovery(rates)
+        elif name == "uplinks":
+            for level, group, flows in self.uplink_tests:
+                got = [rates.get((min(a, b), max(a, b))) for a, b in flows]
+                total = sum(max(r[0], r[1]) for r in got if r is not None)
+                self.capacity[(level, group)] = float(total)
+        else:
+            slowed = []
+            ratios = []
+            for pair, (r_ab, r_ba, _, _) in rates.items():
+                alone = self.solo[pair]
+                ratio = max(r_ab, r_ba) / max(alone[0], alone[1])
+                ratios.append(ratio)
+                if ratio * self.gap <= 1.0:
+                    slowed.append(list(pair))
+            self.interference = {
+                "pairs": len(rates),
+                "slowed": slowed,
+                "median_ratio": float(np.median(ratios)) if ratios else 1.0,
+            }
+
+    def _record_discovery(self, rates: dict[Pair, tuple[float, float, float, float]]) -> None:
+        for (a, b), value in rates.items():
+            ha, hb = int(self.host_of[a]), int(self.host_of[b])
+            best = max(value[0], value[1])
+            spread = value[2] if value[0] >= value[1] else value[3]
+            self.solo[(a, b)] = value
+            if ha == hb:
+                self.bus[ha] = (best, spread)
+            else:
+                key = (min(ha, hb), max(ha, hb))
+                if key not in self.edges or self.edges[key][0] < best:
+                    self.edges[key] = (best, spread)
+        nxt: list[_Task] = []
+        for task in self.tasks:
+            got = [self.edges[(min(g, h), max(g, h))][0] for g, h in task.pairs]
+            if task.kind == "star":
+                others = [h for h in task.hosts if h != task.leader]
+                for tier in _tiers(np.array(got), self.gap):
+                    members = [others[i] for i in tier]
+                    if len(members) > 1:
+                        rate = float(np.median(np.array(got)[tier]))
+                        nxt.append(_Task(task.domain, "test", members, rate=rate))
+            else:
+                best = int(np.argmax(got))
+                if got[best] >= self.gap * task.rate:
+                    lead = task.pairs[best][0]
+                    nxt.append(_Task(task.domain, "star", task.hosts, leader=lead))
+        self.tasks = nxt
+
+    def _host_matrix(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        rate, spread, _ = fill_bandwidth(self.n_hosts, self.edges)
+        if np.isnan(rate).any():  # hosts never joined: the slowest rate measured
+            floor = min((r for r, _ in self.edges.values()), default=1.0)
+            rate = np.where(np.isnan(rate), floor, rate)
+        return rate, spread
+
+    def _final_groups(self) -> list[NDArray[np.int64]]:
+        """Process group labels per level: bandwidth tiers pooled with latency tiers."""
+        if self.groups is None:
+            bw = self._process_matrix()[0]
+            lat = self.latency if len(self.levels) > 1 else None
+            self.groups = infer_hierarchy(lat, bw, hosts=self.hosts, linkage="single", gap=self.gap)
+        return self.groups
+
+    def _uplink_stage(self) -> list[list[Pair]]:
+        levels = self._final_groups()
+        bundles: list[list[Pair]] = []
+        keys: list[list[Hashable]] = []
+        self.uplink_tests = []
+        for k, lab in enumerate(levels):
+            parent = levels[k + 1] if k + 1 < len(levels) else np.zeros(self.n, dtype=np.int64)
+            for g in np.unique(lab):
+                inside = lab == g
+                sib = (parent == parent[inside][0]) & ~inside
+                if k == 0:
+                    sources = np.flatnonzero(inside).tolist()
+                else:  # one host per child group, so the children's uplinks are not the limit
+                    child = levels[k - 1]
+                    sources = [
+                        int(np.flatnonzero(inside & (child == c))[0])
+                        for c in np.unique(child[inside])
+                    ]
+                # destinations: one process per sibling group, then further processes of them
+                sib_groups = np.unique(lab[sib])
+                dests: list[int] = []
+                for depth in range(self.flows):
+                    for s in sib_groups:
+                        members = np.flatnonzero(lab == s)
+                        if depth < members.size:
+                            dests.append(int(members[depth]))
+                f = min(self.flows, len(sources), len(dests))
+                if f < 2:
+                    continue
+                flows = [(sources[i], dests[i]) for i in range(f)]
+                self.uplink_tests.append((k, int(g), flows))
+                bundle_keys: set[Hashable] = set()
+                for a, b in flows:
+                    bundle_keys.update(self._known_keys(levels, a, b))
+                bundles.append(flows)
+                keys.append(list(bundle_keys))
+        return pack(bundles, keys)
+
+    def _interference_stage(self) -> list[list[Pair]]:
+        used: set[int] = set()
+        chosen: list[Pair] = []
+        for a, b in sorted(self.solo):
+            if self.host_of[a] == self.host_of[b] or a in used or b in used:
+                continue
+            chosen.append((a, b))
+            used.update((a, b))
+        return [chosen] if len(chosen) > 1 else []
+
+    # ------------------------------------------------------------------ result
+    def _process_matrix(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        host_rate, host_spread = self._host_matrix()
+        h = self.host_of
+        bw = host_rate[np.ix_(h, h)].copy()
+        spread = host_spread[np.ix_(h, h)].copy()
+        same = h[:, None] == h[None, :]
+        if self.bus:
+            bus_rate = np.array([self.bus.get(g, (np.nan, 0.0))[0] for g in range(self.n_hosts)])
+            bus_spread = np.array([self.bus.get(g, (0.0, 0.0))[1] for g in range(self.n_hosts)])
+            fallback = float(np.nanmax(bus_rate))
+            bus_rate = np.where(np.isnan(bus_rate), fallback, bus_rate)
+            bw = np.where(same, bus_rate[h][:, None], bw)
+            spread = np.where(same, bus_spread[h][:, None], spread)
+        np.fill_diagonal(bw, 0.0)
+        np.fill_diagonal(spread, 0.0)
+        return bw, spread
+
+    def result(
+        self,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], dict[str, Any]]:
+        """The full (n, n) bandwidth, spread and count matrices and the facts to record.
+
+        Measured directions keep their own rate and count 1; every other
+        entry is filled (count 0). The returned dictionary holds
+        ``groups`` (list of per-level process labels, finest first),
+        ``uplink_capacity`` (per level, per group: bytes/s summed over
+        ``uplink_flows`` concurrent flows, ``None`` where not tested),
+        ``uplink_flows``, ``interference``, ``bandwidth_stages`` and
+        ``bandwidth_pairs``.
+        """
+        bw, spread = self._process_matrix()
+        counts = np.zeros((self.n, self.n), dtype=np.int64)
+        for (a, b), (r_ab, r_ba, s_ab, s_ba) in self.solo.items():
+            bw[a, b], bw[b, a] = r_ab, r_ba
+            spread[a, b], spread[b, a] = s_ab, s_ba
+            counts[a, b] = counts[b, a] = 1
+        levels = self._final_groups()
+        capacity: list[list[float | None]] = []
+        for k, lab in enumerate(levels):
+            capacity.append([self.capacity.get((k, int(g))) for g in range(int(lab.max()) + 1)])
+        info: dict[str, Any] = {
+            "groups": [lv.tolist() for lv in levels],
+            "uplink_capacity": capacity,
+            "uplink_flows": self.flows,
+            "interference": self.interference,
+            "bandwidth_stages": [
+                [name, s] for name, s in zip(self.stages, self.slots_per_stage, strict=True)
+            ],
+            "bandwidth_pairs": len(self.solo),
+        }
+        return bw, spread, counts, info
