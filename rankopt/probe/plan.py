@@ -195,7 +195,7 @@ def plan_probe(
     >>> plan.latency_rounds, plan.bandwidth_slots, plan.levels
     (7, 11, [4])
     >>> plan_probe(lat, [f"h{i // 2}" for i in range(8)], mode="all-pairs").bandwidth_slots
-    28
+    24
     """
     params = ProbeParams() if params is None else params
     lat = np.array(latency, dtype=np.float64)
