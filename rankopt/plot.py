@@ -168,7 +168,7 @@ def convergence(*results: SolveResult, labels: list[str] | None = None) -> Figur
     --------
     >>> import rankopt
     >>> c = rankopt.synthetic_cloud(2, 4, 8, rng=0)
-    >>> fig = convergence(rankopt.solve(c, method="ils", rng=0))
+    >>> fig = convergence(rankopt.solve(c.latency, method="ils", rng=0))
     >>> fig.axes[0].get_xlabel()
     'time (ms)'
     """

@@ -108,7 +108,9 @@ def test_load_errors_name_file_and_key(tmp_path):
         load_measurement(pickled)
     npy = tmp_path / "plain.npy"
     np.save(npy, np.zeros((2, 2)))
-    with pytest.raises(RankoptInputError, match=r"plain\.npy' is a single \.npy array, not an \.npz"):
+    with pytest.raises(
+        RankoptInputError, match=r"plain\.npy' is a single \.npy array, not an \.npz"
+    ):
         load_measurement(npy)
     with pytest.raises(FileNotFoundError):
         load_measurement(tmp_path / "missing.npz")

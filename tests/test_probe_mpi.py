@@ -156,4 +156,4 @@ def test_cli_probe_writes_the_file(tmp_path):
 def test_cli_rejects_bad_settings_before_starting(tmp_path):
     proc = _cli(1, "-o", str(tmp_path / "x.npz"), "--repeats", "0")
     assert proc.returncode == 1
-    assert "`repeats` must be at least 1" in proc.stderr
+    assert "--repeats must be at least 1" in proc.stderr

@@ -30,7 +30,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_matrix_args(p)
     add_model_arguments(p, default_nbytes=DEFAULT_NBYTES)
     p.add_argument(
-        "--max-iter", type=int, default=None, help="iteration budget (reproducible; default: the method's)"
+        "--max-iter",
+        type=int,
+        default=None,
+        help="iteration budget (reproducible; default: the method's)",
     )
     p.add_argument("--keep-rank0", action="store_true", help="keep original rank 0 at new rank 0")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
