@@ -25,9 +25,9 @@ examples:
 
 def _topology_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("topology")
-    g.add_argument("--hosts-per-rack", type=int, default=4, metavar="N")
-    g.add_argument("--racks-per-pod", type=int, default=2, metavar="N")
-    g.add_argument("--pods", type=int, default=1, metavar="N")
+    g.add_argument("--hosts-per-rack", type=int, default=4, metavar="N", help="hosts per rack")
+    g.add_argument("--racks-per-pod", type=int, default=2, metavar="N", help="racks per pod")
+    g.add_argument("--pods", type=int, default=1, metavar="N", help="pods (1: two levels)")
     g.add_argument(
         "--racks",
         default=None,
@@ -91,9 +91,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="use the testbed that `up` built instead of building one",
     )
     r.add_argument(
-        "--launch", default="interleaved", choices=("interleaved", "random", "contiguous")
+        "--launch",
+        default="interleaved",
+        choices=("interleaved", "random", "contiguous"),
+        help="how the launcher places ranks on hosts",
     )
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--seed", type=int, default=0, help="seed of the random launch and orders")
     r.add_argument(
         "--engines",
         default="mpi-ring,mpi-default,gloo",
@@ -101,7 +104,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     r.add_argument("--sizes", default="1,16,64", help="allreduce sizes in MB (2^20 bytes)")
     r.add_argument("--random", type=int, default=3, help="random orders to time")
-    r.add_argument("--repeats", type=int, default=3)
+    r.add_argument("--repeats", type=int, default=3, help="timed runs per order (medians)")
     r.add_argument(
         "--probe-engine",
         default="mpi",
@@ -127,10 +130,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         metavar="N",
         help="also time N random orders and correlate with the cost models",
     )
-    r.add_argument("--fidelity-size", type=float, default=16, metavar="MB")
+    r.add_argument(
+        "--fidelity-size", type=float, default=16, metavar="MB", help="allreduce size of the study"
+    )
     r.add_argument("--ddp", action="store_true", help="also run a DDP loop (torch, Gloo)")
-    r.add_argument("--ddp-grad-mb", type=float, default=24)
-    r.add_argument("--ddp-steps", type=int, default=5)
+    r.add_argument("--ddp-grad-mb", type=float, default=24, help="DDP gradient size, MB")
+    r.add_argument("--ddp-steps", type=int, default=5, help="timed DDP steps")
     r.add_argument("--check", action="store_true", help="check the rates before the run")
     r.add_argument("-o", "--output", help="write the JSON report here")
     ex = sub.add_parser(
@@ -146,7 +151,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     ex.add_argument(
         "--attach", action="store_true", help="use the testbed that `up` built (default: build one)"
     )
-    ex.add_argument("--engine", default="mpi", choices=("mpi", "gloo"))
+    ex.add_argument(
+        "--engine", default="mpi", choices=("mpi", "gloo"), help="launcher: mpirun or torchrun env"
+    )
     ex.add_argument(
         "--hosts",
         default="interleaved",
