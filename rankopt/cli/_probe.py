@@ -7,6 +7,11 @@ Run under the job's launcher, one process per rank::
 
 Rank 0 prints a progress line per round to stderr and writes the file
 atomically; ``rankopt solve net.npz`` reads it.
+
+``rankopt probe --plan -n 1024 --ranks-per-host 4 --link-rate 3.125e9`` needs no
+engine: it prints the schedule the probe would run (latency rounds, bandwidth
+slots by stage, transfers, bytes) and its estimated duration; ``--json`` prints
+one JSON object instead.
 """
 
 from __future__ import annotations
@@ -42,12 +47,75 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--backend",
         choices=("mpi", "gloo"),
-        required=True,
-        help="engine to probe over: MPI (mpi4py) or torch.distributed Gloo",
+        help="engine to probe over: MPI (mpi4py) or torch.distributed Gloo (required unless "
+        "--plan)",
     )
     p.add_argument(
-        "-o", "--output", required=True, type=Path, help="measurement file written by rank 0 (.npz)"
+        "-o",
+        "--output",
+        type=Path,
+        help="measurement file written by rank 0 (.npz; required unless --plan)",
     )
+    p.add_argument(
+        "--bandwidth-mode",
+        choices=("all-pairs", "linear"),
+        default="all-pairs",
+        help="bandwidth schedule: every pair, or the linear one (hierarchy, uplinks and "
+        "representative pairs measured, the rest filled from the groups)",
+    )
+    p.add_argument(
+        "--uplink-flows",
+        type=int,
+        default=4,
+        help="concurrent flows per uplink capacity test of the linear mode (default: 4)",
+    )
+    p.add_argument(
+        "--topology",
+        type=Path,
+        metavar="FILE",
+        help="groups from the provider or scheduler (Slurm topology.conf/.yaml, scontrol show "
+        "topology, SLURM_TOPOLOGY_ADDR lines, AWS DescribeInstanceTopology, GCP instances, "
+        "kubectl get nodes -o json, `host rack pod` text): they replace the inferred groups, "
+        "the probe gives the capacities, disagreements are printed",
+    )
+    plan = p.add_argument_group("dry run (--plan: no engine, nothing measured)")
+    plan.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the schedule and its estimated duration instead of probing",
+    )
+    plan.add_argument("-n", type=int, help="number of processes of the planned job")
+    plan.add_argument(
+        "--hosts",
+        type=Path,
+        metavar="FILE",
+        help="host name of every process, one a line (with -n: the lines are hosts, "
+        "processes are spread over them in blocks)",
+    )
+    plan.add_argument(
+        "--ranks-per-host",
+        type=int,
+        default=1,
+        help="processes per host when no --hosts file is given (default: 1)",
+    )
+    plan.add_argument(
+        "--latency",
+        type=Path,
+        metavar="FILE",
+        help="latency matrix (n x n, seconds unless --unit) to plan with; default: "
+        "30 us between hosts, 2 us within one",
+    )
+    plan.add_argument(
+        "--unit", help="unit of the --latency file's values (s, ms, us, ns; default: s)"
+    )
+    plan.add_argument(
+        "--link-rate",
+        type=float,
+        default=25e9 / 8,
+        metavar="BYTES_PER_S",
+        help="pair rate assumed for every transfer, bytes/s (default: 3.125e9, 25 Gbit/s)",
+    )
+    plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.add_argument(
         "--repeats",
         type=int,
@@ -98,6 +166,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "timeout": args.timeout,
         "bandwidth": not args.no_bandwidth,
         "bw_concurrency": args.bw_concurrency,
+        "bandwidth_mode": args.bandwidth_mode,
+        "uplink_flows": args.uplink_flows,
     }
 
 
@@ -166,6 +236,12 @@ def _probe_and_save(
         from rankopt.network import Network
 
         net = Network.from_measurement(m)
+        if args.topology is not None:
+            from rankopt.topology_sources import apply_topology, read_topology
+
+            net = apply_topology(net, read_topology(args.topology))
+            for line in net.provenance["topology"]["disagreements"]:
+                print(f"topology disagrees with the probe: {line}", file=sys.stderr)
         m.save(args.output, network=net)
         print(_summary(m, args.output))
         print(f"network: {net.describe()}")
@@ -223,9 +299,69 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
     return status
 
 
+def _plan_hosts(args: argparse.Namespace) -> list[str]:
+    """Host of every planned process, from -n, --hosts and --ranks-per-host."""
+    if args.hosts is not None:
+        from rankopt.topology_sources import read_text
+
+        lines = [ln.strip() for ln in read_text(args.hosts, "--hosts").splitlines()]
+        names = [ln for ln in lines if ln and not ln.startswith("#")]
+        if not names:
+            raise CLIError(f"--hosts {args.hosts}: no host names")
+        if args.n is None or args.n == len(names):
+            return names
+        if args.n < len(names):
+            raise CLIError(f"-n {args.n} is smaller than the {len(names)} lines of --hosts")
+        return [names[i * len(names) // args.n] for i in range(args.n)]
+    if args.n is None:
+        raise CLIError("--plan needs -n N or --hosts FILE")
+    if args.ranks_per_host < 1:
+        raise CLIError(f"--ranks-per-host must be at least 1; got {args.ranks_per_host}")
+    return [f"h{i // args.ranks_per_host}" for i in range(args.n)]
+
+
+def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
+    import json
+
+    from rankopt.probe._common import ProbeParams
+    from rankopt.probe.plan import plan_probe
+
+    hosts = _plan_hosts(args)
+    n = len(hosts)
+    if n < 2:
+        raise CLIError("the probe needs at least 2 processes; got -n " + str(n))
+    if args.latency is not None:
+        from rankopt.io import load_matrix
+
+        lat = load_matrix(args.latency, unit=args.unit)
+        if lat.shape != (n, n):
+            raise CLIError(f"--latency {args.latency}: {lat.shape} matrix for {n} processes")
+    else:
+        same = np.array([[a == b for b in hosts] for a in hosts])
+        lat = np.where(same, 2e-6, 30e-6)
+    if not (args.link_rate > 0 and np.isfinite(args.link_rate)):
+        raise CLIError(f"--link-rate must be a positive number of bytes/s; got {args.link_rate}")
+    params = ProbeParams(**options)
+    mode = args.bandwidth_mode if params.bandwidth else "none"
+    plan = plan_probe(lat, hosts, params=params, mode=mode, link_rate=args.link_rate)
+    if args.json:
+        print(json.dumps(plan.to_dict()))
+    else:
+        print(plan)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.topology is not None and not args.plan:  # a bad file fails before the probe
+        from rankopt.topology_sources import read_topology
+
+        read_topology(args.topology)
     options = _options(args)
     check_params(callback=None, **options)  # reject bad settings before starting the engine
+    if args.plan:
+        return _run_plan(args, options)
+    if args.backend is None or args.output is None:
+        raise CLIError("--backend and -o/--output are required (or --plan for a dry run)")
     if args.backend == "mpi":
         return _run_mpi(args, options)
     return _run_gloo(args, options)

@@ -54,11 +54,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--slurm-hostfile", metavar="FILE", help="write a Slurm arbitrary-distribution hostfile"
     )
+    p.add_argument(
+        "--topology",
+        metavar="FILE",
+        help="groups from the provider or scheduler (Slurm, AWS, GCP, Kubernetes, `host rack "
+        "pod` text; see rankopt.topology_sources); uplinks from the file's bandwidth",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     net, hosts = read_network(args)
+    if args.topology is not None:  # the provider's groups, the probe's capacities
+        from rankopt.topology_sources import apply_topology, read_topology
+
+        net = apply_topology(net, read_topology(args.topology))
+        for line in net.provenance["topology"]["disagreements"]:
+            print(f"rankopt solve: topology disagrees with bandwidth: {line}", file=sys.stderr)
     kwargs = problem_kwargs(args, net)
     with progress("solving", not args.quiet) as cb:
         res = solve(
