@@ -104,7 +104,7 @@ cdef struct SwapSearch:
     unsigned long long state
     long long lo, m, i, j, ii, jj, r
     long long moves, evals, since, max_moves
-    double t0, time_limit, rel_tol, cost
+    double t0, time_limit, rel_tol, cost, scale
     int stop  # 0 = local optimum, 1 = time limit, 2 = max moves
 
 
@@ -115,7 +115,7 @@ cdef inline bint search_start(SwapSearch *ss, Py_ssize_t n, unsigned long long s
 
     ``i`` is visited in a random cyclic order, and for each ``j`` from a
     random offset; the first swap that lowers the cost by more than
-    ``rel_tol`` times the cost is applied. The search stops at a local
+    ``rel_tol`` times the start cost is applied. The search stops at a local
     optimum (a full sweep of ``i`` without improvement), after ``max_moves``
     moves (``<= 0``: no limit) or ``time_limit`` seconds (``<= 0``: none).
     The caller sets ``cost`` before the first :func:`search_next`.
@@ -167,8 +167,13 @@ cdef inline bint search_next(SwapSearch *ss) noexcept nogil:
 cdef inline bint search_accept(SwapSearch *ss, double d) noexcept nogil:
     """Count the evaluation of ``(ss.i, ss.j)`` with cost change ``d``; True
     when the caller must apply that swap (the sweep of ``ss.i`` then ends)."""
+    # the tolerance is relative to the cost at the start (a fixed scale): the
+    # running cost drifts by rounding, and at or below zero a threshold on it
+    # accepts zero-change swaps for ever
+    if ss.evals == 0:
+        ss.scale = ss.cost
     ss.evals += 1
-    if d < -ss.rel_tol * ss.cost:
+    if ss.scale > 0 and d < -ss.rel_tol * ss.scale:
         ss.cost += d
         ss.moves += 1
         ss.since = 0
