@@ -75,7 +75,7 @@ def read_matrix(
     suffix = p.suffix.lower()
     if suffix == ".npy":
         arr = load_npy(p, what="matrix file")
-        if arr.dtype.kind not in "biuf":
+        if arr.dtype.kind not in "iuf":
             raise RankoptInputError(
                 f"matrix file {str(p)!r}: not a plain numeric .npy file (dtype {arr.dtype})."
             )
@@ -362,6 +362,9 @@ def load_matrix_and_labels(
         raise RankoptInputError(
             f"`unit` must be one of {', '.join(map(repr, UNITS))}; got {u!r} instead."
         )
+    scale = UNITS[u] * (0.5 if rtt else 1.0)
+    if vals.dtype.kind in "iuf" and scale != 1.0:
+        vals = vals * scale  # the valid range is in seconds: convert first (NaN stays NaN)
     try:
         out = check_matrix(vals, name, nan=nan)
     except RankoptInputError as exc:
@@ -369,7 +372,4 @@ def load_matrix_and_labels(
         if "must be square" in msg:
             msg += f" {_LONG_HINT[0].upper()}{_LONG_HINT[1:]}."
         raise RankoptInputError(f"matrix file {os.fspath(path)!r}: {msg}") from None
-    out *= UNITS[u]
-    if rtt:
-        out *= 0.5
     return out, labels

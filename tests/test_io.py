@@ -486,3 +486,15 @@ def test_unwritable_folder_names_the_target_not_the_temporary(tmp_path, monkeypa
         RankoptFileError, match=r"^cannot write --output '.*out\.npz': Permission denied\.$"
     ):
         atomic_write_text(tmp_path / "out.npz", "x", what="--output")
+
+
+def test_units_are_converted_before_the_range_check(tmp_path):
+    f = tmp_path / "ns.csv"
+    f.write_text("0,2000000\n2000000,0\n")  # 2 ms in nanoseconds
+    lat = load_matrix(f, unit="ns")
+    assert lat[0, 1] == pytest.approx(2e-3)
+    assert load_matrix(f, unit="ns", rtt=True)[0, 1] == pytest.approx(1e-3)
+    b = tmp_path / "b.npy"
+    np.save(b, np.array([[False, True], [True, False]]))
+    with pytest.raises(RankoptInputError, match="not a plain numeric"):
+        load_matrix(b)
