@@ -205,3 +205,80 @@ def test_ordered_group_and_reinit(tmp_path):
         tmp_path,
     )
     assert "adapt_torch_group ok n=4" in proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("squatter", ["socket", "store", "absent"])
+def test_probe_port_held_by_a_stranger_is_one_error_within_the_timeout(tmp_path, squatter):
+    # MASTER_PORT + 1 is held by another program -- a socket that accepts and never answers,
+    # or another job's store -- so launch rank 0 cannot host the temporary store; or rank 0
+    # never starts. The other ranks must not wait past --timeout: each prints one error line
+    # and exits. The processes are started by hand (RANK, WORLD_SIZE, ...), as a launcher
+    # that does not end the job when rank 0 fails would.
+    import time
+
+    import torch.distributed as dist
+
+    master = _free_port()
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        holder.bind(("127.0.0.1", master + 1))
+    except OSError:
+        holder.close()
+        pytest.skip("the port after the free one is taken")
+    foreign = None
+    if squatter == "socket":
+        holder.listen(16)
+    else:
+        holder.close()
+    if squatter == "store":
+        foreign = dist.TCPStore("127.0.0.1", master + 1, 1, True, wait_for_workers=False)
+        dist.PrefixStore("rankopt/", foreign).set("hello", "rankopt-launch/1/another-job/3/0")
+    n, timeout = 3, 6.0
+    env = _env(tmp_path) | {
+        "WORLD_SIZE": str(n),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(master),
+    }
+    cmd = [sys.executable, "-m", "rankopt.run", "--timeout", str(timeout), "--", "echo", "ran"]
+    limit = 3 * timeout + 60.0  # a guard against hangs; the start of the processes included
+    ranks = range(1 if squatter == "absent" else 0, n)
+    t0 = time.monotonic()
+    procs = {
+        r: subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            env=env | {"RANK": str(r), "LOCAL_RANK": str(r)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in ranks
+    }
+    outs = {}
+    try:
+        for r, proc in procs.items():
+            left = max(limit - (time.monotonic() - t0), 1.0)
+            try:
+                outs[r] = (*proc.communicate(timeout=left), proc.returncode)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"rank {r} waited on the port's holder past {limit:.0f} s")
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        holder.close()
+        del foreign
+    elapsed = time.monotonic() - t0
+    for r, (stdout, stderr, returncode) in outs.items():
+        errors = [line for line in stderr.splitlines() if line.startswith("rankopt.run: error")]
+        assert returncode == 1 and "ran" not in stdout.split(), stderr[-3000:]
+        assert len(errors) == 1, stderr[-3000:]  # one line
+        if r == 0:
+            assert "cannot host the temporary store" in errors[0], errors
+        else:
+            expected = "belongs to another job" if squatter == "store" else "no rankopt store"
+            assert expected in errors[0] and "--probe-port" in errors[0], errors
+    assert elapsed < limit

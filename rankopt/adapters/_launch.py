@@ -168,26 +168,133 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     )
 
 
-def _open_store(info: LaunchEnv, probe_port: int | None, timeout: timedelta) -> Any:
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+
+
+def _token(info: LaunchEnv) -> str:
+    """What the temporary store of this job answers to ``hello`` (the same on every rank)."""
+    return f"rankopt-launch/1/{info.job_id}/{info.world_size}/{info.master_port}"
+
+
+def _leave_without_teardown() -> None:
+    """At exit, end the process with ``os._exit(1)``: a connection attempt is still blocked
+    inside torch, whose teardown at interpreter exit would abort the process."""
+    import atexit
+
+    def leave() -> None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+    atexit.register(leave)
+
+
+def _connect(addr: str, port: int, n: int | None, deadline: float) -> Any:
+    """A client ``TCPStore`` to ``addr:port``, connected before ``deadline`` (monotonic).
+
+    The constructor retries by itself for about 2.5 times its timeout, and against a
+    socket that accepts but never answers it may not return at all: each attempt runs
+    in a daemon thread that is abandoned at the deadline.
+    """
+    import threading
+
     import torch.distributed as dist
 
+    last: BaseException = TimeoutError("no connection")
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise last
+        attempt = timedelta(seconds=max(min(remaining / 3.0, 5.0), 0.2))
+        out: dict[str, Any] = {}
+
+        def connect(attempt: timedelta = attempt, out: dict[str, Any] = out) -> None:
+            try:
+                out["store"] = dist.TCPStore(addr, port, n, False, attempt, wait_for_workers=False)
+            except Exception as exc:  # noqa: BLE001 - retried until the deadline
+                out["error"] = exc
+
+        thread = threading.Thread(target=connect, daemon=True, name="rankopt-connect")
+        thread.start()
+        thread.join(max(deadline - time.monotonic(), 0.0))
+        if thread.is_alive():  # the attempt's own timeout may end it just after the deadline
+            thread.join(min(3 * attempt.total_seconds(), 1.0))
+        if "store" in out:
+            return out["store"]
+        if thread.is_alive():
+            _leave_without_teardown()
+            raise TimeoutError(f"{addr}:{port} accepted the connection but never answered")
+        last = out["error"]
+        time.sleep(min(0.2, max(deadline - time.monotonic(), 0.0)))
+
+
+def _open_store(info: LaunchEnv, probe_port: int | None, timeout: timedelta) -> Any:
+    """The store the launch goes through: ``(prefixed store, base store)``.
+
+    Every rank other than the host reaches it within ``timeout`` or raises
+    :class:`LaunchError`. The temporary store is verified before use: its host
+    sets ``hello`` to this job's token first, and a client that finds another
+    token, or none within ``timeout`` (a port held by another program, another
+    job's store), raises instead of waiting on a stranger.
+    """
+    import torch.distributed as dist
+
+    deadline = time.monotonic() + timeout.total_seconds()
     if info.agent_store:
-        base = dist.TCPStore(info.master_addr, info.master_port, None, False, timeout)
+        where = f"{info.master_addr}:{info.master_port}"
+        try:
+            base = _connect(info.master_addr, info.master_port, None, deadline)
+        except Exception as exc:  # noqa: BLE001 - turned into a clear message
+            raise LaunchError(
+                f"cannot reach torchrun's agent store at {where} within "
+                f"{timeout.total_seconds():g} s ({_first_line(exc)})"
+            ) from exc
+        base.set_timeout(timeout)
         return dist.PrefixStore(f"rankopt/{info.job_id}/", base), base
     port = probe_port if probe_port is not None else info.master_port + 1
     if not 0 < port < 65536:
         raise RankoptInputError(f"--probe-port must be in 1..65535; got {port}.")
+    where = f"{info.master_addr}:{port}"
+    token = _token(info)
+    if info.rank == 0:
+        try:
+            base = dist.TCPStore(
+                info.master_addr, port, info.world_size, True, timeout, wait_for_workers=False
+            )
+        except Exception as exc:  # noqa: BLE001 - turned into a clear message
+            raise LaunchError(
+                f"cannot host the temporary store at {where} ({_first_line(exc)}); "
+                f"pick a free port with --probe-port"
+            ) from exc
+        store = dist.PrefixStore("rankopt/", base)
+        store.set("hello", token)
+        return store, base
+    hint = f"no rankopt store of this job answered at {where} within {timeout.total_seconds():g} s"
     try:
-        base = dist.TCPStore(
-            info.master_addr, port, info.world_size, info.rank == 0, timeout, wait_for_workers=False
-        )
+        base = _connect(info.master_addr, port, info.world_size, deadline)
     except Exception as exc:  # noqa: BLE001 - turned into a clear message
-        where = "host" if info.rank == 0 else "reach"
         raise LaunchError(
-            f"cannot {where} the temporary store at {info.master_addr}:{port} ({exc}); "
-            f"pick a free port with --probe-port"
+            f"{hint} ({_first_line(exc)}); is launch rank 0 running, and is the port free? "
+            f"pick a free one with --probe-port"
         ) from exc
-    return dist.PrefixStore("rankopt/", base), base
+    store = dist.PrefixStore("rankopt/", base)
+    try:
+        base.set_timeout(timedelta(seconds=max(deadline - time.monotonic(), 0.1)))
+        answer = store.get("hello").decode(errors="replace")
+    except Exception as exc:  # noqa: BLE001 - a store of another program or job
+        raise LaunchError(
+            f"{hint}: the store there did not say hello ({_first_line(exc)}); another "
+            f"program or job holds the port: pick a free one with --probe-port"
+        ) from exc
+    if answer != token:
+        raise LaunchError(
+            f"the store at {where} belongs to another job (it answered {answer!r}, this "
+            f"job is {token!r}); pick a free port with --probe-port"
+        )
+    base.set_timeout(timeout)
+    return store, base
 
 
 def _wait_count(store: Any, key: str, target: int, deadline: float) -> int:
