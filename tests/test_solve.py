@@ -237,3 +237,27 @@ def test_nan_policy_reaches_solve():
     with pytest.raises(RankoptInputError, match=r"latency\[0, 3\] is nan"):
         solve(m)
     assert solve(m, nan="symmetric").cost > 0
+
+
+@pytest.mark.parametrize(
+    "collective, algorithm, kw",
+    [
+        ("allreduce", "ring", {}),
+        ("allreduce", "ring", {"bandwidth": 1e9, "nbytes": 1e6}),
+        ("allreduce", "recursive_doubling", {}),
+        ("broadcast", "binomial", {"bandwidth": 1e9, "nbytes": 1e6}),
+        (
+            "allreduce",
+            "ring",
+            {"nbytes": 1e6, "groups": [0, 0, 1, 1, 2, 2], "uplink_bandwidth": 1e8},
+        ),
+    ],
+)
+def test_result_cost_equals_cost_of_its_order(collective, algorithm, kw):
+    """cost() defaulted to 'time' while solve() defaulted to 'sum' for a latency-only ring."""
+    rng = np.random.default_rng(0)
+    lat = rng.uniform(1e-6, 1e-4, (6, 6))
+    np.fill_diagonal(lat, 0.0)
+    res = rankopt.solve(lat, collective, algorithm, rng=0, **kw)
+    assert res.cost == pytest.approx(rankopt.cost(lat, res.order, collective, algorithm, **kw))
+    assert res.objective == rankopt.models.default_objective(algorithm, **kw)

@@ -269,3 +269,92 @@ def test_directed_polish_keeps_a_share_of_the_time_limit():
     got = solve(m, method="ils", rng=0, max_iter=10**9, time_limit=0.4)
     assert got.stop_reason == "time_limit"
     assert np.isclose(got.cost, exact)
+
+
+# ------------------------------------------------- regressions (reliability)
+def _probed_4x4():
+    """A probed-like 4x4 matrix: two hosts, asymmetric, launched interleaved."""
+    host = np.array([0, 1, 0, 1])
+    lat = np.where(host[:, None] == host[None, :], 2e-6, 9e-5)
+    lat = lat * np.array(
+        [[1, 1.3, 0.9, 1.1], [0.8, 1, 1.2, 0.7], [1.1, 0.9, 1, 1.4], [1.2, 1, 0.8, 1]]
+    )
+    np.fill_diagonal(lat, 0.0)
+    return lat
+
+
+@pytest.mark.parametrize("n", [2, 3, 4])
+def test_anneal_small_rings_search_and_reach_the_optimum(n):
+    """Rings below the ring kernel's size ran 0 iterations and returned their start."""
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        lat = _probed_4x4()[:n, :n] if seed == 0 else rng.uniform(1e-6, 1e-4, (n, n))
+        np.fill_diagonal(lat, 0.0)
+        res = solve(lat, method="anneal", rng=seed)
+        assert res.iterations > 0 and res.evaluations > 0
+        best = min(
+            make_model(lat).cost(np.array((0,) + p)) for p in itertools.permutations(range(1, n))
+        )
+        assert res.cost == pytest.approx(best, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "method", ["greedy_cluster", "nearest_neighbor", "two_opt", "ils", "anneal"]
+)
+def test_methods_never_worse_than_their_start(method):
+    """Called without the façade, every method returns no worse than init / the launch order."""
+    from rankopt.solvers._base import SolveContext
+
+    fn = METHODS[method][0]
+    for seed in range(25):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(3, 9))
+        lat = rng.uniform(1e-6, 1e-4, (n, n))  # asymmetric, no clusters
+        np.fill_diagonal(lat, 0.0)
+        pairs = [("allreduce", "ring", "sum")]
+        if method in ("greedy_cluster", "anneal"):
+            pairs += [("allreduce", "recursive_doubling", "time"), ("reduce", "binomial", "time")]
+        for collective, algorithm, objective in pairs:
+            model = make_model(lat, collective, algorithm, objective=objective)
+            init = rng.permutation(n) if seed % 2 else None
+            ctx = SolveContext(gen=np.random.default_rng(seed), seed=seed, max_iter=300, init=init)
+            out = fn(model, ctx)
+            start = np.arange(n) if init is None else init
+            assert model.cost(out.order) <= model.cost(start) * (1 + 1e-12), (seed, algorithm)
+
+
+def test_anneal_time_limit_is_read_within_the_kernel_loop():
+    """The deadline was read every max_iter // 20 proposals (seconds to minutes of work)."""
+    m = random_matrix(np.random.default_rng(0), 200)
+    res = solve(m, method="anneal", rng=0, max_iter=10**11, time_limit=0.05)
+    assert res.stop_reason == "time_limit"
+    assert res.iterations < 10**11 // 20
+
+
+def test_anneal_time_limit_is_read_within_the_numba_loop():
+    m = random_matrix(np.random.default_rng(0), 30)
+    res = solve(
+        m, objective=pairs_then_ring, method="anneal", rng=0, max_iter=10**11, time_limit=0.5
+    )
+    assert res.stop_reason == "time_limit"
+    assert res.iterations < 10**11 // 20
+
+
+def test_anneal_numba_slices_do_not_change_the_moves():
+    m = random_matrix(np.random.default_rng(1), 12)
+    a = solve(m, objective=pairs_then_ring, method="anneal", rng=3, max_iter=20_000)
+    b = solve(m, objective=pairs_then_ring, method="anneal", rng=3, max_iter=20_000)
+    assert np.array_equal(a.order, b.order) and a.iterations == b.iterations == 20_000
+
+
+@pytest.mark.parametrize(
+    "collective, algorithm", [("allreduce", "hierarchical"), ("allreduce", "recursive_doubling")]
+)
+def test_swap_search_ends_when_the_cost_reaches_zero(collective, algorithm):
+    """A cost driven to 0 made the swap threshold positive: zero-change swaps for ever."""
+    rng = np.random.default_rng(2000)
+    lat = rng.uniform(1e-6, 1e-4, (10, 10)) * (rng.random((10, 10)) < 0.3)  # free links
+    np.fill_diagonal(lat, 0.0)
+    res = solve(lat, collective, algorithm, objective="time", method="swap", rng=2000)
+    assert res.stop_reason in ("local_optimum", "launch_order_kept")
+    assert res.cost == pytest.approx(rankopt.cost(lat, res.order, collective, algorithm))
