@@ -213,3 +213,30 @@ def test_engine_late_partner_gets_the_same_diagnosis_everywhere(monkeypatch):
     assert len(messages) == 1, messages
     assert "rank 2 did not answer rank 0 (pair (0, 2))" in messages.pop()
     assert all(exc.ranks == [2] and exc.pairs == [(0, 2)] and exc.step == 2 for exc in live)
+
+
+def test_engine_linear_mode_fills_the_matrix_and_records_the_groups():
+    from dataclasses import replace
+
+    from rankopt.network import Network
+
+    n = 6
+    results = run_job(n, replace(FAST, bandwidth_mode="linear"))
+    ms = [results[r] for r in range(n)]
+    assert all(not isinstance(m, Exception) for m in ms), ms
+    m = ms[0]
+    off = ~np.eye(n, dtype=bool)
+    assert np.all(m.bandwidth[off] > 0) and np.all(np.diag(m.bandwidth) == 0)
+    # hosts h0 (even ranks) and h1 (odd): one pair across, one inside each host, measured
+    assert m.bandwidth_counts[0, 1] == m.bandwidth_counts[1, 0] == 1
+    assert m.bandwidth_counts[0, 2] == m.bandwidth_counts[1, 3] == 1
+    assert 0 < m.bandwidth_counts.sum() < off.sum()
+    np.testing.assert_array_equal(m.bandwidth[2, 5], m.bandwidth[0, 1])  # filled: hosts' rate
+    assert m.parameters["groups"] == [[0, 1, 0, 1, 0, 1]]
+    assert m.parameters["bandwidth_mode"] == "linear"
+    assert m.parameters["bandwidth_slots"] == sum(s for _, s in m.parameters["bandwidth_stages"])
+    assert len(m.parameters["uplink_capacity"][0]) == 2
+    for other in ms[1:]:
+        np.testing.assert_array_equal(other.bandwidth, m.bandwidth)
+        assert other.parameters == m.parameters
+    assert Network.from_measurement(m).level_sizes()[0] == [3, 3]

@@ -157,3 +157,26 @@ def test_cli_rejects_bad_settings_before_starting(tmp_path):
     proc = _cli(1, "-o", str(tmp_path / "x.npz"), "--repeats", "0")
     assert proc.returncode == 1
     assert "--repeats must be at least 1" in proc.stderr
+
+
+def test_linear_mode_on_posed_hosts(tmp_path):
+    # 8 ranks posing as 4 hosts of 2 (test hook): the linear schedule, measured for real
+    n = 8
+    reports = run_probe(
+        tmp_path,
+        n,
+        "timeout=20",
+        'bandwidth_mode="linear"',
+        RANKOPT_PROBE_TEST_HOSTS="2",
+    )
+    assert all(r["error"] is None for r in reports.values()), reports
+    ms = [load_measurement(tmp_path / f"rank{r}.npz") for r in range(n)]
+    assert_identical(ms)
+    m = ms[0]
+    off = ~np.eye(n, dtype=bool)
+    assert len(set(m.hosts)) == 4 and m.host_groups().tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert np.all(m.bandwidth[off] > 0) and np.all(np.isfinite(m.bandwidth))
+    assert 0 < m.bandwidth_counts.sum() < off.sum()
+    stages = [name for name, _ in m.parameters["bandwidth_stages"]]
+    assert stages[0] == "discovery" and "uplinks" in stages
+    assert m.parameters["groups"][0] == [0, 0, 1, 1, 2, 2, 3, 3]

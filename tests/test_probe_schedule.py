@@ -158,3 +158,116 @@ def test_host_labels_and_pair_links():
     assert pair_links(levels, 0, 2) == [(0, 0, 0), (0, 1, 0)]
     assert pair_links(levels, 0, 3) == [(0, 0, 0), (0, 2, 0), (1, 0, 0), (1, 1, 0), (2, 0, 0)]
     assert pair_links(levels, 0, 2) == [(0, 0, 0), (0, 1, 0)]
+
+
+# -- the linear bandwidth schedule and the plan ------------------------------------------
+def _run_planner(latency, hosts, bandwidth):
+    from rankopt.probe.linear import LinearPlanner
+
+    planner = LinearPlanner(latency, hosts, infer_link_levels(latency, hosts))
+    while (stage := planner.next_stage()) is not None:
+        for slot in stage:
+            procs = [p for pair in slot for p in pair]
+            assert len(procs) == len(set(procs)), "a process in two transfers of one slot"
+        planner.record(
+            {(a, b): (bandwidth[a, b], bandwidth[b, a], 0.0, 0.0) for s in stage for a, b in s}
+        )
+    return planner
+
+
+@pytest.mark.parametrize(("hosts", "per_host"), [(2, 1), (7, 1), (16, 1), (16, 4), (33, 2)])
+def test_linear_schedule_size_flat_network(hosts, per_host):
+    from rankopt.probe.plan import plan_probe
+
+    n = hosts * per_host
+    names = [f"h{i // per_host}" for i in range(n)]
+    plan = plan_probe(np.full((n, n), 3e-5), names)
+    stages = dict(plan.bandwidth_stages)
+    # star H - 1 (+1 for the bus of the star's own host), matchings of the other H - 1 hosts
+    # (at most H - 1), one uplink test per shared host, one interference slot
+    assert stages["discovery"] <= hosts - 1 + (per_host > 1)
+    assert plan.bandwidth_slots <= 2 * (hosts - 1) + 1 + (hosts if per_host > 1 else 0) + 1
+    assert plan.bandwidth_slots <= 3 * hosts + 1
+    assert plan.latency_rounds == (n - 1 if n % 2 == 0 else n)
+
+
+def test_linear_schedule_with_latency_tiers_runs_racks_side_by_side():
+    from rankopt.probe.plan import plan_probe
+
+    cloud = rankopt.synthetic_cloud(2, 4, 4, 2, congested=0.0, shuffle=True, rng=3)
+    plan = plan_probe(cloud.latency, cloud.hosts)
+    all_pairs = plan_probe(cloud.latency, cloud.hosts, mode="all-pairs")
+    assert plan.levels == [32, 8, 2]
+    # racks of 4 hosts discover side by side: a star of 3, not 31
+    assert plan.bandwidth_stages[0][1] < 16
+    assert plan.bandwidth_slots < all_pairs.bandwidth_slots / 4
+    # bound: 2 t (H_d - 1) + 1 + sum_P (c_P - 1 + c_P // 2) + G + 1 with t = 1
+    reps = 2 * (4 - 1 + 2) + (2 - 1 + 1)
+    assert plan.bandwidth_slots <= 2 * 3 + 1 + reps + (32 + 8 + 2) + 1
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_linear_planner_finds_bandwidth_tiers_latency_hides(seed):
+    cloud = rankopt.synthetic_cloud(2, 3, 4, 2, congested=0.0, noise=0.02, rng=seed)
+    flat = np.full((cloud.n, cloud.n), 3e-5)
+    planner = _run_planner(flat, cloud.hosts, cloud.bandwidth)
+    bw, _, counts, info = planner.result()
+    assert len(info["groups"]) == 3
+    for found, true in zip(info["groups"], cloud.groups, strict=True):
+        assert _same_partition(np.array(found), np.asarray(true))
+    off = ~np.eye(cloud.n, dtype=bool)
+    assert counts.sum() < 0.3 * off.sum()  # most entries filled, not measured
+    measured = counts > 0
+    np.testing.assert_array_equal(bw[measured], cloud.bandwidth[measured])
+    rel = np.abs(bw[off] - cloud.bandwidth[off]) / cloud.bandwidth[off]
+    assert np.median(rel) < 0.05 and rel.max() < 0.25  # the fill: group-pair rates
+    net = rankopt.Network.from_matrices(flat, bw, hosts=cloud.hosts)
+    assert [len(s) for s in net.level_sizes()] == [24, 6, 2]
+
+
+def test_fill_bandwidth_is_the_widest_path():
+    from rankopt.probe.linear import fill_bandwidth
+
+    edges = {(0, 1): (10.0, 1.0), (2, 3): (10.0, 1.0), (1, 2): (2.0, 0.5), (0, 3): (1.0, 0.1)}
+    rate, spread, measured = fill_bandwidth(4, edges)
+    assert rate[0, 2] == rate[1, 3] == 2.0  # through (1, 2)
+    assert rate[0, 3] == 1.0 and measured[0, 3] and not measured[0, 2]
+    assert spread[0, 2] == 0.5
+    np.testing.assert_array_equal(rate, rate.T)
+
+
+def test_plan_rejects_bad_input():
+    from rankopt.probe.plan import plan_probe
+
+    with pytest.raises(RankoptInputError, match="`mode` must be"):
+        plan_probe(np.zeros((2, 2)), ["a", "b"], mode="some")
+    with pytest.raises(RankoptInputError, match="`link_rate` must be a positive"):
+        plan_probe(np.zeros((2, 2)), ["a", "b"], link_rate=0)
+    with pytest.raises(RankoptInputError, match="`hosts` must name"):
+        plan_probe(np.zeros((3, 3)), ["a", "b"])
+
+
+def test_cli_plan_json(tmp_path, capsys):
+    import json
+
+    from rankopt.cli import main
+
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("".join(f"node{i}\n" for i in range(8)))
+    lat = tmp_path / "lat.npy"
+    np.save(lat, np.full((32, 32), 2e-5))
+    argv = ["probe", "--plan", "-n", "32", "--hosts", str(hosts), "--latency", str(lat)]
+    assert main([*argv, "--bandwidth-mode", "linear", "--link-rate", "1.25e9", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert {"latency_rounds", "bandwidth_slots", "estimated_seconds"} <= set(plan)
+    assert plan["n"] == 32 and plan["hosts"] == 8 and plan["latency_rounds"] == 31
+    assert plan["mode"] == "linear" and plan["link_rate"] == 1.25e9
+    assert main([*argv, "--repeats", "20"]) == 0
+    text = capsys.readouterr().out
+    assert "bandwidth mode all-pairs" in text and "estimated" in text
+    assert main(["probe", "--plan", "--no-bandwidth", "-n", "4", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bandwidth_slots"] == 0
+    assert main(["probe", "--plan"]) == 1
+    assert "--plan needs -n N or --hosts FILE" in capsys.readouterr().err
+    assert main(["probe", "-o", str(tmp_path / "x.npz")]) == 1
+    assert "--backend and -o/--output are required" in capsys.readouterr().err

@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-HOOKS = ("RANKOPT_PROBE_TEST_DELAY", "RANKOPT_PROBE_TEST_STALL", "RANKOPT_PROBE_TEST_SKEW")
+HOOKS = (
+    "RANKOPT_PROBE_TEST_DELAY",
+    "RANKOPT_PROBE_TEST_STALL",
+    "RANKOPT_PROBE_TEST_SKEW",
+    "RANKOPT_PROBE_TEST_HOSTS",
+)
 
 
 def job_env(**extra: str) -> dict[str, str]:
