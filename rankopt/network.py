@@ -42,6 +42,12 @@ __all__ = [
     "DEFAULT_NBYTES",
     "DDP_BUCKET_BYTES",
     "FORMAT",
+    "Redraw",
+    "redraw",
+    "speedup_interval",
+    "network_digest",
+    "network_record",
+    "network_from_record",
 ]
 
 #: Message size (bytes) the MPI entry points and ``solve()`` price a network's
@@ -281,11 +287,12 @@ class Network:
         bw_counts = getattr(measurement, "bandwidth_counts", None)
         bw = getattr(measurement, "bandwidth", None)
         backend = str(getattr(measurement, "backend", "") or "probe")
-        return cls.from_matrices(
+        probed_groups = params.get("groups") if infer else None
+        net = cls.from_matrices(
             measurement.latency,
             bw,
             hosts=tuple(measurement.hosts),
-            infer=infer,
+            infer=infer and not probed_groups,
             source=f"probe:{backend}",
             latency_spread=getattr(measurement, "latency_spread", None),
             bandwidth_spread=None if bw is None else getattr(measurement, "bandwidth_spread", None),
@@ -293,6 +300,31 @@ class Network:
             bandwidth_samples=None if bw_counts is None else np.asarray(bw_counts) * bw_rep,
             provenance={"probe": params, "duration_s": float(getattr(measurement, "duration", 0))},
         )
+        if probed_groups:
+            net = net._with_probed_hierarchy(probed_groups, params.get("uplink_capacity"))
+        return net
+
+    def _with_probed_hierarchy(self, groups: Sequence[Any], capacity: Any) -> Network:
+        """The groups a linear probe found, and its k-flow uplink capacities where measured.
+
+        A level of one group is dropped (as in :meth:`with_hierarchy`); an uplink
+        the probe loaded with concurrent flows keeps that measured capacity, the
+        others get :func:`rankopt.hierarchy.infer_uplinks`'s single-pair estimate.
+        """
+        keep = [k for k, lab in enumerate(groups) if int(np.max(lab)) > 0]
+        levels = [np.asarray(groups[k], dtype=np.int64) for k in keep]
+        net = self.with_hierarchy(levels)
+        if capacity and net.uplinks:
+            ups = [np.array(u) for u in net.uplinks]
+            for pos, k in enumerate(keep):
+                row = capacity[k] if k < len(capacity) else None
+                for g, value in enumerate(row or []):
+                    if value is not None and np.isfinite(value) and value > 0 and g < ups[pos].size:
+                        ups[pos][g] = float(value)
+            net = replace(net, uplinks=tuple(ups))
+        prov = dict(net.provenance)
+        prov["hierarchy"] = "linear probe" + (", k-flow uplinks" if capacity else "")
+        return replace(net, provenance=prov)
 
     @classmethod
     def from_cloud(cls, cloud: Any) -> Network:
@@ -572,19 +604,80 @@ def meet_levels(groups: Sequence[NDArray[np.int64]], n: int) -> NDArray[np.int64
     return out
 
 
+#: Entries a block of alike pairs needs for its own spread; smaller blocks pool
+#: with every pair of their meet level.
+MIN_BLOCK = 6
+
+
+def alike_blocks(
+    groups: Sequence[NDArray[np.int64]], n: int, hosts: Sequence[str] | None = None
+) -> NDArray[np.int64]:
+    """Label of the block of entries the hierarchy says are alike, per pair.
+
+    Pairs that meet at the same level (:func:`meet_levels`) are alike when
+    they cross the same uplinks: across groups of a level above the hosts
+    (racks, pods), when ``i``, ``k`` lie in one such group and ``j``, ``l`` in
+    another (directions kept: ``bandwidth[i, j]`` is a direction); within one
+    group, or across hosts, when they share the group they meet in. Without
+    a hierarchy every pair is alike. A rack whose uplink another tenant loads
+    is then a block of its own: its slowness is signal, not spread, while
+    two pairs inside one rack that differ by noise still count as a tie.
+
+    Examples
+    --------
+    >>> racks = [np.array([0, 0, 0, 1, 1, 1])]
+    >>> b = alike_blocks(racks, 6)
+    >>> bool(b[0, 3] == b[1, 4]), bool(b[0, 3] == b[3, 0]), bool(b[0, 1] == b[3, 4])
+    (True, False, False)
+    >>> bool(b[0, 1] == b[1, 2])
+    True
+    """
+    meet = meet_levels(groups, n)
+    if not groups:
+        return meet
+    levels = [np.asarray(g, dtype=np.int64) for g in groups]
+    host_level = hosts is not None and _same_partition(levels[0], hosts)
+    keys = np.zeros((n, n, 3), dtype=np.int64)
+    keys[..., 0] = meet
+    for m in range(len(levels) + 1):
+        sel = meet == m
+        below = m - 1
+        if below >= (1 if host_level else 0):
+            lab = levels[below]  # the groups whose uplinks the pair crosses
+            keys[..., 1][sel] = np.broadcast_to(lab[:, None], (n, n))[sel]
+            keys[..., 2][sel] = np.broadcast_to(lab[None, :], (n, n))[sel]
+        elif m < len(levels):  # within the group both share
+            keys[..., 1][sel] = np.broadcast_to(levels[m][:, None], (n, n))[sel]
+    _, inv = np.unique(keys.reshape(-1, 3), axis=0, return_inverse=True)
+    return np.asarray(inv.reshape(n, n), dtype=np.int64)
+
+
+def _same_partition(labels: NDArray[np.int64], hosts: Sequence[str]) -> bool:
+    pairs = set(zip(labels.tolist(), (str(h) for h in hosts), strict=True))
+    return len(pairs) == len(set(labels.tolist())) == len(set(hosts))
+
+
 def _log_sigma(
     values: NDArray[np.float64],
     spread: NDArray[np.float64] | None,
     samples: NDArray[np.int64] | None,
     meet: NDArray[np.int64],
+    blocks: NDArray[np.int64] | None = None,
 ) -> NDArray[np.float64]:
     """Relative (log-scale) uncertainty of every entry.
 
     Two parts, added in quadrature: the standard error of the entry's own
     median (``1.4826 * MAD / value / sqrt(samples)``) and the robust spread of
-    the entries the hierarchy says are alike (the same meet level):
-    ``1.4826 * MAD(log value)`` over that block. The second is what makes
-    two in-rack pairs that differ by noise count as a tie.
+    the entries the hierarchy says are alike: ``1.4826 * MAD(log value)`` over
+    that block. The second is what makes two in-rack pairs that differ by
+    noise count as a tie.
+
+    ``meet`` is the meet level of every pair (:func:`meet_levels`); with
+    ``blocks`` (:func:`alike_blocks`: the same meet level *and* the same
+    uplinks crossed), every block of at least :data:`MIN_BLOCK` entries has
+    its own spread, smaller ones that of their meet level. A rack whose
+    links another tenant loads (all its pairs slower by one factor) is then a
+    block of its own: its slowness is signal, not spread.
     """
     n = values.shape[0]
     off = ~np.eye(n, dtype=bool)
@@ -596,6 +689,12 @@ def _log_sigma(
         sel = good & (meet == b)
         lv = logv[sel]
         sigma[sel] = 1.4826 * float(np.median(np.abs(lv - np.median(lv))))
+    if blocks is not None:  # finer blocks with enough entries for a spread of their own
+        for b in np.unique(blocks[good]):
+            sel = good & (blocks == b)
+            if int(sel.sum()) >= MIN_BLOCK:
+                lv = logv[sel]
+                sigma[sel] = 1.4826 * float(np.median(np.abs(lv - np.median(lv))))
     if spread is not None:
         cnt = np.ones_like(values) if samples is None else np.maximum(samples, 1)
         rel = np.zeros_like(values)
@@ -642,30 +741,11 @@ def speedup_interval(
     n = network.n
     order = np.asarray(order, dtype=np.int64)
     gen = np.random.default_rng(rng)
-    groups = network.groups if network.groups else ()
-    meet = meet_levels(groups, n)
-    lat = np.asarray(network.latency, dtype=np.float64)
-    s_lat = _log_sigma(lat, network.latency_spread, network.latency_samples, meet)
-    bw_in = model.get("bandwidth")
-    bw = None
-    s_bw = None
-    if bw_in is not None and np.ndim(bw_in) == 2:
-        bw = np.asarray(bw_in, dtype=np.float64)
-        spread = network.bandwidth_spread if bw is network.bandwidth else None
-        s_bw = _log_sigma(bw, spread, network.bandwidth_samples, meet)
-    ups = model.get("uplink_bandwidth")
+    draws = Redraw(network, model)
     ident = np.arange(n, dtype=np.int64)
     ratios = np.empty(samples)
-    base_kw = {k: v for k, v in model.items() if k not in ("bandwidth", "uplink_bandwidth")}
     for s in range(samples):
-        lat_s = lat * np.exp(s_lat * gen.standard_normal((n, n)))
-        kw = dict(base_kw)
-        if bw_in is not None:
-            kw["bandwidth"] = (
-                bw * np.exp(s_bw * gen.standard_normal((n, n))) if bw is not None else bw_in
-            )
-        if ups is not None:
-            kw["uplink_bandwidth"] = _perturb_uplinks(ups, groups, bw, s_bw, meet, gen)
+        lat_s, kw = draws(gen)
         m = make_model(lat_s, collective, algorithm, **kw)
         c_new = m.cost(order)
         c_old = m.cost(ident)
@@ -673,6 +753,87 @@ def speedup_interval(
     tail = (1.0 - INTERVAL_LEVEL) / 2.0
     lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
     return float(lo), float(hi)
+
+
+class Redraw:
+    """Draw networks the measurement cannot tell from the one measured.
+
+    Every entry of the latency and bandwidth matrices (and every uplink) is
+    redrawn with log-normal noise of its own uncertainty
+    (:func:`_log_sigma`: its median's standard error and the spread of the
+    entries the hierarchy says are alike). The uncertainties are computed
+    once; each call draws one network.
+
+    Parameters
+    ----------
+    network : Network
+    model : mapping
+        The keyword arguments of :func:`rankopt.cost` that define the model
+        (``objective``, ``bandwidth``, ``nbytes``, ``groups``,
+        ``uplink_bandwidth``); the bandwidth and uplinks in it are redrawn.
+
+    Examples
+    --------
+    >>> import numpy as np, rankopt
+    >>> rack = np.array([0, 1, 0, 1])
+    >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 20e6)
+    >>> net = rankopt.Network.from_matrices(np.full((4, 4), 30e-6), bw,
+    ...                                     bandwidth_spread=0.1 * bw)
+    >>> lat, kw = Redraw(net, net.default_model())(np.random.default_rng(0))
+    >>> lat.shape, sorted(kw)
+    ((4, 4), ['bandwidth', 'groups', 'nbytes', 'objective', 'uplink_bandwidth'])
+    """
+
+    def __init__(self, network: Network, model: Mapping[str, Any]) -> None:
+        n = network.n
+        self.n = n
+        self.groups = network.groups if network.groups else ()
+        self.meet = meet_levels(self.groups, n)
+        blocks = alike_blocks(self.groups, n, network.hosts)
+        self.lat = np.asarray(network.latency, dtype=np.float64)
+        self.s_lat = _log_sigma(
+            self.lat, network.latency_spread, network.latency_samples, self.meet, blocks
+        )
+        self.bw_in = model.get("bandwidth")
+        self.bw: NDArray[np.float64] | None = None
+        self.s_bw: NDArray[np.float64] | None = None
+        if self.bw_in is not None and np.ndim(self.bw_in) == 2:
+            self.bw = np.asarray(self.bw_in, dtype=np.float64)
+            spread = network.bandwidth_spread if self.bw is network.bandwidth else None
+            self.s_bw = _log_sigma(self.bw, spread, network.bandwidth_samples, self.meet, blocks)
+        self.ups = model.get("uplink_bandwidth")
+        self.base_kw = {
+            k: v for k, v in model.items() if k not in ("bandwidth", "uplink_bandwidth")
+        }
+
+    def __call__(self, gen: np.random.Generator) -> tuple[NDArray[np.float64], dict[str, Any]]:
+        """One drawn network: its latency and the model's keyword arguments."""
+        n = self.n
+        lat_s = self.lat * np.exp(self.s_lat * gen.standard_normal((n, n)))
+        kw = dict(self.base_kw)
+        if self.bw_in is not None:
+            kw["bandwidth"] = (
+                self.bw * np.exp(self.s_bw * gen.standard_normal((n, n)))
+                if self.bw is not None and self.s_bw is not None
+                else self.bw_in
+            )
+        if self.ups is not None:
+            kw["uplink_bandwidth"] = _perturb_uplinks(
+                self.ups, self.groups, self.bw, self.s_bw, self.meet, gen
+            )
+        return lat_s, kw
+
+
+def redraw(
+    network: Network, gen: np.random.Generator, model: Mapping[str, Any] | None = None
+) -> tuple[NDArray[np.float64], dict[str, Any]]:
+    """One network drawn from ``network``'s uncertainty (see :class:`Redraw`).
+
+    ``model`` defaults to :meth:`Network.default_model`. Returns the drawn
+    latency and the model's keyword arguments with the drawn bandwidth and
+    uplinks.
+    """
+    return Redraw(network, network.default_model() if model is None else model)(gen)
 
 
 def _perturb_uplinks(
@@ -693,3 +854,85 @@ def _perturb_uplinks(
         sig = float(np.median(s_bw[sel])) if sel.any() else 0.0
         out.append(u * np.exp(sig * gen.standard_normal(u.shape)))
     return out
+
+
+def network_digest(network: Network) -> str:
+    """A short digest of a network's numbers and hosts (what an order was solved on).
+
+    Over ``n``, the host names and the latency and bandwidth matrices (in
+    float32, so a file round trip keeps it). Two probes of the same hosts
+    differ in their digests; the hosts and ``n`` are what an order is bound to.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> net = Network(np.full((2, 2), 1e-5), hosts=("a", "b"))
+    >>> len(network_digest(net)), network_digest(net) == network_digest(net)
+    (16, True)
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    h.update(str(network.n).encode())
+    h.update(json.dumps(list(network.hosts or ())).encode())
+    h.update(np.ascontiguousarray(network.latency, dtype="<f4").tobytes())
+    if network.bandwidth is not None:
+        h.update(np.ascontiguousarray(network.bandwidth, dtype="<f4").tobytes())
+    return h.hexdigest()[:16]
+
+
+def network_record(network: Network, *, matrices: bool = True) -> dict[str, Any]:
+    """What an order file keeps of the network it was solved on (JSON-able).
+
+    ``digest`` (:func:`network_digest`), ``n``, ``hosts``, ``date`` (UTC, ISO
+    8601, when the record was made), ``source``, the hierarchy (``groups``,
+    ``uplinks``) and, with ``matrices``, ``latency`` and ``bandwidth`` with
+    their spreads: enough for :func:`network_from_record` and ``rankopt
+    check`` to re-probe and compare.
+    """
+    import datetime
+
+    rec: dict[str, Any] = {
+        "digest": network_digest(network),
+        "n": network.n,
+        "hosts": None if network.hosts is None else list(network.hosts),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "source": network.source,
+        "groups": [lab.tolist() for lab in network.groups],
+        "uplinks": [u.tolist() for u in network.uplinks],
+    }
+    if matrices:
+        for name in ("latency", "bandwidth", "latency_spread", "bandwidth_spread"):
+            value = getattr(network, name)
+            rec[name] = None if value is None else np.asarray(value).tolist()
+        for name in ("latency_samples", "bandwidth_samples"):
+            value = getattr(network, name)
+            rec[name] = None if value is None else np.asarray(value).tolist()
+    return rec
+
+
+def network_from_record(record: Mapping[str, Any]) -> Network:
+    """The :class:`Network` an order file recorded (:func:`network_record`)."""
+    if record.get("latency") is None:
+        raise RankoptInputError("the order file records the network's identity, not its numbers.")
+    groups = record.get("groups") or []
+    ups = record.get("uplinks") or []
+    return Network(
+        latency=np.asarray(record["latency"], dtype=np.float64),
+        bandwidth=_opt(record.get("bandwidth"), np.float64),
+        latency_spread=_opt(record.get("latency_spread"), np.float64),
+        bandwidth_spread=_opt(record.get("bandwidth_spread"), np.float64),
+        latency_samples=_opt(record.get("latency_samples"), np.int64),
+        bandwidth_samples=_opt(record.get("bandwidth_samples"), np.int64),
+        hosts=None if record.get("hosts") is None else tuple(record["hosts"]),
+        groups=tuple(np.asarray(g, dtype=np.int64) for g in groups),
+        uplinks=tuple(np.asarray(u, dtype=np.float64) for u in ups)
+        if len(ups) == len(groups)
+        else (),
+        source=str(record.get("source", "order file")),
+        provenance={"recorded": record.get("date")},
+    )
+
+
+def _opt(value: Any, dtype: Any) -> NDArray[Any] | None:
+    return None if value is None else np.asarray(value, dtype=dtype)

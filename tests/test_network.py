@@ -241,3 +241,23 @@ def test_a_probe_file_keeps_the_hierarchy_it_was_saved_with(tmp_path):
     assert [g.tolist() for g in back.groups] == [g.tolist() for g in net.groups]
     assert all(np.allclose(a, b) for a, b in zip(back.uplinks, net.uplinks, strict=True))
     assert rankopt.load_measurement(f).n == 9  # still a measurement file
+
+
+def test_a_linear_probe_s_groups_and_measured_uplinks_are_used():
+    m, rack = probed((4, 4), 2)
+    labels = [list(range(8)), [int(r) for r in rack], [0] * 8]
+    cap = [[None] * 8, [55e6, None], [None]]
+    params = {**m.parameters, "groups": labels, "uplink_capacity": cap}
+    m2 = Measurement(
+        m.latency,
+        m.bandwidth,
+        m.hosts,
+        latency_spread=m.latency_spread,
+        bandwidth_spread=m.bandwidth_spread,
+        parameters=params,
+    )
+    net = Network.from_measurement(m2)
+    assert [g.tolist() for g in net.groups] == labels[:2]  # the one-group level is dropped
+    assert net.uplinks[1][0] == 55e6  # measured with concurrent flows
+    assert 24e6 < net.uplinks[1][1] <= 30e6  # inferred from the best pair
+    assert net.provenance["hierarchy"].startswith("linear probe")
