@@ -127,6 +127,7 @@ def solve(
     options: Mapping[str, Any] | None = None,
     workload: Any = None,
     engine: Any = None,
+    robust: bool | int | Mapping[str, Any] = False,
 ) -> SolveResult:
     """Find the rank order that minimises the modelled cost of a collective.
 
@@ -194,6 +195,16 @@ def solve(
         no ``workload``, the workload is the one call ``(collective,
         nbytes)``. The engine and each call's algorithm are recorded in
         ``result.extra["workload"]`` and ``result.notes``.
+    robust : bool, int or mapping, default False
+        Minimise the model's mean cost over networks the measurement cannot
+        tell apart instead of its cost on the median network
+        (:mod:`rankopt.models.robust`): ``True`` uses
+        :data:`~rankopt.models.robust.ROBUST_DRAWS` networks (the measured
+        one and redraws from every entry's uncertainty), an int that many,
+        a mapping ``{"draws": 16, "statistic": "mean" | 0.9}`` a quantile.
+        Needs a :class:`rankopt.Network`. ``cost`` and ``baseline_cost``
+        are then robust costs; ``extra["robust"]`` records the draws and the
+        order's cost on the median network.
 
     Returns
     -------
@@ -299,6 +310,18 @@ def solve(
             workload=priced,
         )
     )
+    robust_info: dict[str, Any] | None = None
+    if robust is not False and robust is not None:
+        model, robust_info = _robust(
+            model, network, lat, collective, algorithm, robust, seed,
+            {"objective": model.objective, "bandwidth": bandwidth, "nbytes": nbytes,
+             "groups": groups, "uplink_bandwidth": uplink_bandwidth,
+             **({"workload": priced} if priced is not None else {})},
+        )  # fmt: skip
+        notes.append(
+            f"robust objective: the {robust_info['statistic']} cost over "
+            f"{robust_info['draws']} networks drawn from the measured spreads"
+        )
     baseline = model.cost(identity(n))
     ctx = SolveContext(
         gen=gen,
@@ -369,6 +392,11 @@ def solve(
             )
             order, cost, stop_reason = identity(n), baseline, LAUNCH_KEPT
             interval = (1.0, 1.0)
+    if robust_info is not None:
+        median_model = model.models[0]  # type: ignore[attr-defined]
+        robust_info["median_cost"] = float(median_model.cost(order))
+        robust_info["median_baseline_cost"] = float(median_model.cost(identity(n)))
+        extra["robust"] = robust_info
     runtime = time.perf_counter() - t0
     result = SolveResult(
         order=order,
@@ -404,6 +432,49 @@ def solve(
         runtime,
     )
     return result
+
+
+def _robust(
+    model: CostModel,
+    network: Any,
+    lat: Any,
+    collective: str,
+    algorithm: str,
+    robust: Any,
+    seed: int,
+    model_kw: dict[str, Any],
+) -> tuple[CostModel, dict[str, Any]]:
+    """``solve(robust=...)``: the robust model and what the result records."""
+    from rankopt.models.robust import ROBUST_DRAWS, robust_model
+
+    if network is None:
+        raise RankoptInputError(
+            "`robust` needs a network whose entries carry their uncertainty (a "
+            "rankopt.Network, a Measurement or a probe .npz); got a bare matrix."
+        )
+    if isinstance(model, CustomModel):
+        raise RankoptInputError("`robust` prices rankopt's models; a custom objective is not one.")
+    if isinstance(robust, Mapping):
+        unknown = set(robust) - {"draws", "statistic"}
+        if unknown:
+            raise TypeError(f"`robust` takes 'draws' and 'statistic'; got {sorted(unknown)}.")
+        draws, statistic = robust.get("draws", ROBUST_DRAWS), robust.get("statistic", "mean")
+    elif robust is True:
+        draws, statistic = ROBUST_DRAWS, "mean"
+    elif isinstance(robust, (int, np.integer)) and not isinstance(robust, bool):
+        draws, statistic = int(robust), "mean"
+    else:
+        raise RankoptInputError(
+            f"`robust` must be a bool, a number of networks or a mapping; got {robust!r}."
+        )
+    try:
+        out = robust_model(
+            network, lat, collective, algorithm, model_kw, draws=draws, statistic=statistic,
+            seed=seed,
+        )  # fmt: skip
+    except ValueError as exc:
+        raise RankoptInputError(str(exc)) from None
+    return out, {"draws": int(draws), "statistic": statistic}
 
 
 def _price_workload(
