@@ -11,6 +11,7 @@ import io
 import os
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,14 @@ __all__ = [
     "load_order",
     "save_order",
     "parse_options",
+    "OrderFile",
+    "read_order_file",
+    "check_binding",
+    "ORDER_FORMAT",
 ]
+
+#: The JSON order file that carries the network it was solved on.
+ORDER_FORMAT = "rankopt.order/1"
 
 # A host name as launchers read it: no whitespace, no "=" (rankfile syntax), no "#" (comments).
 _HOST_RE = re.compile(r"^[^\s=#,]+$")
@@ -92,9 +100,38 @@ def load_order(path: str | os.PathLike[str]) -> NDArray[np.int64]:
     >>> load_order(p)
     array([2, 0, 1])
     """
+
+    return read_order_file(path).order
+
+
+@dataclass(frozen=True)
+class OrderFile:
+    """An order read from a file and, for a JSON order file, what it was solved on.
+
+    Attributes
+    ----------
+    order : ndarray of int64
+    network : dict or None
+        :func:`rankopt.network.network_record` of the network the order was
+        solved on (digest, date, n, hosts, hierarchy, matrices); ``None`` for
+        files that carry none (``.npy``, text, a bare JSON list).
+    solved : dict or None
+        What was modelled (collective, objective, nbytes, modelled speedup).
+    path : str
+    """
+
+    order: NDArray[np.int64]
+    network: dict[str, Any] | None
+    solved: dict[str, Any] | None
+    path: str
+
+
+def read_order_file(path: str | os.PathLike[str]) -> OrderFile:
+    """:func:`load_order` with the network record of a ``rankopt.order/1`` JSON file."""
     import json
 
     p = Path(path)
+    record = solved = None
     try:
         if p.suffix == ".npy":
             data: Any = load_npy(p, what="order file")
@@ -106,6 +143,8 @@ def load_order(path: str | os.PathLike[str]) -> NDArray[np.int64]:
                 if isinstance(data, dict):
                     if "order" not in data:
                         raise RankoptInputError(f"order file {str(p)!r} has no 'order' key.")
+                    record = data.get("network")
+                    solved = data.get("solved")
                     data = data["order"]
             else:
                 data = np.loadtxt(io.BytesIO(raw), dtype=np.int64, ndmin=1, comments="#")
@@ -115,14 +154,82 @@ def load_order(path: str | os.PathLike[str]) -> NDArray[np.int64]:
         if isinstance(exc, RankoptInputError):
             raise
         raise RankoptInputError(f"cannot read an order from {str(p)!r}: {exc}") from exc
-    return as_order(np.asarray(data).ravel() if np.ndim(data) > 1 else data, name="order")
+    arr = as_order(np.asarray(data).ravel() if np.ndim(data) > 1 else data, name="order")
+    if record is not None and not isinstance(record, dict):
+        raise RankoptInputError(f"order file {str(p)!r}: 'network' must be an object.")
+    return OrderFile(arr, record, solved if isinstance(solved, dict) else None, str(p))
 
 
-def save_order(path: str | os.PathLike[str], order: ArrayLike, *, what: str = "order file") -> Path:
-    """Write an order atomically: ``.npy``, ``.json`` (``{"order": [...]}``) or one int per line.
+def check_binding(
+    order_file: OrderFile,
+    n: int,
+    hosts: Sequence[str] | None = None,
+    *,
+    what: str = "--order",
+) -> None:
+    """Refuse an order solved on another job: another size or other hosts.
 
-    ``what`` names the path in errors (``"--order-out"``); see
-    :func:`rankopt._files.atomic_write` for what may exist at ``path``.
+    The order file's network record (:class:`OrderFile`) names the number of
+    processes and the host of every launch rank it was solved for; an order
+    over launch ranks means something only where every launch rank runs on
+    the host it ran on then. Files without a record are checked for their
+    length only.
+
+    Raises
+    ------
+    RankoptInputError
+        With a message that names the file, what differs and what to do.
+
+    Examples
+    --------
+    >>> f = OrderFile(np.array([1, 0]), {"n": 2, "hosts": ["a", "b"], "date": "d"}, None, "o.json")
+    >>> check_binding(f, 2, ["a", "b"])
+    >>> check_binding(f, 2, ["b", "a"])
+    Traceback (most recent call last):
+    ...
+    rankopt._validation.RankoptInputError: --order o.json was solved on other hosts: launch rank 0 ran on 'a' (probe of d) and runs on 'b' now (2 of 2 ranks moved); re-probe (drop --order) or solve again for these hosts.
+    """
+    rec = order_file.network
+    size = len(order_file.order)
+    src = f"{what} {order_file.path}"
+    if rec is not None and int(rec.get("n", size)) != n or size != n:
+        solved_n = int(rec.get("n", size)) if rec is not None else size
+        raise RankoptInputError(
+            f"{src} was solved for {solved_n} processes; this job has {n}: re-probe (drop "
+            f"{what}) or solve again for {n} processes."
+        )
+    if rec is None or hosts is None or not rec.get("hosts"):
+        return
+    then = [str(h) for h in rec["hosts"]]
+    now = [str(h) for h in hosts]
+    moved = [i for i in range(n) if then[i] != now[i]]
+    if moved:
+        i = moved[0]
+        raise RankoptInputError(
+            f"{src} was solved on other hosts: launch rank {i} ran on {then[i]!r} (probe of "
+            f"{rec.get('date', '?')}) and runs on {now[i]!r} now ({len(moved)} of {n} ranks "
+            f"moved); re-probe (drop {what}) or solve again for these hosts."
+        )
+
+
+def save_order(
+    path: str | os.PathLike[str],
+    order: ArrayLike,
+    *,
+    what: str = "order file",
+    network: Any = None,
+    result: Any = None,
+) -> Path:
+    """Write an order atomically: ``.npy``, ``.json`` or one int per line.
+
+    ``.json`` writes ``{"format": "rankopt.order/1", "order": [...]}`` and,
+    with ``network`` (a :class:`rankopt.Network`), the network it was solved
+    on (:func:`rankopt.network.network_record`: digest, date, hosts, n,
+    hierarchy, matrices), and with ``result`` (a ``SolveResult``) what was
+    modelled; :func:`check_binding` then refuses it on other hosts or another
+    size, and ``rankopt check`` re-probes against it. ``what`` names the path
+    in errors (``"--order-out"``); see :func:`rankopt._files.atomic_write` for
+    what may exist at ``path``.
     """
     import json
 
@@ -131,8 +238,25 @@ def save_order(path: str | os.PathLike[str], order: ArrayLike, *, what: str = "o
     if p.suffix == ".npy":
         return atomic_write(p, lambda fh: np.save(fh, arr), what=what)
     if p.suffix == ".json":
-        return atomic_write_text(p, json.dumps({"order": arr.tolist()}) + "\n", what=what)
+        doc: dict[str, Any] = {"format": ORDER_FORMAT, "order": arr.tolist()}
+        if network is not None:
+            from rankopt.network import network_record
+
+            doc["network"] = network_record(network)
+        if result is not None:
+            doc["solved"] = _solved(result)
+        return atomic_write_text(p, json.dumps(doc) + "\n", what=what)
     return atomic_write_text(p, "\n".join(str(int(i)) for i in arr) + "\n", what=what)
+
+
+def _solved(result: Any) -> dict[str, Any]:
+    keys = ("collective", "algorithm", "objective", "nbytes", "speedup", "speedup_interval",
+            "method", "seed", "stop_reason")  # fmt: skip
+    out: dict[str, Any] = {}
+    for k in keys:
+        v = getattr(result, k, None)
+        out[k] = list(v) if isinstance(v, tuple) else v
+    return out
 
 
 def parse_options(items: Sequence[str], flag: str = "--probe-option") -> dict[str, Any]:

@@ -27,6 +27,8 @@ _COMMANDS: tuple[str, ...] = (
     "_simulate",
     "_plot",
     "_probe",
+    "_verify",
+    "_check",
     "_testbed",
     "_shim",
     "_run",

@@ -1,0 +1,92 @@
+"""``rankopt check FILE``: does the network an order was solved on still hold?"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["register", "run", "load_stored"]
+
+_EPILOG = """\
+examples:
+  mpiexec -n 16 rankopt check order.json      # an order saved with --save x.json
+  mpiexec -n 16 rankopt check network.npz     # a saved network (launch order as the order)
+
+verdicts: holds / changed (sampled bandwidth or median latency moved beyond 25% and
+their noise); re-ordering would pay when the order solved now beats the stored one
+by the lower end of its 90% interval.
+"""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "check",
+        help="re-probe cheaply under mpiexec: does a stored network/order still hold?",
+        description="Run under mpiexec/srun, one process per rank. Re-probes cheaply "
+        "(all-pairs latency rounds and a few bandwidth pairs chosen from the stored "
+        "network, one per block of alike pairs) and says whether the stored network still "
+        "holds and whether re-ordering would pay, with numbers.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", help="an order file with its network (.json) or a network (.npz)")
+    p.add_argument("--timeout", type=float, default=60.0, help="deadline of every step (s)")
+    p.add_argument("--max-pairs", type=int, default=24, help="bandwidth pairs to sample")
+    p.add_argument("--json", metavar="FILE", default=None, help="rank 0 writes the result")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="compare even when the job runs on other hosts than the stored network",
+    )
+    p.set_defaults(func=run)
+
+
+def load_stored(path: str) -> tuple[Any, Any, Any]:
+    """``(network, order or None, order file or None)`` from an order file or a network file."""
+    from rankopt._validation import RankoptInputError
+    from rankopt.adapters._common import read_order_file
+    from rankopt.network import load_network, network_from_record
+
+    if path.endswith(".json"):
+        f = read_order_file(path)
+        if f.network is None:
+            raise RankoptInputError(
+                f"order file {path!r} carries no network; save orders with --save x.json "
+                "(python -m rankopt.mpi, rankopt run) or rankopt solve --order-out x.json."
+            )
+        return network_from_record(f.network), f.order, f
+    return load_network(path), None, None
+
+
+def run(args: argparse.Namespace) -> int:
+    from mpi4py import MPI
+
+    from rankopt._validation import RankoptInputError
+    from rankopt.adapters import mpi as adapter
+    from rankopt.adapters._common import OrderFile, check_binding
+    from rankopt.adapters.verify import check_mpi
+    from rankopt.probe._common import probe_hostname
+
+    world = MPI.COMM_WORLD
+    try:
+        network, order, f = load_stored(args.file)
+        hosts = world.allgather(probe_hostname(world.Get_rank()))
+        if not args.force:
+            binding = f or OrderFile(
+                order=__import__("numpy").arange(network.n),
+                network={"n": network.n, "hosts": list(network.hosts or []), "date": "?"},
+                solved=None,
+                path=args.file,
+            )
+            check_binding(binding, world.Get_size(), hosts, what="rankopt check")
+        result = check_mpi(world, network, order, timeout=args.timeout, max_pairs=args.max_pairs)
+    except (RankoptInputError, adapter.RankoptMPIError) as exc:
+        return adapter.report_error(world, exc, "rankopt check")
+    if world.Get_rank() == 0:
+        print(result.text(network.hosts), flush=True)
+        if args.json:
+            from rankopt._files import atomic_write_text
+
+            atomic_write_text(args.json, json.dumps(result.to_dict()) + "\n", what="--json")
+    return 0

@@ -1,0 +1,310 @@
+"""Does a stored network still hold? ``rankopt check``'s comparison, engine-free.
+
+Contents
+--------
+choose_pairs
+    The few bandwidth pairs worth re-measuring: one per block of alike pairs
+    (:func:`rankopt.network.alike_blocks`: every ordered pair of racks, the
+    pairs inside every rack, ...), at most ``max_pairs``.
+compare
+    The stored network against a cheap re-probe (all-pairs latency and the
+    chosen bandwidth pairs): which entries moved beyond their noise, the
+    network as it is now (every block scaled by what its sampled pair
+    shows, uplinks re-inferred), and whether re-ordering would pay.
+CheckResult
+    What :func:`compare` found, with :meth:`~CheckResult.text`.
+HOLDS, CHANGED
+    The verdicts on the network.
+
+An entry *moved* when its ratio to the stored value is beyond both
+``tolerance`` (default 25%) and three standard errors of the two medians
+(:func:`rankopt.network._log_sigma` without the block term). The network
+*holds* when no sampled bandwidth moved and the median latency moved less
+than ``tolerance``; else it *changed*. Re-ordering *pays* when the order
+solved on the network as it is now beats the stored order by the lower end
+of its 90% interval (:func:`rankopt.network.speedup_interval`, launch = the
+stored order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rankopt.network import Network, alike_blocks
+
+__all__ = ["CHANGED", "HOLDS", "CheckResult", "choose_pairs", "compare"]
+
+HOLDS = "holds"
+CHANGED = "changed"
+TOLERANCE = 0.25
+
+
+def choose_pairs(network: Network, *, max_pairs: int = 24, rng: int = 0) -> list[tuple[int, int]]:
+    """One pair per block of alike pairs, crossing blocks first, at most ``max_pairs``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rack = np.array([0, 0, 1, 1])
+    >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 20e6)
+    >>> net = Network.from_matrices(np.full((4, 4), 1e-5), bw)
+    >>> choose_pairs(net)
+    [(0, 2), (2, 0), (0, 1), (2, 3)]
+    """
+    n = network.n
+    blocks = alike_blocks(network.groups, n, network.hosts)
+    from rankopt.network import meet_levels
+
+    meet = meet_levels(network.groups, n)
+    gen = np.random.default_rng(rng)
+    seen: dict[int, tuple[int, int]] = {}
+    for i in range(n):
+        for j in range(n):
+            if i != j and int(blocks[i, j]) not in seen:
+                seen[int(blocks[i, j])] = (i, j)
+    pairs = sorted(seen.values(), key=lambda p: (-int(meet[p]), p))
+    if len(pairs) > max_pairs:
+        keep = np.sort(gen.choice(len(pairs), size=max_pairs, replace=False))
+        pairs = [pairs[k] for k in keep]
+    return pairs
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What :func:`compare` found.
+
+    Attributes
+    ----------
+    verdict : str
+        :data:`HOLDS` or :data:`CHANGED`.
+    latency_change : float
+        Median ratio now / stored over all pairs, minus 1.
+    pairs : list of dict
+        Every sampled bandwidth pair: ``src``, ``dst``, ``stored``, ``now``
+        (bytes/s), ``ratio``, ``moved``.
+    now : Network
+        The network as it is now (stored blocks scaled by their samples).
+    stored_speedup, now_speedup : float
+        The stored order vs the launch order, modelled on the stored network
+        and on the network now.
+    resolved_speedup, resolved_interval :
+        The order solved now vs the stored order, modelled on the network now,
+        and its 90% interval.
+    pays : bool
+        Whether re-ordering would pay (the interval lies above 1).
+    resolved_order : list of int
+    """
+
+    verdict: str
+    latency_change: float
+    pairs: list[dict[str, Any]]
+    now: Network
+    stored_speedup: float
+    now_speedup: float
+    resolved_speedup: float
+    resolved_interval: tuple[float, float]
+    pays: bool
+    resolved_order: list[int]
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (without the network)."""
+        return {
+            "format": "rankopt.check/1",
+            "verdict": self.verdict,
+            "latency_change": self.latency_change,
+            "pairs": self.pairs,
+            "stored_speedup": self.stored_speedup,
+            "now_speedup": self.now_speedup,
+            "resolved_speedup": self.resolved_speedup,
+            "resolved_interval": list(self.resolved_interval),
+            "pays": self.pays,
+            "resolved_order": self.resolved_order,
+            "notes": self.notes,
+        }
+
+    def text(self, hosts: Sequence[str] | None = None) -> str:
+        """The report ``rankopt check`` prints."""
+
+        def name(i: int) -> str:
+            return f"{i} ({hosts[i]})" if hosts else str(i)
+
+        moved = [p for p in self.pairs if p["moved"]]
+        lines = [
+            f"network: {self.verdict.upper()}"
+            + (f" ({len(moved)} of {len(self.pairs)} sampled pairs moved)" if moved else ""),
+            f"  latency      : median {self.latency_change:+.0%} vs stored",
+            f"  bandwidth    : {len(self.pairs)} pairs sampled, {len(moved)} moved beyond "
+            f"{TOLERANCE:.0%} and their noise",
+        ]
+        for p in sorted(self.pairs, key=lambda p: abs(np.log(p["ratio"])), reverse=True)[:6]:
+            lines.append(
+                f"    {name(p['src'])} -> {name(p['dst'])}: {p['stored'] / 1e6:.3g} -> "
+                f"{p['now'] / 1e6:.3g} MB/s ({p['ratio']:.2f}x){'  MOVED' if p['moved'] else ''}"
+            )
+        lo, hi = self.resolved_interval
+        lines += [
+            f"  stored order : {self.stored_speedup:.3g}x vs launch when solved, "
+            f"{self.now_speedup:.3g}x on the network now (modelled)",
+            f"  re-solved    : {self.resolved_speedup:.3g}x vs the stored order "
+            f"(90% interval {lo:.3g}-{hi:.3g}x): re-ordering "
+            + ("WOULD PAY" if self.pays else "would not pay"),
+        ]
+        lines += [f"  note         : {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _sigma_own(spread: Any, samples: Any, values: NDArray[np.float64]) -> NDArray[np.float64]:
+    if spread is None:
+        return np.zeros_like(values)
+    cnt = np.ones_like(values) if samples is None else np.maximum(np.asarray(samples), 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 1.4826 * np.asarray(spread) / values / np.sqrt(cnt)
+    return np.where(np.isfinite(out), out, 0.0)
+
+
+def compare(
+    stored: Network,
+    latency: ArrayLike,
+    samples: Mapping[tuple[int, int], float],
+    *,
+    order: ArrayLike | None = None,
+    latency_spread: ArrayLike | None = None,
+    tolerance: float = TOLERANCE,
+    solve_options: Mapping[str, Any] | None = None,
+) -> CheckResult:
+    """Compare ``stored`` with a re-probe: ``latency`` (n x n) and sampled bandwidths.
+
+    Parameters
+    ----------
+    stored : Network
+        The network the order was solved on.
+    latency : array_like (n, n)
+        Latency measured now.
+    samples : mapping
+        ``{(src, dst): bytes/s}`` measured now (:func:`choose_pairs`).
+    order : array_like of int, optional
+        The stored order (default: the launch order).
+    latency_spread : array_like, optional
+        MAD of the new latency samples.
+    tolerance : float
+        Relative change below which an entry holds whatever its noise.
+    solve_options : mapping, optional
+        For :func:`rankopt.solve` on the network now (defaults: the default path).
+    """
+    import rankopt
+    from rankopt.network import speedup_interval
+
+    n = stored.n
+    lat_now = np.asarray(latency, dtype=np.float64)
+    off = ~np.eye(n, dtype=bool)
+    good = off & (stored.latency > 0) & (lat_now > 0)
+    lat_change = float(np.median(lat_now[good] / stored.latency[good])) - 1.0 if good.any() else 0.0
+    notes: list[str] = []
+    base = np.arange(n) if order is None else np.asarray(order, dtype=np.int64)
+    pairs: list[dict[str, Any]] = []
+    now_bw = None
+    if stored.bandwidth is not None:
+        sig = _sigma_own(stored.bandwidth_spread, stored.bandwidth_samples, stored.bandwidth)
+        blocks = alike_blocks(stored.groups, n, stored.hosts)
+        scale: dict[int, list[float]] = {}
+        for (i, j), value in samples.items():
+            old = float(stored.bandwidth[i, j])
+            ratio = float(value) / old if old > 0 else float("inf")
+            noise = 3.0 * float(np.hypot(sig[i, j], sig[i, j]))
+            moved = abs(np.log(ratio)) > max(np.log1p(tolerance), noise)
+            pairs.append(
+                {
+                    "src": int(i),
+                    "dst": int(j),
+                    "stored": old,
+                    "now": float(value),
+                    "ratio": ratio,
+                    "moved": bool(moved),
+                }  # fmt: skip
+            )
+            if moved:
+                scale.setdefault(int(blocks[i, j]), []).append(ratio)
+        now_bw = np.array(stored.bandwidth, dtype=np.float64)
+        for b, ratios in scale.items():
+            now_bw[blocks == b] *= float(np.median(ratios))
+    moved_any = any(p["moved"] for p in pairs)
+    lat_moved = abs(np.log1p(lat_change)) > np.log1p(tolerance)
+    if lat_moved:
+        notes.append(f"latency moved {lat_change:+.0%} in the median")
+    verdict = CHANGED if moved_any or lat_moved else HOLDS
+    now = replace(
+        stored,
+        latency=lat_now if lat_moved else stored.latency,
+        bandwidth=now_bw,
+        latency_spread=(
+            None if latency_spread is None else np.asarray(latency_spread, dtype=np.float64)
+        )
+        if lat_moved
+        else stored.latency_spread,
+        source="check",
+    )
+    if stored.groups:
+        now = now.with_hierarchy(stored.groups)
+    opts = dict(solve_options or {})
+    stored_speedup = _modelled(stored, base, opts)
+    now_speedup = _modelled(now, base, opts)
+    # re-solve with the stored order as the launch: the gain of re-ordering itself
+    perm = _relabel(now, base)
+    res = rankopt.solve(perm, **opts)
+    model = perm.default_model(nbytes=opts.get("nbytes"))
+    if res.speedup_interval is not None:
+        lo, hi = res.speedup_interval
+    else:
+        lo, hi = speedup_interval(perm, res.order, model=model) if perm.measured else (1.0, 1.0)
+    resolved = base[res.order]
+    pays = bool(lo > 1.0) and res.stop_reason != "launch_order_kept"
+    return CheckResult(
+        verdict=verdict,
+        latency_change=lat_change,
+        pairs=pairs,
+        now=now,
+        stored_speedup=stored_speedup,
+        now_speedup=now_speedup,
+        resolved_speedup=float(res.speedup),
+        resolved_interval=(float(lo), float(hi)),
+        pays=pays,
+        resolved_order=[int(x) for x in resolved],
+        notes=notes,
+    )
+
+
+def _modelled(network: Network, order: NDArray[np.int64], opts: Mapping[str, Any]) -> float:
+    """Modelled speedup of ``order`` over the launch order on ``network`` (the default model)."""
+    from rankopt.models import make_model
+
+    kw = network.default_model(nbytes=opts.get("nbytes"))
+    m = make_model(network.latency, opts.get("collective", "allreduce"), "ring", **kw)
+    c = m.cost(order)
+    return float(m.cost(np.arange(network.n)) / c) if c > 0 else 1.0
+
+
+def _relabel(network: Network, order: NDArray[np.int64]) -> Network:
+    """``network`` with process ``order[k]`` renumbered ``k`` (the stored order as launch)."""
+    ix = np.ix_(order, order)
+
+    def sub(a: Any) -> Any:
+        return None if a is None else np.asarray(a)[ix]
+
+    return replace(
+        network,
+        latency=network.latency[ix],
+        bandwidth=sub(network.bandwidth),
+        latency_spread=sub(network.latency_spread),
+        bandwidth_spread=sub(network.bandwidth_spread),
+        latency_samples=sub(network.latency_samples),
+        bandwidth_samples=sub(network.bandwidth_samples),
+        hosts=None if network.hosts is None else tuple(network.hosts[int(k)] for k in order),
+        groups=tuple(np.asarray(g)[order] for g in network.groups),
+        uplinks=network.uplinks,
+    )

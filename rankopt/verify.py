@@ -1,0 +1,422 @@
+"""Measure the real gain of an order on the job's own network: ``rankopt verify``.
+
+Contents
+--------
+default_sizes
+    The sizes verify times: a workload's, else 4 KB ... 64 MB in powers of 4.
+measure_orders
+    The protocol: for every size, the launch order (A) and the candidate (B)
+    timed interleaved, A B A B ..., after a warm-up of each, until enough
+    pairs for an interval (or a time budget) are in.
+ratio_interval
+    Speedup (median A / median B) with a paired bootstrap interval.
+VerifyResult, summarize
+    Per size and overall: times, algbw and busbw (nccl-tests' definitions),
+    speedup with its interval, and a verdict.
+APPLY, NO_GAIN, WORSE
+    The verdicts.
+
+The engines (MPI through mpi4py, torch Gloo) time one call through a timer
+object (:class:`Timer`) in :mod:`rankopt.adapters.verify`; nothing here
+imports mpi4py or torch. Every timer returns the same number on every rank
+(the slowest rank's time), so the decisions of the protocol -- when to stop
+repeating, the verdict -- are the same on every rank.
+
+Verdict rule. With ``r`` the measured speedup of the candidate and
+``[lo, hi]`` its 90% interval: **apply** when ``lo > 1`` and ``r >= 1 +
+min_gain``; **worse** when ``hi < 1`` and ``r <= 1 - min_gain``; otherwise
+**no measurable gain**. The overall verdict judges the total time of one call
+of every size (the workload's counts as weights when one is given).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from rankopt._validation import RankoptInputError
+
+__all__ = [
+    "APPLY",
+    "NO_GAIN",
+    "WORSE",
+    "Timer",
+    "VerifyResult",
+    "bus_factor",
+    "default_sizes",
+    "measure_orders",
+    "parse_sizes",
+    "ratio_interval",
+    "summarize",
+    "synthetic_timer",
+    "verdict",
+]
+
+APPLY = "apply"
+NO_GAIN = "no measurable gain"
+WORSE = "worse"
+
+#: Level of the speedup's interval.
+LEVEL = 0.90
+#: A measured gain smaller than this fraction is no gain, whatever its interval.
+MIN_GAIN = 0.02
+#: Bootstrap resamples behind an interval.
+BOOTSTRAP = 2000
+
+
+class Timer(Protocol):
+    """One timed call of the collective: ``timer(which, nbytes) -> seconds``.
+
+    ``which`` is 0 (launch order) or 1 (candidate). The time returned is the
+    slowest rank's, the same on every rank.
+    """
+
+    def __call__(self, which: int, nbytes: int) -> float: ...
+
+
+def default_sizes(workload: Sequence[Any] | None = None) -> list[int]:
+    """The workload's distinct sizes, else 4 KiB ... 64 MiB in powers of 4.
+
+    Examples
+    --------
+    >>> [s >> 10 for s in default_sizes()]
+    [4, 16, 64, 256, 1024, 4096, 16384, 65536]
+    """
+    if workload:
+        return sorted({int(c.nbytes) for c in workload})
+    return [4 << (2 * k + 10) for k in range(8)]
+
+
+def parse_sizes(text: str) -> list[int]:
+    """``"4K,1M,64M"`` (or bytes) -> sizes in bytes (K, M, G are powers of 2).
+
+    Examples
+    --------
+    >>> parse_sizes("4K, 1M,100")
+    [4096, 1048576, 100]
+    """
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    out = []
+    for item in text.split(","):
+        item = item.strip().upper().removesuffix("B")
+        unit = item[-1:] if item[-1:] in ("K", "M", "G") else ""
+        try:
+            value = float(item[: len(item) - len(unit)]) * units[unit]
+        except ValueError:
+            raise RankoptInputError(
+                f"--sizes must be sizes like 4K,1M,64M; got {text!r}."
+            ) from None
+        if not value >= 1:
+            raise RankoptInputError(f"--sizes must be at least 1 byte; got {item!r}.")
+        out.append(int(value))
+    return out
+
+
+def bus_factor(collective: str, n: int) -> float:
+    """nccl-tests' bus bandwidth factor: ``busbw = algbw * factor``.
+
+    allreduce ``2(n-1)/n``; allgather, reduce_scatter, alltoall ``(n-1)/n``;
+    broadcast, reduce 1.
+    """
+    if collective == "allreduce":
+        return 2.0 * (n - 1) / n
+    if collective in ("allgather", "reduce_scatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0
+
+
+def measure_orders(
+    timer: Timer,
+    sizes: Sequence[int],
+    *,
+    repeats: int | None = None,
+    min_repeats: int = 6,
+    max_repeats: int = 40,
+    budget_s: float = 10.0,
+    warmup: int = 1,
+    callback: Callable[[int, int], Any] | None = None,
+) -> list[tuple[list[float], list[float]]]:
+    """Time the launch order (A) and the candidate (B) interleaved at every size.
+
+    For each size: ``warmup`` untimed calls of each order, then pairs A B
+    (the order within a pair alternates: A B, B A, ..., so drift and
+    caching hit both alike) until ``repeats`` pairs, or -- without
+    ``repeats`` -- at least ``min_repeats`` and then until ``budget_s``
+    seconds of timed calls or ``max_repeats`` pairs. The stopping rule uses
+    the timer's numbers only, which are the same on every rank.
+
+    Returns
+    -------
+    list of (times_a, times_b)
+        One pair of lists per size, in seconds.
+    """
+    out = []
+    for nbytes in sizes:
+        for _ in range(warmup):
+            timer(0, nbytes)
+            timer(1, nbytes)
+        a: list[float] = []
+        b: list[float] = []
+        spent = 0.0
+        k = 0
+        while True:
+            if repeats is not None:
+                if k >= repeats:
+                    break
+            elif k >= max_repeats or (k >= min_repeats and spent >= budget_s):
+                break
+            first = k % 2
+            t = {first: timer(first, nbytes)}
+            t[1 - first] = timer(1 - first, nbytes)
+            a.append(t[0])
+            b.append(t[1])
+            spent += t[0] + t[1]
+            k += 1
+        out.append((a, b))
+        if callback is not None:
+            callback(int(nbytes), k)
+    return out
+
+
+def ratio_interval(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    level: float = LEVEL,
+    boots: int = BOOTSTRAP,
+    rng: int = 0,
+) -> tuple[float, float, float]:
+    """Speedup ``median(a) / median(b)`` and its paired bootstrap interval.
+
+    ``a[i]`` and ``b[i]`` were timed one after the other (a pair); pairs are
+    resampled together, so what both orders share in a moment (another
+    tenant's burst) cancels.
+
+    Examples
+    --------
+    >>> ratio_interval([2.0, 2.1, 1.9, 2.0], [1.0, 1.05, 0.95, 1.0])[0]
+    2.0
+    """
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or a.size == 0:
+        raise RankoptInputError(
+            f"`a` and `b` must be paired 1-d timings; got shapes {a.shape} and {b.shape}."
+        )
+    r = float(np.median(a) / np.median(b))
+    if a.size < 2:
+        return r, 0.0, float("inf")
+    gen = np.random.default_rng(rng)
+    idx = gen.integers(0, a.size, size=(boots, a.size))
+    ra = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(ra, [tail, 1.0 - tail])
+    return r, float(lo), float(hi)
+
+
+def _total_interval(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    weights: Sequence[float],
+    *,
+    level: float = LEVEL,
+    boots: int = BOOTSTRAP,
+    rng: int = 0,
+) -> tuple[float, float, float]:
+    """Speedup of the weighted total of medians over sizes, bootstrap per size."""
+    gen = np.random.default_rng(rng)
+    tot_a = np.zeros(boots)
+    tot_b = np.zeros(boots)
+    ma = mb = 0.0
+    for (a_, b_), w in zip(pairs, weights, strict=True):
+        a = np.asarray(a_, dtype=np.float64)
+        b = np.asarray(b_, dtype=np.float64)
+        ma += w * float(np.median(a))
+        mb += w * float(np.median(b))
+        idx = gen.integers(0, a.size, size=(boots, a.size))
+        tot_a += w * np.median(a[idx], axis=1)
+        tot_b += w * np.median(b[idx], axis=1)
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(tot_a / tot_b, [tail, 1.0 - tail])
+    return ma / mb, float(lo), float(hi)
+
+
+def verdict(speedup: float, lo: float, hi: float, *, min_gain: float = MIN_GAIN) -> str:
+    """:data:`APPLY`, :data:`WORSE` or :data:`NO_GAIN` (see the module docstring).
+
+    Examples
+    --------
+    >>> verdict(1.5, 1.3, 1.7), verdict(1.01, 1.005, 1.02), verdict(0.8, 0.7, 0.9)
+    ('apply', 'no measurable gain', 'worse')
+    """
+    if lo > 1.0 and speedup >= 1.0 + min_gain:
+        return APPLY
+    if hi < 1.0 and speedup <= 1.0 - min_gain:
+        return WORSE
+    return NO_GAIN
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What ``rankopt verify`` measured.
+
+    Attributes
+    ----------
+    rows : list of dict
+        Per size: ``nbytes``, ``repeats``, ``launch_s`` and ``candidate_s``
+        (medians), ``launch_algbw``, ``launch_busbw``, ``candidate_algbw``,
+        ``candidate_busbw`` (bytes/s), ``speedup``, ``interval`` and
+        ``verdict``; the raw ``launch_times`` and ``candidate_times``.
+    speedup, interval, verdict :
+        Overall: the weighted total time of one call per size.
+    collective, n, order, engine :
+        What was timed: the collective, the number of ranks, the candidate
+        (``order[k]`` = launch rank of new rank ``k``), the engine.
+    extra : dict
+        Where the candidate came from (file, solved: the modelled speedup).
+    """
+
+    rows: list[dict[str, Any]]
+    speedup: float
+    interval: tuple[float, float]
+    verdict: str
+    collective: str
+    n: int
+    order: list[int]
+    engine: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def applies(self) -> bool:
+        """Whether the candidate measurably wins."""
+        return self.verdict == APPLY
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (what ``--json`` writes)."""
+        return {
+            "format": "rankopt.verify/1",
+            "collective": self.collective,
+            "engine": self.engine,
+            "n": self.n,
+            "order": list(self.order),
+            "speedup": self.speedup,
+            "interval": list(self.interval),
+            "level": LEVEL,
+            "verdict": self.verdict,
+            "rows": self.rows,
+            **self.extra,
+        }
+
+    def to_json(self) -> str:
+        """:meth:`to_dict` as one JSON document."""
+        return json.dumps(self.to_dict(), indent=1) + "\n"
+
+    def table(self) -> str:
+        """nccl-tests-style table: size, time, algbw, busbw per order, speedup."""
+        head = (
+            f"{'size':>10} {'count':>5}  {'launch us':>11} {'algbw':>7} {'busbw':>7}  "
+            f"{'rankopt us':>11} {'algbw':>7} {'busbw':>7}  {'speedup':>8} "
+            f"{'90% interval':>15}  verdict"
+        )
+        lines = [
+            f"# rankopt verify: {self.collective}, {self.n} ranks, {self.engine}; "
+            "algbw/busbw in GB/s (nccl-tests), times are medians",
+            head,
+        ]
+        for r in self.rows:
+            lines.append(
+                f"{_size(r['nbytes']):>10} {r['repeats']:>5}  {r['launch_s'] * 1e6:>11.1f} "
+                f"{r['launch_algbw'] / 1e9:>7.3f} {r['launch_busbw'] / 1e9:>7.3f}  "
+                f"{r['candidate_s'] * 1e6:>11.1f} {r['candidate_algbw'] / 1e9:>7.3f} "
+                f"{r['candidate_busbw'] / 1e9:>7.3f}  {r['speedup']:>7.3f}x "
+                f"{r['interval'][0]:>7.3f}-{r['interval'][1]:<7.3f}  {r['verdict']}"
+            )
+        lo, hi = self.interval
+        lines.append(
+            f"# overall (one call of each size): speedup {self.speedup:.3f}x "
+            f"(90% interval {lo:.3f}-{hi:.3f}x): {self.verdict}"
+        )
+        return "\n".join(lines)
+
+
+def _size(nbytes: int) -> str:
+    for unit, f in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if nbytes >= f and nbytes % f == 0:
+            return f"{nbytes // f} {unit}"
+    return f"{nbytes} B"
+
+
+def summarize(
+    sizes: Sequence[int],
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    *,
+    collective: str,
+    n: int,
+    order: ArrayLike,
+    engine: str,
+    weights: Sequence[float] | None = None,
+    min_gain: float = MIN_GAIN,
+    extra: Mapping[str, Any] | None = None,
+    rng: int = 0,
+) -> VerifyResult:
+    """Turn :func:`measure_orders`' timings into a :class:`VerifyResult`."""
+    factor = bus_factor(collective, n)
+    rows = []
+    for nbytes, (a, b) in zip(sizes, pairs, strict=True):
+        r, lo, hi = ratio_interval(a, b, rng=rng)
+        ta, tb = float(np.median(a)), float(np.median(b))
+        rows.append(
+            {
+                "nbytes": int(nbytes),
+                "repeats": len(a),
+                "launch_s": ta,
+                "candidate_s": tb,
+                "launch_algbw": nbytes / ta,
+                "launch_busbw": nbytes / ta * factor,
+                "candidate_algbw": nbytes / tb,
+                "candidate_busbw": nbytes / tb * factor,
+                "speedup": r,
+                "interval": [lo, hi],
+                "verdict": verdict(r, lo, hi, min_gain=min_gain),
+                "launch_times": [float(x) for x in a],
+                "candidate_times": [float(x) for x in b],
+            }
+        )
+    w = [1.0] * len(rows) if weights is None else [float(x) for x in weights]
+    s, lo, hi = _total_interval(pairs, w, rng=rng)
+    order_arr: NDArray[np.int64] = np.asarray(order, dtype=np.int64)
+    return VerifyResult(
+        rows=rows,
+        speedup=s,
+        interval=(lo, hi),
+        verdict=verdict(s, lo, hi, min_gain=min_gain),
+        collective=collective,
+        n=int(n),
+        order=[int(x) for x in order_arr],
+        engine=engine,
+        extra=dict(extra or {}),
+    )
+
+
+def synthetic_timer(
+    launch: Callable[[int], float],
+    candidate: Callable[[int], float],
+    *,
+    noise: float = 0.05,
+    rng: int = 0,
+) -> Timer:
+    """A timer of two modelled orders with log-normal noise (tests, demos).
+
+    ``launch(nbytes)`` and ``candidate(nbytes)`` give the noiseless times.
+    """
+    gen = np.random.default_rng(rng)
+    fns = (launch, candidate)
+
+    def timer(which: int, nbytes: int) -> float:
+        return float(fns[which](nbytes) * np.exp(noise * gen.standard_normal()))
+
+    return timer
