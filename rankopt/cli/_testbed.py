@@ -19,6 +19,9 @@ examples:
   rankopt testbed run --pods 2 --racks-per-pod 2 --hosts-per-rack 2 --rates 1gbit,400mbit,200mbit
   rankopt testbed run --racks 4,3,2 --launch random --engines mpi-ring,gloo --sizes 16
   rankopt testbed exec --attach --hosts interleaved -- python -m rankopt.mpi prog.py
+  rankopt testbed noise --attach --tenant rack0->rack1 --tenant-rate 50mbit --seconds 60
+  rankopt testbed run --racks 3,3,3 --launch random --engines mpi-default --sizes 16 \
+      --tenant rack0->rack1 --tenant-count 3
   rankopt testbed exec --racks 3,3,3 --engine gloo -- rankopt run -- python train.py
 """
 
@@ -48,6 +51,48 @@ def _topology_args(p: argparse.ArgumentParser) -> None:
         help="extra one-way latency per level, e.g. 0,5ms (host level must be 0; "
         "adds a user-space relay on the uplinks)",
     )
+
+
+def _tenant_args(p: argparse.ArgumentParser, required: bool = False) -> None:
+    g = p.add_argument_group("another tenant's traffic")
+    g.add_argument(
+        "--tenant",
+        default=None,
+        required=required,
+        metavar="A->B[,A->B]",
+        help="flows of another tenant between racks or hosts, e.g. rack0->rack1 or h0->h5 "
+        "(default: none)",
+    )
+    g.add_argument("--tenant-count", type=int, default=3, metavar="N", help="flows per A->B")
+    g.add_argument(
+        "--tenant-rate",
+        default=None,
+        metavar="RATE",
+        help="pace every flow at this rate, e.g. 50mbit (default: TCP as fast as it goes)",
+    )
+    g.add_argument(
+        "--tenant-on-off",
+        default=None,
+        metavar="ON,OFF",
+        help="seconds on and off, for traffic that varies in time (default: always on)",
+    )
+
+
+def _tenant(args: argparse.Namespace, topology):  # type: ignore[no-untyped-def]
+    from rankopt.cli import CLIError
+    from rankopt.testbed.tenant import parse_tenant
+
+    if not getattr(args, "tenant", None):
+        return None
+    on = off = 0.0
+    try:
+        if args.tenant_on_off:
+            on, off = (float(x) for x in args.tenant_on_off.split(","))
+        return parse_tenant(
+            args.tenant, topology, count=args.tenant_count, rate=args.tenant_rate, on=on, off=off
+        )
+    except ValueError as exc:
+        raise CLIError(f"--tenant: {exc}") from None
 
 
 def _prefix_arg(p: argparse.ArgumentParser) -> None:
@@ -138,6 +183,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     r.add_argument("--ddp-steps", type=int, default=5, help="timed DDP steps")
     r.add_argument("--check", action="store_true", help="check the rates before the run")
     r.add_argument("-o", "--output", help="write the JSON report here")
+    _tenant_args(r)
+    r.add_argument("--tenant-only", action="store_true", help="time only with the tenant running")
+    nz = sub.add_parser(
+        "noise",
+        help="run another tenant's traffic in a testbed (until --seconds or Ctrl-C)",
+        description="Start flows of another tenant between the testbed's hosts: TCP as fast "
+        "as it goes (unfair, bursty) or paced at a fixed rate (reproducible), optionally on "
+        "and off in time. Stops at --seconds or on Ctrl-C, and removes every flow.",
+    )
+    _topology_args(nz)
+    _prefix_arg(nz)
+    nz.add_argument(
+        "--attach", action="store_true", help="use the testbed that `up` built (default: build one)"
+    )
+    nz.add_argument("--seconds", type=float, default=None, help="how long (default: until Ctrl-C)")
+    _tenant_args(nz, required=True)
     ex = sub.add_parser(
         "exec",
         help="run a command under mpirun (or one process per rank for torch) in a testbed",
@@ -250,6 +311,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "exec":
         return _exec(args)
+    if args.action == "noise":
+        return _noise(args, quiet)
     return _run_experiment(args, quiet)
 
 
@@ -284,6 +347,30 @@ def _exec(args: argparse.Namespace) -> int:
         ).returncode
 
 
+def _noise(args: argparse.Namespace, quiet: bool) -> int:
+    import time
+
+    from rankopt.testbed.tenant import Tenant
+
+    with _testbed(args) as tb:
+        spec = _tenant(args, tb.topology)
+        with Tenant(tb, spec, seed=getattr(args, "seed", 0)) as tenant:
+            if not quiet:
+                print(
+                    f"rankopt testbed noise: {spec.describe()} (pids {list(tenant.pids)})",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            try:
+                if args.seconds is None:
+                    while True:
+                        time.sleep(3600)
+                time.sleep(args.seconds)
+            except KeyboardInterrupt:
+                pass
+    return 0
+
+
 def _user_args(args: argparse.Namespace) -> tuple[str, ...]:
     import shlex
 
@@ -313,7 +400,11 @@ def _run_experiment(args: argparse.Namespace, quiet: bool) -> int:
         ddp_kwargs={"grad_mb": args.ddp_grad_mb, "steps": args.ddp_steps},
     )
     say = (lambda m: None) if quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+    if args.tenant_only and not args.tenant:
+        raise CLIError("--tenant-only needs --tenant.")
     with _testbed(args) as tb:
+        cfg.tenant = _tenant(args, tb.topology)
+        cfg.tenant_only = bool(args.tenant_only)
         if args.check and not _print_checks(check(tb), 0.15):
             raise CLIError("measured rates are off by more than 15%; see above.")
         report = run_experiment(tb, cfg, callback=say)

@@ -39,6 +39,7 @@ from rankopt._files import atomic_write_text
 from rankopt.testbed.fidelity import fidelity
 from rankopt.testbed.launch import RING_MCA, placement, run_gloo, run_mpi
 from rankopt.testbed.netns import Testbed
+from rankopt.testbed.tenant import Tenant, TenantSpec
 from rankopt.testbed.topology import TestbedError
 from rankopt.testbed.userpath import run_user_path, user_argv, worker_argv
 
@@ -88,6 +89,12 @@ class ExperimentConfig:
         ``grad_mb``, ``steps``, ``warmup``, ``batch`` for the DDP worker.
     timeout : float
         Seconds allowed to each engine run.
+    tenant : TenantSpec, optional
+        Another tenant's traffic (:mod:`rankopt.testbed.tenant`): every
+        engine is then timed a second time, user path (its probe included)
+        and orders, with the tenant running.
+    tenant_only : bool
+        Time only the phase with the tenant.
     """
 
     launch: str = "interleaved"
@@ -105,6 +112,8 @@ class ExperimentConfig:
     ddp: bool = False
     ddp_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     timeout: float = 1200.0
+    tenant: TenantSpec | None = None
+    tenant_only: bool = False
 
     def __post_init__(self) -> None:
         bad = [e for e in (*self.engines, self.fidelity_engine) if e not in ENGINES]
@@ -113,6 +122,8 @@ class ExperimentConfig:
         if self.probe_engine not in ("mpi", "gloo"):
             raise ValueError(f"`probe_engine` must be 'mpi' or 'gloo'; got {self.probe_engine!r}.")
         self.user_args = tuple(self.user_args)
+        if self.tenant_only and self.tenant is None:
+            raise ValueError("`tenant_only` needs a `tenant`.")
 
 
 def _run_worker(
@@ -253,61 +264,18 @@ def _run(
     report["orders"] = {k: v.tolist() for k, v in orders.items()}
     report["user"] = {}
     rows: list[dict[str, Any]] = []
+    phases: list[TenantSpec | None] = [] if cfg.tenant_only else [None]
+    if cfg.tenant is not None:
+        phases.append(cfg.tenant)
+        report["tenant"] = cfg.tenant.to_dict()
     for engine in cfg.engines:
-        t0 = time.monotonic()
-        user = run_user_path(
-            tb,
-            hosts,
-            engine,
-            cfg.sizes,
-            repeats=cfg.repeats,
-            workdir=wd,
-            timeout=cfg.timeout,
-            extra=cfg.user_args,
-        )
-        report["user"][engine] = user
-        for size, ts in zip(cfg.sizes, user["times"], strict=True):
-            rows.append(_row(engine, size, "user", ts))
-        modelled = user["modelled_speedup"]
-        _say(
-            note,
-            f"{engine} user path ({' '.join(user['argv'][1:4])} ...): order {user['order']}, "
-            f"modelled speedup {'?' if modelled is None else f'{modelled:.3g}x'}, "
-            f"{time.monotonic() - t0:.0f} s",
-        )
-        timed = dict(orders)
-        if user["order"] is not None:
-            timed["user-replay"] = np.asarray(user["order"])
-        uniq: dict[tuple[int, ...], int] = {}
-        for o in timed.values():
-            uniq.setdefault(_key(o), len(uniq))
-        jobs, meta = [], []
-        for size in cfg.sizes:
-            for lb, o in timed.items():
-                jobs.append((uniq[_key(o)], size))
-                meta.append((lb, size))
-        t0 = time.monotonic()
-        res = _run_worker(
-            tb,
-            hosts,
-            engine,
-            {
-                "orders": [list(k) for k in uniq],
-                "jobs": [list(j) for j in jobs],
-                "repeats": cfg.repeats,
-            },
-            wd,
-            cfg.timeout,
-        )
-        for (lb, size), ts in zip(meta, res["times"], strict=True):
-            rows.append(_row(engine, size, lb, ts))
-        if user["ready_s"] is not None and res.get("ready_s") is not None:
-            user["overhead_s"] = user["ready_s"] - res["ready_s"]
-        _say(
-            note,
-            f"{engine}: timed {len(jobs)} (order, size) pairs x {cfg.repeats} "
-            f"in {time.monotonic() - t0:.0f} s",
-        )
+        for spec in phases:
+            if spec is None:
+                _time_engine(tb, cfg, hosts, orders, engine, wd, note, report, rows, None)
+                continue
+            _say(note, f"{engine}: tenant starts ({spec.describe()})")
+            with Tenant(tb, spec, seed=cfg.seed):
+                _time_engine(tb, cfg, hosts, orders, engine, wd, note, report, rows, spec)
     report["results"] = rows
     report["summary"] = summarize(rows, report["user"])
 
@@ -339,9 +307,82 @@ def _run(
     return report
 
 
-def _row(engine: str, size: int, label: str, times: list[float]) -> dict[str, Any]:
+def _time_engine(
+    tb: Testbed,
+    cfg: ExperimentConfig,
+    hosts: np.ndarray,
+    orders: dict[str, np.ndarray],
+    engine: str,
+    wd: Path,
+    note: Callable[[str], None],
+    report: dict[str, Any],
+    rows: list[dict[str, Any]],
+    tenant: TenantSpec | None,
+) -> None:
+    """The user path of ``engine``, then every order timed, in one phase (quiet or tenant)."""
+    key = engine if tenant is None else f"{engine}+tenant"
+    t0 = time.monotonic()
+    user = run_user_path(
+        tb,
+        hosts,
+        engine,
+        cfg.sizes,
+        repeats=cfg.repeats,
+        workdir=wd,
+        timeout=cfg.timeout,
+        extra=cfg.user_args,
+    )
+    report["user"][key] = user
+    for size, ts in zip(cfg.sizes, user["times"], strict=True):
+        rows.append(_row(engine, size, "user", ts, tenant))
+    modelled = user["modelled_speedup"]
+    _say(
+        note,
+        f"{key} user path ({' '.join(user['argv'][1:4])} ...): order {user['order']}, "
+        f"modelled speedup {'?' if modelled is None else f'{modelled:.3g}x'}, "
+        f"{time.monotonic() - t0:.0f} s",
+    )
+    timed = dict(orders)
+    if user["order"] is not None:
+        timed["user-replay"] = np.asarray(user["order"])
+    uniq: dict[tuple[int, ...], int] = {}
+    for o in timed.values():
+        uniq.setdefault(_key(o), len(uniq))
+    jobs, meta = [], []
+    for size in cfg.sizes:
+        for lb, o in timed.items():
+            jobs.append((uniq[_key(o)], size))
+            meta.append((lb, size))
+    t0 = time.monotonic()
+    res = _run_worker(
+        tb,
+        hosts,
+        engine,
+        {
+            "orders": [list(k) for k in uniq],
+            "jobs": [list(j) for j in jobs],
+            "repeats": cfg.repeats,
+        },
+        wd,
+        cfg.timeout,
+    )
+    for (lb, size), ts in zip(meta, res["times"], strict=True):
+        rows.append(_row(engine, size, lb, ts, tenant))
+    if user["ready_s"] is not None and res.get("ready_s") is not None:
+        user["overhead_s"] = user["ready_s"] - res["ready_s"]
+    _say(
+        note,
+        f"{key}: timed {len(jobs)} (order, size) pairs x {cfg.repeats} "
+        f"in {time.monotonic() - t0:.0f} s",
+    )
+
+
+def _row(
+    engine: str, size: int, label: str, times: list[float], tenant: TenantSpec | None = None
+) -> dict[str, Any]:
     return {
         "engine": engine,
+        "tenant": None if tenant is None else tenant.describe(),
         "size": size,
         "label": label,
         "times": times,
@@ -352,27 +393,37 @@ def _row(engine: str, size: int, label: str, times: list[float]) -> dict[str, An
 def summarize(
     rows: list[dict[str, Any]], user: dict[str, dict[str, Any]] | None = None
 ) -> list[dict[str, Any]]:
-    """Per (engine, size): launch, user path, ideal and best measured medians and speedups.
+    """Per (engine, size, tenant): launch, user path, ideal and best medians and speedups.
 
     ``fraction_of_best`` is the best measured median (over every order timed,
     the user path's own included) divided by the user path's median: 1.0
     when the user's path got the best order.  ``user`` (per engine, from
     :func:`~rankopt.testbed.userpath.run_user_path`) adds the modelled
-    speedup, its interval and the probe + solve overhead.
+    speedup, its interval and the probe + solve overhead. Rows timed while a
+    tenant ran (``tenant``: its description) are summarised apart, and a
+    speedup is always against the launch order timed in the same phase.
     """
     out = []
-    keys = sorted({(r["engine"], r["size"]) for r in rows}, key=lambda k: (k[0], k[1]))
-    for engine, size in keys:
-        sel = {r["label"]: r["median"] for r in rows if r["engine"] == engine and r["size"] == size}
+    keys = sorted(
+        {(r["engine"], r["size"], r.get("tenant")) for r in rows},
+        key=lambda k: (k[0], k[1], k[2] or ""),
+    )
+    for engine, size, tenant in keys:
+        sel = {
+            r["label"]: r["median"]
+            for r in rows
+            if r["engine"] == engine and r["size"] == size and r.get("tenant") == tenant
+        }
         best_label = min(sel, key=sel.__getitem__)
         base = sel["launch"]
         randoms = [v for k, v in sel.items() if k.startswith("random")]
         mine = sel.get("user")
-        info = (user or {}).get(engine, {})
+        info = (user or {}).get(engine if tenant is None else f"{engine}+tenant", {})
         out.append(
             {
                 "engine": engine,
                 "size": size,
+                "tenant": tenant,
                 "launch": base,
                 "user": mine,
                 "user_replay": sel.get("user-replay"),

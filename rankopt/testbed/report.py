@@ -31,9 +31,9 @@ def summary_table(summary: list[dict[str, Any]], *, markdown: bool = False) -> l
     ...      "speedup_best": 4.0, "fraction_of_best": 1.0, "modelled_speedup": 3.5,
     ...      "modelled_interval": [3.0, 3.9], "overhead_s": 2.0}
     >>> print(summary_table([s], markdown=True)[2])
-    | gloo | 16 MB | 4.000 | 1.000 (4.00x) | - | 1.000 (4.00x) | user 1.000 (4.00x) | 100% | 3.50x (3-3.9) | 2.0 |
+    | gloo | 16 MB | - | 4.000 | 1.000 (4.00x) | - | 1.000 (4.00x) | user 1.000 (4.00x) | 100% | 3.50x (3-3.9) | 2.0 |
     """
-    head = ["engine", "size", "launch s", "user path s", "replayed s", "ideal s", "best s",
+    head = ["engine", "size", "tenant", "launch s", "user path s", "replayed s", "ideal s", "best s",
             "of best", "modelled", "overhead s (solve)"]  # fmt: skip
     rows = []
     for s in summary:
@@ -45,6 +45,7 @@ def summary_table(summary: list[dict[str, Any]], *, markdown: bool = False) -> l
             [
                 s["engine"],
                 _mb(s["size"]),
+                "with tenant" if s.get("tenant") else "-",
                 _s(base),
                 f"{_s(s.get('user'))} ({_x(s.get('speedup_user'))})",
                 _s(s.get("user_replay")),
