@@ -74,10 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
         "new rank table) to stderr",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="rank 0 logs to stderr")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="time the order against the launch order first (rankopt verify, default sizes) "
+        "and run with the launch order unless the order measurably wins",
+    )
     return p
 
 
-_FLAGS = {"--keep-rank0", "-v", "--verbose", "-q", "--quiet", "-h", "--help"}
+_FLAGS = {"--keep-rank0", "--verify", "-v", "--verbose", "-q", "--quiet", "-h", "--help"}
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -225,6 +231,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_rankfile(args.rankfile, order_used, hosts, slots=bindings, what="--rankfile")
         if args.hostfile:
             write_hostfile(args.hostfile, order_used, hosts, what="--hostfile")
+
+    if args.verify:  # rankopt verify first: the launch order unless the order wins
+        from rankopt.adapters.verify import verify_mpi
+
+        try:
+            checked = verify_mpi(
+                world, order, args.collective, probe_options=probe_options, **solve_options
+            )
+        except (RankoptInputError, adapter.RankoptMPIError) as exc:
+            return adapter.report_error(world, exc, "rankopt.mpi")
+        if world.Get_rank() == 0 and not args.quiet:
+            print(checked.table(), file=sys.stderr, flush=True)
+        order = checked.order if checked.applies else list(range(world.Get_size()))
 
     try:
         adapter.run_program(
