@@ -1,0 +1,258 @@
+"""rankopt verify, drift (rankopt check), order-file binding, the robust objective, tenants."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rankopt
+from rankopt._validation import RankoptInputError
+from rankopt.adapters._common import check_binding, read_order_file, save_order
+from rankopt.drift import CHANGED, HOLDS, choose_pairs, compare
+from rankopt.models.robust import RobustModel
+from rankopt.verify import (
+    APPLY,
+    NO_GAIN,
+    WORSE,
+    measure_orders,
+    ratio_interval,
+    summarize,
+    synthetic_timer,
+    verdict,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _t(nbytes: int) -> float:
+    return 50e-6 + nbytes / 1e9
+
+
+# ------------------------------------------------------------------ statistics
+@pytest.mark.parametrize("seed", range(8))
+def test_candidate_equal_to_launch_is_no_measurable_gain(seed):
+    timer = synthetic_timer(_t, _t, noise=0.1, rng=seed)
+    sizes = [4 << 10, 1 << 20, 16 << 20]
+    pairs = measure_orders(timer, sizes, repeats=12)
+    res = summarize(sizes, pairs, collective="allreduce", n=8, order=np.arange(8), engine="x")
+    assert res.verdict == NO_GAIN
+    assert res.interval[0] <= 1.0 <= res.interval[1]
+
+
+def test_faster_candidate_applies_and_slower_is_worse():
+    sizes = [1 << 20, 16 << 20]
+    fast = synthetic_timer(_t, lambda b: 0.5 * _t(b), noise=0.05)
+    res = summarize(
+        sizes, measure_orders(fast, sizes, repeats=10), collective="allreduce", n=4,
+        order=[0, 2, 1, 3], engine="x",
+    )  # fmt: skip
+    assert res.verdict == APPLY and res.applies and 1.8 < res.speedup < 2.2
+    slow = synthetic_timer(_t, lambda b: 1.5 * _t(b), noise=0.05)
+    res = summarize(
+        sizes, measure_orders(slow, sizes, repeats=10), collective="allreduce", n=4,
+        order=[0, 2, 1, 3], engine="x",
+    )  # fmt: skip
+    assert res.verdict == WORSE
+    table = res.table()
+    assert "busbw" in table and "worse" in table
+    doc = json.loads(res.to_json())
+    assert doc["verdict"] == WORSE and len(doc["rows"]) == 2
+
+
+def test_verdict_needs_a_minimum_gain_and_interval():
+    assert verdict(1.01, 1.001, 1.02) == NO_GAIN  # within the 2% floor
+    assert verdict(1.3, 0.9, 1.8) == NO_GAIN  # interval includes 1
+    assert verdict(1.3, 1.1, 1.5) == APPLY
+    assert verdict(0.7, 0.6, 0.8) == WORSE
+
+
+def test_measure_orders_alternates_and_stops_on_budget():
+    calls = []
+
+    def timer(which, nbytes):
+        calls.append(which)
+        return 1.0
+
+    pairs = measure_orders(timer, [8], warmup=0, min_repeats=3, budget_s=5.0)
+    assert len(pairs[0][0]) == 3  # 3 pairs x 2 s >= 5 s
+    assert calls == [0, 1, 1, 0, 0, 1]
+
+
+def test_ratio_interval_rejects_unpaired():
+    with pytest.raises(RankoptInputError, match="paired"):
+        ratio_interval([1.0, 2.0], [1.0])
+
+
+# ----------------------------------------------------------- order binding
+def _net(rack0_bw=22e6, seed=0):
+    gen = np.random.default_rng(seed)
+    rack = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2])
+    same = rack[:, None] == rack[None, :]
+    bw = np.where(same, 110e6, 22e6)
+    touch0 = ~same & ((rack[:, None] == 0) | (rack[None, :] == 0))
+    bw = np.where(touch0, np.minimum(bw, rack0_bw), bw) * np.exp(0.03 * gen.standard_normal((9, 9)))
+    lat = np.where(same, 30e-6, 60e-6) * np.exp(0.05 * gen.standard_normal((9, 9)))
+    return rankopt.Network.from_matrices(
+        lat, bw, hosts=[f"h{i}" for i in range(9)], bandwidth_spread=0.03 * bw,
+        latency_spread=0.05 * lat, bandwidth_samples=np.full((9, 9), 3),
+        latency_samples=np.full((9, 9), 10),
+    )  # fmt: skip
+
+
+def test_order_file_carries_its_network_and_refuses_other_jobs(tmp_path):
+    net = _net()
+    res = rankopt.solve(net)
+    path = save_order(tmp_path / "o.json", res.order, network=net, result=res)
+    f = read_order_file(path)
+    assert f.order.tolist() == res.order.tolist()
+    assert f.network["n"] == 9 and f.network["hosts"] == list(net.hosts)
+    assert f.network["digest"] == rankopt.network.network_digest(net)
+    assert f.solved["speedup"] == pytest.approx(res.speedup)
+    check_binding(f, 9, list(net.hosts))
+    with pytest.raises(RankoptInputError, match="solved for 9 processes; this job has 8"):
+        check_binding(f, 8)
+    moved = list(net.hosts)
+    moved[3], moved[4] = moved[4], moved[3]
+    with pytest.raises(RankoptInputError, match="launch rank 3 ran on 'h3'.*runs on 'h4'"):
+        check_binding(f, 9, moved)
+    back = rankopt.network.network_from_record(f.network)
+    assert np.allclose(back.bandwidth, net.bandwidth) and back.level_sizes() == net.level_sizes()
+    # files without a record are checked for their length only
+    plain = read_order_file(save_order(tmp_path / "o.txt", res.order))
+    assert plain.network is None
+    check_binding(plain, 9, moved)
+
+
+# ------------------------------------------------------------------- drift
+def test_check_holds_on_a_quiet_reprobe_and_sees_a_halved_uplink():
+    stored = _net()
+    order = rankopt.solve(stored).order
+    pairs = choose_pairs(stored)
+    quiet = _net(seed=1)
+    r = compare(stored, quiet.latency, {p: quiet.bandwidth[p] for p in pairs}, order=order)
+    assert r.verdict == HOLDS and not r.pays
+    halved = _net(11e6, seed=1)
+    r = compare(stored, halved.latency, {p: halved.bandwidth[p] for p in pairs}, order=order)
+    assert r.verdict == CHANGED
+    moved = [p for p in r.pairs if p["moved"]]
+    assert moved and all(0.4 < p["ratio"] < 0.6 for p in moved)
+    assert "CHANGED" in r.text(stored.hosts)
+    # from the launch order, re-ordering pays on the network now
+    r = compare(stored, halved.latency, {p: halved.bandwidth[p] for p in pairs})
+    assert r.pays and r.resolved_interval[0] > 1.0
+
+
+# ---------------------------------------------------------------- robust
+def test_robust_model_mean_and_quantile():
+    from rankopt.models import make_model
+
+    a = make_model(np.array([[0, 1, 4], [1, 0, 2], [4, 2, 0.0]]), "allreduce", "ring")
+    b = make_model(np.array([[0, 3, 4], [3, 0, 2], [4, 2, 0.0]]), "allreduce", "ring")
+    o = np.array([0, 1, 2])
+    assert RobustModel([a, b]).cost(o) == pytest.approx(0.5 * (a.cost(o) + b.cost(o)))
+    assert RobustModel([a, b], 0.9).cost(o) == pytest.approx(np.quantile([7, 9], 0.9))
+    with pytest.raises(ValueError, match="statistic"):
+        RobustModel([a], 1.5)
+
+
+def test_solve_robust_records_draws_and_needs_a_network():
+    net = _net()
+    res = rankopt.solve(net, robust=8)
+    assert res.extra["robust"]["draws"] == 8
+    assert res.speedup > 1.5 and res.extra["robust"]["median_cost"] > 0
+    assert rankopt.solve(net, robust=8).order.tolist() == res.order.tolist()  # seeded
+    with pytest.raises(RankoptInputError, match="needs a network"):
+        rankopt.solve(np.ones((4, 4)) - np.eye(4), robust=True)
+    with pytest.raises(TypeError, match="draws"):
+        rankopt.solve(net, robust={"samples": 3})
+
+
+def test_tenant_loaded_rack_is_signal_not_spread():
+    """A rack whose uplink another tenant loads: its pairs are a block of their own."""
+    gen = np.random.default_rng(3)
+    rack = np.repeat([0, 1, 2], 3)[gen.permutation(9)]
+    same = rack[:, None] == rack[None, :]
+    bw = np.where(same, 110e6, 24e6)
+    loaded = ~same & ((rack[:, None] == 0) | (rack[None, :] == 0))
+    bw = np.where(loaded, 7e6, bw) * np.exp(0.05 * gen.standard_normal((9, 9)))
+    np.fill_diagonal(bw, 0)
+    net = rankopt.Network.from_matrices(
+        np.full((9, 9), 40e-6), bw, hosts=[f"h{i}" for i in range(9)],
+        bandwidth_spread=0.1 * bw, bandwidth_samples=np.full((9, 9), 3),
+        latency_spread=np.full((9, 9), 4e-6), latency_samples=np.full((9, 9), 10),
+    )  # fmt: skip
+    res = rankopt.solve(net)
+    assert res.stop_reason != "launch_order_kept" and res.speedup_interval[0] > 1.0
+    assert int(np.sum(rack[res.order] != rack[np.roll(res.order, -1)])) == 3
+
+
+# --------------------------------------------------------------- mpi: verify
+def _env():
+    env = dict(os.environ)
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+@pytest.mark.mpi
+def test_verify_launch_order_on_loopback_is_no_gain(tmp_path):
+    if shutil.which("mpiexec") is None:
+        pytest.skip("mpiexec not found")
+    pytest.importorskip("mpi4py")
+    (tmp_path / "ident.json").write_text('{"order": [0, 1, 2, 3]}')
+    out = tmp_path / "v.json"
+    cmd = ["mpiexec", "-n", "4", "--oversubscribe", sys.executable, "-m", "rankopt", "verify",
+           "--order", str(tmp_path / "ident.json"), "--sizes", "4K,256K", "--repeats", "10",
+           "--json", str(out)]  # fmt: skip
+    p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["verdict"] == NO_GAIN and doc["n"] == 4
+    assert [r["nbytes"] for r in doc["rows"]] == [4096, 262144]
+    assert "busbw" in p.stdout
+
+
+@pytest.mark.mpi
+def test_verify_refuses_an_order_of_another_size(tmp_path):
+    if shutil.which("mpiexec") is None:
+        pytest.skip("mpiexec not found")
+    pytest.importorskip("mpi4py")
+    f = tmp_path / "o.json"
+    f.write_text('{"order": [0, 1, 2], "network": {"n": 3, "hosts": ["a", "b", "c"]}}')
+    cmd = ["mpiexec", "-n", "4", "--oversubscribe", sys.executable, "-m", "rankopt", "verify",
+           "--order", str(f)]  # fmt: skip
+    p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    assert "solved for 3 processes; this job has 4" in p.stderr
+    assert p.stderr.count("solved for 3 processes") == 1  # one message for the job
+
+
+# ------------------------------------------------------------ root: tenant
+@pytest.mark.root
+def test_tenant_flows_start_load_and_stop():
+    from rankopt.testbed import Testbed, Topology
+    from rankopt.testbed.tenant import Tenant, parse_tenant
+
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("needs root and ip netns")
+    try:
+        from rankopt.testbed.netns import require_namespaces
+
+        require_namespaces("rkv")
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(str(exc))
+    import uuid
+
+    prefix = f"rkv{uuid.uuid4().hex[:4]}"
+    with Testbed(Topology(2, 2, rates=("1gbit", "200mbit")), prefix=prefix) as tb:
+        spec = parse_tenant("rack0->rack1", tb.topology, count=2, rate="20mbit")
+        with Tenant(tb, spec) as tenant:
+            assert len(tenant.pids) == 2 + 2  # two sinks, two sources
+        assert tenant.pids == []
