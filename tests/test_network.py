@@ -261,3 +261,26 @@ def test_a_linear_probe_s_groups_and_measured_uplinks_are_used():
     assert net.uplinks[1][0] == 55e6  # measured with concurrent flows
     assert 24e6 < net.uplinks[1][1] <= 30e6  # inferred from the best pair
     assert net.provenance["hierarchy"].startswith("linear probe")
+
+
+def test_an_order_file_from_solve_is_bound_to_its_network(tmp_path):
+    from rankopt.adapters._common import check_binding, read_order_file
+
+    m, _ = probed((4, 4), 1)
+    f = tmp_path / "net.npz"
+    m.save(f)
+    out = tmp_path / "order.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "rankopt", "solve", str(f), "--order-out", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    of = read_order_file(out)
+    assert of.network["n"] == 8 and of.network["hosts"] == list(m.hosts)
+    check_binding(of, 8, list(m.hosts))
+    with pytest.raises(rankopt.RankoptInputError, match="moved"):
+        check_binding(of, 8, [*m.hosts[1:], m.hosts[0]])
+    with pytest.raises(rankopt.RankoptInputError):
+        check_binding(of, 9, [*m.hosts, "h9"])

@@ -155,17 +155,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("missing program: pyfile | -m mod | -c cmd")
     from rankopt._validation import RankoptInputError
     from rankopt.adapters import mpi as adapter
-    from rankopt.adapters._common import load_order, parse_options
+    from rankopt.adapters._common import parse_options
 
     try:
         probe_options = parse_options(args.probe_option)
     except RankoptInputError as exc:
         parser.error(str(exc))
 
-    order = None
+    order = order_file = None
     if args.order is not None:
+        from rankopt.adapters._common import read_order_file
+
         try:
-            order = load_order(args.order)
+            order_file = read_order_file(args.order)
+            order = order_file.order
         except RankoptInputError as exc:
             parser.exit(1, f"rankopt.mpi: error: {exc}\n")
 
@@ -201,6 +204,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         hosts = [h for h, _, _ in placed]
         bindings = real_bindings(placed)
 
+    if order_file is not None:  # an order solved on other hosts or another size is refused
+        from rankopt.adapters._common import check_binding
+
+        here = world.allgather(MPI.Get_processor_name())
+        try:
+            check_binding(order_file, world.Get_size(), here, what="--order")
+        except RankoptInputError as exc:  # the same data on every rank: the same error
+            return adapter.report_error(world, exc, "rankopt.mpi")
+
     state: dict[str, Any] = {}
 
     def after_reorder(comm: Any, result: Any = None) -> None:
@@ -226,7 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             atomic_write_text(args.json, json.dumps(result.to_dict()) + "\n", what="--json")
         if args.save:
-            save_order(args.save, order_used, what="--save")
+            network = None if result is None else result.extra.get("network_object")
+            save_order(args.save, order_used, what="--save", network=network, result=result)
         if args.rankfile:
             write_rankfile(args.rankfile, order_used, hosts, slots=bindings, what="--rankfile")
         if args.hostfile:

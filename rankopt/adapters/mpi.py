@@ -439,7 +439,7 @@ def optimize(
     private = _dup(comm, timeout)  # rankopt's own messages, apart from the program's
     err: str | None = None
     suspects: list[int] = []
-    measurement = None
+    measurement = network = None
     try:
         measurement = measure(comm, **dict(probe_options or {}))
     except Exception as exc:  # noqa: BLE001 - reported identically on every rank
@@ -463,6 +463,9 @@ def optimize(
         payload = ("", None)
     result, err, digest = _share_result(private, payload, root, wait, waiting_since)
     _agree(private, err, digest, "solve", timeout=timeout, suspects=[] if digest else [root])
+    if rank == root and network is not None:  # on the root only: what order files record
+        result.extra["network_object"] = network
+    del measurement  # no rank keeps the probe's n x n matrices past this point
     logger.info("rankopt: %d ranks, %s", comm.Get_size(), _summary(result))
     new = _split(comm, check_order(result.order, comm.Get_size()), "rankopt_reordered")
     private.Free()

@@ -43,7 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="print the new rank -> launch rank/host table also for more than 64 processes",
     )
     p.add_argument(
-        "--order-out", metavar="FILE", help="write the order (.txt one per line, .json, .npy)"
+        "--order-out",
+        metavar="FILE",
+        help="write the order (.txt one per line, .npy, or .json: with the network it was "
+        "solved on, so that applying it to other hosts or another size is refused)",
     )
     p.add_argument(
         "--rankfile", metavar="FILE", help="write an Open MPI rankfile (needs host names)"
@@ -86,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             nan=args.nan,
             **kwargs,
         )
-    _write_outputs(args, res.order, hosts)
+    _write_outputs(args, res.order, hosts, net, res)
     if args.json:
         json.dump(res.to_dict(), sys.stdout)
         sys.stdout.write("\n")
@@ -100,11 +103,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_outputs(args: argparse.Namespace, order, hosts: list[str] | None) -> None:
+def _write_outputs(
+    args: argparse.Namespace, order, hosts: list[str] | None, network=None, result=None
+) -> None:
     from rankopt.adapters._common import save_order
 
     if args.order_out:
-        save_order(args.order_out, order, what="--order-out")
+        save_order(args.order_out, order, what="--order-out", network=network, result=result)
     wanted = [
         (f, w)
         for f, w in (
