@@ -189,3 +189,11 @@ def test_test_hooks_parsing():
     assert TestHooks.from_env(0, env) == TestHooks()
     with pytest.raises(RankoptInputError, match="malformed test hook"):
         TestHooks.from_env(0, {"RANKOPT_PROBE_TEST_STALL": "2:x"})
+    env = {"RANKOPT_PROBE_TEST_STALL": "1:2:stop", "RANKOPT_PROBE_TEST_SKEW": "0:2:0.5"}
+    assert TestHooks.from_env(1, env).stall_seconds == np.inf
+    assert (TestHooks.from_env(0, env).skew_round, TestHooks.from_env(0, env).skew_seconds) == (
+        2,
+        0.5,
+    )
+    with pytest.raises(RankoptInputError, match="RANKOPT_PROBE_TEST_SKEW"):
+        TestHooks.from_env(0, {"RANKOPT_PROBE_TEST_SKEW": "0:2"})

@@ -7,7 +7,9 @@ Each process started by torchrun, mpiexec or srun runs this first:
    (already running, outlives the workers) under a ``rankopt/<job>/`` prefix;
    otherwise a TCPStore hosted by launch rank 0 on ``--probe-port`` (default
    ``MASTER_PORT + 1``), so the program's own ``MASTER_PORT`` is never bound
-   by us and is free when the program starts;
+   by us and is free when the program starts. The other ranks reach it within
+   ``--timeout`` and check that it answers ``hello`` with this job's token, so a
+   port held by another program or job is an error, not a wait;
 3. probe the network over a temporary Gloo group (``rankopt.probe.torch.measure``),
    unless an order or a matrix is given;
 4. rank 0 solves with rank 0 pinned (``keep_rank0=True``: the process that hosts
