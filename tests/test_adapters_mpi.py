@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -84,7 +85,8 @@ def test_runner_applies_given_order(mpiexec, tmp_path):
     # the unmodified program sees the new numbering: new rank k is launch rank order[k]
     assert "NEWRANK_OF_LAUNCH 2 0 3 1" in out.stdout
     assert "ARGV --flag x" in out.stdout
-    assert (tmp_path / "used.json").read_text().strip() == '{"order": [2, 0, 3, 1]}'
+    used = json.loads((tmp_path / "used.json").read_text())
+    assert used["format"] == "rankopt.order/1" and used["order"] == [2, 0, 3, 1]
     assert (tmp_path / "rf").read_text().splitlines()[3].startswith("rank 0=")
 
 
