@@ -420,8 +420,15 @@ def test_launcher_arguments():
 def test_launcher_solve_on_rank0(tmp_path):
     hosts = ("h",) * 4
     save_order(tmp_path / "o.txt", [0, 3, 1, 2])
-    order, summary = _solve(_args("--order", str(tmp_path / "o.txt")), 4, hosts, None)
+    order, summary, _, _ = _solve(_args("--order", str(tmp_path / "o.txt")), 4, hosts, None)
     assert order.tolist() == [0, 3, 1, 2] and "o.txt" in summary
+    # an order file bound to other hosts is refused
+    from rankopt import Network
+
+    net = Network.from_matrices(np.full((4, 4), 1e-5), hosts=("a", "b", "c", "d"))
+    save_order(tmp_path / "bound.json", [0, 3, 1, 2], network=net)
+    with pytest.raises(RankoptInputError, match="moved"):
+        _solve(_args("--order", str(tmp_path / "bound.json")), 4, hosts, None)
     save_order(tmp_path / "bad.txt", [1, 0, 2, 3])
     with pytest.raises(RankoptInputError, match="keep rank 0 first"):
         _solve(_args("--order", str(tmp_path / "bad.txt")), 4, hosts, None)
@@ -430,12 +437,13 @@ def test_launcher_solve_on_rank0(tmp_path):
         lat[x, y] = lat[y, x] = 1e-6
     np.fill_diagonal(lat, 0)
     np.save(tmp_path / "lat.npy", lat)
-    order, _ = _solve(
+    order, _, network, result = _solve(
         _args("--latency", str(tmp_path / "lat.npy"), "--seed", "0"), 5, ("h",) * 5, None
     )
+    assert network.n == 5 and result.order.tolist() == order.tolist()
     assert order.tolist() in ([0, 3, 1, 4, 2], [0, 2, 4, 1, 3])
     nodes = ("a", "b", "a", "b", "c")
-    order, summary = _solve(
+    order, summary, _, _ = _solve(
         _args("--latency", str(tmp_path / "lat.npy"), "--backend", "nccl"), 5, nodes, None
     )
     assert order[0] == 0 and is_node_contiguous(order, nodes) and "3 nodes" in summary

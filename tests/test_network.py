@@ -223,7 +223,8 @@ def test_launcher_solve_uses_the_network_and_ddp_bucket():
         backend="gloo",
         json=None,
     )
-    order, text = _launch._solve(args, m.n, m.hosts, m)
+    order, text, network, result = _launch._solve(args, m.n, m.hosts, m)
+    assert network.source == "probe:mpi" and result.nbytes == DDP_BUCKET_BYTES
     assert order[0] == 0 and crossings(rack, order) == 3
     assert f"message {DDP_BUCKET_BYTES / 2**20:g} MiB" in text and "modelled speedup" in text
     lib = rankopt.solve(m, nbytes=DDP_BUCKET_BYTES, keep_rank0=True)

@@ -41,7 +41,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.adapters._common import as_order, load_order, node_index, parse_options, save_order
+from rankopt.adapters._common import as_order, node_index, parse_options, save_order
 from rankopt.adapters._env import LaunchEnv, detect
 
 __all__ = ["add_arguments", "launch", "LaunchDecision", "child_env", "main", "run_args"]
@@ -155,6 +155,12 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
         default=None,
         help="rank 0 writes the result (what was modelled, the modelled speedup and its "
         "interval, the order) as JSON",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="time the order against the launch order first (rankopt verify over Gloo, "
+        "default sizes) and run with the launch order unless the order measurably wins",
     )
     p.add_argument(
         "--dry-run",
@@ -338,17 +344,20 @@ class _Matrix:
 
 def _solve(
     args: argparse.Namespace, n: int, hosts: tuple[str, ...], measurement: Any
-) -> tuple[NDArray[np.int64], str]:
-    """Rank 0: the order to apply and a summary line."""
+) -> tuple[NDArray[np.int64], str, Any, Any]:
+    """Rank 0: the order to apply, a summary, and the network and result it came from."""
     if args.order is not None:
-        order = load_order(args.order)
-        order = as_order(order, n)
+        from rankopt.adapters._common import check_binding, read_order_file
+
+        order_file = read_order_file(args.order)
+        check_binding(order_file, n, hosts, what="--order")
+        order = as_order(order_file.order, n)
         if order[0] != 0:
             raise RankoptInputError(
                 f"the order must keep rank 0 first (it hosts the rendezvous store); "
                 f"order[0] is {order[0]}."
             )
-        return order, f"order from {args.order}"
+        return order, f"order from {args.order}", None, None
     if args.latency is not None:
         import rankopt
 
@@ -377,7 +386,7 @@ def _solve(
         )
         m = int(node_index(hosts).max()) + 1
         what = "nodes" if res is None else _describe(res)
-        return order, f"node-granular, {m} nodes, {what}"
+        return order, f"node-granular, {m} nodes, {what}", None, res
     import rankopt
     from rankopt._model_args import report
 
@@ -391,7 +400,7 @@ def _solve(
         from rankopt._files import atomic_write_text
 
         atomic_write_text(args.json, json.dumps(res.to_dict()) + "\n", what="--json")
-    return as_order(res.order, n), report(res)
+    return as_order(res.order, n), report(res), network, res
 
 
 def _describe(res: Any) -> str:
@@ -461,6 +470,8 @@ def launch(
             acked = _wait_count(store, "ack", n, time.monotonic() + args.timeout)
             if acked < n:
                 logger.warning("rankopt run: only %d of %d ranks read the order", acked, n)
+        if getattr(args, "verify", False) and not decision.get("error"):
+            decision = _verified(info, store, timeout, decision, args)
     except (RankoptInputError, LaunchError):
         raise
     except Exception as exc:  # noqa: BLE001 - a store or connection failure
@@ -480,6 +491,43 @@ def launch(
     )
 
 
+def _verified(
+    info: LaunchEnv, store: Any, timeout: timedelta, decision: dict[str, Any], args: Any
+) -> dict[str, Any]:
+    """``--verify``: time the order against the launch order; keep it only if it wins.
+
+    Collective over the job (a temporary Gloo group on the launcher's store);
+    every rank gets the same timings (the slowest rank's) and so the same
+    verdict. Rank 0 prints the table unless ``--quiet``.
+    """
+    import torch.distributed as dist
+
+    from rankopt.adapters.verify import verify_gloo
+
+    order = [int(x) for x in decision["order"]]
+    dist.init_process_group(
+        "gloo",
+        store=dist.PrefixStore("verify/", store),
+        rank=info.rank,
+        world_size=info.world_size,
+        timeout=timeout,
+    )
+    try:
+        checked = verify_gloo(order, args.collective, timeout=timeout.total_seconds())
+    finally:
+        dist.destroy_process_group()
+    if info.rank == 0 and not getattr(args, "quiet", False):
+        print(checked.table(), file=sys.stderr, flush=True)
+    if checked.applies:
+        return {**decision, "summary": decision.get("summary", "") + "\nverified: applied"}
+    return {
+        **decision,
+        "order": list(range(info.world_size)),
+        "summary": decision.get("summary", "")
+        + f"\nverified: {checked.verdict}: the launch order is kept",
+    }
+
+
 def _decide(
     args: argparse.Namespace, store: Any, n: int, measurement: Any, deadline: float
 ) -> dict[str, Any]:
@@ -495,9 +543,9 @@ def _decide(
                 f"probe failed on {len(failed)} rank(s), first rank {failed[0]}: {msg}"
             )
         hosts = [store.get(f"host/{r}").decode() for r in range(n)]
-        order, summary = _solve(args, n, tuple(hosts), measurement)
+        order, summary, network, result = _solve(args, n, tuple(hosts), measurement)
         if args.save:
-            save_order(args.save, order, what="--save")
+            save_order(args.save, order, what="--save", network=network, result=result)
         return {"order": order.tolist(), "hosts": hosts, "summary": summary}
     except Exception as exc:  # noqa: BLE001 - every rank gets the same decision
         if not hosts:
