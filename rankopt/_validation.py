@@ -98,7 +98,9 @@ def check_matrix(
     min_n: int = 2,
     allow_zero: bool = True,
     quantity: Literal["latency", "bandwidth"] | None = None,
-) -> NDArray[np.float64]:
+    copy: bool = True,
+    dtypes: tuple[Any, ...] = (np.float64,),
+) -> NDArray[Any]:
     """Validate a square matrix of latencies (or bandwidths) in their valid range.
 
     Parameters
@@ -125,11 +127,23 @@ def check_matrix(
         Which range of :data:`RANGES` the off-diagonal entries must lie in;
         by default ``"bandwidth"`` when ``allow_zero`` is false, else
         ``"latency"``.
+    copy : bool, default True
+        ``False``: when ``a`` already is a C-contiguous array of one of
+        ``dtypes`` with a zero diagonal and no missing entry, return a
+        read-only view of it instead of a copy (scikit-learn's
+        ``check_array(copy=False)``); otherwise one copy is made, as with
+        ``True``.
+    dtypes : tuple of numpy dtypes, default ``(numpy.float64,)``
+        The dtypes the result may have; the first is the one a copy gets. A
+        float32 input stays float32 (a view, or a float32 copy) when
+        ``numpy.float32`` is listed.
 
     Returns
     -------
-    ndarray of float64, shape (n, n)
-        A C-contiguous copy with a zero diagonal, in SI units.
+    ndarray, shape (n, n)
+        A C-contiguous array of one of ``dtypes`` with a zero diagonal, in SI
+        units: a copy, or with ``copy=False`` possibly a read-only view of
+        ``a``.
 
     Raises
     ------
@@ -192,12 +206,22 @@ def check_matrix(
         raise RankoptInputError(
             f"`{name}` must describe at least {min_n} processes; got shape {arr.shape} instead."
         )
-    out = np.array(arr, dtype=np.float64, order="C", copy=True)
-    if mask is not None and mask.any():
+    kept = _kept_dtype(arr, dtypes)
+    masked = mask is not None and bool(mask.any())
+    if not copy and not masked and _no_copy_needed(arr, kept):
+        with np.errstate(over="ignore", invalid="ignore"):
+            total = arr.sum(dtype=np.float64)
+        if np.isfinite(total):
+            _check_range(arr, name, rng)
+            view = arr.view()
+            view.setflags(write=False)
+            return view
+    out = np.array(arr, dtype=kept, order="C", copy=True)
+    if masked:
         out[mask] = np.nan
     np.fill_diagonal(out, 0.0)
     with np.errstate(over="ignore", invalid="ignore"):
-        total = out.sum()
+        total = out.sum(dtype=np.float64)
     has_nan = False
     if not np.isfinite(total):
         inf = np.isinf(out)
@@ -211,6 +235,22 @@ def check_matrix(
     if has_nan:
         out = _fill_nan(out, name, nan, mask if mask is not None and mask.any() else None)
     return out
+
+
+def _kept_dtype(arr: np.ndarray, dtypes: tuple[Any, ...]) -> Any:
+    """The dtype of the validated matrix: ``arr``'s when listed, else the first of ``dtypes``."""
+    for dt in dtypes:
+        if arr.dtype == np.dtype(dt):
+            return np.dtype(dt)
+    return np.dtype(dtypes[0])
+
+
+def _no_copy_needed(arr: np.ndarray, dtype: Any) -> bool:
+    """Whether ``arr`` can be used as is: the kept dtype, C order and a zero diagonal."""
+    if arr.dtype != dtype or not arr.flags.c_contiguous:
+        return False
+    diag = np.diagonal(arr)
+    return bool(np.all(diag == 0))
 
 
 def _as_real(arr: np.ndarray, name: str, quantity: str) -> np.ndarray:

@@ -7,6 +7,7 @@ from _ring_common cimport (
     Log, flip, move_segment,
 )
 
+from cython cimport floating
 from libc.math cimport exp
 
 import numpy as np
@@ -24,7 +25,7 @@ cdef struct Move:
     double delta
 
 
-cdef inline double delta_swap(const double[:, ::1] w, long long[::1] tour,
+cdef inline double delta_swap(const floating[:, ::1] w, long long[::1] tour,
                               long long[::1] pos, long long n, long long a,
                               long long x) noexcept nogil:
     """Change of the symmetric ring sum when processes a and x trade places."""
@@ -38,7 +39,7 @@ cdef inline double delta_swap(const double[:, ::1] w, long long[::1] tour,
             - w[ap, a] - w[a, an] - w[xp, x] - w[x, xn])
 
 
-cdef void propose(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+cdef void propose(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                   const long long[:, ::1] nb, long long n, unsigned long long *state,
                   Move *mv) noexcept nogil:
     """Draw one random move around a random process and score it."""
@@ -118,7 +119,7 @@ cdef void apply(long long[::1] tour, long long[::1] pos, long long n, Move *mv,
         pos[mv.a] = pb
 
 
-def sample_deltas(const double[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
+def sample_deltas(const floating[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
                   unsigned long long seed, long long count):
     """Deltas of ``count`` random moves from ``tour`` (not applied)."""
     cdef long long n = tour.shape[0], k, got = 0, tries = 0
@@ -139,7 +140,7 @@ def sample_deltas(const double[:, ::1] w, long long[::1] tour, const long long[:
     return out_np[:got]
 
 
-def anneal(const double[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
+def anneal(const floating[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
            unsigned long long seed, long long max_iter, double t0, double t1,
            double time_limit=0.0, callback=None, long long report_every=0):
     """Anneal ``tour`` in place from temperature t0 to t1 over ``max_iter`` proposals.

@@ -4,10 +4,11 @@
 # not by a sentinel cost that a sum of weights could equal, so every state has
 # a parent and the order read back is always a permutation.
 
+from cython cimport floating
 import numpy as np
 
 
-def held_karp(const double[:, ::1] w):
+def held_karp(const floating[:, ::1] w):
     """Optimal directed Hamiltonian cycle through 0; returns (cost, order)."""
     cdef Py_ssize_t n = w.shape[0]
     cdef Py_ssize_t m = n - 1            # cities 1..n-1 are bits 0..m-1

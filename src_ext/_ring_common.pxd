@@ -6,6 +6,7 @@
 # k) with its inverse ``pos``. Every move is built from ``reverse_path``, which
 # is its own inverse, so a move log can be undone exactly.
 
+from cython cimport floating
 from libc.stdlib cimport malloc, free
 
 
@@ -24,7 +25,7 @@ cdef inline double now_s() noexcept nogil:
     return ts.tv_sec + 1e-9 * ts.tv_nsec
 
 
-cdef inline double tolerance(const double[:, ::1] w) noexcept nogil:
+cdef inline double tolerance(const floating[:, ::1] w) noexcept nogil:
     """Smallest gain that counts as an improvement: 1e-12 max |w|, at least 1e-300.
 
     A delta sums at most a dozen weights, so its rounding error is below
@@ -112,13 +113,13 @@ cdef inline long long reverse_path(long long[::1] tour, long long[::1] pos,
     return length
 
 
-cdef inline double delta_two_opt(const double[:, ::1] w, long long a, long long b,
+cdef inline double delta_two_opt(const floating[:, ::1] w, long long a, long long b,
                                  long long c, long long d) noexcept nogil:
     """Change of a symmetric ring sum when edges (a,b), (c,d) become (a,c), (b,d)."""
     return w[a, c] + w[b, d] - w[a, b] - w[c, d]
 
 
-cdef inline double delta_or_opt(const double[:, ::1] w, long long p, long long s1,
+cdef inline double delta_or_opt(const floating[:, ::1] w, long long p, long long s1,
                                 long long s2, long long nx, long long c, long long d,
                                 bint rev) noexcept nogil:
     """Change when the run s1..s2 (between p and nx) moves between c and d.

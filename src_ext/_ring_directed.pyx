@@ -15,6 +15,7 @@
 #   * or-3opt: two adjacent runs exchanged, a b..e f..c d -> a f..c b..e d.
 # Kicks: a random exchange of two adjacent runs of at most ``window``.
 
+from cython cimport floating
 from libc.stdlib cimport malloc, free
 
 from _ring_common cimport now_s, rng_int, cyc, tolerance
@@ -167,7 +168,7 @@ cdef void undo(State *s, long long keep) noexcept nogil:
     s.logging = was
 
 
-cdef inline double run_cost(const double[:, ::1] d, State *s, long long first,
+cdef inline double run_cost(const floating[:, ::1] d, State *s, long long first,
                             long long last, bint backwards) noexcept nogil:
     """Cost of the links inside the run first..last (forward), walked either way."""
     cdef double total = 0.0
@@ -195,7 +196,7 @@ cdef void move_run(State *s, long long s1, long long s2, long long c, bint rev) 
         reverse_run(s, s.pos[s1], L)
 
 
-cdef double or_opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
+cdef double or_opt(const floating[:, ::1] d, State *s, const long long[:, ::1] nb,
                    long long x, long long *evals) noexcept nogil:
     """First improving move of a run of 1-3 that starts or ends at x."""
     cdef Py_ssize_t kk, K = nb.shape[1]
@@ -252,7 +253,7 @@ cdef double or_opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
     return 0.0
 
 
-cdef double or3opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
+cdef double or3opt(const floating[:, ::1] d, State *s, const long long[:, ::1] nb,
                    long long a, long long *evals) noexcept nogil:
     """a b..e f..c d -> a f..c b..e d: links (c,b), (e,d), (a,f) replace (a,b), (e,f), (c,d)."""
     cdef Py_ssize_t kk, ke, K = nb.shape[1]
@@ -294,7 +295,7 @@ cdef double or3opt(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
     return 0.0
 
 
-cdef double drain(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
+cdef double drain(const floating[:, ::1] d, State *s, const long long[:, ::1] nb,
                   long long *evals, long long *moves, double deadline, int *stop) noexcept nogil:
     cdef double total = 0.0, delta
     cdef long long x
@@ -318,7 +319,7 @@ cdef double drain(const double[:, ::1] d, State *s, const long long[:, ::1] nb,
     return total
 
 
-def directed_search(const double[:, ::1] d, long long[::1] tour, const long long[:, ::1] nb,
+def directed_search(const floating[:, ::1] d, long long[::1] tour, const long long[:, ::1] nb,
                     unsigned long long seed, long long max_kicks, double time_limit=0.0,
                     long long window=50):
     """Orientation-keeping local search, then ``max_kicks`` kicks of iterated local search.

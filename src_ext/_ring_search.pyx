@@ -11,6 +11,7 @@
 # ``tolerance(w)``, a fixed fraction of the largest weight, far above the
 # rounding error of a delta, so no sequence of moves can cycle on rounding.
 
+from cython cimport floating
 from libc.math cimport INFINITY, NAN
 from libc.stdlib cimport malloc, free
 
@@ -28,7 +29,7 @@ cdef enum:
     STOP_MAX_ITER = 2
 
 
-def knn_lists(const double[:, ::1] w, int k):
+def knn_lists(const floating[:, ::1] w, int k):
     """Indices of the k nearest other processes of each process, nearest first."""
     cdef Py_ssize_t n = w.shape[0]
     cdef Py_ssize_t i, j, t, m
@@ -63,7 +64,7 @@ def knn_lists(const double[:, ::1] w, int k):
     return out_np
 
 
-def nearest_neighbor(const double[:, ::1] w, long long start):
+def nearest_neighbor(const floating[:, ::1] w, long long start):
     """Nearest-neighbour tour from ``start``; O(n^2)."""
     cdef Py_ssize_t n = w.shape[0]
     tour_np = np.empty(n, dtype=np.int64)
@@ -87,7 +88,7 @@ def nearest_neighbor(const double[:, ::1] w, long long start):
     return tour_np
 
 
-cdef double prim(const double[:, ::1] w, const double *pi, long long n, long long *par,
+cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long long *par,
                  long long *order, double *key, unsigned char *intree,
                  long long *deg) noexcept nogil:
     """Minimum spanning tree of w[i, j] + pi[i] + pi[j] (dense Prim, O(n^2)).
@@ -147,7 +148,7 @@ cdef double prim(const double[:, ::1] w, const double *pi, long long n, long lon
     return total
 
 
-def alpha_candidates(const double[:, ::1] w, int k, int iterations=50):
+def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
     """The k alpha-nearest processes of each process, sorted by weight.
 
     Alpha-nearness (Helsgaun, LKH): alpha(i, j) is how much the minimum
@@ -267,7 +268,7 @@ cdef long long find_root(long long *parent, long long x) noexcept nogil:
     return x
 
 
-def greedy_edge(const double[:, ::1] w, const long long[::1] src, const long long[::1] dst):
+def greedy_edge(const floating[:, ::1] w, const long long[::1] src, const long long[::1] dst):
     """Greedy-edge tour: take candidate links (src[k], dst[k]) shortest first.
 
     The links must come sorted by weight. A link is kept when both ends have
@@ -362,7 +363,7 @@ cdef inline bint in_run(long long[::1] pos, long long x, long long first, long l
     return cyc(pos[first] - pos[x], n) <= cyc(pos[first] - pos[last], n)
 
 
-cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+cdef double sequential_3opt(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                             const long long[:, ::1] nb, long long n, long long a,
                             long long *evals, long long *queue, unsigned char *inq,
                             long long *tail, Log *log, double eps) noexcept nogil:
@@ -415,7 +416,7 @@ cdef double sequential_3opt(const double[:, ::1] w, long long[::1] tour, long lo
     return 0.0
 
 
-cdef double segment_exchange(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+cdef double segment_exchange(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                              const long long[:, ::1] nb, long long n, long long a,
                              long long *evals, long long *queue, unsigned char *inq,
                              long long *tail, Log *log, double eps) noexcept nogil:
@@ -511,7 +512,7 @@ cdef inline bint lk_added(LKState *st, long long level, long long x, long long y
     return False
 
 
-cdef long long lk_candidates(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+cdef long long lk_candidates(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                              const long long[:, ::1] nb, LKState *st, long long t2,
                              double gain, long long level, long long *c3, long long *c4,
                              double *score) noexcept nogil:
@@ -557,7 +558,7 @@ cdef inline long long take_best(double *score, long long m) noexcept nogil:
     return pick
 
 
-cdef double lk_step(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+cdef double lk_step(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                     const long long[:, ::1] nb, LKState *st, long long t2, double gain,
                     long long level, long long *evals) noexcept nogil:
     """One level of a Lin-Kernighan move built from 2-opt flips.
@@ -624,7 +625,7 @@ cdef void lk_two_flips(long long[::1] tour, long long[::1] pos, LKState *st, lon
     st.nt = 4
 
 
-cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
+cdef double lk_first_levels(const floating[:, ::1] w, long long[::1] tour,
                             long long[::1] pos, const long long[:, ::1] nb, LKState *st,
                             long long t2, long long *evals) noexcept nogil:
     """Levels 0 and 1 of the Lin-Kernighan move, scored without moving anything.
@@ -713,7 +714,7 @@ cdef double lk_first_levels(const double[:, ::1] w, long long[::1] tour,
     return 0.0
 
 
-cdef double lk_move(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+cdef double lk_move(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                     const long long[:, ::1] nb, long long n, long long a, long long *evals,
                     long long *queue, unsigned char *inq, long long *tail,
                     Log *log, double eps) noexcept nogil:
@@ -743,7 +744,7 @@ cdef double lk_move(const double[:, ::1] w, long long[::1] tour, long long[::1] 
     return 0.0
 
 
-cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                          const long long[:, ::1] nb, long long n, long long a,
                          bint use_or, long long *evals, long long *queue,
                          unsigned char *inq, long long *tail, Log *log,
@@ -844,7 +845,7 @@ cdef double improve_city(const double[:, ::1] w, long long[::1] tour, long long[
     return segment_exchange(w, tour, pos, nb, n, a, evals, queue, inq, tail, log, eps)
 
 
-cdef double run_queue(const double[:, ::1] w, long long[::1] tour, long long[::1] pos,
+cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                       const long long[:, ::1] nb, long long n, bint use_or,
                       long long *evals, long long *moves, long long *queue,
                       unsigned char *inq, long long *head, long long *tail,
@@ -873,7 +874,7 @@ cdef double run_queue(const double[:, ::1] w, long long[::1] tour, long long[::1
     return total
 
 
-def local_search(const double[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
+def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
                  bint use_or=True, double time_limit=0.0, long long max_moves=0):
     """Improve ``tour`` in place with 2-opt and Or-opt; returns (delta, evals, moves, stop)."""
     cdef long long n = tour.shape[0]
@@ -903,7 +904,7 @@ def local_search(const double[:, ::1] w, long long[::1] tour, const long long[:,
     return total, evals, moves, stop
 
 
-def iterated_local_search(const double[:, ::1] w, long long[::1] tour,
+def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                           const long long[:, ::1] nb, unsigned long long seed,
                           long long max_kicks, double time_limit=0.0, long long window=50,
                           callback=None, long long report_every=0):

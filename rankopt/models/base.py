@@ -26,12 +26,13 @@ class CostModel(ABC):
         Name of the objective (``"sum"``, ``"bottleneck"``, ``"time"``, ...).
     ring_weights : ndarray or None
         For models that are a ring sum over fixed edge weights: the symmetric
-        weight matrix (ring kernels then apply). ``None`` otherwise.
+        weight matrix (ring kernels then apply; float32 or float64). ``None``
+        otherwise.
     """
 
     n: int
     objective: str
-    ring_weights: NDArray[np.float64] | None = None
+    ring_weights: NDArray[np.floating] | None = None
     #: Whether cost is invariant under rotation of the order (rings).
     rotation_invariant: bool = False
 

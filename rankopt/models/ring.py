@@ -34,7 +34,7 @@ __all__ = [
 
 
 def ring_edges_reference(
-    latency: NDArray[np.float64], order: NDArray[np.int64]
+    latency: NDArray[np.floating], order: NDArray[np.int64]
 ) -> NDArray[np.float64]:
     """Weights of the ring's directed edges ``order[k] -> order[k+1]``."""
     order = np.asarray(order)
@@ -44,26 +44,47 @@ def ring_edges_reference(
     )
 
 
-def ring_sum_reference(latency: NDArray[np.float64], order: NDArray[np.int64]) -> float:
+def ring_sum_reference(latency: NDArray[np.floating], order: NDArray[np.int64]) -> float:
     """Sum of the ring's edge latencies (the spec of ``objective="sum"``)."""
     return float(sum(ring_edges_reference(latency, order).tolist()))
 
 
-def ring_bottleneck_reference(latency: NDArray[np.float64], order: NDArray[np.int64]) -> float:
+def ring_bottleneck_reference(latency: NDArray[np.floating], order: NDArray[np.int64]) -> float:
     """Largest edge latency on the ring (the spec of ``objective="bottleneck"``)."""
     return float(max(ring_edges_reference(latency, order).tolist()))
 
 
+def kernel_matrix(latency: NDArray[np.floating]) -> NDArray[np.floating]:
+    """``latency`` as the ring kernels read it: float32 or float64, C order.
+
+    The array itself when it already is one (float32 input is not widened);
+    otherwise a float64 copy.
+    """
+    a = np.asarray(latency)
+    if a.dtype in (np.float32, np.float64) and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
 class _RingModel(CostModel):
+    """Ring objectives on a validated matrix (float32 or float64, C order).
+
+    Symmetric input is searched as is; for asymmetric input the symmetric
+    search runs on one extra (n, n) matrix in the input's dtype (the mean of
+    both directions for ``sum``, their maximum for ``bottleneck``).
+    """
+
     rotation_invariant = True
 
-    def __init__(self, latency: NDArray[np.float64]) -> None:
-        self.latency = np.ascontiguousarray(latency, dtype=np.float64)
+    _maximum = False  # how asymmetric input is symmetrised: mean, or max of both directions
+
+    def __init__(self, latency: NDArray[np.floating]) -> None:
+        self.latency = kernel_matrix(latency)
         self.n = self.latency.shape[0]
-        mean, mx, sym = _ring_eval.symmetrize(self.latency)
-        self.symmetric = bool(sym)
-        self.ring_weights = self.latency if self.symmetric else mean
-        self._max_weights = self.latency if self.symmetric else mx
+        self.symmetric = bool(_ring_eval.is_symmetric(self.latency))
+        self.ring_weights = (
+            self.latency if self.symmetric else _ring_eval.symmetrize(self.latency, self._maximum)
+        )
 
 
 class RingSum(_RingModel):
@@ -91,8 +112,8 @@ class RingSum(_RingModel):
 class RingBottleneck(_RingModel):
     """``objective="bottleneck"``: the slowest link of the ring.
 
-    For an asymmetric matrix the search uses ``max(latency, latency.T)`` and
-    the final cost is that of the better direction.
+    For an asymmetric matrix the search uses ``max(latency, latency.T)`` (also
+    its ``ring_weights``) and the final cost is that of the better direction.
 
     Examples
     --------
@@ -103,9 +124,12 @@ class RingBottleneck(_RingModel):
 
     objective = "bottleneck"
 
-    def __init__(self, latency: NDArray[np.float64]) -> None:
+    _maximum = True
+
+    def __init__(self, latency: NDArray[np.floating]) -> None:
         super().__init__(latency)
-        self.max_weights = self._max_weights
+        assert self.ring_weights is not None
+        self.max_weights: NDArray[np.floating] = self.ring_weights
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return ring_bottleneck_reference(self.latency, order)

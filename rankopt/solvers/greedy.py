@@ -49,7 +49,7 @@ def distance_matrix(model: CostModel) -> NDArray[np.float64]:
     network has both, else the latency; symmetrised.
     """
     if model.ring_weights is not None:
-        return model.ring_weights
+        return np.asarray(model.ring_weights, dtype=np.float64)  # a copy of float32 weights only
     net = getattr(model, "network", model)
     lat = getattr(net, "latency", None)
     if lat is None:

@@ -87,7 +87,7 @@ def alpha_iterations(n: int) -> int:
     return 50 if n <= 1024 else 20 if n <= 2048 else 0
 
 
-def candidate_lists(w: NDArray[np.float64], k: int, kind: str = "auto") -> NDArray[np.int64]:
+def candidate_lists(w: NDArray[np.floating], k: int, kind: str = "auto") -> NDArray[np.int64]:
     """The k candidate links of each process, nearest first.
 
     ``"nearest"``: the k nearest processes. ``"alpha"`` (or ``"auto"``): the
@@ -124,7 +124,7 @@ def _require_ring(model: CostModel, method: str) -> None:
 
 
 def _start(
-    w: NDArray[np.float64], ctx: SolveContext, nb: NDArray[np.int64] | None = None
+    w: NDArray[np.floating], ctx: SolveContext, nb: NDArray[np.int64] | None = None
 ) -> NDArray[np.int64]:
     """``init`` if given, else a greedy-edge ring over the candidate links ``nb``
     (a nearest-neighbour walk from a random process when there are none)."""
@@ -135,7 +135,7 @@ def _start(
     return greedy_ring(w, nb)
 
 
-def greedy_ring(w: NDArray[np.float64], nb: NDArray[np.int64]) -> NDArray[np.int64]:
+def greedy_ring(w: NDArray[np.floating], nb: NDArray[np.int64]) -> NDArray[np.int64]:
     """Greedy-edge construction on the candidate links ``nb`` (k nearest of each process).
 
     Links are taken shortest first while both ends have a free slot and no
@@ -162,7 +162,7 @@ class _Search:
         self.evaluations = 0
         self.stop = "local_optimum"
 
-    def local(self, w: NDArray[np.float64], tour: NDArray[np.int64], nb=None) -> None:
+    def local(self, w: NDArray[np.floating], tour: NDArray[np.int64], nb=None) -> None:
         nb = _rs.knn_lists(w, self.k) if nb is None else nb
         _, ev, mv, st = _rs.local_search(w, tour, nb, True, self.ctx.remaining())
         self.evaluations += ev
@@ -172,7 +172,7 @@ class _Search:
 
     def kicks(
         self,
-        w: NDArray[np.float64],
+        w: NDArray[np.floating],
         tour: NDArray[np.int64],
         kicks: int,
         nb=None,
@@ -208,7 +208,7 @@ class _Search:
 
     def directed(
         self,
-        d: NDArray[np.float64],
+        d: NDArray[np.floating],
         tour: NDArray[np.int64],
         nb: NDArray[np.int64],
         kicks: int,

@@ -41,6 +41,10 @@ __all__ = ["solve", "auto_method", "as_matrices", "LAUNCH_KEPT"]
 #: ``SolveResult.stop_reason`` when no order beat the launch order, which is then returned.
 LAUNCH_KEPT = "launch_order_kept"
 
+#: dtypes ``solve()`` keeps a latency matrix in (float32 is not widened: the ring
+#: kernels read both); anything else is validated into one float64 copy.
+KERNEL_DTYPES = (np.float64, np.float32)
+
 #: Largest n solved exactly by ``method="auto"``.
 AUTO_EXACT_MAX_N = 12
 
@@ -272,7 +276,8 @@ def solve(
         uplink_bandwidth = model_kw["uplink_bandwidth"]
     else:
         latency, bandwidth = as_matrices(latency, bandwidth)
-    lat = check_matrix(latency, "latency", nan=nan)
+    # the one working matrix: the input itself when it already is what the kernels read
+    lat = check_matrix(latency, "latency", nan=nan, copy=False, dtypes=KERNEL_DTYPES)
     n = lat.shape[0]
     check_options("method", method, tuple(sorted(METHODS)))
     opts = dict(options or {})
