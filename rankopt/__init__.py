@@ -15,6 +15,7 @@ rank ``k``; ``rank_of = invert(order)``. SI units throughout.
 
 from rankopt import models
 from rankopt._validation import RankoptInputError, check_matrix, check_order
+from rankopt.errors import RankoptError
 from rankopt.cloud import Cloud, synthetic_cloud
 from rankopt.hierarchy import infer_hierarchy
 from rankopt.io import load_matrix
@@ -37,6 +38,7 @@ __all__ = [
     "invert",
     "synthetic_cloud",
     "Cloud",
+    "RankoptError",
     "RankoptInputError",
     "Network",
     "load_network",

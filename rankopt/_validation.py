@@ -30,6 +30,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rankopt.errors import RankoptError
+
 __all__ = [
     "RankoptInputError",
     "check_matrix",
@@ -78,7 +80,7 @@ RANGES: dict[str, ValueRange] = {
 }
 
 
-class RankoptInputError(ValueError):
+class RankoptInputError(RankoptError, ValueError):
     """Raised when an argument passed to rankopt is invalid."""
 
 

@@ -107,6 +107,7 @@ from pathlib import Path
 
 from rankopt._files import atomic_write_bytes
 from rankopt._shim_src import generate as _gen
+from rankopt.errors import RankoptError
 
 __all__ = [
     "LIBRARY_NAME",
@@ -127,7 +128,7 @@ _SOURCES = ("rankopt_shim.h", "shim_core.c", "wrappers.tbl", "generate.py", "mpi
 _OPEN_MPI_LAUNCHERS = ("mpiexec", "mpirun", "orterun", "prterun", "oshrun")
 
 
-class ShimBuildError(RuntimeError):
+class ShimBuildError(RankoptError, RuntimeError):
     """The shim cannot be built: no MPI compiler wrapper, or the compile failed."""
 
 

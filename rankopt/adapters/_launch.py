@@ -43,13 +43,14 @@ from numpy.typing import NDArray
 from rankopt._validation import RankoptInputError
 from rankopt.adapters._common import as_order, node_index, parse_options, save_order
 from rankopt.adapters._env import LaunchEnv, detect
+from rankopt.errors import RankoptError
 
 __all__ = ["add_arguments", "launch", "LaunchDecision", "child_env", "main", "run_args"]
 
 logger = logging.getLogger("rankopt")
 
 
-class LaunchError(RuntimeError):
+class LaunchError(RankoptError, RuntimeError):
     """The launcher could not produce an order (same message on every rank)."""
 
 

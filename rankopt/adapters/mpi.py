@@ -26,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rankopt._validation import RankoptInputError, check_order
 from rankopt.adapters._common import order_digest
+from rankopt.errors import RankoptError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -39,7 +40,7 @@ logger = logging.getLogger("rankopt")
 _ORIGINAL_WORLD: list[Any] = []
 
 
-class RankoptMPIError(RuntimeError):
+class RankoptMPIError(RankoptError, RuntimeError):
     """Raised identically on every rank when a collective adapter step fails.
 
     Attributes

@@ -36,6 +36,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError, check_positive
+from rankopt.errors import RankoptError
 
 __all__ = [
     "ProbeTimeoutError",
@@ -58,7 +59,7 @@ HOSTS_ENV = "RANKOPT_PROBE_TEST_HOSTS"
 BANDWIDTH_MODES = ("all-pairs", "linear")
 
 
-class ProbeTimeoutError(RuntimeError):
+class ProbeTimeoutError(RankoptError, RuntimeError):
     """A peer did not answer within the probe's timeout.
 
     Raised on every process that is still alive, with the same phase and step.

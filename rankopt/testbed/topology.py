@@ -22,12 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from rankopt.errors import RankoptError
+
 __all__ = ["Topology", "TestbedError", "parse_rate", "parse_time"]
 
 _SUBNET = "10.213"
 
 
-class TestbedError(RuntimeError):
+class TestbedError(RankoptError, RuntimeError):
     """The testbed cannot be built or used on this machine."""
 
     __test__ = False  # not a pytest test class
