@@ -78,9 +78,13 @@ def check_hosts(hosts: Any, n: int | None = None, name: str = "hosts") -> tuple[
 
 
 def node_index(labels: Sequence[str]) -> NDArray[np.int64]:
-    """Number the distinct labels by first appearance: ``node_index(["b", "a", "b"]) == [0, 1, 0]``."""
-    seen: dict[str, int] = {}
-    return np.array([seen.setdefault(h, len(seen)) for h in labels], dtype=np.int64)
+    """Number the distinct labels by first appearance: ``node_index(["b", "a", "b"]) == [0, 1, 0]``.
+
+    The same numbering as :func:`rankopt.hierarchy.host_labels`, which it calls.
+    """
+    from rankopt.hierarchy import host_labels
+
+    return host_labels(labels)
 
 
 def order_digest(order: NDArray[np.int64]) -> str:

@@ -245,9 +245,9 @@ def _probe_timeout(probe_options: Mapping[str, Any]) -> float:
 
 def _split(comm: MPI.Intracomm, order: NDArray[np.int64], name: str | None) -> MPI.Intracomm:
     """``comm.Split(0, key=rank_of[rank])``, checked; named ``name``."""
-    n = comm.Get_size()
-    rank_of = np.empty(n, dtype=np.int64)
-    rank_of[order] = np.arange(n, dtype=np.int64)
+    from rankopt.order import invert
+
+    rank_of = invert(order)
     rank = comm.Get_rank()
     new: MPI.Intracomm = comm.Split(0, key=int(rank_of[rank]))  # type: ignore[assignment]
     if new.Get_rank() != rank_of[rank]:

@@ -343,8 +343,11 @@ def solve(
     out = fn(model, ctx)
     order = np.asarray(out.order, dtype=np.int64)
     if ctx.keep_rank0 and order[0] != 0:
-        if not model.rotation_invariant:
-            raise AssertionError(f"method {method!r} moved rank 0 under keep_rank0=True")
+        if not model.rotation_invariant:  # a method's bug, not the caller's input
+            raise RuntimeError(
+                f"method {method!r} moved rank 0 under keep_rank0=True on a model that is "
+                "not rotation invariant"
+            )
         order = np.roll(order, -int(np.flatnonzero(order == 0)[0]))
     cost = model.cost(order)
     if init_order is not None and model.cost(init_order) < cost:
