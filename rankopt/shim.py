@@ -124,7 +124,14 @@ log = logging.getLogger("rankopt")
 
 LIBRARY_NAME = "librankopt_shim.so"
 SOURCE_DIR = Path(_gen.__file__).parent
-_SOURCES = ("rankopt_shim.h", "shim_core.c", "wrappers.tbl", "generate.py", "mpi_version.c")
+_SOURCES = (
+    "rankopt_shim.h",
+    "shim_core.c",
+    "shim_profile.c",
+    "wrappers.tbl",
+    "generate.py",
+    "mpi_version.c",
+)
 _OPEN_MPI_LAUNCHERS = ("mpiexec", "mpirun", "orterun", "prterun", "oshrun")
 
 
@@ -347,6 +354,7 @@ def build(
             "-o",
             str(lib),
             str(SOURCE_DIR / "shim_core.c"),
+            str(SOURCE_DIR / "shim_profile.c"),
             "wrappers.c",
             "-Wl,--no-undefined",
         ]
@@ -448,6 +456,7 @@ def launch_command(
     propagate: str = "auto",
     verbose: bool = False,
     environ: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Command line and environment that run ``command`` under the shim.
 
@@ -469,6 +478,9 @@ def launch_command(
         Set ``RANKOPT_SHIM_VERBOSE=1`` (rank 0 reports what the shim did).
     environ : mapping, optional
         The environment to extend; ``os.environ`` by default.
+    extra : mapping, optional
+        More variables for the ranks, passed the same way (``rankopt
+        profile``'s ``RANKOPT_PROFILE`` and ``PYTHONPATH``).
 
     Returns
     -------
@@ -500,6 +512,7 @@ def launch_command(
         add["RANKOPT_ORDER"] = os.fspath(Path(order).absolute())
     if verbose:
         add["RANKOPT_SHIM_VERBOSE"] = "1"
+    add.update(extra or {})
     if propagate == "auto":
         propagate = "x" if _is_open_mpi(command[0]) else "env"
     if propagate == "env":

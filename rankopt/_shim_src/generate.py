@@ -28,6 +28,8 @@ __all__ = [
     "Entry",
     "Generated",
     "Param",
+    "RECORDED",
+    "Record",
     "TableError",
     "generate",
     "parse_declarations",
@@ -37,6 +39,49 @@ __all__ = [
 TABLE = Path(__file__).with_name("wrappers.tbl")
 
 ACTIONS = ("sub", "init", "finalize", "both", "attr", "unmap")
+
+
+@dataclass(frozen=True)
+class Record:
+    """How a ``sub`` wrapper records its call for ``rankopt profile``.
+
+    ``kind`` is the collective's rankopt name; the byte count is the
+    parameter ``count`` (an element count, or with ``array`` a per-rank
+    counts array that is summed) times the size of the datatype parameter
+    ``type``, times the communicator size with ``per_rank``. Parameters are
+    positions, fixed by the MPI standard for every library. ``count=None``
+    records zero bytes (a barrier).
+    """
+
+    kind: str
+    count: int | None = None
+    type: int | None = None
+    per_rank: bool = False
+    array: bool = False
+
+
+#: The collectives ``rankopt profile`` records (blocking and non-blocking
+#: forms; the MPI-4 ``_c`` twins too). Sizes follow rankopt's convention:
+#: allreduce the vector, allgather the gathered output, reduce_scatter the
+#: input vector, alltoall each rank's whole send buffer (the receive side's
+#: arguments, which ``MPI_IN_PLACE`` keeps meaningful), broadcast and
+#: reduce the message. ``alltoallv`` and ``barrier`` are recorded for the
+#: report, not for the workload. Persistent collectives (``*_init``) are not
+#: recorded: their calls happen at ``MPI_Start``.
+RECORDED: dict[str, Record] = {}
+for _name, _rec in {
+    "Allreduce": Record("allreduce", 2, 3),
+    "Bcast": Record("broadcast", 1, 2),
+    "Reduce": Record("reduce", 2, 3),
+    "Allgather": Record("allgather", 4, 5, per_rank=True),
+    "Allgatherv": Record("allgather", 4, 6, array=True),
+    "Alltoall": Record("alltoall", 4, 5, per_rank=True),
+    "Alltoallv": Record("alltoallv", 1, 3, array=True),
+    "Reduce_scatter_block": Record("reduce_scatter", 2, 3, per_rank=True),
+    "Reduce_scatter": Record("reduce_scatter", 2, 3, array=True),
+    "Barrier": Record("barrier"),
+}.items():
+    RECORDED[f"MPI_{_name}"] = RECORDED[f"MPI_I{_name.lower()}"] = _rec
 
 _C_TYPE_WORDS = frozenset(
     "void char short int long float double signed unsigned _Bool const volatile restrict "
@@ -280,6 +325,36 @@ def _call(decl: Declaration, comm_expr: str = "rankopt_in({})") -> str:
     return f"P{decl.name}({', '.join(args)})"
 
 
+def _record_body(
+    entry: Entry, decl: Declaration, rec: Record, comm: Param, where: str
+) -> list[str]:
+    """A ``sub`` wrapper that also records the call (blocking calls with their time)."""
+    if decl.ret != "int":
+        raise TableError(f"{where}: a recorded collective needs an int return")
+    params = decl.params
+    if rec.count is None or rec.type is None:
+        elements, dtype = "0", "MPI_DATATYPE_NULL"
+    else:
+        if max(rec.count, rec.type) >= len(params):
+            raise TableError(f"{where}: the recorded count or type parameter is missing")
+        cnt, dtype = params[rec.count], params[rec.type].name
+        if rec.array:
+            helper = "count" if "MPI_Count" in cnt.type else "int"
+            elements = f"rankopt_sum_counts_{helper}({cnt.name}, {comm.name})"
+        else:
+            elements = f"(long long){cnt.name}"
+    record = f'rankopt_record("{rec.kind}", {elements}, {dtype}, {comm.name}, {int(rec.per_rank)}'
+    lines = [f"if (!rankopt_recording) return {_call(decl)};"]
+    if entry.group == "coll":  # blocking: the call's time too
+        return lines + [
+            "double t0_ = PMPI_Wtime();",
+            f"int rc_ = {_call(decl)};",
+            f"{record}, PMPI_Wtime() - t0_);",
+            "return rc_;",
+        ]
+    return lines + [f"{record}, 0.0);", f"return {_call(decl)};"]
+
+
 def _body(entry: Entry, decl: Declaration) -> list[str]:
     comms = [p for p in decl.params if p.is_comm]
     where = f"{entry.name} (wrappers.tbl line {entry.line})"
@@ -289,6 +364,9 @@ def _body(entry: Entry, decl: Declaration) -> list[str]:
         raise TableError(f"{where}: action {entry.action!r} needs an int return")
     plain = _call(decl, "{}")
     if entry.action == "sub":
+        rec = RECORDED.get(entry.name[:-2] if entry.name.endswith("_c") else entry.name)
+        if rec is not None:
+            return _record_body(entry, decl, rec, comms[0], where)
         return [f"return {_call(decl)};"]
     if entry.action == "init":
         return [
@@ -350,12 +428,12 @@ def generate(
 
     Examples
     --------
-    >>> h = "int MPI_Barrier(MPI_Comm comm); int PMPI_Barrier(MPI_Comm comm);"
-    >>> g = generate(h, [Entry("MPI_Barrier", "coll", "sub", 1)])
+    >>> h = "int MPI_Comm_size(MPI_Comm comm, int *size); int PMPI_Comm_size(MPI_Comm, int *);"
+    >>> g = generate(h, [Entry("MPI_Comm_size", "comm", "sub", 1)])
     >>> print(g.code.split("\\n\\n")[-1].strip())
-    RANKOPT_EXPORT int MPI_Barrier(MPI_Comm comm)
+    RANKOPT_EXPORT int MPI_Comm_size(MPI_Comm comm, int *size)
     {
-        return PMPI_Barrier(rankopt_in(comm));
+        return PMPI_Comm_size(rankopt_in(comm), size);
     }
     """
     entries = read_table() if entries is None else entries

@@ -44,4 +44,17 @@ RANKOPT_HIDDEN void rankopt_before_finalize(void);
  * when the reordered one does not have them. */
 RANKOPT_HIDDEN int rankopt_is_predefined_keyval(int keyval);
 
+/* The collective recorder (shim_profile.c), on when RANKOPT_PROFILE names a
+ * folder. rankopt_record adds one call of `kind` on `comm` moving
+ * `elements` items of `type` (times the communicator size when
+ * `per_rank`), taking `seconds`, to its class. */
+extern RANKOPT_HIDDEN int rankopt_recording;
+RANKOPT_HIDDEN void rankopt_profile_init(void);
+RANKOPT_HIDDEN void rankopt_profile_write(void);
+RANKOPT_HIDDEN void rankopt_record(const char *kind, long long elements, MPI_Datatype type,
+                                   MPI_Comm comm, int per_rank, double seconds);
+/* Sum of a per-rank counts array (int or MPI_Count) over `comm`'s size. */
+RANKOPT_HIDDEN long long rankopt_sum_counts_int(const int *counts, MPI_Comm comm);
+RANKOPT_HIDDEN long long rankopt_sum_counts_count(const MPI_Count *counts, MPI_Comm comm);
+
 #endif

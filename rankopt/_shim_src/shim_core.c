@@ -9,6 +9,7 @@
  * broadcasts the verdict, so a bad file stops every rank before the
  * program's first line after MPI_Init, with one message from rank 0.
  * RANKOPT_SHIM_VERBOSE=1 makes rank 0 say what the shim did.
+ * RANKOPT_PROFILE=folder records the collective calls (shim_profile.c).
  *
  * The file must be a regular file: it is opened with O_NONBLOCK and
  * checked with fstat before the first read, so a FIFO (or a device such
@@ -190,6 +191,7 @@ void rankopt_after_init(void)
     rankopt_msg msg = {text, sizeof text};
     MPI_Comm comm;
 
+    rankopt_profile_init();
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
     if (path == NULL || *path == '\0') {
@@ -233,6 +235,7 @@ void rankopt_after_init(void)
 
 void rankopt_before_finalize(void)
 {
+    rankopt_profile_write();
     if (rankopt_world != MPI_COMM_NULL) {
         MPI_Comm comm = rankopt_world;
         rankopt_world = MPI_COMM_NULL;
