@@ -17,6 +17,12 @@ that engine runs at its size, and ``--workload FILE`` (a JSON list or
 MPI library it runs under (``mpi``), ``rankopt run`` its ``--backend``
 (``gloo``), ``rankopt solve`` none. An explicit ``--algorithm`` without
 ``--engine`` prices that algorithm as before.
+
+Without ``--workload``, ``$RANKOPT_WORKLOAD`` names the workload file. A
+profile written by ``rankopt profile`` (:mod:`rankopt.profile`) names the
+engine it was recorded on; an entry point without an engine of its own
+(``rankopt solve``) prices the profile with it, so no engine-blind default is
+left when a profile exists.
 """
 
 from __future__ import annotations
@@ -27,7 +33,14 @@ from typing import Any
 
 from rankopt._validation import RankoptInputError
 
-__all__ = ["add_model_arguments", "model_options", "parse_uplinks", "report", "ENTRY_ENGINES"]
+__all__ = [
+    "add_model_arguments",
+    "model_options",
+    "parse_uplinks",
+    "report",
+    "workload_file",
+    "ENTRY_ENGINES",
+]
 
 _OBJECTIVES = ("sum", "bottleneck", "time", "contention")
 
@@ -97,8 +110,9 @@ def add_model_arguments(
         "--workload",
         default=None,
         metavar="FILE",
-        help="the job's mix of calls: a JSON list or 'collective,nbytes,count' lines "
-        "(default: one call of --collective at --nbytes)",
+        help="the job's mix of calls: a JSON list, 'collective,nbytes,count' lines or a "
+        "`rankopt profile` file (default: $RANKOPT_WORKLOAD, else one call of --collective "
+        "at --nbytes)",
     )
     p.set_defaults(engine_default=engine, algorithm_given=False)
     g.add_argument(
@@ -182,13 +196,14 @@ def model_options(
     value (every level) or one per level, and the error lists the levels.
     """
     out: dict[str, Any] = {}
-    engine = _engine(args)
+    workload = workload_file(args)
+    engine = _engine(args, workload)
     if engine is not None:
         out["engine"] = engine
-    if getattr(args, "workload", None) is not None:
+    if workload is not None:
         from rankopt.models.workload import load_workload
 
-        out["workload"] = load_workload(args.workload)
+        out["workload"] = load_workload(workload)
     for key in ("objective", "nbytes"):
         value = getattr(args, key, None)
         if value is not None:
@@ -219,7 +234,17 @@ def model_options(
     return out
 
 
-def _engine(args: argparse.Namespace) -> str | None:
+def workload_file(args: argparse.Namespace) -> str | None:
+    """``--workload``, else ``$RANKOPT_WORKLOAD``, else None."""
+    import os
+
+    given = getattr(args, "workload", None)
+    if given is not None:
+        return str(given)
+    return os.environ.get("RANKOPT_WORKLOAD") or None
+
+
+def _engine(args: argparse.Namespace, workload: str | None = None) -> str | None:
     """The engine the options ask for (see the module docstring for the defaults)."""
     given = getattr(args, "engine", None)
     algorithm_given = bool(getattr(args, "algorithm_given", False))
@@ -234,6 +259,10 @@ def _engine(args: argparse.Namespace) -> str | None:
         if algorithm_given:
             return None
         given = getattr(args, "engine_default", None)
+        if given is None and workload is not None:  # a profile names the engine it ran on
+            from rankopt.profile import workload_engine
+
+            given = workload_engine(workload)
         if given == "backend":
             given = getattr(args, "backend", None)
     if given == "mpi":

@@ -31,6 +31,7 @@ _COMMANDS: tuple[str, ...] = (
     "_check",
     "_testbed",
     "_shim",
+    "_profile",
     "_run",
 )
 

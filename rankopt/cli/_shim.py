@@ -17,6 +17,10 @@ example:
   rankopt solve latency.npy --order-out order.txt
   rankopt run-mpi --order order.txt -- mpiexec -n 8 ./app
 
+Solving here, for the job's own mix of calls (rankopt profile):
+  rankopt profile -o app.json -- mpiexec -n 8 ./app
+  rankopt run-mpi --network net.npz --workload app.json -- mpiexec -n 8 ./app
+
 The same by hand (Open MPI):
   mpiexec -n 8 -x LD_PRELOAD=$(rankopt shim build) -x RANKOPT_ORDER=$PWD/order.txt ./app
 """
@@ -58,6 +62,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="order file (text, .npy or .json) as written by "
         "`rankopt solve --order-out`; default $RANKOPT_ORDER, else no reordering",
     )
+    r.add_argument(
+        "--network",
+        metavar="FILE",
+        help="solve the order here instead of reading one: a probe, cloud or network .npz, "
+        "priced with the model options below (--workload: a `rankopt profile` file; default "
+        "engine: the shim's MPI library)",
+    )
     r.add_argument("--shim", help="shim library to use (default: build or reuse the cached one)")
     r.add_argument("--mpicc", help="MPI C compiler wrapper used to build the shim")
     r.add_argument(
@@ -75,6 +86,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="COMMAND",
         help="launch command, after --: mpiexec -n N ./app ...",
     )
+    from rankopt._model_args import add_model_arguments
+    from rankopt.network import DEFAULT_NBYTES
+
+    add_model_arguments(r, default_nbytes=DEFAULT_NBYTES, default_engine="mpi")
     r.set_defaults(func=run_mpi)
 
 
@@ -97,11 +112,18 @@ def run_mpi(args: argparse.Namespace) -> int:
         raise CLIError(
             "no command given; usage: rankopt run-mpi --order FILE -- mpiexec -n N ./app"
         )
-    order = args.order or os.environ.get("RANKOPT_ORDER") or None
     try:
         lib = args.shim if args.shim else shim.build(mpicc=args.mpicc)
     except shim.ShimBuildError as exc:
         raise CLIError(str(exc).splitlines()[0]) from exc
+    if args.network is not None:
+        if args.order:
+            raise CLIError("give --order or --network (to solve one), not both")
+        order: str | None = _solve_order(args, lib)
+    elif args.workload is not None:
+        raise CLIError("--workload needs --network: the network to solve the order on")
+    else:
+        order = args.order or os.environ.get("RANKOPT_ORDER") or None
     if order is None and not args.quiet:
         print(
             "rankopt run-mpi: no --order and no RANKOPT_ORDER: MPI_COMM_WORLD is left as launched",
@@ -121,3 +143,36 @@ def run_mpi(args: argparse.Namespace) -> int:
         print((prefix + " " if prefix else "") + shlex.join(argv))
         return 0
     return shim.run_mpi(command, order, shim=lib, propagate=args.propagate, verbose=args.verbose)
+
+
+def _shim_engine(lib: str | os.PathLike[str]) -> str:
+    """``openmpi`` or ``mpich``: the MPI library the shim was built for (its build.json)."""
+    import json
+    from pathlib import Path
+
+    try:
+        label = json.loads((Path(lib).parent / "build.json").read_text()).get("mpi", "")
+    except (OSError, ValueError):
+        label = ""
+    return "mpich" if ("mpich" in label.lower() or "mvapich" in label.lower()) else "openmpi"
+
+
+def _solve_order(args: argparse.Namespace, lib: str | os.PathLike[str]) -> str:
+    """``run-mpi --network``: solve with the model options, write the order, return its path."""
+    from rankopt._model_args import model_options, report
+    from rankopt.adapters._common import order_digest, save_order
+    from rankopt.network import load_network
+    from rankopt.solvers import solve
+
+    net = load_network(args.network)
+    if args.engine == "mpi" or (args.engine is None and not args.algorithm_given):
+        args.engine = _shim_engine(lib)
+    opts = model_options(args, net, solver=True)
+    res = solve(net, args.collective, args.algorithm, **opts)
+    if not args.quiet:
+        print(report(res, list(net.hosts) if net.hosts is not None else None), file=sys.stderr)
+    name = f"order-{len(res.order)}-{order_digest(res.order)}.txt"
+    path = shim.cache_dir().parent / "orders" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_order(path, res.order, what="order")
+    return os.fspath(path)
