@@ -18,6 +18,7 @@ from rankopt._validation import RankoptInputError, check_matrix, check_order
 from rankopt.errors import RankoptError
 from rankopt.cloud import Cloud, synthetic_cloud
 from rankopt.hierarchy import infer_hierarchy
+from rankopt.hnetwork import HierarchicalNetwork
 from rankopt.io import load_matrix
 from rankopt.models import cost, schedule
 from rankopt.network import Network, load_network
@@ -41,6 +42,7 @@ __all__ = [
     "RankoptError",
     "RankoptInputError",
     "Network",
+    "HierarchicalNetwork",
     "load_network",
     "Measurement",
     "load_measurement",

@@ -137,9 +137,11 @@ def solve(
 
     Parameters
     ----------
-    latency : array_like (n, n), path, Network, Measurement or Cloud
+    latency : array_like (n, n), path, Network, HierarchicalNetwork, Measurement or Cloud
         One-way latency in seconds, ``latency[i, j]`` from process i to j
         (original ranks), or a whole network: a :class:`rankopt.Network`,
+        a :class:`rankopt.HierarchicalNetwork` (very large jobs: a ring
+        solved on its host-level matrix, :func:`rankopt.hnetwork.solve_hierarchical`),
         a :class:`rankopt.Measurement` or :class:`rankopt.Cloud` (made a
         Network, hierarchy and uplinks inferred), or a path (``.npz``:
         :func:`rankopt.load_network`; other files:
@@ -254,8 +256,34 @@ def solve(
     True
     """
     t0 = time.perf_counter()
+    from rankopt.hnetwork import HierarchicalNetwork
     from rankopt.network import as_network
 
+    if isinstance(latency, HierarchicalNetwork):
+        return _solve_hierarchical(
+            latency,
+            collective,
+            algorithm,
+            objective=objective,
+            nbytes=nbytes,
+            method=method,
+            rng=rng,
+            time_limit=time_limit,
+            max_iter=max_iter,
+            keep_rank0=keep_rank0,
+            callback=callback,
+            options=options,
+            unsupported={
+                "bandwidth": bandwidth,
+                "groups": groups,
+                "uplink_bandwidth": uplink_bandwidth,
+                "init": init,
+                "workload": workload,
+                "engine": engine,
+                "robust": robust or None,
+                "nan": None if nan == "raise" else nan,
+            },
+        )
     network = as_network(latency)
     notes: list[str] = []
     user_objective = objective
@@ -440,6 +468,25 @@ def solve(
         runtime,
     )
     return result
+
+
+def _solve_hierarchical(
+    network: Any, collective: str, algorithm: str, *, unsupported: Mapping[str, Any], **kw: Any
+) -> SolveResult:
+    """``solve(HierarchicalNetwork)``: :func:`rankopt.hnetwork.solve_hierarchical`."""
+    from rankopt.hnetwork import solve_hierarchical
+
+    given = sorted(k for k, v in unsupported.items() if v is not None)
+    if given:
+        raise RankoptInputError(
+            f"a HierarchicalNetwork carries its own matrices and hierarchy; "
+            f"{', '.join(f'`{k}`' for k in given)} cannot be given with it."
+        )
+    if callable(kw["objective"]):
+        raise RankoptInputError(
+            "a HierarchicalNetwork is priced by its ring models, not a callable."
+        )
+    return solve_hierarchical(network, collective, algorithm, **kw)  # type: ignore[no-any-return]
 
 
 def _robust(
