@@ -42,6 +42,8 @@ __all__ = [
     "DEFAULT_NBYTES",
     "DDP_BUCKET_BYTES",
     "FORMAT",
+    "INFER_MAX_N",
+    "INTERVAL_MAX_N",
     "Redraw",
     "redraw",
     "speedup_interval",
@@ -60,11 +62,37 @@ DDP_BUCKET_BYTES = float(25 << 20)
 
 FORMAT = "rankopt.network/1"
 
+#: Largest n whose hierarchy :meth:`Network.infer_hierarchy` infers (scipy's
+#: linkage holds condensed O(n^2) copies; beyond, the hosts are the one level).
+INFER_MAX_N = 4096
+#: Largest n :func:`speedup_interval` draws networks for (each draw and the
+#: uncertainties are several (n, n) arrays); beyond, solve() reports none.
+INTERVAL_MAX_N = 4096
+
+
+def _frozen(a: ArrayLike, dtype: Any) -> NDArray[Any]:
+    """``a`` as a read-only C-ordered array of ``dtype``: itself when it already is one.
+
+    A read-only array of the right dtype and layout (another Network's, as
+    :func:`dataclasses.replace` passes it) is shared, not copied; anything
+    else is copied once.
+    """
+    if (
+        isinstance(a, np.ndarray)
+        and a.dtype == np.dtype(dtype)
+        and a.flags.c_contiguous
+        and not a.flags.writeable
+    ):
+        return a
+    out: NDArray[Any] = np.array(a, dtype=dtype, copy=True, order="C")
+    out.setflags(write=False)
+    return out
+
 
 def _array(a: ArrayLike | None, dtype: Any, n: int, name: str) -> NDArray[Any] | None:
     if a is None:
         return None
-    out: NDArray[Any] = np.array(a, dtype=dtype, copy=True, order="C")
+    out = _frozen(a, dtype)
     if out.shape != (n, n):
         raise RankoptInputError(
             f"`{name}` must have shape ({n}, {n}) like `latency`; got {out.shape} instead."
@@ -125,7 +153,12 @@ class Network:
     Notes
     -----
     The object is immutable; :meth:`with_hierarchy` returns a copy with other
-    groups or uplinks. ``solve(network)`` with no objective prices the
+    groups or uplinks. Matrices are copied once into read-only float64
+    arrays; a matrix that already is one (another Network's, a read-only
+    memory map) is shared, not copied. Above :data:`INFER_MAX_N` processes
+    the hierarchy is not inferred, and above :data:`INTERVAL_MAX_N` no
+    speedup interval is drawn (both cost :math:`O(n^2)` memory several
+    times over); for very large jobs see :class:`rankopt.HierarchicalNetwork`. ``solve(network)`` with no objective prices the
     contention model when the network has bandwidth and uplinks
     (:meth:`default_model`).
 
@@ -158,13 +191,12 @@ class Network:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        lat = np.array(self.latency, dtype=np.float64, copy=True, order="C")
+        lat = _frozen(self.latency, np.float64)
         if lat.ndim != 2 or lat.shape[0] != lat.shape[1] or lat.shape[0] < 2:
             raise RankoptInputError(
                 f"`latency` must be a square matrix of at least 2 processes; got shape "
                 f"{lat.shape} instead."
             )
-        lat.setflags(write=False)
         n = lat.shape[0]
         set_(self, "latency", lat)
         set_(self, "bandwidth", _array(self.bandwidth, np.float64, n, "bandwidth"))
@@ -349,9 +381,18 @@ class Network:
         used, since on shared hosts it is noise. Without bandwidth: average
         linkage on latency, hosts first when known. Uplinks come from
         :func:`rankopt.hierarchy.infer_uplinks` when bandwidth is known.
-        """
-        from rankopt.hierarchy import infer_hierarchy
 
+        Above :data:`INFER_MAX_N` processes nothing is inferred (the linkage
+        needs several condensed :math:`O(n^2)` copies): the hosts are the one
+        level when known, and ``provenance["hierarchy"]`` says so.
+        """
+        from rankopt.hierarchy import host_labels, infer_hierarchy
+
+        if self.n > INFER_MAX_N:
+            levels = [] if self.hosts is None else [host_labels(self.hosts)]
+            how = f"not inferred above n = {INFER_MAX_N}" + (": hosts only" if self.hosts else "")
+            out = self.with_hierarchy(levels)
+            return replace(out, provenance={**out.provenance, "hierarchy": how})
         if self.bandwidth is not None:
             levels = infer_hierarchy(bandwidth=self.bandwidth, hosts=self.hosts, linkage="single")
             how = "bandwidth, single linkage" + (", hosts first" if self.hosts else "")

@@ -208,3 +208,27 @@ def test_hierarchical_network_keeps_float32_host_matrices_uncopied():
     lat = np.asarray(net.latency, dtype=np.float32)
     h = HierarchicalNetwork(net.host_of, lat, groups=net.groups)
     assert np.shares_memory(h.latency, lat)
+
+
+# ------------------------------------------------------------ network bounds
+def test_network_shares_its_frozen_matrices_across_copies():
+    lat = _points(12)
+    net = rankopt.Network.from_matrices(lat, lat * 1e15 + 1e9)
+    assert not np.shares_memory(net.latency, lat)  # a writeable input is copied once
+    again = net.with_hierarchy([np.arange(12) // 6])
+    assert again.latency is net.latency and again.bandwidth is net.bandwidth
+
+
+def test_large_networks_skip_inference_and_the_interval(monkeypatch):
+    import rankopt.network as network
+
+    monkeypatch.setattr(network, "INFER_MAX_N", 8)
+    monkeypatch.setattr(network, "INTERVAL_MAX_N", 8)
+    lat = _points(12)
+    hosts = [f"h{i // 2}" for i in range(12)]
+    net = rankopt.Network.from_matrices(lat, hosts=hosts, latency_spread=0.1 * lat)
+    assert net.provenance["hierarchy"] == "not inferred above n = 8: hosts only"
+    assert net.level_sizes() == [[2] * 6]
+    res = rankopt.solve(net, rng=0)
+    assert res.speedup_interval is None
+    assert any("no speedup interval above n = 8" in t for t in res.notes)

@@ -229,7 +229,8 @@ def solve(
     -----
     ``order[k]`` is the original rank of the process given new rank ``k``;
     ``result.rank_of`` is its inverse. For a measured network (one with
-    spreads) the result carries ``speedup_interval``, the 90% interval of
+    spreads, up to :data:`rankopt.network.INTERVAL_MAX_N` processes) the
+    result carries ``speedup_interval``, the 90% interval of
     the modelled speedup that the measurement supports
     (:func:`rankopt.network.speedup_interval`); an order whose interval does
     not lie above 1 is a gain within the noise, and the launch order is kept.
@@ -399,7 +400,14 @@ def solve(
         order, cost = identity(n), baseline
         notes.append("no order found that beats the launch order: the launch order is kept")
     interval = None
-    if network is not None and network.measured and not callable(objective):
+    from rankopt.network import INTERVAL_MAX_N
+
+    if network is not None and network.measured and n > INTERVAL_MAX_N:
+        notes.append(
+            f"no speedup interval above n = {INTERVAL_MAX_N} (its draws are several n x n "
+            "arrays each): the modelled gain is not checked against the measured spread"
+        )
+    elif network is not None and network.measured and not callable(objective):
         from rankopt.network import speedup_interval
 
         interval = speedup_interval(
