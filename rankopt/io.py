@@ -366,10 +366,12 @@ def load_matrix_and_labels(
     if vals.dtype.kind in "iuf" and scale != 1.0:
         vals = vals * scale  # the valid range is in seconds: convert first (NaN stays NaN)
     try:
-        out = check_matrix(vals, name, nan=nan)
+        out = check_matrix(vals, name, nan=nan, copy=False)
     except RankoptInputError as exc:
         msg = str(exc)
         if "must be square" in msg:
             msg += f" {_LONG_HINT[0].upper()}{_LONG_HINT[1:]}."
         raise RankoptInputError(f"matrix file {os.fspath(path)!r}: {msg}") from None
+    if np.shares_memory(out, vals) and vals.flags.writeable:
+        out = vals  # already valid, and ours alone: no second copy of the file's matrix
     return out, labels

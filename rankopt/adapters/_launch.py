@@ -464,6 +464,7 @@ def launch(
         if rank == 0:
             decision = _decide(args, store, n, measurement, time.monotonic() + args.timeout)
             store.set("decision", json.dumps(decision))
+        measurement = None  # only rank 0 solves; no rank keeps the probe's n x n matrices
         decision = json.loads(store.get("decision"))
         # acknowledge before acting on it: rank 0 keeps the store up until all have read it
         store.add("ack", 1)

@@ -81,6 +81,7 @@ def read_network(args: argparse.Namespace) -> tuple[Any, list[str] | None]:
         names = list(net.hosts) if net.hosts is not None else None
         return net, names
     lat, labels = load_matrix_and_labels(args.matrix, unit=args.unit, nan=args.nan, rtt=args.rtt)
+    lat.setflags(write=False)  # ours alone: the Network keeps it instead of a copy
     net = Network.from_matrices(lat, source=f"file:{args.matrix}")
     return net, labels
 
