@@ -1,6 +1,6 @@
 """131,072 ranks on 16,384 hosts: the ring on a HierarchicalNetwork (not part of the smoke run).
 
-    python bench/large_hier.py            # ~1-2 min with the data, ~4 GB peak memory
+    python bench/large_hier.py            # ~25 s with the data, ~3.3 GB peak memory
 
 A synthetic three-level cloud given per host (8 pods x 32 racks x 64 hosts, 8
 ranks per host, ranks launched in a random order): float32 host-level latency
