@@ -15,8 +15,8 @@ rank ``k``; ``rank_of = invert(order)``. SI units throughout.
 
 from rankopt import models
 from rankopt._validation import RankoptInputError, check_matrix, check_order
-from rankopt.errors import RankoptError
 from rankopt.cloud import Cloud, synthetic_cloud
+from rankopt.errors import RankoptError
 from rankopt.hierarchy import infer_hierarchy
 from rankopt.hnetwork import HierarchicalNetwork
 from rankopt.io import load_matrix
