@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -64,7 +65,7 @@ class Cloud:
         a symbolic link, FIFO or directory at ``path`` is refused. ``what``
         names ``path`` in errors. Returns ``path``.
         """
-        arrays = {
+        arrays: dict[str, Any] = {
             "latency": self.latency,
             "bandwidth": self.bandwidth,
             "hosts": np.array(self.hosts, dtype=str),

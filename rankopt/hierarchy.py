@@ -345,7 +345,7 @@ def infer_uplinks(bandwidth: ArrayLike, levels: Sequence[ArrayLike]) -> list[NDA
     for k in range(len(labs) - 1, -1, -1):
         est = out[k]
         missing = np.flatnonzero(np.isnan(est))
-        for g in missing:
+        for g in missing.tolist():
             members = labs[k] == g
             value = np.nan
             for j in range(k + 1, len(labs)):

@@ -365,7 +365,7 @@ class Network:
             latency=cloud.latency,
             bandwidth=cloud.bandwidth,
             hosts=tuple(cloud.hosts),
-            groups=[np.asarray(g) for g in cloud.groups],
+            groups=tuple(np.asarray(g, dtype=np.int64) for g in cloud.groups),
             source="cloud",
             provenance={"seed": int(getattr(cloud, "seed", -1))},
         )
@@ -596,7 +596,7 @@ def _network_from_npz(z: Mapping[str, Any], name: str) -> Network:
             latency_samples=z.get("latency_samples"),
             bandwidth_samples=z.get("bandwidth_samples"),
             hosts=None if "hosts" not in z else tuple(str(h) for h in np.atleast_1d(z["hosts"])),
-            groups=[] if "groups" not in z else list(np.atleast_2d(z["groups"])),
+            groups=() if "groups" not in z else tuple(np.atleast_2d(z["groups"])),
             uplinks=ups,
             source=str(z.get("source", f"file:{Path(name).name}")),
             provenance=prov,

@@ -256,7 +256,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return adapter.report_error(world, exc, "rankopt.mpi")
         if world.Get_rank() == 0 and not args.quiet:
             print(checked.table(), file=sys.stderr, flush=True)
-        order = checked.order if checked.applies else list(range(world.Get_size()))
+        import numpy as np
+
+        chosen = checked.order if checked.applies else range(world.Get_size())
+        order = np.asarray(chosen, dtype=np.int64)
 
     try:
         adapter.run_program(

@@ -237,7 +237,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 def _topology(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from rankopt.testbed import Topology
 
-    racks = ()
+    racks: tuple[int, ...] = ()
     if getattr(args, "racks", None):
         try:
             racks = tuple(int(x) for x in args.racks.split(","))

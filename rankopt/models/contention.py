@@ -66,7 +66,7 @@ def make_step_contention(sched: Schedule, net: Network, full: Any, *, alike: boo
     sptr, sidx, smax = _csr(tstep * n + src, nsteps * n)
     rptr, ridx, rmax = _csr(tstep * n + dst, nsteps * n)
     bw = net.bandwidth if net.bandwidth is not None else np.zeros((1, 1))
-    c = np.ascontiguousarray(first * float(net.nbytes))  # type: ignore[arg-type]
+    c = np.ascontiguousarray(first * float(net.nbytes))  # type: ignore[arg-type,operator]
     return _sc.StepContention(
         full,
         net.latency,

@@ -231,7 +231,7 @@ class WorkloadModel(CostModel):
         #: The network of the part moving the most bytes (``count * nbytes``):
         #: what a constructive solver (greedy clustering) weighs pairs by.
         nets = [
-            (k * float(getattr(m.network, "nbytes", 0) or 0), i, m.network)
+            (k * float(getattr(m.network, "nbytes", 0) or 0), i, m.network)  # type: ignore[attr-defined]
             for i, (k, m) in enumerate(self.parts)
             if getattr(m, "network", None) is not None
         ]

@@ -58,7 +58,7 @@ def save_measurement(m: Any, path: str) -> None:
     if hasattr(m, "save"):
         m.save(path)
         return
-    arrays = {
+    arrays: dict[str, Any] = {
         "latency": np.asarray(m.latency),
         "bandwidth": np.asarray(getattr(m, "bandwidth", np.zeros_like(m.latency))),
         "hosts": np.asarray(getattr(m, "hosts", []), dtype=str),

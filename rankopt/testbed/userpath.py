@@ -159,7 +159,7 @@ def run_user_path(
     else:
         mca = RING_MCA if engine == "mpi-ring" else None
         stderr = run_mpi(tb, hosts, argv, mca=mca, timeout=timeout).stderr or ""
-    res = json.loads(Path(cfg["out"]).read_text())
+    res = json.loads(Path(str(cfg["out"])).read_text())
     order = _read_order(save, n)
     names = res.get("hostnames")
     matches = None
