@@ -136,7 +136,7 @@ def test_runner_errors_exit_cleanly(mpiexec, tmp_path):
         timeout=60,
     )
     assert proc.returncode != 0 and "ran" not in proc.stdout
-    assert "must have length 2" in proc.stderr
+    assert "was solved for 3 processes; this job has 2" in proc.stderr
     assert proc.stderr.count("rankopt.mpi: error") == 1  # one message, from rank 0
 
 
