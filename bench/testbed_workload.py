@@ -1,0 +1,163 @@
+"""A profiled mixed workload in the emulated testbed: workload order vs single-size orders.
+
+Builds a testbed (root, network namespaces), probes it over MPI, profiles
+``tests/shim_programs/mixed.c`` (allreduce at two sizes and an alltoall) with
+the shim's recorder, solves rankopt's order for the profiled workload and for
+each of its calls alone, and times the program under each order through the
+shim (``RANKOPT_ORDER``), rounds interleaved. Prints one line per order with
+the median measured total and writes a JSON report.
+
+Run (root)::
+
+    python bench/testbed_workload.py --racks 3,3,3 --launch random --seed 1 -o wl.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _exec(prefix: str, hosts: str, seed: int, cmd: list[str], timeout: int = 900) -> str:
+    argv = [sys.executable, "-m", "rankopt", "testbed", "exec", "--attach", "--prefix", prefix]
+    argv += ["--hosts", hosts, "--seed", str(seed), "--", *cmd]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise SystemExit(f"failed: {shlex.join(cmd)}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
+def _with_env(env: dict[str, str], cmd: list[str]) -> list[str]:
+    """Every rank sets ``env`` itself (whatever the launcher forwards)."""
+    sets = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return ["sh", "-c", f"{sets} exec {shlex.join(cmd)}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--racks", default="3,3,3")
+    p.add_argument("--rates", default="1gbit,200mbit")
+    p.add_argument("--latency", default="0")
+    p.add_argument("--launch", default="random")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--prefix", default="rkw")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument(
+        "--calls",
+        default="4096,300,4194304,5,1048576,5",
+        help="A_BYTES,A_COUNT,B_BYTES,B_COUNT,C_BYTES,C_COUNT of mixed.c",
+    )
+    p.add_argument("-o", "--output", default=None)
+    args = p.parse_args(argv)
+
+    import rankopt
+    from rankopt import shim
+    from rankopt.adapters._common import save_order
+    from rankopt.network import load_network
+    from rankopt.profile import read_rank_files, write_profile
+
+    work = Path(tempfile.mkdtemp(prefix="rankopt-wl-"))
+    os.chmod(work, 0o755)
+    lib = shim.build(outdir=work / "shim")
+    exe = work / "mixed"
+    subprocess.run(
+        [str(shim.find_mpicc()), "-O2", "-o", str(exe), str(REPO / "tests/shim_programs/mixed.c")],
+        check=True,
+    )
+    calls = args.calls.split(",")
+    up = [sys.executable, "-m", "rankopt", "testbed", "up", "--prefix", args.prefix]
+    up += ["--racks", args.racks, "--rates", args.rates, "--latency", args.latency]
+    subprocess.run(up, check=True)
+    try:
+        net_file = work / "net.npz"
+        _exec(
+            args.prefix,
+            args.launch,
+            args.seed,
+            [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi", "-o", str(net_file)],
+        )
+        prof_dir = work / "profile"
+        prof_dir.mkdir()
+        env = {"LD_PRELOAD": str(lib), "RANKOPT_PROFILE": str(prof_dir)}
+        _exec(args.prefix, args.launch, args.seed, _with_env(env, [str(exe), *calls]))
+        prof = read_rank_files(prof_dir)
+        write_profile(work / "profile.json", prof)
+        print(prof.summary())
+
+        net = load_network(net_file)
+        wl = prof.workload()
+        orders: dict[str, np.ndarray] = {"launch": np.arange(net.n)}
+        res = rankopt.solve(net, workload=wl, engine=prof.engine, rng=0)
+        orders["workload"] = np.asarray(res.order)
+        for c in wl:
+            if c.count < 2:
+                continue  # the program's one-off calls
+            name = f"single {c.collective} {int(c.nbytes)}"
+            one = rankopt.solve(net, workload=[(c.collective, c.nbytes, 1)], engine=prof.engine)
+            orders[name] = np.asarray(one.order)
+        if net.groups:  # the coarsest level's groups kept contiguous
+            orders["rack-contiguous"] = np.argsort(net.groups[-1], kind="stable")
+        from rankopt.models import make_model
+        from rankopt.models.workload import price_calls
+
+        kw = net.default_model()
+        model = make_model(
+            net.latency,
+            workload=price_calls(wl, net.n, prof.engine),
+            bandwidth=kw["bandwidth"],
+            groups=kw["groups"],
+            uplink_bandwidth=kw["uplink_bandwidth"],
+        )
+        modelled = {k: float(model.cost(o)) for k, o in orders.items()}
+        for k, v in modelled.items():
+            print(f"modelled {k:<32} {v:.4f} s")
+        times: dict[str, list[float]] = {k: [] for k in orders}
+        files = {}
+        for k, o in orders.items():
+            files[k] = work / f"order-{len(files)}.txt"
+            save_order(files[k], o)
+        for _ in range(args.rounds):
+            for k in orders:
+                env = {"LD_PRELOAD": str(lib), "RANKOPT_ORDER": str(files[k])}
+                out = _exec(args.prefix, args.launch, args.seed, _with_env(env, [str(exe), *calls]))
+                total = [
+                    float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("total_s")
+                ]
+                times[k].append(total[0])
+        base = statistics.median(times["launch"])
+        report = []
+        for k, o in orders.items():
+            med = statistics.median(times[k])
+            row = {
+                "order": k,
+                "median_total_s": med,
+                "totals_s": times[k],
+                "speedup_vs_launch": base / med,
+                "modelled": modelled[k],
+                "permutation": [int(x) for x in o],
+            }
+            report.append(row)
+            print(f"{k:<32} {med:8.3f} s  x{base / med:5.2f}  {times[k]}")
+        if args.output:
+            Path(args.output).write_text(json.dumps({"args": vars(args), "rows": report}, indent=1))
+    finally:
+        subprocess.run(
+            [sys.executable, "-m", "rankopt", "testbed", "down", "--prefix", args.prefix],
+            check=False,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
