@@ -79,8 +79,11 @@ def test_slow_pair_is_the_slowest_entry(tmp_path):
     off = ~np.eye(n, dtype=bool)
     slow = np.zeros((n, n), dtype=bool)
     slow[1, 2] = slow[2, 1] = True
-    assert m.latency[slow].min() > m.latency[off & ~slow].max()
+    # a median of 5 round trips on a shared machine: one other pair can hiccup to
+    # milliseconds too, so the slow pair is compared with the typical pair
+    assert m.latency[slow].min() > 10 * np.median(m.latency[off & ~slow])
     assert m.latency[slow].min() > 1e-3  # half of the 3 ms added to every round trip
+    assert np.sum(m.latency[off & ~slow] >= m.latency[slow].min()) <= 1
     # bandwidth comes from few timed transfers on a shared machine: one other
     # pair can hiccup, so the slow pair is compared with the typical pair
     assert m.bandwidth[slow].max() < 0.5 * np.median(m.bandwidth[off & ~slow])
