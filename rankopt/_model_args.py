@@ -34,6 +34,7 @@ from typing import Any
 from rankopt._validation import RankoptInputError
 
 __all__ = [
+    "add_entry_outputs",
     "add_model_arguments",
     "model_options",
     "parse_uplinks",
@@ -160,6 +161,26 @@ def add_model_arguments(
         default=None,
         metavar="SECONDS",
         help="wall-clock guard for the solver (default: none; the budget is iterations)",
+    )
+
+
+def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
+    """``--json FILE`` and ``--verify``: what every launcher offers around its solve.
+
+    ``engine`` names what ``--verify`` times the orders over (``"MPI"``, ``"Gloo"``).
+    """
+    p.add_argument(
+        "--json",
+        metavar="FILE",
+        default=None,
+        help="rank 0 writes the result (what was modelled, the modelled speedup and its "
+        "interval, the order) as JSON",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help=f"time the order against the launch order first (rankopt verify over {engine}, "
+        "default sizes) and run with the launch order unless the order measurably wins",
     )
 
 

@@ -150,19 +150,9 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     p.add_argument(
         "--save", metavar="FILE", default=None, help="rank 0 writes the order (.npy/.json/text)"
     )
-    p.add_argument(
-        "--json",
-        metavar="FILE",
-        default=None,
-        help="rank 0 writes the result (what was modelled, the modelled speedup and its "
-        "interval, the order) as JSON",
-    )
-    p.add_argument(
-        "--verify",
-        action="store_true",
-        help="time the order against the launch order first (rankopt verify over Gloo, "
-        "default sizes) and run with the launch order unless the order measurably wins",
-    )
+    from rankopt._model_args import add_entry_outputs
+
+    add_entry_outputs(p, engine="Gloo")
     p.add_argument(
         "--dry-run",
         action="store_true",

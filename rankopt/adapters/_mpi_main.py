@@ -59,13 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         help="extra keyword for rankopt.probe.mpi.measure (repeatable)",
     )
-    p.add_argument(
-        "--json",
-        metavar="FILE",
-        default=None,
-        help="rank 0 writes the result (what was modelled, the modelled speedup and its "
-        "interval, the order) as JSON",
-    )
+    from rankopt._model_args import add_entry_outputs
+
+    add_entry_outputs(p, engine="MPI")
     p.add_argument(
         "-q",
         "--quiet",
@@ -74,12 +70,6 @@ def build_parser() -> argparse.ArgumentParser:
         "new rank table) to stderr",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="rank 0 logs to stderr")
-    p.add_argument(
-        "--verify",
-        action="store_true",
-        help="time the order against the launch order first (rankopt verify, default sizes) "
-        "and run with the launch order unless the order measurably wins",
-    )
     return p
 
 
