@@ -10,6 +10,7 @@ scheduler hands out VMs.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,11 @@ def load_cloud(path: str | os.PathLike[str]) -> Cloud:
         If it is not a regular ``.npz`` file within the size limits of
         :mod:`rankopt._files`, or lacks a cloud's arrays.
     """
-    z = load_npz(path, what="cloud file")
+    return cloud_from_arrays(load_npz(path, what="cloud file"), path)
+
+
+def cloud_from_arrays(z: Mapping[str, Any], path: str | os.PathLike[str]) -> Cloud:
+    """The :class:`Cloud` held by the arrays of an ``.npz`` file already read (errors name ``path``)."""
     missing = {"latency", "bandwidth", "hosts", "groups"} - set(z)
     if missing:
         raise RankoptInputError(f"{str(path)!r} is not a cloud file; missing {sorted(missing)}.")

@@ -563,12 +563,12 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
         if "format" in files and str(z["format"]) == FORMAT:
             return _network_from_npz(z, name)
         if {"latency", "bandwidth", "groups", "hosts"} <= files and "seed" in files:
-            from rankopt.cloud import load_cloud
+            from rankopt.cloud import cloud_from_arrays
 
-            return Network.from_cloud(load_cloud(name))
-        from rankopt.probe.measurement import load_measurement
+            return Network.from_cloud(cloud_from_arrays(z, name))
+        from rankopt.probe.measurement import measurement_from_arrays
 
-        m = load_measurement(name)
+        m = measurement_from_arrays(z, name)  # the arrays read once above
         if {"groups", "uplinks"} <= files:  # the probe stored the hierarchy it inferred
             groups, ups = list(np.atleast_2d(z["groups"])), _uplinks_from(z["uplinks"])
             net = Network.from_measurement(m, infer=False).with_hierarchy(groups, ups)

@@ -271,7 +271,14 @@ def load_measurement(path: str | os.PathLike[str]) -> Measurement:
     2
     """
     name = os.fspath(path)
-    arrays = load_npz(name, what="measurement file")
+    return measurement_from_arrays(load_npz(name, what="measurement file"), name)
+
+
+def measurement_from_arrays(arrays: Mapping[str, Any], name: str) -> Measurement:
+    """The :class:`Measurement` held by the arrays of an ``.npz`` file already read.
+
+    ``name`` is the file, for the errors (those of :func:`load_measurement`).
+    """
     for key in _REQUIRED:
         if key not in arrays:
             raise RankoptInputError(
