@@ -379,9 +379,10 @@ def solve(
             )
         order = np.roll(order, -int(np.flatnonzero(order == 0)[0]))
     cost = model.cost(order)
-    init_cost = None if init_order is None else model.cost(init_order)
-    if init_cost is not None and init_cost < cost:
-        order, cost = init_order, init_cost
+    if init_order is not None:
+        init_cost = model.cost(init_order)
+        if init_cost < cost:
+            order, cost = init_order, init_cost
     stop_reason = out.stop_reason
     kept = not cost < baseline
     if kept:
