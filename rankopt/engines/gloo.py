@@ -13,13 +13,9 @@ rankopt defaults.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from rankopt.engines.base import Choice, Env, Nodes, TorchEngine
 
-from rankopt.engines._common import FALLBACK, check_call
-
-__all__ = ["algorithm", "TABLE"]
+__all__ = ["Gloo", "ENGINE", "algorithm", "TABLE"]
 
 #: collective -> (rankopt model, Gloo's algorithm), torch 2.x CPU.
 TABLE = {
@@ -28,28 +24,28 @@ TABLE = {
     "reduce_scatter": ("ring", "ring"),
 }
 
-_SOURCE = "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (torch 2.x), gloo/allreduce.cc"
 
-
-def algorithm(
-    collective: str,
-    nbytes: float,
-    n: int,
-    *,
-    env: Mapping[str, str] = os.environ,
-    nodes: Sequence[Any] | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """The algorithm torch's Gloo backend runs for one call.
+class Gloo(TorchEngine):
+    """torch.distributed's Gloo backend: a ring over process-group rank order.
 
     Examples
     --------
-    >>> algorithm("allreduce", 25e6, 8)[0]
+    >>> Gloo().algorithm("allreduce", 25e6, 8)[0]
     'ring'
     """
-    check_call(collective, nbytes, n)
-    if collective in TABLE:
+
+    name = "gloo"
+    doc = "Gloo as torch 2.x ProcessGroupGloo uses it"
+    source = "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (torch 2.x), gloo/allreduce.cc"
+    collectives = tuple(TABLE)
+    markers = ("gloo",)
+
+    def choose(self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes) -> Choice:
+        """The ring, at every size (no size-based choice left in torch 2.x)."""
         model, name = TABLE[collective]
-        return model, {"engine": "gloo", "engine_algorithm": name, "rule": "fixed",
-                       "source": _SOURCE}  # fmt: skip
-    return FALLBACK[collective], {"engine": "gloo", "engine_algorithm": None,
-                                  "rule": "untabulated", "source": "rankopt default"}  # fmt: skip
+        return model, {"engine_algorithm": name, "rule": "fixed", "source": self.source}
+
+
+ENGINE = Gloo()
+#: ``algorithm(collective, nbytes, n, *, env, nodes)``: :meth:`Gloo.algorithm`.
+algorithm = ENGINE.algorithm

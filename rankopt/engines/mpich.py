@@ -15,14 +15,12 @@ alltoall rankopt models.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankopt._validation import RankoptInputError
-from rankopt.engines._common import FALLBACK, check_call
+from rankopt.engines.base import Choice, Env, MPIEngine, Nodes
 
-__all__ = ["algorithm", "ALLREDUCE_ALGORITHMS", "SHORT_MSG_SIZE"]
+__all__ = ["MPICH", "ENGINE", "algorithm", "ALLREDUCE_ALGORITHMS", "SHORT_MSG_SIZE"]
 
 #: Default of ``MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE`` (``allreduce.c`` CVAR block).
 SHORT_MSG_SIZE = 2048
@@ -34,51 +32,55 @@ ALLREDUCE_ALGORITHMS = {
     "ring": "ring",
 }
 
-_SOURCE = "src/mpi/coll/allreduce (MPIR_Allreduce_intra_auto), MPICH 3.3-4.x"
 
-
-def algorithm(
-    collective: str,
-    nbytes: float,
-    n: int,
-    *,
-    env: Mapping[str, str] = os.environ,
-    nodes: Sequence[Any] | None = None,
-    itemsize: int = 8,
-) -> tuple[str, dict[str, Any]]:
-    """The algorithm MPICH runs for one call, as a rankopt model name.
+class MPICH(MPIEngine):
+    """MPICH's ``auto`` allreduce selection, with its CVAR overrides.
 
     Examples
     --------
-    >>> algorithm("allreduce", 2048, 8, env={})[0], algorithm("allreduce", 2056, 8, env={})[0]
+    >>> e = MPICH()
+    >>> e.algorithm("allreduce", 2048, 8, env={})[0], e.algorithm("allreduce", 2056, 8, env={})[0]
     ('recursive_doubling', 'rabenseifner')
     """
-    size, n = check_call(collective, nbytes, n)
-    params: dict[str, Any] = {"engine": "mpich", "source": _SOURCE}
-    if collective != "allreduce":
-        params.update(engine_algorithm=None, rule="untabulated")
-        return FALLBACK[collective], params
-    forced = str(env.get("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "auto")).strip().lower()
-    if forced not in ("", "auto"):
-        if forced not in ALLREDUCE_ALGORITHMS:
+
+    name = "mpich"
+    doc = "MPICH 4.x default selection"
+    source = "src/mpi/coll/allreduce (MPIR_Allreduce_intra_auto), MPICH 3.3-4.x"
+    collectives = ("allreduce",)
+    markers = ("mpich", "mvapich")
+    launch_vars = ("PMI_RANK", "PMI_SIZE")
+
+    def choose(
+        self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes, itemsize: int = 8
+    ) -> Choice:
+        """Allreduce: the CVAR-forced algorithm, else the size rule (``itemsize``: element bytes)."""
+        params: dict[str, Any] = {"source": self.source}
+        forced = str(env.get("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "auto")).strip().lower()
+        if forced not in ("", "auto"):
+            if forced not in ALLREDUCE_ALGORITHMS:
+                raise RankoptInputError(
+                    "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM: rankopt models "
+                    f"{', '.join(ALLREDUCE_ALGORITHMS)} (or auto); got {forced!r}."
+                )
+            params.update(engine_algorithm=forced, rule="forced")
+            return ALLREDUCE_ALGORITHMS[forced], params
+        raw = env.get("MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE", SHORT_MSG_SIZE)
+        try:
+            short = float(raw)
+        except (TypeError, ValueError):
             raise RankoptInputError(
-                "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM: rankopt models "
-                f"{', '.join(ALLREDUCE_ALGORITHMS)} (or auto); got {forced!r}."
-            )
-        params.update(engine_algorithm=forced, rule="forced")
-        return ALLREDUCE_ALGORITHMS[forced], params
-    raw = env.get("MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE", SHORT_MSG_SIZE)
-    try:
-        short = float(raw)
-    except (TypeError, ValueError):
-        raise RankoptInputError(
-            f"MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE must be a number of bytes; got {raw!r}."
-        ) from None
-    pof2 = 1 << (n.bit_length() - 1)
-    name = (
-        "recursive_doubling"
-        if size <= short or size / itemsize < pof2
-        else "reduce_scatter_allgather"
-    )
-    params.update(engine_algorithm=name, rule="auto", short_msg_size=short)
-    return ALLREDUCE_ALGORITHMS[name], params
+                f"MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE must be a number of bytes; got {raw!r}."
+            ) from None
+        pof2 = 1 << (n.bit_length() - 1)
+        name = (
+            "recursive_doubling"
+            if nbytes <= short or nbytes / itemsize < pof2
+            else "reduce_scatter_allgather"
+        )
+        params.update(engine_algorithm=name, rule="auto", short_msg_size=short)
+        return ALLREDUCE_ALGORITHMS[name], params
+
+
+ENGINE = MPICH()
+#: ``algorithm(collective, nbytes, n, *, env, nodes, itemsize=8)``: :meth:`MPICH.algorithm`.
+algorithm = ENGINE.algorithm

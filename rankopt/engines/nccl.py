@@ -24,14 +24,13 @@ contiguous in NCCL's graphs, so rankopt orders nodes (``params
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankopt._validation import RankoptInputError
-from rankopt.engines._common import FALLBACK, check_call, node_sizes
+from rankopt.engines._common import node_sizes
+from rankopt.engines.base import Choice, Env, Nodes, TorchEngine
 
-__all__ = ["algorithm", "BASE_LAT", "HW_LAT", "predicted_times"]
+__all__ = ["NCCL", "ENGINE", "algorithm", "BASE_LAT", "HW_LAT", "predicted_times"]
 
 #: Simple-protocol base latency (us) per algorithm, ``baseLat`` in tuning.cc.
 BASE_LAT = {"tree": 0.0, "ring": 8.4}
@@ -40,7 +39,6 @@ HW_LAT = {"pci": {"tree": 6.0, "ring": 5.7}, "net": {"tree": 14.0, "ring": 14.0}
 #: Tree bandwidth refinement in tuning.cc (``busBw * .92``).
 TREE_BW_FACTOR = 0.92
 MODEL = {"ring": "ring", "tree": "double_binary_tree"}
-_SOURCE = "src/graph/tuning.cc (ncclTopoTuneModel, NCCL 2.1x), simplified: Simple protocol"
 
 
 def predicted_times(nbytes: float, n: int, m: int, busbw: float) -> dict[str, float]:
@@ -59,46 +57,51 @@ def predicted_times(nbytes: float, n: int, m: int, busbw: float) -> dict[str, fl
     return times
 
 
-def algorithm(
-    collective: str,
-    nbytes: float,
-    n: int,
-    *,
-    env: Mapping[str, str] = os.environ,
-    nodes: Sequence[Any] | None = None,
-) -> tuple[str, dict[str, Any]]:
-    """Ring or tree for one NCCL call (``nodes``: node of each rank; default one rank a node).
+class NCCL(TorchEngine):
+    """NCCL's ring or tree, over node order (``nodes``: node of each rank; default one a node).
 
     Examples
     --------
-    >>> algorithm("allreduce", 4096, 16, env={})[0], algorithm("allreduce", 256e6, 16, env={})[0]
+    >>> e = NCCL()
+    >>> e.algorithm("allreduce", 4096, 16, env={})[0], e.algorithm("allreduce", 256e6, 16, env={})[0]
     ('double_binary_tree', 'ring')
     """
-    size, n = check_call(collective, nbytes, n)
-    sizes = node_sizes(nodes, n)
-    m = n if sizes is None else len(sizes)
-    params: dict[str, Any] = {"engine": "nccl", "granularity": "node", "nodes": m}
-    if collective != "allreduce":
-        params.update(engine_algorithm="ring", rule="ring only", source=_SOURCE)
-        return "ring" if collective in ("allgather", "reduce_scatter") else FALLBACK[
-            collective
-        ], params
-    raw_bw = env.get("NCCL_RANKOPT_BUSBW", "12.5")
-    try:
-        busbw = float(raw_bw) * 1e9
-    except ValueError:
-        raise RankoptInputError(f"NCCL_RANKOPT_BUSBW must be GB/s; got {raw_bw!r}.") from None
-    times = predicted_times(size, n, m, busbw)
-    allowed = _allowed(str(env.get("NCCL_ALGO", "")))
-    cand = {a: t for a, t in times.items() if a in allowed} or {"ring": times["ring"]}
-    choice = min(cand, key=lambda a: cand[a])
-    params.update(
-        engine_algorithm=choice,
-        rule="forced" if allowed != {"ring", "tree"} else "tuning model",
-        modelled_times=times,
-        source=_SOURCE,
-    )
-    return MODEL[choice], params
+
+    name = "nccl"
+    doc = "NCCL ring/tree tuning model (simplified)"
+    source = "src/graph/tuning.cc (ncclTopoTuneModel, NCCL 2.1x), simplified: Simple protocol"
+    collectives = ("allreduce", "allgather", "reduce_scatter")
+    granularity = "node"
+    markers = ("nccl",)
+
+    def choose(self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes) -> Choice:
+        """Allreduce: the cheaper of ring and tree by the tuning model; the others: ring."""
+        sizes = node_sizes(nodes, n)
+        m = n if sizes is None else len(sizes)
+        params: dict[str, Any] = {"nodes": m, "source": self.source}
+        if collective != "allreduce":
+            params.update(engine_algorithm="ring", rule="ring only")
+            return "ring", params
+        raw_bw = env.get("NCCL_RANKOPT_BUSBW", "12.5")
+        try:
+            busbw = float(raw_bw) * 1e9
+        except ValueError:
+            raise RankoptInputError(f"NCCL_RANKOPT_BUSBW must be GB/s; got {raw_bw!r}.") from None
+        times = predicted_times(nbytes, n, m, busbw)
+        allowed = _allowed(str(env.get("NCCL_ALGO", "")))
+        cand = {a: t for a, t in times.items() if a in allowed} or {"ring": times["ring"]}
+        choice = min(cand, key=lambda a: cand[a])
+        params.update(
+            engine_algorithm=choice,
+            rule="forced" if allowed != {"ring", "tree"} else "tuning model",
+            modelled_times=times,
+        )
+        return MODEL[choice], params
+
+
+ENGINE = NCCL()
+#: ``algorithm(collective, nbytes, n, *, env, nodes)``: :meth:`NCCL.algorithm`.
+algorithm = ENGINE.algorithm
 
 
 def _allowed(spec: str) -> set[str]:

@@ -2,7 +2,8 @@
 
 Contents
 --------
-algorithm
+OpenMPI, ENGINE, algorithm
+    The engine (:class:`rankopt.engines.base.Engine`);
     ``algorithm(collective, nbytes, n, *, env, nodes)``: the rankopt model
     of what Open MPI runs, with the engine's own name and id in ``params``.
 component
@@ -45,9 +46,12 @@ from pathlib import Path
 from typing import Any
 
 from rankopt._validation import RankoptInputError
-from rankopt.engines._common import FALLBACK, Table, check_call, env_flag, lookup, node_sizes
+from rankopt.engines._common import Table, env_flag, lookup, node_sizes
+from rankopt.engines.base import Choice, Env, MPIEngine, Nodes
 
 __all__ = [
+    "OpenMPI",
+    "ENGINE",
     "algorithm",
     "component",
     "parse_rules",
@@ -139,6 +143,10 @@ COLLECTIVE_IDS = {
 }
 
 _SOURCE = "ompi/mca/coll/tuned/coll_tuned_decision_fixed.c (Open MPI 5.0.x)"
+_HAN_SOURCE = (
+    "ompi/mca/coll/han/coll_han_allreduce.c (Open MPI 5.0.x): intra-node reduce, "
+    "inter-node allreduce of the node leaders, intra-node broadcast"
+)
 
 #: Priorities of the wheel's components (``ompi_info --param coll han/tuned``).
 HAN_PRIORITY, TUNED_PRIORITY = 35, 30
@@ -288,110 +296,97 @@ def _runtime(name: str, count: float, n: int) -> str:
     return name
 
 
-def algorithm(
-    collective: str,
-    nbytes: float,
-    n: int,
-    *,
-    env: Mapping[str, str] = os.environ,
-    nodes: Sequence[Any] | None = None,
-    itemsize: int = 8,
-) -> tuple[str, dict[str, Any]]:
-    """The algorithm Open MPI runs for one call, as a rankopt model name.
+class OpenMPI(MPIEngine):
+    """Open MPI 5.0.x: ``han`` or ``tuned``, then the algorithm that component runs.
 
-    Parameters
-    ----------
-    collective : str
-        A rankopt collective (``"allreduce"``, ``"alltoall"``, ...).
-    nbytes : float
-        The call's size as rankopt counts it
-        (:func:`rankopt.models.schedule.schedule`): the allreduce vector,
-        each rank's whole alltoall send buffer (Open MPI decides on the block
-        to each peer, ``nbytes / n``).
-    n : int
-        Communicator size.
-    env : mapping
-        Where ``OMPI_MCA_*`` settings are read (default ``os.environ``).
-    nodes : sequence, optional
-        Node label of each rank (decides whether HAN serves).
-    itemsize : int
-        Element size in bytes (the count decides the small-count fallbacks).
-
-    Returns
-    -------
-    (str, dict)
-        The model name (in :data:`rankopt.models.ALGORITHMS`) and what was
-        decided: ``component``, ``engine_algorithm`` (Open MPI's name),
-        ``id``, ``rule`` (``"fixed"``, ``"forced"``, ``"file"``, ``"han"`` or
-        ``"untabulated"``), ``source``.
+    :meth:`choose` reads ``nbytes`` as rankopt counts it: the allreduce
+    vector, each rank's whole alltoall send buffer (Open MPI decides on the
+    block to each peer, ``nbytes / n``); ``nodes`` decides whether HAN
+    serves; ``itemsize`` (element bytes, default 8) the small-count
+    fallbacks. ``params`` holds ``component``, ``engine_algorithm`` (Open
+    MPI's name), ``id``, ``rule`` (``"fixed"``, ``"forced"``, ``"file"`` or
+    ``"han"``) and ``source``.
 
     Examples
     --------
-    >>> model, params = algorithm("allreduce", 1 << 20, 8, env={})
+    >>> model, params = OpenMPI().algorithm("allreduce", 1 << 20, 8, env={})
     >>> model, params["engine_algorithm"], params["component"]
     ('rabenseifner_ompi', 'rabenseifner', 'tuned')
-    >>> algorithm("allreduce", 4088, 16, env={})[0]
+    >>> OpenMPI().algorithm("allreduce", 4088, 16, env={})[0]
     'recursive_doubling'
     """
-    size, n = check_call(collective, nbytes, n)
-    comp = component(n, env=env, nodes=nodes)
-    params: dict[str, Any] = {"engine": "openmpi", "component": comp}
-    if comp == "han":
-        if collective == "allreduce":
-            params.update(
-                engine_algorithm="hierarchical",
-                rule="han",
-                source="ompi/mca/coll/han/coll_han_allreduce.c (Open MPI 5.0.x): intra-node "
-                "reduce, inter-node allreduce of the node leaders, intra-node broadcast",
-            )
-            return "hierarchical", params
-        comp = params["component"] = "tuned"  # modelled with tuned's decision
-        params["note"] = "han serves this collective by tuned's choice within each level"
-    tables = {
-        "allreduce": (ALLREDUCE_FIXED, ALLREDUCE_IDS),
-        "alltoall": (ALLTOALL_FIXED, ALLTOALL_IDS),
-    }
-    if collective not in tables:
-        model = FALLBACK[collective]
-        params.update(engine_algorithm=None, rule="untabulated", source="rankopt default")
-        return model, params
-    table, ids = tables[collective]
-    decide = size / n if collective == "alltoall" else size
-    alg_id: int | None = None
-    rule = "fixed"
-    if env_flag(env, "OMPI_MCA_coll_tuned_use_dynamic_rules"):
-        path = env.get("OMPI_MCA_coll_tuned_dynamic_rules_filename")
-        if path:
-            hit = _file_rule(path, collective, n, decide)
-            if hit is not None:
-                alg_id, rule = hit[0], "file"
-                params["segsize"] = hit[1]
+
+    name = "openmpi"
+    doc = "Open MPI 5.0.x (coll/tuned, han)"
+    source = _SOURCE
+    collectives = ("allreduce", "alltoall")
+    markers = ("open mpi",)
+    launch_vars = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")
+
+    def choose(
+        self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes, itemsize: int = 8
+    ) -> Choice:
+        """HAN's hierarchical allreduce, else tuned's file rule, forced algorithm or fixed table."""
+        comp = component(n, env=env, nodes=nodes)
+        params: dict[str, Any] = {"component": comp}
+        if comp == "han":
+            if collective == "allreduce":
+                params.update(engine_algorithm="hierarchical", rule="han", source=_HAN_SOURCE)
+                return "hierarchical", params
+            params["component"] = "tuned"  # modelled with tuned's decision
+            params["note"] = "han serves this collective by tuned's choice within each level"
+        table, ids = _TABLES[collective]
+        decide = nbytes / n if collective == "alltoall" else nbytes
+        alg_id: int | None = None
+        rule = "fixed"
+        if env_flag(env, "OMPI_MCA_coll_tuned_use_dynamic_rules"):
+            alg_id, rule, segsize = _dynamic(env, collective, n, decide, ids)
+            if segsize is not None:
+                params["segsize"] = segsize
         if alg_id is None:
-            key = f"OMPI_MCA_coll_tuned_{collective}_algorithm"
-            raw = str(env.get(key, "0")).strip() or "0"
-            names = {v: k for k, v in ids.items()}
-            forced = names.get(raw)
-            if forced is None:
-                try:
-                    forced = int(raw)
-                except ValueError:
-                    raise RankoptInputError(
-                        f"{key} must be 0..{max(ids)} or one of {', '.join(ids.values())}; "
-                        f"got {raw!r}."
-                    ) from None
-            if forced:
-                alg_id, rule = forced, "forced"
-    if alg_id is None:
-        alg_id = int(lookup(table, n, decide))
-    if alg_id not in ids:
-        raise RankoptInputError(
-            f"Open MPI {collective} algorithm id must be one of {sorted(ids)}; got {alg_id}."
-        )
-    name = ids[alg_id]
-    if collective == "allreduce":
-        ran = _runtime(name, size / itemsize, n)
-        if ran != name:
-            params["fallback_from"] = name
-            name = ran
-    params.update(engine_algorithm=name, id=alg_id, rule=rule, source=_SOURCE)
-    return MODEL[name], params
+            alg_id, rule = int(lookup(table, n, decide)), "fixed"
+        if alg_id not in ids:
+            raise RankoptInputError(
+                f"Open MPI {collective} algorithm id must be one of {sorted(ids)}; got {alg_id}."
+            )
+        name = ids[alg_id]
+        if collective == "allreduce":
+            ran = _runtime(name, nbytes / itemsize, n)
+            if ran != name:
+                params["fallback_from"] = name
+                name = ran
+        params.update(engine_algorithm=name, id=alg_id, rule=rule, source=_SOURCE)
+        return MODEL[name], params
+
+
+def _dynamic(
+    env: Env, collective: str, n: int, decide: float, ids: Mapping[int, str]
+) -> tuple[int | None, str, int | None]:
+    """(algorithm id or None, rule, segsize or None) with dynamic rules on: file, then forced."""
+    path = env.get("OMPI_MCA_coll_tuned_dynamic_rules_filename")
+    if path:
+        hit = _file_rule(path, collective, n, decide)
+        if hit is not None:
+            return hit[0], "file", hit[1]
+    key = f"OMPI_MCA_coll_tuned_{collective}_algorithm"
+    raw = str(env.get(key, "0")).strip() or "0"
+    names = {v: k for k, v in ids.items()}
+    forced = names.get(raw)
+    if forced is None:
+        try:
+            forced = int(raw)
+        except ValueError:
+            raise RankoptInputError(
+                f"{key} must be 0..{max(ids)} or one of {', '.join(ids.values())}; got {raw!r}."
+            ) from None
+    return (forced, "forced", None) if forced else (None, "fixed", None)
+
+
+_TABLES = {
+    "allreduce": (ALLREDUCE_FIXED, ALLREDUCE_IDS),
+    "alltoall": (ALLTOALL_FIXED, ALLTOALL_IDS),
+}
+
+ENGINE = OpenMPI()
+#: ``algorithm(collective, nbytes, n, *, env, nodes, itemsize=8)``: :meth:`OpenMPI.algorithm`.
+algorithm = ENGINE.algorithm
