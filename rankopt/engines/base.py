@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, ClassVar
 
-from rankopt.engines._common import FALLBACK, check_call
+from rankopt.engines._common import FALLBACK, check_call, node_sizes
 
 __all__ = [
     "Engine",
@@ -155,6 +155,7 @@ class Engine(abc.ABC):
             else the engine decided on.
         """
         size, n = check_call(collective, nbytes, n)
+        node_sizes(nodes, n)  # one label per rank, whether or not the rule reads them
         head: dict[str, Any] = {"engine": self.name}
         if self.granularity != "rank":
             head["granularity"] = self.granularity
