@@ -100,10 +100,12 @@ def add_model_arguments(
     shown = {"mpi": "the MPI library it runs under", "backend": "--backend"}.get(
         str(engine), str(engine)
     )
+    from rankopt.engines import names
+
     g.add_argument(
         "--engine",
         default=None,
-        choices=("openmpi", "mpich", "gloo", "nccl", "mpi", "none"),
+        choices=(*names(), "mpi", "none"),
         help="price each call with the algorithm this engine runs at its size "
         f"(default: {shown if engine else 'none'}; mpi = detect; none = --algorithm)",
     )

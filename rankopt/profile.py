@@ -206,13 +206,12 @@ class Profile:
 
 
 def _engine_of(source: str, meta: Mapping[str, str], library: str) -> str | None:
+    from rankopt.engines import from_backend, from_library
+
     if source == "torch":
-        backend = meta.get("backend", "")
-        return backend if backend in ("gloo", "nccl") else None
-    text = library.lower()
-    if not text:
-        return None
-    return "mpich" if ("mpich" in text or "mvapich" in text) else "openmpi"
+        engine = from_backend(meta.get("backend", ""))
+        return None if engine is None else engine.name
+    return from_library(library).name if library else None
 
 
 def _read_rank_file(path: Path) -> tuple[dict[str, str], str, list[ProfileEntry]]:

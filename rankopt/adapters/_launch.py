@@ -87,9 +87,11 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
 
     ``quiet=False`` leaves out ``-q/--quiet`` (for a parent parser that has it).
     """
+    from rankopt.engines import names
+
     p.add_argument(
         "--backend",
-        choices=("gloo", "nccl"),
+        choices=names("torch"),
         default="gloo",
         help="backend the program uses: nccl keeps each node's ranks contiguous "
         "and orders nodes (only node order reaches NCCL's rings and trees)",
@@ -366,7 +368,9 @@ def _solve(
         opts.setdefault("objective", "contention")
     granularity = args.granularity
     if granularity == "auto":
-        granularity = "node" if args.backend == "nccl" else "rank"
+        from rankopt.engines import get
+
+        granularity = get(args.backend).granularity
     if granularity == "node":
         from rankopt.adapters.nccl import solve_nodes
 

@@ -154,7 +154,9 @@ def _shim_engine(lib: str | os.PathLike[str]) -> str:
         label = json.loads((Path(lib).parent / "build.json").read_text()).get("mpi", "")
     except (OSError, ValueError):
         label = ""
-    return "mpich" if ("mpich" in label.lower() or "mvapich" in label.lower()) else "openmpi"
+    from rankopt.engines import from_library
+
+    return from_library(label).name
 
 
 def _solve_order(args: argparse.Namespace, lib: str | os.PathLike[str]) -> str:
