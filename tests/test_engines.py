@@ -17,31 +17,19 @@ import pytest
 import rankopt
 from rankopt import RankoptInputError
 from rankopt.engines import ENGINES, get, gloo, mpich, nccl, openmpi
-from rankopt.models.schedule import ALGORITHMS, schedule
+from rankopt.models.schedule import schedule
 
 SCRIPTS = Path(__file__).parent / "mpi_scripts"
 KIB = 1024
 
 
 # ------------------------------------------------------------ the registry
-@pytest.mark.parametrize("name", sorted(ENGINES))
-@pytest.mark.parametrize("collective", sorted(ALGORITHMS))
-@pytest.mark.parametrize("n", [2, 3, 8, 9, 64])
-def test_every_engine_answers_a_model_it_can_price(name, collective, n):
-    for nbytes in (8, 4 * KIB, 1 << 20, 64 << 20):
-        alg, params = get(name).algorithm(collective, nbytes, n, env={})
-        assert alg in ALGORITHMS[collective], (name, collective, nbytes, alg)
-        assert params["engine"] == name and "source" in params
-
-
+# (what every engine must do is tests/test_engine_contract.py)
 def test_get_errors_and_detect():
     with pytest.raises(RankoptInputError, match="`engine` must be one of"):
         get("lam")
     assert get("mpi").name in ("openmpi", "mpich")
-    with pytest.raises(RankoptInputError, match="`nbytes` must be positive"):
-        get("openmpi").algorithm("allreduce", 0, 4)
-    with pytest.raises(RankoptInputError, match="`collective` must be one of"):
-        get("openmpi").algorithm("scan", 8, 4)
+    assert list(ENGINES) == ["openmpi", "mpich", "gloo", "nccl"]
 
 
 # ----------------------------------------------------- Open MPI fixed table
