@@ -12,6 +12,8 @@ from rankopt import RankoptInputError
 from rankopt.models import ALGORITHMS, default_objective, make_model
 from rankopt.models.network import make_network, reference_time
 from rankopt.models.schedule import schedule
+from rankopt.solvers import METHODS
+from rankopt.solvers._base import SolveContext
 
 PAIRS = [(c, a) for c, algs in ALGORITHMS.items() for a in algs]
 A, B, M = 3e-6, 2e9, 8e6  # latency (s), bandwidth (B/s), nbytes
@@ -263,7 +265,12 @@ def test_solve_accepts_every_pair(c, a):
     res = rankopt.solve(cloud.latency, c, a, method="swap", keep_rank0=True, rng=3, **kw)
     assert res.order[0] == 0 and sorted(res.order) == list(range(cloud.n))
     assert res.cost == pytest.approx(rankopt.cost(cloud.latency, res.order, c, a, **kw))
-    assert res.cost <= base * (1 + 1e-12)
+    # the swap search's own order, before solve() rolls it or keeps the launch order
+    model = make_model(cloud.latency, c, a, **kw)
+    ctx = SolveContext(gen=np.random.default_rng(3), seed=3, keep_rank0=True)
+    own = np.asarray(METHODS["swap"][0](model, ctx).order)
+    assert model.cost(own) <= base * (1 + 1e-12)
+    assert own[0] == 0 or model.rotation_invariant
     again = rankopt.solve(cloud.latency, c, a, method="swap", keep_rank0=True, rng=3, **kw)
     assert np.array_equal(again.order, res.order)
 
@@ -274,10 +281,14 @@ def test_swap_budget_and_init():
     res = rankopt.solve(cloud.latency, "allreduce", "rabenseifner", max_iter=2, **kw)
     assert res.iterations == 2 and res.stop_reason == "max_iter"
     init = np.random.default_rng(0).permutation(cloud.n)
-    r2 = rankopt.solve(cloud.latency, "allreduce", "rabenseifner", init=init, **kw)
-    assert r2.cost <= rankopt.cost(
-        cloud.latency, init, "allreduce", "rabenseifner", bandwidth=cloud.bandwidth, nbytes=4e6
+    model = make_model(
+        cloud.latency, "allreduce", "rabenseifner", bandwidth=cloud.bandwidth, nbytes=4e6
     )
+    # the swap search's own order from init, before solve() falls back to init
+    ctx = SolveContext(gen=np.random.default_rng(0), seed=0, init=init)
+    own = METHODS["swap"][0](model, ctx)
+    assert model.cost(np.asarray(own.order)) < model.cost(init)
+    assert ctx.history[0][1] == pytest.approx(model.cost(init))
 
 
 def test_swap_reaches_brute_force_optimum_often():

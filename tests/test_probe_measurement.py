@@ -124,6 +124,13 @@ def test_solve_and_load_matrix_accept_a_measurement(tmp_path):
     m = _measurement(n=5)
     res = rankopt.solve(m, rng=0)
     assert sorted(res.order.tolist()) == list(range(5))
+    # priced with the measured bandwidth: the network's default model, bandwidth included
+    kw = rankopt.Network.from_measurement(m).default_model()
+    assert kw["bandwidth"] is not None and res.objective == kw["objective"]
+    assert res.baseline_cost == pytest.approx(rankopt.cost(m.latency, np.arange(5), **kw))
+    assert res.cost == pytest.approx(rankopt.cost(m.latency, res.order, **kw))
+    slower = {**kw, "bandwidth": kw["bandwidth"] / 2}
+    assert rankopt.cost(m.latency, np.arange(5), **slower) > res.baseline_cost * 1.01
     path = m.save(tmp_path / "m.npz")
     np.testing.assert_allclose(rankopt.load_matrix(path), m.latency)
 

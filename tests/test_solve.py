@@ -102,10 +102,17 @@ def test_keep_rank0_and_rotation(rng):
 
 
 def test_init_is_never_worsened(rng):
+    from rankopt.models import make_model
+    from rankopt.solvers import METHODS
+    from rankopt.solvers._base import SolveContext
+
     m = random_matrix(rng, 40)
     good = solve(m, method="ils", rng=0, max_iter=2000)
-    res = solve(m, method="two_opt", init=good.order, rng=5)
-    assert res.cost <= good.cost + 1e-12
+    # two_opt's own order, before solve() falls back to init
+    ctx = SolveContext(gen=np.random.default_rng(5), seed=5, init=good.order)
+    out = METHODS["two_opt"][0](make_model(m), ctx)
+    assert ring_sum_reference(m, out.order) <= good.cost + 1e-12
+    assert ctx.history[0][1] == pytest.approx(good.cost)  # the search started from init
 
 
 def test_result_type(rng):

@@ -18,6 +18,7 @@ import rankopt
 from rankopt import solve
 from rankopt.models import ALGORITHMS, make_model
 from rankopt.solvers import METHODS, auto_method
+from rankopt.solvers._base import SolveContext
 from rankopt.solvers.anneal import temperatures
 from rankopt.solvers.custom import CustomModel, is_jitted
 from rankopt.solvers.greedy import bit_orders, leaf_order
@@ -93,7 +94,10 @@ def test_contract(objective, method, n, seed, symmetric):
     assert res.cost == pytest.approx(model.reference_cost(res.order), rel=1e-12)
     assert res.cost >= _optimum(model) - 1e-12
     if method != "greedy_cluster":  # a construction has no start to beat
-        assert res.cost <= model.reference_cost(init) + 1e-12
+        # the method's own order, before solve() falls back to init
+        ctx = SolveContext(gen=np.random.default_rng(seed), seed=seed, init=init, **opts)
+        own = METHODS[method][0](model, ctx)
+        assert model.reference_cost(np.asarray(own.order)) <= model.reference_cost(init) + 1e-12
     again = solve(m, objective=_objective(objective), method=method, rng=seed, init=init, **opts)
     assert (again.order == res.order).all() and again.cost == res.cost
 
@@ -109,9 +113,13 @@ def test_exact_for_every_model(objective, rng):
 @pytest.mark.parametrize("objective", ["custom", "bottleneck"])
 def test_keep_rank0_every_method(objective, rng):
     m = random_matrix(rng, 12, symmetric=True)
+    model = _model(m, objective)
     for method in ["greedy_cluster", "anneal", "auto"]:
         res = solve(m, objective=_objective(objective), method=method, rng=1, keep_rank0=True)
         assert res.order[0] == 0
+        if not model.rotation_invariant:  # the method itself keeps rank 0 (no roll helps)
+            ctx = SolveContext(gen=np.random.default_rng(1), seed=1, keep_rank0=True)
+            assert METHODS[method][0](model, ctx).order[0] == 0
 
 
 def test_anneal_quality_vs_exact():
