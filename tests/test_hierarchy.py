@@ -227,3 +227,39 @@ def test_callers_report_bad_input_by_name():
         infer_bandwidth_levels(bw, ["a", "b", "c"])
     with pytest.raises(RankoptInputError, match="`gap` must be greater than 1"):
         infer_bandwidth_levels(np.ones((3, 3)), ["a", "b", "c"], ratio=0.5)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_single_linkage_levels_match_scipy(seed):
+    # the probe's single linkage (minimum spanning tree, no scipy import) cuts the
+    # same dendrogram as scipy.cluster.hierarchy
+    import math
+
+    from scipy.cluster import hierarchy
+    from scipy.spatial.distance import squareform
+
+    from rankopt.hierarchy import _relabel, _single_levels
+
+    gen = np.random.default_rng(seed)
+    for _ in range(40):
+        n = int(gen.integers(3, 30))
+        g = gen.integers(0, gen.integers(1, 6), n)
+        tier = np.where(
+            g[:, None] == g[None, :], 1e-6, np.where(g[:, None] // 2 == g // 2, 1e-5, 1e-4)
+        )
+        d = tier * np.exp(gen.normal(0, gen.choice([0.01, 0.3, 1.0]), (n, n)))
+        if gen.random() < 0.3:  # ties
+            d = gen.choice([1.0, 2.0, 4.0], (n, n))
+        d = np.minimum(d, d.T)
+        np.fill_diagonal(d, 0.0)
+        z = hierarchy.linkage(squareform(d, checks=False), method="single")
+        h = np.maximum.accumulate(z[:, 2])
+        floor = 1e-12 * max(float(h[-1]), 1e-300)
+        want = []
+        for k in range(n - 2):
+            lo, hi = max(float(h[k]), floor), float(h[k + 1])
+            if hi >= 1.5 * lo:
+                lab = hierarchy.fcluster(z, math.sqrt(lo * hi), criterion="distance") - 1
+                if 1 < lab.max() + 1 < n:
+                    want.append(_relabel(lab.astype(np.int64)).tolist())
+        assert [lv.tolist() for lv in _single_levels(d, 1.5)] == want
