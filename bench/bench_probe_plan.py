@@ -65,8 +65,8 @@ def plans() -> list[tuple[str, dict]]:
     ]
 
 
-def measure(n: int, mode: str) -> tuple[float, dict]:
-    """Wall time of the probe (rank 0's measurement duration) and the plan for it."""
+def measure(n: int, mode: str) -> tuple[float, dict, object]:
+    """Wall time of the probe (rank 0's measurement duration), the plan for it, the measurement."""
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         raise SystemExit("mpiexec not found")
@@ -86,7 +86,25 @@ def measure(n: int, mode: str) -> tuple[float, dict]:
         bw = m.bandwidth if mode == "all-pairs" else None
         rate = float(np.median(m.bandwidth[~np.eye(n, dtype=bool)]))
         plan = plan_probe(m.latency, m.hosts, mode=mode, link_rate=rate, bandwidth=bw)
-        return m.duration, plan.to_dict()
+        return m.duration, plan.to_dict(), m
+
+
+def predicted(m: object, overhead: float, mode: str) -> float:
+    """The plan's estimate for the job of ``m`` with a given per-step overhead."""
+    from rankopt.probe.plan import plan_probe
+
+    n = m.latency.shape[0]  # type: ignore[attr-defined]
+    bw = m.bandwidth  # type: ignore[attr-defined]
+    rate = float(np.median(bw[~np.eye(n, dtype=bool)]))
+    plan = plan_probe(
+        m.latency,  # type: ignore[attr-defined]
+        m.hosts,  # type: ignore[attr-defined]
+        mode=mode,
+        link_rate=rate,
+        bandwidth=bw if mode == "all-pairs" else None,
+        step_overhead=overhead,
+    )
+    return plan.estimated_seconds
 
 
 def main() -> None:
@@ -108,13 +126,31 @@ def main() -> None:
             f"{p['estimated_seconds']:.1f} | {'met' if ok else 'MISSED'} |"
         )
     if args.measure:
-        print("\n| ranks (4 per posed host) | mode | measured s | estimated s | ratio |")
-        print("|---|---|---|---|---|")
-        for n in args.measure:
-            for mode in args.modes:
-                got, plan = measure(n, mode)
+        from rankopt.probe.plan import calibrate_step_overhead
+
+        print(
+            "\n| ranks (4 per posed host) | mode | measured s | phases (steps, s) | "
+            "estimated s (default overhead) | ratio | step overhead seen | "
+            f"estimated s (calibrated on {args.measure[0]} ranks) | ratio |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|")
+        for mode in args.modes:
+            first_overhead = None
+            for n in args.measure:
+                got, plan, m = measure(n, mode)
                 est = plan["estimated_seconds"]
-                print(f"| {n} | {mode} | {got:.2f} | {est:.2f} | {got / est:.2f} |")
+                seen = calibrate_step_overhead(m)
+                if first_overhead is None:
+                    first_overhead = seen
+                cal = predicted(m, first_overhead, mode)
+                phases = ", ".join(
+                    f"{name} {k}: {sec:.2f}"
+                    for name, k, sec in m.parameters["phase_seconds"]  # type: ignore[attr-defined]
+                )
+                print(
+                    f"| {n} | {mode} | {got:.2f} | {phases} | {est:.2f} | {got / est:.2f} | "
+                    f"{seen * 1e3:.2f} ms | {cal:.2f} | {got / cal:.2f} |"
+                )
 
 
 if __name__ == "__main__":

@@ -271,3 +271,68 @@ def test_cli_plan_json(tmp_path, capsys):
     assert "--plan needs -n N or --hosts FILE" in capsys.readouterr().err
     assert main(["probe", "-o", str(tmp_path / "x.npz")]) == 1
     assert "--backend and -o/--output are required" in capsys.readouterr().err
+
+
+def _timed_measurement(n, per_step, *, hosts_of=2):
+    """A probe result whose phases took the exchange time plus ``per_step`` a step."""
+    from rankopt.probe.plan import plan_probe
+
+    hosts = tuple(f"h{i // hosts_of}" for i in range(n))
+    lat = np.full((n, n), 2e-5)
+    np.fill_diagonal(lat, 0.0)
+    bw = np.full((n, n), 1e9)
+    np.fill_diagonal(bw, 0.0)
+    base = plan_probe(lat, hosts, mode="all-pairs", link_rate=1e9, step_overhead=0.0)
+    lat_s = base.latency_seconds + base.latency_rounds * per_step
+    bw_s = base.estimated_seconds - base.latency_seconds + base.bandwidth_slots * per_step
+    params = {
+        "bandwidth_mode": "all-pairs",
+        "phase_seconds": [
+            ["latency", base.latency_rounds, lat_s],
+            ["bandwidth", base.bandwidth_slots, bw_s],
+        ],
+    }
+    return rankopt.Measurement(lat, bw, hosts, parameters=params)
+
+
+@pytest.mark.parametrize("per_step", [0.0, 2e-3, 0.05])
+def test_calibrated_overhead_recovers_the_per_step_cost(per_step):
+    from rankopt.probe.plan import calibrate_step_overhead
+
+    m = _timed_measurement(8, per_step)
+    assert calibrate_step_overhead(m) == pytest.approx(per_step, rel=1e-6, abs=1e-9)
+
+
+def test_calibrate_needs_phase_times():
+    from rankopt.probe.plan import calibrate_step_overhead
+
+    lat = np.full((4, 4), 1e-5)
+    m = rankopt.Measurement(lat, None, ("a", "b", "c", "d"))
+    with pytest.raises(RankoptInputError, match="no phase times"):
+        calibrate_step_overhead(m)
+
+
+def test_cli_plan_calibrate_and_step_overhead(tmp_path, capsys):
+    import json
+
+    from rankopt.cli import main
+
+    m = _timed_measurement(8, 0.01)
+    path = tmp_path / "probe.npz"
+    m.save(path)
+    argv = ["probe", "--plan", "-n", "64", "--ranks-per-host", "2", "--json"]
+    assert main(argv) == 0
+    default = json.loads(capsys.readouterr().out)["estimated_seconds"]
+    assert main([*argv, "--calibrate", str(path)]) == 0
+    calibrated = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--step-overhead", "0.01"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    assert calibrated["estimated_seconds"] == pytest.approx(given["estimated_seconds"], rel=1e-6)
+    steps = given["latency_rounds"] + given["bandwidth_slots"]
+    assert given["estimated_seconds"] - default > 0.01 * steps * 0.9
+    assert main([*argv, "--step-overhead", "-1"]) == 1
+    assert "--step-overhead must be seconds >= 0" in capsys.readouterr().err
+    bare = tmp_path / "old.npz"
+    rankopt.Measurement(np.full((4, 4), 1e-5), None, tuple("abcd")).save(bare)
+    assert main([*argv, "--calibrate", str(bare)]) == 1
+    assert "no phase times" in capsys.readouterr().err

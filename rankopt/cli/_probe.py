@@ -115,6 +115,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="BYTES_PER_S",
         help="pair rate assumed for every transfer, bytes/s (default: 3.125e9, 25 Gbit/s)",
     )
+    plan.add_argument(
+        "--step-overhead",
+        type=float,
+        metavar="SECONDS",
+        help="seconds of the processes' own work per round or slot (default: 1.5e-4, "
+        "one core per process; see --calibrate)",
+    )
+    plan.add_argument(
+        "--calibrate",
+        type=Path,
+        metavar="FILE",
+        help="a probe's measurement (.npz) from the same kind of machines: plan with the "
+        "per-step overhead it showed",
+    )
     plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     p.add_argument(
         "--repeats",
@@ -323,8 +337,9 @@ def _plan_hosts(args: argparse.Namespace) -> list[str]:
 def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
     import json
 
+    from rankopt._validation import RankoptInputError
     from rankopt.probe._common import ProbeParams
-    from rankopt.probe.plan import plan_probe
+    from rankopt.probe.plan import STEP_OVERHEAD, calibrate_step_overhead, plan_probe
 
     hosts = _plan_hosts(args)
     n = len(hosts)
@@ -343,7 +358,23 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
         raise CLIError(f"--link-rate must be a positive number of bytes/s; got {args.link_rate}")
     params = ProbeParams(**options)
     mode = args.bandwidth_mode if params.bandwidth else "none"
-    plan = plan_probe(lat, hosts, params=params, mode=mode, link_rate=args.link_rate)
+    overhead = STEP_OVERHEAD
+    if args.step_overhead is not None and args.calibrate is not None:
+        raise CLIError("give --step-overhead or --calibrate, not both")
+    if args.step_overhead is not None:
+        if not (np.isfinite(args.step_overhead) and args.step_overhead >= 0):
+            raise CLIError(f"--step-overhead must be seconds >= 0; got {args.step_overhead}")
+        overhead = args.step_overhead
+    elif args.calibrate is not None:
+        from rankopt.probe.measurement import load_measurement
+
+        try:
+            overhead = calibrate_step_overhead(load_measurement(args.calibrate))
+        except RankoptInputError as exc:
+            raise CLIError(f"--calibrate {args.calibrate}: {exc}") from None
+    plan = plan_probe(
+        lat, hosts, params=params, mode=mode, link_rate=args.link_rate, step_overhead=overhead
+    )
     if args.json:
         print(json.dumps(plan.to_dict()))
     else:

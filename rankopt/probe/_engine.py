@@ -114,6 +114,8 @@ class _Probe:
         self.epoch = self.t_begin  # common start of the next step, perf_counter clock
         self.small_out = np.zeros(params.latency_bytes, dtype=np.uint8)
         self.small_in = np.zeros(params.latency_bytes, dtype=np.uint8)
+        #: (phase, steps, latest finish) of every phase run: the same on every process
+        self.timings: list[tuple[str, int, float]] = []
 
     # -- control plane -----------------------------------------------------------------
     def _set_epoch(self, latest_entry: float) -> None:
@@ -329,6 +331,7 @@ class _Probe:
         mats = gathered[:, : 3 * n].reshape(n, 3, n)
         finished = float(gathered[:, -1].max())
         self._set_epoch(finished)
+        self.timings.append((phase, len(steps), finished))
         return mats[:, 0], mats[:, 1], mats[:, 2], finished
 
     def _latency(self, rounds: Sequence[Sequence[tuple[int, int]]]) -> _Rows:
@@ -390,6 +393,7 @@ class _Probe:
             "latency_rounds": len(rounds),
             "bandwidth_slots": len(slots),
             "link_levels": len(levels),
+            "phase_seconds": _phase_seconds(started, self.timings),
         }
         if found:
             parameters |= found
@@ -407,6 +411,20 @@ class _Probe:
             backend=self.backend,
             parameters=parameters,
         )
+
+
+def _phase_seconds(started: float, timings: Sequence[tuple[str, int, float]]) -> list[list[Any]]:
+    """``[phase, steps, seconds]`` of every phase, from the common finish times.
+
+    Each phase lasts from the previous phase's latest finish (the start for the
+    first) to its own; the figures are the same on every process.
+    """
+    out: list[list[Any]] = []
+    last = started
+    for name, steps, finished in timings:
+        out.append([name, steps, round(max(finished - last, 0.0), 6)])
+        last = finished
+    return out
 
 
 def run_probe(

@@ -8,6 +8,9 @@ plan_probe
     rate and a latency matrix.
 ProbePlan
     The result: counts, bytes, seconds; ``to_dict()`` for JSON.
+calibrate_step_overhead
+    The per-step overhead a finished probe showed on its machines, to plan a
+    larger job on the same kind of machines with.
 
 The linear schedule is adaptive (later stages depend on the rates found), so
 the plan runs :class:`~rankopt.probe.linear.LinearPlanner` against a model of
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -46,8 +49,15 @@ from rankopt.probe._topology import infer_link_levels
 from rankopt.probe.linear import LinearPlanner
 from rankopt.probe.schedule import bandwidth_slots, partner_table, round_robin
 
-__all__ = ["ProbePlan", "plan_probe", "DEFAULT_LINK_RATE", "STEP_OVERHEAD"]
+__all__ = [
+    "ProbePlan",
+    "plan_probe",
+    "calibrate_step_overhead",
+    "DEFAULT_LINK_RATE",
+    "STEP_OVERHEAD",
+]
 
+_PARAM_FIELDS = tuple(f.name for f in fields(ProbeParams))
 #: 25 Gbit/s in bytes/s.
 DEFAULT_LINK_RATE = 25e9 / 8
 #: Seconds of the processes' own work per round or slot (calibrated on loopback MPI).
@@ -248,7 +258,7 @@ def plan_probe(
         stages = [("all-pairs", len(slots_all))]
         found = [int(lv.max()) + 1 for lv in levels]
     elif mode == "linear":
-        planner = LinearPlanner(lat, hosts, levels)
+        planner = LinearPlanner(lat, hosts, levels, uplink_flows=params.uplink_flows)
         while (stage := planner.next_stage()) is not None:
             stages.append((planner.stages[-1], len(stage)))
             slots_all.extend(stage)
@@ -277,3 +287,63 @@ def plan_probe(
         link_rate=float(link_rate),
         levels=found,
     )
+
+
+def calibrate_step_overhead(measurement: Any) -> float:
+    """Seconds per round or slot of the processes' own work, seen by a finished probe.
+
+    The probe records how long each of its phases took
+    (``measurement.parameters["phase_seconds"]``). Planning the same job with
+    what it measured (latency, and the bandwidth of the pairs it timed) and no
+    overhead gives the time the exchanges themselves explain; the rest, spread
+    over every round and slot, is the overhead of those machines -- the
+    processes' scheduling, the engine's progress, Python -- which the default
+    :data:`STEP_OVERHEAD` (one core per process) does not know. Pass it as
+    ``step_overhead`` to :func:`plan_probe` (``rankopt probe --plan --calibrate
+    FILE``) to plan a larger job on the same kind of machines.
+
+    Parameters
+    ----------
+    measurement : Measurement
+        A probe's result that recorded its phase times.
+
+    Returns
+    -------
+    float
+        Seconds per step, at least 0.
+
+    Raises
+    ------
+    RankoptInputError
+        If the measurement has no phase times (written by an older probe) or
+        no steps.
+    """
+    params = dict(getattr(measurement, "parameters", {}) or {})
+    phases = params.get("phase_seconds")
+    if not phases:
+        raise RankoptInputError(
+            "`measurement` has no phase times (parameters['phase_seconds']); "
+            "probe again with this version to calibrate from it."
+        )
+    measured = float(sum(float(sec) for _, _, sec in phases))
+    steps = int(sum(int(k) for _, k, _ in phases))
+    if steps <= 0:
+        raise RankoptInputError("`measurement` ran no rounds or slots; nothing to calibrate.")
+    n = measurement.latency.shape[0]
+    bw = measurement.bandwidth
+    has_bw = bw is not None and len(phases) > 1
+    mode = str(params.get("bandwidth_mode", "all-pairs")) if has_bw else "none"
+    off = ~np.eye(n, dtype=bool)
+    rate = float(np.median(bw[off])) if has_bw else DEFAULT_LINK_RATE
+    settings = {k: params[k] for k in _PARAM_FIELDS if k in params}
+    base = plan_probe(
+        measurement.latency,
+        list(measurement.hosts),
+        params=ProbeParams(**settings),
+        mode=mode,
+        link_rate=rate,
+        bandwidth=bw if (has_bw and mode == "all-pairs") else None,
+        step_overhead=0.0,
+    )
+    planned_steps = base.latency_rounds + base.bandwidth_slots
+    return max(measured - base.estimated_seconds, 0.0) / max(planned_steps, steps)
