@@ -224,8 +224,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     ex.add_argument("--seed", type=int, default=0, help="seed of --hosts random")
     ex.add_argument(
-        "--ring", action="store_true", help="force Open MPI's ring allreduce (--engine mpi)"
+        "--mpi",
+        default="auto",
+        choices=("auto", "openmpi", "mpich"),
+        help="MPI launcher of --engine mpi: Open MPI's mpirun or MPICH's hydra (default: "
+        "MPICH when the mpiexec beside this python or on PATH is hydra)",
     )
+    ex.add_argument("--ring", action="store_true", help="force the ring allreduce (--engine mpi)")
     ex.add_argument(
         "--mca", action="append", default=[], metavar="KEY=VALUE", help="extra MCA parameter"
     )
@@ -343,7 +348,14 @@ def _exec(args: argparse.Namespace) -> int:
             done = run_gloo(tb, hosts, command, timeout=args.timeout, capture=False, check=False)
             return max(p.returncode for p in done)
         return run_mpi(
-            tb, hosts, command, mca=mca, timeout=args.timeout, capture=False, check=False
+            tb,
+            hosts,
+            command,
+            mca=mca,
+            timeout=args.timeout,
+            capture=False,
+            check=False,
+            mpi=args.mpi,
         ).returncode
 
 

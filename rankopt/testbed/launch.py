@@ -9,7 +9,10 @@ hosts_option
     The same from a command-line value (a kind or a comma list of hosts).
 run_mpi
     Open MPI: ``mpirun`` in the host of rank 0, daemons started in the other
-    hosts through an rsh agent that enters their namespace.
+    hosts through an rsh agent that enters their namespace.  MPICH (its
+    ``mpiexec`` is hydra): the same agent starts hydra's proxies.
+mpi_library
+    ``"openmpi"`` or ``"mpich"``: the MPI whose launcher ``run_mpi`` uses.
 run_gloo
     torch.distributed: one process per rank, ``GLOO_SOCKET_IFNAME=eth0``.
 
@@ -19,9 +22,11 @@ that Open MPI and Gloo see different hosts and never use shared memory.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -33,7 +38,16 @@ from rankopt._files import atomic_write_text
 from rankopt.testbed.netns import Testbed
 from rankopt.testbed.topology import TestbedError, Topology
 
-__all__ = ["placement", "hosts_option", "run_mpi", "run_gloo", "MPI_MCA", "RING_MCA"]
+__all__ = [
+    "placement",
+    "hosts_option",
+    "run_mpi",
+    "run_gloo",
+    "mpi_library",
+    "MPI_MCA",
+    "RING_MCA",
+    "MPICH_ENV",
+]
 
 #: MCA settings that make Open MPI usable in the testbed (TCP only, no core
 #: binding, no busy polling on an oversubscribed machine).
@@ -48,6 +62,17 @@ RING_MCA: dict[str, str] = {
     "coll_tuned_use_dynamic_rules": "1",
     "coll_tuned_allreduce_algorithm": "4",
 }
+
+#: Environment that makes MPICH usable in the testbed. UCX would otherwise
+#: reach the other namespaces through shared memory (they share the host's
+#: boot id and /dev/shm), bypassing the emulated network: TCP on eth0 only.
+MPICH_ENV: dict[str, str] = {
+    "MPIR_CVAR_CH4_NETMOD": "ucx",
+    "UCX_TLS": "tcp,self",
+    "UCX_NET_DEVICES": "eth0",
+}
+#: Open MPI's allreduce algorithm ids that MPICH has a CVAR value for.
+_MPICH_ALLREDUCE = {"3": "recursive_doubling", "4": "ring", "6": "reduce_scatter_allgather"}
 
 _THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
@@ -166,6 +191,8 @@ def _agent(tb: Testbed, directory: Path) -> Path:
     atomic_write_text(
         script,
         f"""#!/bin/sh
+# options before the host (hydra's rsh/ssh launcher may pass some) are dropped
+while [ "${{1#-}}" != "$1" ]; do shift; done
 host=$1; shift
 case "$host" in
 {cases}
@@ -187,6 +214,73 @@ def _check_tools(*names: str) -> None:
             )
 
 
+@functools.lru_cache(maxsize=1)
+def _hydra() -> str | None:
+    # MPICH's mpiexec beside the workers' interpreter, else on PATH
+    for cand in (Path(sys.executable).parent / "mpiexec", shutil.which("mpiexec")):
+        if cand is None or not Path(cand).exists():
+            continue
+        try:
+            out = subprocess.run(
+                [str(cand), "--version"], capture_output=True, text=True, timeout=60
+            ).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if "HYDRA" in out:
+            return str(cand)
+    return None
+
+
+def mpi_library(kind: str = "auto") -> str:
+    """The MPI whose launcher :func:`run_mpi` uses: ``"openmpi"`` or ``"mpich"``.
+
+    ``"auto"``: MPICH when the ``mpiexec`` beside this interpreter (or the
+    first on PATH) is hydra, MPICH's launcher, else Open MPI (``mpirun``).
+    """
+    if kind not in ("auto", "openmpi", "mpich"):
+        raise ValueError(f"`mpi` must be 'auto', 'openmpi' or 'mpich'; got {kind!r}.")
+    if kind != "auto":
+        return kind
+    return "mpich" if _hydra() is not None else "openmpi"
+
+
+def _mpich_env(mca: Mapping[str, str]) -> dict[str, str]:
+    # the MCA settings a run asks for, as MPICH CVARs (only the forced allreduce has one)
+    env = dict(MPICH_ENV)
+    for key, value in mca.items():
+        if key in MPI_MCA or key == "coll_tuned_use_dynamic_rules":
+            continue
+        if key == "coll_tuned_allreduce_algorithm" and str(value) in _MPICH_ALLREDUCE:
+            env["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"] = _MPICH_ALLREDUCE[str(value)]
+            continue
+        raise TestbedError(f"MCA parameter {key}={value} has no MPICH equivalent here.")
+    return env
+
+
+def _hydra_cmd(tb: Testbed, hosts: Sequence[int] | np.ndarray, d: Path) -> list[str]:
+    exe = _hydra()
+    if exe is None:
+        raise TestbedError("MPICH's mpiexec (hydra) is not beside this python or on PATH.")
+    hostfile = d / "hosts"
+    atomic_write_text(
+        hostfile, "".join(f"{tb.topology.address(int(h))}:1\n" for h in hosts), what="hostfile"
+    )
+    # one proxy per host started by the agent; hydra's control traffic on eth0
+    return [
+        exe,
+        "-n",
+        str(len(hosts)),
+        "-f",
+        str(hostfile),
+        "-launcher",
+        "rsh",
+        "-launcher-exec",
+        str(_agent(tb, d)),
+        "-iface",
+        "eth0",
+    ]
+
+
 def run_mpi(
     tb: Testbed,
     hosts: Sequence[int] | np.ndarray,
@@ -197,8 +291,9 @@ def run_mpi(
     timeout: float = 600.0,
     capture: bool = True,
     check: bool = True,
+    mpi: str = "auto",
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` with Open MPI, launch rank ``r`` on host ``hosts[r]``.
+    """Run ``argv`` with Open MPI or MPICH, launch rank ``r`` on host ``hosts[r]``.
 
     Parameters
     ----------
@@ -218,12 +313,18 @@ def run_mpi(
         Capture stdout/stderr (else they go to this process's).
     check : bool
         Raise :class:`TestbedError` when the job fails (else return its status).
+    mpi : {"auto", "openmpi", "mpich"}
+        Which launcher (:func:`mpi_library`). With MPICH, :data:`MPICH_ENV`
+        is set and ``mca`` may only force the allreduce algorithm
+        (:data:`RING_MCA`), which becomes ``MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM``.
 
     Returns
     -------
     subprocess.CompletedProcess
         With ``stdout``/``stderr`` when captured.
     """
+    if mpi_library(mpi) == "mpich":
+        return _run_mpich(tb, hosts, argv, mca, env, timeout, capture, check)
     _check_tools("mpirun", "unshare")
     t = tb.topology
     params = {**MPI_MCA, **(mca or {})}
@@ -266,6 +367,38 @@ def run_mpi(
             ],
             timeout,
             "mpirun",
+            check,
+        )[0]
+
+
+def _run_mpich(
+    tb: Testbed,
+    hosts: Sequence[int] | np.ndarray,
+    argv: Sequence[str],
+    mca: Mapping[str, str] | None,
+    env: Mapping[str, str] | None,
+    timeout: float,
+    capture: bool,
+    check: bool,
+) -> subprocess.CompletedProcess[str]:
+    _check_tools("unshare")
+    full_env = _base_env({**_mpich_env(mca or {}), **(env or {})})
+    with tempfile.TemporaryDirectory(prefix="rankopt-testbed-") as d:
+        cmd = _hydra_cmd(tb, hosts, Path(d))
+        return _wait(
+            [
+                tb.popen(
+                    int(hosts[0]),
+                    [*_uts(tb.ns(int(hosts[0]))), *cmd, *argv],
+                    env=full_env,
+                    stdout=subprocess.PIPE if capture else None,
+                    stderr=subprocess.PIPE if capture else None,
+                    text=True,
+                    start_new_session=True,
+                )
+            ],
+            timeout,
+            "mpiexec (MPICH)",
             check,
         )[0]
 
