@@ -23,6 +23,7 @@ DIRECTIVES = {
 
 # (module name, source) -- each kernel sits beside the Python module that drives it.
 KERNELS = [
+    ("rankopt.models._swap_eval", "src_ext/_swap_eval.pyx"),  # base of the three evaluators
     ("rankopt.models._ring_eval", "src_ext/_ring_eval.pyx"),
     ("rankopt.solvers._ring_search", "src_ext/_ring_search.pyx"),
     ("rankopt.solvers._ring_directed", "src_ext/_ring_directed.pyx"),
@@ -43,4 +44,8 @@ extensions = [
     for name, src in KERNELS
 ]
 
-setup(ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, include_path=["src_ext"]))
+# src_ext holds the header-only .pxd files; "." finds rankopt/models/_swap_eval.pxd,
+# the declaration of the evaluators' base class, beside its compiled module.
+setup(
+    ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, include_path=["src_ext", "."])
+)

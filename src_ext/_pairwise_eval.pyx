@@ -10,27 +10,29 @@
 # twin is rankopt.models.network.reference_time.
 
 from libc.string cimport memcpy
-from _model_common cimport ONE_SWAP, CHANGED, has_id, order_change, top_drop, top_insert
+from _model_common cimport has_id, top_drop, top_insert
+from rankopt.models._swap_eval cimport SwapEval
 
-cdef double INF = float("inf")
 cdef enum:
     K = 8  # top values kept per step
 
 
-cdef class PairwiseEval:
-    """Evaluator of pairwise all-to-all; caches the last order seen."""
+cdef class PairwiseEval(SwapEval):
+    """Evaluator of pairwise all-to-all; caches the last order seen (``cur``).
+
+    ``cost``, ``batch_cost``, ``swap_delta(s)`` and ``search`` come from
+    :class:`SwapEval`.
+    """
 
     cdef const double[:, ::1] T
     cdef const double[:, ::1] TT
-    cdef long long[::1] o
     cdef double[:, ::1] tv
     cdef long long[:, ::1] ti
     cdef long long[::1] tn
     cdef double[::1] st
     cdef double[::1] m
     cdef long long[::1] rk
-    cdef Py_ssize_t n
-    cdef bint xor, valid
+    cdef bint xor
     cdef long long ids[4]
     cdef double vals[4]
     cdef int nid
@@ -41,15 +43,13 @@ cdef class PairwiseEval:
         self.T = T
         self.TT = TT
         self.xor = xor
-        self.n = T.shape[0]
-        self.o = np.zeros(self.n, dtype=np.int64)
+        self._init_cache(T.shape[0])
         self.tv = np.zeros((self.n, K), dtype=np.float64)
         self.ti = np.zeros((self.n, K), dtype=np.int64)
         self.tn = np.zeros(self.n, dtype=np.int64)
         self.st = np.zeros(self.n, dtype=np.float64)
         self.m = np.zeros(self.n, dtype=np.float64)
         self.rk = np.zeros(self.n, dtype=np.int64)
-        self.valid = False
 
     cdef inline long long _dst(self, long long k, long long s) noexcept nogil:
         return k ^ s if self.xor else (k + s) % self.n
@@ -103,7 +103,7 @@ cdef class PairwiseEval:
             j = self._dst(k, s)
             if self.xor and j < k:
                 continue
-            v = self.T[self.o[k], self.o[j]]
+            v = self.T[self.cur[k], self.cur[j]]
             if keep:
                 self._insert(s, v, k, self.tn[s] == cnt)
             cnt += 1
@@ -115,7 +115,7 @@ cdef class PairwiseEval:
 
     cdef void _rebuild(self, const long long[::1] order) noexcept nogil:
         cdef Py_ssize_t s
-        memcpy(&self.o[0], &order[0], self.n * sizeof(long long))
+        memcpy(&self.cur[0], &order[0], self.n * sizeof(long long))
         for s in range(1, self.n):
             self._scan(s, True)
         self.valid = True
@@ -143,9 +143,9 @@ cdef class PairwiseEval:
                 continue
             self.ids[self.nid] = e
             if self.xor or t < 2:  # row of the swapped rank x
-                self.vals[self.nid] = self.T[self.o[x], self.o[self._dst(x, s)]]
+                self.vals[self.nid] = self.T[self.cur[x], self.cur[self._dst(x, s)]]
             else:
-                self.vals[self.nid] = self.TT[self.o[x], self.o[e]]
+                self.vals[self.nid] = self.TT[self.cur[x], self.cur[e]]
             self.nid += 1
 
     cdef double _step_new(self, Py_ssize_t s) noexcept nogil:
@@ -165,24 +165,24 @@ cdef class PairwiseEval:
         cdef double d = 0.0
         if i == j:
             return 0.0
-        tmp = self.o[i]
-        self.o[i] = self.o[j]
-        self.o[j] = tmp
+        tmp = self.cur[i]
+        self.cur[i] = self.cur[j]
+        self.cur[j] = tmp
         for s in range(1, self.n):
             if self.xor and (i ^ s) == j:
                 continue  # the pair (i, j) only turns around
             self._changed(i, j, s)
             d += self._step_new(s) - self.st[s]
-        self.o[j] = self.o[i]
-        self.o[i] = tmp
+        self.cur[j] = self.cur[i]
+        self.cur[i] = tmp
         return d
 
     cdef void _apply(self, long long i, long long j) noexcept nogil:
         cdef long long s, tmp
         cdef Py_ssize_t m, q
-        tmp = self.o[i]
-        self.o[i] = self.o[j]
-        self.o[j] = tmp
+        tmp = self.cur[i]
+        self.cur[i] = self.cur[j]
+        self.cur[j] = tmp
         for s in range(1, self.n):
             if self.xor and (i ^ s) == j:
                 continue
@@ -196,54 +196,10 @@ cdef class PairwiseEval:
                 self._insert(s, self.vals[q], self.ids[q], False)
             self.st[s] = self.tv[s, 0]
 
-    cdef void _sync(self, const long long[::1] order) noexcept nogil:
-        cdef Py_ssize_t p, q
-        cdef int how = order_change(&order[0], &self.o[0], self.n, self.valid, &p, &q)
-        if how == ONE_SWAP:
-            self._apply(p, q)
-        elif how == CHANGED:
-            self._rebuild(order)
-
     # ------------------------------------------------------------ python API
-    def cost(self, const long long[::1] order):
-        """Modelled seconds under ``order``."""
-        cdef double c
-        with nogil:
-            c = self._full(order)
-        return c
-
-    def batch_cost(self, const long long[:, ::1] orders):
-        """Costs of many orders, one per row."""
-        import numpy as np
-        out_np = np.empty(orders.shape[0], dtype=np.float64)
-        cdef double[::1] out = out_np
-        cdef Py_ssize_t r
-        with nogil:
-            for r in range(orders.shape[0]):
-                out[r] = self._full(orders[r])
-        return out_np
-
     def step_times(self, const long long[::1] order):
         """Duration of steps 1 .. n-1 from the incremental state."""
         import numpy as np
         with nogil:
             self._sync(order)
         return np.asarray(self.st)[1:].copy()
-
-    def swap_delta(self, const long long[::1] order, long long i, long long j):
-        """Cost change when new ranks ``i`` and ``j`` swap processes."""
-        with nogil:
-            self._sync(order)
-        return self._delta(i, j)
-
-    def swap_deltas(self, const long long[::1] order, const long long[:, ::1] pairs):
-        """Cost changes of many swaps (one ``(i, j)`` per row) from one order."""
-        import numpy as np
-        out_np = np.empty(pairs.shape[0], dtype=np.float64)
-        cdef double[::1] out = out_np
-        cdef Py_ssize_t r
-        with nogil:
-            self._sync(order)
-            for r in range(pairs.shape[0]):
-                out[r] = self._delta(pairs[r, 0], pairs[r, 1])
-        return out_np

@@ -6,14 +6,13 @@
 # rankopt.models.schedule.Schedule; the NumPy twin is
 # rankopt.models.network.reference_time.
 
+from libc.math cimport INFINITY as INF
 from libc.string cimport memcpy
-from _model_common cimport (ONE_SWAP, CHANGED, SwapSearch, has_id, order_change, search_accept,
-                            search_next, search_start)
-
-cdef double INF = float("inf")
+from _model_common cimport has_id
+from rankopt.models._swap_eval cimport SwapEval
 
 
-cdef class StepEval:
+cdef class StepEval(SwapEval):
     """Evaluator of one schedule on one network; caches the last order seen.
 
     ``swap_delta(order, i, j)`` first brings its cache up to ``order``
@@ -21,6 +20,8 @@ cdef class StepEval:
     from the cached one by one swap, else a rebuild), then revisits only the
     steps in which new ranks ``i`` or ``j`` take part. Without uplinks a
     touched step is rescanned only when its slowest transfer was touched.
+    ``cost``, ``batch_cost``, ``swap_delta(s)`` and ``search`` come from
+    :class:`SwapEval`.
     """
 
     cdef const double[:, ::1] lat
@@ -42,7 +43,6 @@ cdef class StepEval:
     cdef long long[::1] tout
     cdef long long[::1] tin
     cdef Py_ssize_t ntout, ntin
-    cdef long long[::1] cur
     cdef double[::1] tt
     cdef double[::1] tl
     cdef double[::1] tr
@@ -52,8 +52,7 @@ cdef class StepEval:
     cdef long long[::1] buf
     cdef double nbytes
     cdef int has_bw, has_rate, nlev
-    cdef Py_ssize_t n, nsteps
-    cdef bint valid
+    cdef Py_ssize_t nsteps
 
     def __init__(self, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
                  double nbytes, bint has_rate, const long long[:, ::1] labels,
@@ -79,7 +78,7 @@ cdef class StepEval:
         self.tstep = tstep
         self.rptr = rptr
         self.rtr = rtr
-        self.n = lat.shape[0]
+        self._init_cache(lat.shape[0])
         self.nsteps = repeat.shape[0]
         self.cout = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.int64)
         self.cin = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.int64)
@@ -87,7 +86,6 @@ cdef class StepEval:
         self.capi = np.zeros((max(self.nlev, 1), uplink.shape[1]), dtype=np.float64)
         self.tout = np.zeros(max(self.nlev, 1) * uplink.shape[1], dtype=np.int64)
         self.tin = np.zeros(max(self.nlev, 1) * uplink.shape[1], dtype=np.int64)
-        self.cur = np.full(self.n, -1, dtype=np.int64)
         self.tt = np.zeros(src.shape[0], dtype=np.float64)
         self.tl = np.zeros(src.shape[0], dtype=np.float64)
         self.tr = np.zeros(src.shape[0], dtype=np.float64)
@@ -95,7 +93,6 @@ cdef class StepEval:
         self.amax = np.zeros(self.nsteps, dtype=np.int64)
         self.mark = np.zeros(src.shape[0], dtype=np.uint8)
         self.buf = np.zeros(max(bufsize, 1), dtype=np.int64)
-        self.valid = False
 
     # ---------------------------------------------------------------- core
     cdef void _count(self, const long long[::1] o, Py_ssize_t s) noexcept nogil:
@@ -297,80 +294,13 @@ cdef class StepEval:
         self.cur[j] = b
         return d
 
-    cdef void _sync(self, const long long[::1] o) noexcept nogil:
-        cdef Py_ssize_t p, q
-        cdef int how = order_change(&o[0], &self.cur[0], self.n, self.valid, &p, &q)
-        if how == ONE_SWAP:
-            self._apply(p, q)
-        elif how == CHANGED:
-            self._rebuild(o)
-
     # ------------------------------------------------------------ python API
-    def cost(self, const long long[::1] order):
-        """Modelled seconds of the schedule under ``order``."""
-        cdef double c
-        with nogil:
-            c = self._full(order)
-        return c
-
-    def batch_cost(self, const long long[:, ::1] orders):
-        """Costs of many orders, one per row."""
-        import numpy as np
-        out_np = np.empty(orders.shape[0], dtype=np.float64)
-        cdef double[::1] out = out_np
-        cdef Py_ssize_t r
-        with nogil:
-            for r in range(orders.shape[0]):
-                out[r] = self._full(orders[r])
-        return out_np
-
-    def swap_delta(self, const long long[::1] order, long long i, long long j):
-        """Cost change when new ranks ``i`` and ``j`` swap processes."""
-        self._sync(order)
-        return self._delta(i, j)
-
-    def swap_deltas(self, const long long[::1] order, const long long[:, ::1] pairs):
-        """Cost changes of many swaps (one ``(i, j)`` per row) from one order."""
-        import numpy as np
-        out_np = np.empty(pairs.shape[0], dtype=np.float64)
-        cdef double[::1] out = out_np
-        cdef Py_ssize_t r
-        with nogil:
-            self._sync(order)
-            for r in range(pairs.shape[0]):
-                out[r] = self._delta(pairs[r, 0], pairs[r, 1])
-        return out_np
-
     def step_times(self, const long long[::1] order):
         """Duration of each distinct step under ``order``."""
         import numpy as np
         with nogil:
             self._sync(order)
         return np.asarray(self.st).copy()
-
-    def search(self, long long[::1] order, unsigned long long seed, long long max_moves,
-               double time_limit, bint fixed0, double rel_tol):
-        """First-improvement pairwise-swap local search, in place on ``order``.
-
-        Visits ``i`` in a random order and, for each, ``j`` from a random
-        offset; applies the first swap that lowers the cost by more than
-        ``rel_tol`` times the cost. Stops at a local optimum (a full sweep
-        without improvement), after ``max_moves`` moves (``<= 0``: no limit)
-        or ``time_limit`` seconds (``<= 0``: none).
-        Returns ``(moves, evaluations, stop)`` with stop 0 = local optimum,
-        1 = time limit, 2 = max moves.
-        """
-        cdef SwapSearch ss
-        if not search_start(&ss, self.n, seed, max_moves, time_limit, fixed0, rel_tol):
-            return 0, 0, 0
-        with nogil:
-            self._sync(order)
-            ss.cost = self._full(self.cur)
-            while search_next(&ss):
-                if search_accept(&ss, self._delta(ss.i, ss.j)):
-                    self._apply(ss.i, ss.j)
-            memcpy(&order[0], &self.cur[0], self.n * sizeof(long long))
-        return ss.moves, ss.evals, ss.stop
 
 
 def chain_cost(const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw, double c_full,

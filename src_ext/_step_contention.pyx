@@ -18,17 +18,20 @@
 # steps alike) are one step with a repeat count. The NumPy twin is
 # rankopt.models.network.reference_time.
 
-from libc.string cimport memcpy
-from _model_common cimport (ONE_SWAP, CHANGED, SwapSearch, order_change, search_accept,
-                            search_next, search_start, top_drop, top_first_kept, top_insert)
+from libc.math cimport INFINITY as INF
+from _model_common cimport top_drop, top_first_kept, top_insert
+from rankopt.models._swap_eval cimport SwapEval
 
-cdef double INF = float("inf")
 cdef enum:
     K = 8  # top values kept per slot
 
 
-cdef class StepContention:
-    """Swap deltas (and full cost, through ``full``) of a schedule with shared uplinks."""
+cdef class StepContention(SwapEval):
+    """Swap deltas (and full cost, through ``full``) of a schedule with shared uplinks.
+
+    ``swap_delta(s)`` and ``search`` come from :class:`SwapEval`; the search
+    starts from the cost held in the state.
+    """
 
     cdef const double[:, ::1] lat
     cdef const double[:, ::1] bw
@@ -45,7 +48,6 @@ cdef class StepContention:
     cdef const long long[::1] sidx
     cdef const long long[::1] rptr
     cdef const long long[::1] ridx
-    cdef long long[::1] o
     cdef long long[::1] pos
     cdef double[:, ::1] tv
     cdef long long[:, ::1] ti
@@ -58,8 +60,7 @@ cdef class StepContention:
     cdef long long[::1] stamp
     cdef long long now
     cdef int has_bw, nlev
-    cdef Py_ssize_t n, nsteps, G, gbits, nslots, A, P, M
-    cdef bint valid
+    cdef Py_ssize_t nsteps, G, gbits, nslots, A, P, M
     cdef public object full
     # scratch of one move in one step
     cdef long long[::1] E
@@ -96,7 +97,7 @@ cdef class StepContention:
         self.sidx = sidx
         self.rptr = rptr
         self.ridx = ridx
-        self.n = lat.shape[0]
+        self._init_cache(lat.shape[0])
         self.nsteps = c.shape[0]
         self.nlev = labels.shape[0]
         self.gbits = 0  # slot = ((level << gbits) | group) << 1 | direction
@@ -110,7 +111,6 @@ cdef class StepContention:
             self.P *= 2
         ms = 1 + 4 * maxe * self.nlev  # slots one move can touch in one step
         self.M = ms + 1
-        self.o = np.zeros(self.n, dtype=np.int64)
         self.pos = np.zeros(self.n, dtype=np.int64)
         self.tv = np.zeros((self.nsteps * self.nslots, K), dtype=np.float64)
         self.ti = np.zeros((self.nsteps * self.nslots, K), dtype=np.int64)
@@ -129,7 +129,6 @@ cdef class StepContention:
         self.S = np.zeros(ms, dtype=np.int64)
         self.saved = np.zeros(ms, dtype=np.float64)
         self.now = 0
-        self.valid = False
 
     # ------------------------------------------------------------ slot helpers
     cdef inline double _val(self, Py_ssize_t s, Py_ssize_t sl, long long a,
@@ -211,7 +210,7 @@ cdef class StepContention:
             self.cnt[gs] = 0
         if sl == self.A:
             for e in range(self.ptr[s], self.ptr[s + 1]):
-                v = self._val(s, sl, self.o[self.src[e]], self.o[self.dst[e]])
+                v = self._val(s, sl, self.cur[self.src[e]], self.cur[self.dst[e]])
                 self._take(gs, v, e, keep, &mx)
             return mx
         d = sl & 1
@@ -223,13 +222,13 @@ cdef class StepContention:
             if d == 0:
                 for x in range(self.sptr[k], self.sptr[k + 1]):
                     e = self.sidx[x]
-                    b = self.o[self.dst[e]]
+                    b = self.cur[self.dst[e]]
                     if self.lab[L, b] != g:
                         self._take(gs, self.lat[p, b], e, keep, &mx)
             else:
                 for x in range(self.rptr[k], self.rptr[k + 1]):
                     e = self.ridx[x]
-                    b = self.o[self.src[e]]
+                    b = self.cur[self.src[e]]
                     if self.lab[L, b] != g:
                         self._take(gs, self.lat[b, p], e, keep, &mx)
         return mx
@@ -248,7 +247,7 @@ cdef class StepContention:
         cdef long long a, b
         cdef double mx
         for k in range(self.n):
-            self.o[k] = order[k]
+            self.cur[k] = order[k]
             self.pos[order[k]] = k
         for k in range(self.nsteps * 2 * self.P):
             self.tree[k] = -INF
@@ -257,8 +256,8 @@ cdef class StepContention:
             self.cnt[k] = 0
         for s in range(self.nsteps):
             for e in range(self.ptr[s], self.ptr[s + 1]):  # flag the crossed slots
-                a = self.o[self.src[e]]
-                b = self.o[self.dst[e]]
+                a = self.cur[self.src[e]]
+                b = self.cur[self.dst[e]]
                 for L in range(self.nlev):
                     if self.lab[L, a] != self.lab[L, b]:
                         self.cnt[s * self.nslots + (L * self.G + self.lab[L, a]) * 2] = 1
@@ -293,12 +292,12 @@ cdef class StepContention:
         self.ne += 1
 
     cdef inline long long _old(self, long long x, long long i, long long j) noexcept nogil:
-        """Process at new rank ``x`` before the swap of ``i``, ``j`` (``o`` is swapped)."""
+        """Process at new rank ``x`` before the swap of ``i``, ``j`` (``cur`` is swapped)."""
         if x == i:
-            return self.o[j]
+            return self.cur[j]
         if x == j:
-            return self.o[i]
-        return self.o[x]
+            return self.cur[i]
+        return self.cur[x]
 
     cdef Py_ssize_t _collect(self, Py_ssize_t s, long long i, long long j) noexcept nogil:
         """Transfers of step ``s`` that involve ``i`` or ``j`` and the slots they touch."""
@@ -321,8 +320,8 @@ cdef class StepContention:
         for q in range(self.ne):
             self.oa[q] = self._old(self.src[self.E[q]], i, j)
             self.ob[q] = self._old(self.dst[self.E[q]], i, j)
-            self.na[q] = self.o[self.src[self.E[q]]]
-            self.nb[q] = self.o[self.dst[self.E[q]]]
+            self.na[q] = self.cur[self.src[self.E[q]]]
+            self.nb[q] = self.cur[self.dst[self.E[q]]]
             for L in range(self.nlev):
                 for r in range(2):
                     a = self.oa[q] if r == 0 else self.na[q]
@@ -333,11 +332,11 @@ cdef class StepContention:
         return self.ne
 
     cdef void _swap(self, long long i, long long j) noexcept nogil:
-        cdef long long tmp = self.o[i]
-        self.o[i] = self.o[j]
-        self.o[j] = tmp
-        self.pos[self.o[i]] = i
-        self.pos[self.o[j]] = j
+        cdef long long tmp = self.cur[i]
+        self.cur[i] = self.cur[j]
+        self.cur[j] = tmp
+        self.pos[self.cur[i]] = i
+        self.pos[self.cur[j]] = j
 
     cdef double _step_delta(self, Py_ssize_t s) noexcept nogil:
         """Change of step ``s`` for the move recorded by ``_collect``."""
@@ -423,15 +422,7 @@ cdef class StepContention:
                                              self.cnt[gs]))
             self._find_top(s)
 
-    cdef void _sync(self, const long long[::1] order) noexcept nogil:
-        cdef Py_ssize_t p, q
-        cdef int how = order_change(&order[0], &self.o[0], self.n, self.valid, &p, &q)
-        if how == ONE_SWAP:
-            self._apply(p, q)
-        elif how == CHANGED:
-            self._rebuild(order)
-
-    cdef double _total(self) noexcept nogil:
+    cdef double _state_cost(self) noexcept nogil:
         cdef Py_ssize_t s
         cdef double t = 0.0
         for s in range(self.nsteps):
@@ -455,41 +446,4 @@ cdef class StepContention:
         """Cost of ``order`` from the incremental state (for tests)."""
         with nogil:
             self._sync(order)
-        return self._total()
-
-    def swap_delta(self, const long long[::1] order, long long i, long long j):
-        """Cost change when new ranks ``i`` and ``j`` swap processes."""
-        with nogil:
-            self._sync(order)
-        return self._delta(i, j)
-
-    def swap_deltas(self, const long long[::1] order, const long long[:, ::1] pairs):
-        """Cost changes of many swaps (one ``(i, j)`` per row) from one order."""
-        import numpy as np
-        out_np = np.empty(pairs.shape[0], dtype=np.float64)
-        cdef double[::1] out = out_np
-        cdef Py_ssize_t r
-        with nogil:
-            self._sync(order)
-            for r in range(pairs.shape[0]):
-                out[r] = self._delta(pairs[r, 0], pairs[r, 1])
-        return out_np
-
-    def search(self, long long[::1] order, unsigned long long seed, long long max_moves,
-               double time_limit, bint fixed0, double rel_tol):
-        """First-improvement pairwise-swap local search, in place on ``order``.
-
-        Same contract as ``StepEval.search``: returns ``(moves, evaluations,
-        stop)`` with stop 0 = local optimum, 1 = time limit, 2 = max moves.
-        """
-        cdef SwapSearch ss
-        if not search_start(&ss, self.n, seed, max_moves, time_limit, fixed0, rel_tol):
-            return 0, 0, 0
-        with nogil:
-            self._sync(order)
-            ss.cost = self._total()
-            while search_next(&ss):
-                if search_accept(&ss, self._delta(ss.i, ss.j)):
-                    self._apply(ss.i, ss.j)
-            memcpy(&order[0], &self.o[0], self.n * sizeof(long long))
-        return ss.moves, ss.evals, ss.stop
+        return self._state_cost()
