@@ -25,6 +25,8 @@ DIRECTIVES = {
 KERNELS = [
     ("rankopt.models._swap_eval", "src_ext/_swap_eval.pyx"),  # base of the three evaluators
     ("rankopt.models._ring_eval", "src_ext/_ring_eval.pyx"),
+    ("rankopt.solvers._ring_candidates", "src_ext/_ring_candidates.pyx"),
+    ("rankopt.solvers._ring_construct", "src_ext/_ring_construct.pyx"),
     ("rankopt.solvers._ring_search", "src_ext/_ring_search.pyx"),
     ("rankopt.solvers._ring_directed", "src_ext/_ring_directed.pyx"),
     ("rankopt.solvers._exact", "src_ext/_exact.pyx"),

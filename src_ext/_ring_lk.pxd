@@ -1,0 +1,293 @@
+# Header-only Lin-Kernighan move of the symmetric ring local search
+# (_ring_search): a chain of at most LK_MAX_DEPTH 2-opt flips that drops a
+# link at one process, each level adding a candidate link with positive
+# partial gain, kept as soon as the closed ring is shorter. Levels 0 and 1 are
+# scored without moving anything; deeper levels flip and undo.
+
+from cython cimport floating
+from libc.math cimport INFINITY, NAN
+
+from _ring_common cimport Log, log_reversal, pred, reverse_path, succ
+from _ring_moves cimport along, in_run, push
+
+
+# Lin-Kernighan move: at most LK_MAX_DEPTH flips; level 0 tries 5 first links,
+# level 1 closes at the best of all its candidates or descends from the 2 most
+# promising, deeper levels from 1
+cdef enum:
+    LK_MAX_DEPTH = 5
+    LK_BREADTH_1 = 5
+    LK_BREADTH_2 = 2
+
+
+cdef struct LKState:
+    long long t1
+    long long n
+    long long ni            # flips applied (entries in fi / fj)
+    long long fi[16]
+    long long fj[16]
+    long long added_a[16]   # links added so far (t2, t3)
+    long long added_b[16]
+    long long touched[64]
+    long long nt
+    double eps              # smallest gain that counts
+
+
+cdef inline void lk_flip(long long[::1] tour, long long[::1] pos, LKState *st, long long a,
+                         long long b, long long c, long long d) noexcept nogil:
+    """flip() that records the reversal in the move's own log."""
+    cdef long long n = st.n, i, j
+    if succ(tour, pos, a, n) == b:
+        i = pos[b]
+        j = pos[c]
+    else:
+        i = pos[a]
+        j = pos[d]
+    reverse_path(tour, pos, i, j, n)
+    st.fi[st.ni] = i
+    st.fj[st.ni] = j
+    st.ni += 1
+
+
+cdef inline bint lk_added(LKState *st, long long level, long long x, long long y) noexcept nogil:
+    cdef long long k
+    for k in range(level):
+        if ((st.added_a[k] == x and st.added_b[k] == y)
+                or (st.added_a[k] == y and st.added_b[k] == x)):
+            return True
+    return False
+
+
+cdef inline long long lk_candidates(const floating[:, ::1] w, long long[::1] tour,
+                                    long long[::1] pos, const long long[:, ::1] nb,
+                                    LKState *st, long long t2, double gain, long long level,
+                                    long long *c3, long long *c4, double *score) noexcept nogil:
+    """Candidates (t3, t4) for dropping (t1, t2): positive partial gain, not tabu.
+
+    t4 is the neighbour of t3 on the side that keeps the ring valid after the
+    flip; the score is the lookahead w(t3, t4) - w(t2, t3). Returns how many.
+    """
+    cdef Py_ssize_t kk, K = nb.shape[1]
+    cdef long long n = st.n, t1 = st.t1, t3, t4, m = 0
+    cdef bint fwd_order = succ(tour, pos, t1, n) == t2
+    for kk in range(K):
+        if m == 16:
+            break
+        t3 = nb[t2, kk]
+        if gain - w[t2, t3] <= st.eps:
+            break
+        if t3 == t1 or t3 == t2:
+            continue
+        t4 = pred(tour, pos, t3, n) if fwd_order else succ(tour, pos, t3, n)
+        if t4 == t2 or lk_added(st, level, t3, t4):
+            continue
+        c3[m] = t3
+        c4[m] = t4
+        score[m] = w[t3, t4] - w[t2, t3]
+        m += 1
+    return m
+
+
+cdef inline long long take_best(double *score, long long m) noexcept nogil:
+    """Index of the best-scored candidate not taken yet (then marked taken), or -1.
+
+    A taken candidate's score becomes NaN, which no comparison selects.
+    """
+    cdef long long k, pick = -1
+    cdef double best = -INFINITY
+    for k in range(m):
+        if score[k] == score[k] and (pick < 0 or score[k] > best):
+            best = score[k]
+            pick = k
+    if pick >= 0:
+        score[pick] = NAN
+    return pick
+
+
+cdef inline bint lk_next(double *score, long long m, const long long *ca, const long long *cb,
+                         long long *a, long long *b, long long *evals) noexcept nogil:
+    """Take the best candidate pair left (``take_best``) into ``a``, ``b`` and
+    count its evaluation; False when none is left."""
+    cdef long long pick = take_best(score, m)
+    if pick < 0:
+        return False
+    a[0] = ca[pick]
+    b[0] = cb[pick]
+    evals[0] += 1
+    return True
+
+
+cdef inline double lk_step(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                           const long long[:, ::1] nb, LKState *st, long long t2, double gain,
+                           long long level, long long *evals) noexcept nogil:
+    """One level of a Lin-Kernighan move built from 2-opt flips.
+
+    The link (t1, t2) is to go (t2 next to t1 in the current tour); for a
+    candidate t3 of t2 with positive partial gain, the flip that adds (t2, t3)
+    and drops (t3, t4) leaves a valid ring with the closing link (t1, t4). The
+    first ring shorter than at the start is kept (returns its gain); else the
+    flips of this level are undone and 0 is returned. Breadth 5, 3, then 1.
+    """
+    cdef long long n = st.n, t1 = st.t1, t3, t4, mark, _b
+    cdef long long cand3[16]
+    cdef long long cand4[16]
+    cdef double score[16]
+    cdef double g2, close, r
+    cdef long long ncand = 0, breadth = (
+        LK_BREADTH_1 if level == 0 else LK_BREADTH_2 if level == 1 else 1)
+    ncand = lk_candidates(w, tour, pos, nb, st, t2, gain, level, cand3, cand4, score)
+    for _b in range(breadth):
+        # the best remaining candidate by the lookahead rule
+        if not lk_next(score, ncand, cand3, cand4, &t3, &t4, evals):
+            return 0.0
+        mark = st.ni
+        lk_flip(tour, pos, st, t1, t2, t4, t3)
+        st.added_a[level] = t2
+        st.added_b[level] = t3
+        g2 = gain - w[t2, t3] + w[t3, t4]
+        close = g2 - w[t4, t1]
+        if st.nt + 3 <= 64:
+            st.touched[st.nt] = t2
+            st.touched[st.nt + 1] = t3
+            st.touched[st.nt + 2] = t4
+            st.nt += 3
+        if close > st.eps:
+            return close
+        if level + 1 < LK_MAX_DEPTH:
+            r = lk_step(w, tour, pos, nb, st, t4, g2, level + 1, evals)
+            if r > 0.0:
+                return r
+        while st.ni > mark:
+            st.ni -= 1
+            reverse_path(tour, pos, st.fi[st.ni], st.fj[st.ni], n)
+        st.nt -= 3 if st.nt >= 3 else 0
+    return 0.0
+
+
+cdef inline void lk_two_flips(long long[::1] tour, long long[::1] pos, LKState *st,
+                              long long t2, long long t3, long long t4, long long t5,
+                              long long t6) noexcept nogil:
+    """Apply levels 0 and 1: add (t2, t3) and (t4, t5), drop (t3, t4) and (t5, t6)."""
+    lk_flip(tour, pos, st, st.t1, t2, t4, t3)
+    lk_flip(tour, pos, st, st.t1, t4, t6, t5)
+    st.added_a[0] = t2
+    st.added_b[0] = t3
+    st.added_a[1] = t4
+    st.added_b[1] = t5
+    st.touched[0] = t3
+    st.touched[1] = t4
+    st.touched[2] = t5
+    st.touched[3] = t6
+    st.nt = 4
+
+
+cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour,
+                                   long long[::1] pos, const long long[:, ::1] nb, LKState *st,
+                                   long long t2, long long *evals) noexcept nogil:
+    """Levels 0 and 1 of the Lin-Kernighan move, scored without moving anything.
+
+    In the orientation with t2 after t1 the ring reads t1 t2 .. t4 t3 .. ;
+    the first flip would give t1 t4 .. t2 t3 .. (the run t2..t4 reversed), so
+    the node before any t5 in that ring is read off the current positions.
+    Only a move that gains, or the descent to level 2, touches the tour.
+    """
+    cdef Py_ssize_t kk, K = nb.shape[1]
+    cdef long long n = st.n, t1 = st.t1, t3, t4, t5, t6, _b1, _b2, mark
+    cdef int direction = 0 if succ(tour, pos, t1, n) == t2 else 1
+    cdef long long c3[16]
+    cdef long long c4[16]
+    cdef double s0[16]
+    cdef long long c5[16]
+    cdef long long c6[16]
+    cdef double s1[16]
+    cdef double gain = w[t1, t2], g2, g3, best_close, r
+    cdef long long n0 = 0, n1, close_pick
+    n0 = lk_candidates(w, tour, pos, nb, st, t2, gain, 0, c3, c4, s0)
+    for _b1 in range(LK_BREADTH_1):
+        if not lk_next(s0, n0, c3, c4, &t3, &t4, evals):
+            return 0.0
+        g2 = gain - w[t2, t3] + w[t3, t4]
+        if g2 - w[t4, t1] > st.eps:  # a 2-opt move
+            lk_flip(tour, pos, st, t1, t2, t4, t3)
+            st.touched[0] = t3
+            st.touched[1] = t4
+            st.nt = 2
+            return g2 - w[t4, t1]
+        # level 1 from t4, in the ring after the first flip
+        n1 = 0
+        best_close = 0.0
+        close_pick = -1
+        for kk in range(K):
+            if n1 == 16:
+                break
+            t5 = nb[t4, kk]
+            g3 = g2 - w[t4, t5]
+            if g3 <= st.eps:
+                break
+            if t5 == t1 or t5 == t4 or t5 == t3:
+                continue
+            if in_run(pos, t5, t2, t4, n, direction):
+                # reversed run: the node before t5 is its old successor
+                t6 = along(tour, pos, t5, n, direction)
+            else:
+                t6 = along(tour, pos, t5, n, 1 - direction)
+            if t6 == t4 or (t6 == t3 and t5 == t2):
+                continue  # no flip, or (t2, t3) would go again
+            c5[n1] = t5
+            c6[n1] = t6
+            s1[n1] = w[t5, t6] - w[t4, t5]
+            evals[0] += 1
+            if g3 + w[t5, t6] - w[t6, t1] > best_close:
+                best_close = g3 + w[t5, t6] - w[t6, t1]
+                close_pick = n1
+            n1 += 1
+        if best_close > st.eps:  # the best sequential 3-opt move closing here
+            lk_two_flips(tour, pos, st, t2, t3, t4, c5[close_pick], c6[close_pick])
+            return best_close
+        if LK_MAX_DEPTH <= 2:
+            continue
+        for _b2 in range(LK_BREADTH_2):
+            if not lk_next(s1, n1, c5, c6, &t5, &t6, evals):
+                break
+            g3 = g2 - w[t4, t5] + w[t5, t6]
+            mark = st.ni
+            lk_two_flips(tour, pos, st, t2, t3, t4, t5, t6)
+            r = lk_step(w, tour, pos, nb, st, t6, g3, 2, evals)
+            if r > 0.0:
+                return r
+            while st.ni > mark:
+                st.ni -= 1
+                reverse_path(tour, pos, st.fi[st.ni], st.fj[st.ni], n)
+            st.nt = 0
+    return 0.0
+
+
+cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                           const long long[:, ::1] nb, long long n, long long a, long long *evals,
+                           long long *queue, unsigned char *inq, long long *tail,
+                           Log *log, double eps) noexcept nogil:
+    """A Lin-Kernighan move (depth up to LK_MAX_DEPTH flips) that drops a link at ``a``."""
+    cdef LKState st
+    cdef long long t2, m
+    cdef int k
+    cdef double r
+    if n < 8:
+        return 0.0
+    st.t1 = a
+    st.n = n
+    st.eps = eps
+    for k in range(2):
+        t2 = along(tour, pos, a, n, k)
+        st.ni = 0
+        st.nt = 0
+        r = lk_first_levels(w, tour, pos, nb, &st, t2, evals)
+        if r > 0.0:
+            if log.enabled:
+                for m in range(st.ni):
+                    log_reversal(log, st.fi[m], st.fj[m])
+            push(queue, inq, tail, n, a)
+            push(queue, inq, tail, n, t2)
+            for m in range(st.nt):
+                push(queue, inq, tail, n, st.touched[m])
+            return -r
+    return 0.0
