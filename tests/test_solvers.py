@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 import rankopt
 from rankopt import solve
 from rankopt.models import ALGORITHMS, make_model
+from rankopt.models.custom import CustomModel, is_jitted
 from rankopt.solvers import METHODS, auto_method
 from rankopt.solvers._base import SolveContext
 from rankopt.solvers.anneal import temperatures
-from rankopt.solvers.custom import CustomModel, is_jitted
 from rankopt.solvers.greedy import bit_orders, leaf_order
 
 

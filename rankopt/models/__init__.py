@@ -1,7 +1,8 @@
 """Cost models: the modelled time of a collective algorithm under a rank order.
 
 ``make_model`` turns (matrix, collective, algorithm, objective, ...) into a
-:class:`~rankopt.models.base.CostModel`; solvers see nothing else.
+:class:`~rankopt.models.base.CostModel`; solvers see nothing else of it than
+its methods and the :class:`~rankopt.models.base.Capabilities` it declares.
 :func:`~rankopt.models.evaluate.cost` evaluates one order,
 :func:`~rankopt.models.schedule.schedule` shows the steps behind a model.
 
@@ -29,7 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError, check_options
-from rankopt.models.base import CostModel
+from rankopt.models.base import Capabilities, CostModel
+from rankopt.models.custom import CustomModel
 from rankopt.models.network import check_groups, make_network
 from rankopt.models.ring import RingBottleneck, RingSum
 from rankopt.models.schedule import ALGORITHMS, Schedule, check_collective, schedule
@@ -37,6 +39,8 @@ from rankopt.models.step import HierarchicalModel, StepModel
 
 __all__ = [
     "CostModel",
+    "Capabilities",
+    "CustomModel",
     "make_model",
     "ALGORITHMS",
     "OBJECTIVES",
@@ -181,10 +185,6 @@ def make_model(
             finest = levels[0] if levels else np.arange(n, dtype=np.int64)
         return HierarchicalModel(net, finest, objective, inter=inter)
     sched = schedule(collective, algorithm, n, nbytes=nbytes, segment_size=segment_size)
-    if algorithm == "ring":
-        from rankopt.models.ring_time import RingTime
-
-        return RingTime(sched, net, objective)
     if algorithm == "chain" and not net.levels:
         from rankopt.models.chain import ChainTime
 

@@ -1,13 +1,117 @@
-"""The one small interface through which solvers see a cost model."""
+"""The one small interface through which solvers see a cost model.
+
+Contents
+--------
+CostModel
+    The modelled time of a collective under an order: ``cost``,
+    ``batch_cost``, ``swap_delta`` and the slow ``reference_cost`` (the spec).
+Capabilities
+    What a model offers beyond those methods (ring weights, rotation
+    invariance, a compiled swap search, ...), declared once by the model.
+    Solvers read it and nothing else of a model's internals.
+"""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["CostModel"]
+__all__ = ["CostModel", "Capabilities", "RING_KINDS"]
+
+#: The ring objectives a model can reduce to (:attr:`Capabilities.ring`).
+RING_KINDS = ("sum", "bottleneck")
+
+
+@dataclass(frozen=True, eq=False)
+class Capabilities:
+    """What a cost model offers its solvers, beyond ``cost`` and ``swap_delta``.
+
+    A model declares this once (class or instance attribute
+    ``capabilities``); solvers choose their moves, starts and kernels from it
+    and never inspect a model's type or attributes. The default, a model that
+    offers nothing more, is searched by the generic methods.
+
+    Attributes
+    ----------
+    rotation_invariant : bool
+        The cost does not change when the order is rotated (rings). A method
+        may then move process 0 under ``keep_rank0``: ``solve()`` rotates the
+        order afterwards, at no cost.
+    directed : bool
+        The cost may change when the order is reversed. ``False`` promises
+        that it does not (ring objectives on symmetric input).
+    ring : {"sum", "bottleneck"} or None
+        The ring objective the model reduces to: its cost is that objective
+        of the ring's edge weights, or ``ring_weights`` are a proxy of it
+        (see ``ring_matrix``). Ring methods (``two_opt``, ``ils``, ...) apply
+        exactly when this is set.
+    ring_weights : ndarray (n, n) or None
+        Symmetric weights the ring kernels search (float32 or float64, C
+        order): the matrix itself for symmetric input, a symmetrisation of it
+        otherwise (mean of both directions for ``sum``, maximum for
+        ``bottleneck``). Set exactly when ``ring`` is.
+    ring_matrix : ndarray (n, n) or None
+        The matrix whose directed ring objective ``ring`` *is* the cost, when
+        it is one (exact dynamic programming, the bottleneck threshold
+        search, the directed polish of an asymmetric sum). ``None`` when
+        ``ring_weights`` are only a proxy (a mean over several networks).
+    ring_schedule : bool
+        The cost is that of a ring schedule whose steps are all alike: a
+        short ring of per-edge step times is a good start.
+    latency, bandwidth, nbytes
+        The point-to-point network the cost is built from (seconds, bytes/s,
+        bytes; ``bandwidth`` and ``nbytes`` may be ``None``), from which
+        solvers build proxies of the cost: clustering distances, ring seeds.
+        ``latency`` is ``None`` when the model has none to offer.
+    swap_search : object or None
+        A compiled first-improvement swap search on the model's own cost:
+        ``swap_search.search(order, seed, max_moves, time_limit, keep_first,
+        rel_tol) -> (moves, evaluations, stop)`` (stop 0: local optimum,
+        1: time limit, 2: move budget), ``order`` updated in place.
+        ``None`` when searching through :meth:`CostModel.swap_delta` is as
+        fast or faster.
+    kernel : callable or None
+        A Numba function ``kernel(latency, order) -> float`` that *is* the
+        cost (with ``latency`` above, float64 C order): the annealing loop
+        then runs in Numba.
+
+    Examples
+    --------
+    >>> Capabilities().ring is None, Capabilities(rotation_invariant=True).directed
+    (True, True)
+    """
+
+    rotation_invariant: bool = False
+    directed: bool = True
+    ring: str | None = None
+    ring_weights: NDArray[np.floating] | None = None
+    ring_matrix: NDArray[np.floating] | None = None
+    ring_schedule: bool = False
+    latency: NDArray[np.floating] | None = None
+    bandwidth: NDArray[np.floating] | None = None
+    nbytes: float | None = None
+    swap_search: Any = None
+    kernel: Callable[..., float] | None = None
+
+    def __post_init__(self) -> None:
+        if self.ring is not None and self.ring not in RING_KINDS:
+            raise ValueError(f"`ring` must be one of {RING_KINDS} or None; got {self.ring!r}.")
+        if (self.ring is None) != (self.ring_weights is None):
+            raise ValueError("`ring` and `ring_weights` are declared together.")
+        if self.ring_matrix is not None and self.ring is None:
+            raise ValueError("`ring_matrix` needs `ring`.")
+        if self.kernel is not None and self.latency is None:
+            raise ValueError("`kernel` needs the `latency` it is called with.")
+
+    @property
+    def ring_sum_exact(self) -> bool:
+        """Whether the cost is the directed ring sum over ``ring_matrix``."""
+        return self.ring == "sum" and self.ring_matrix is not None
 
 
 class CostModel(ABC):
@@ -16,7 +120,8 @@ class CostModel(ABC):
     Subclasses implement :meth:`reference_cost` (slow, obviously correct:
     the spec) and may override :meth:`cost`, :meth:`batch_cost` and
     :meth:`swap_delta` with faster, compiled versions that tests compare
-    against the reference.
+    against the reference, and declare what else they offer in
+    :attr:`capabilities`.
 
     Attributes
     ----------
@@ -24,17 +129,28 @@ class CostModel(ABC):
         Number of processes.
     objective : str
         Name of the objective (``"sum"``, ``"bottleneck"``, ``"time"``, ...).
+    capabilities : Capabilities
+        What the model offers its solvers (nothing beyond these methods by
+        default).
+    rotation_invariant : bool
+        ``capabilities.rotation_invariant`` (read-only).
     ring_weights : ndarray or None
-        For models that are a ring sum over fixed edge weights: the symmetric
-        weight matrix (ring kernels then apply; float32 or float64). ``None``
-        otherwise.
+        ``capabilities.ring_weights`` (read-only).
     """
 
     n: int
     objective: str
-    ring_weights: NDArray[np.floating] | None = None
-    #: Whether cost is invariant under rotation of the order (rings).
-    rotation_invariant: bool = False
+    capabilities: Capabilities = Capabilities()
+
+    @property
+    def rotation_invariant(self) -> bool:
+        """Whether cost is invariant under rotation of the order (rings)."""
+        return self.capabilities.rotation_invariant
+
+    @property
+    def ring_weights(self) -> NDArray[np.floating] | None:
+        """The symmetric weights ring kernels search, or ``None`` (see :class:`Capabilities`)."""
+        return self.capabilities.ring_weights
 
     @abstractmethod
     def reference_cost(self, order: NDArray[np.int64]) -> float:

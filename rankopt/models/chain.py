@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from rankopt.models.network import Network
 from rankopt.models.schedule import Schedule
-from rankopt.models.step import StepModel, _as_order, _se
+from rankopt.models.step import StepModel, _as_order, _schedule_eval
 
 __all__ = ["ChainTime"]
 
@@ -45,7 +45,7 @@ class ChainTime(StepModel):
 
     def cost(self, order: NDArray[np.int64]) -> float:
         return float(
-            _se.chain_cost(
+            _schedule_eval.chain_cost(
                 self.network.latency,
                 self._bw,
                 self._has_bw,

@@ -10,6 +10,8 @@ exchanges), and keeps each step's largest transfers so that a swap delta is
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -18,7 +20,7 @@ from rankopt.models.network import Network
 from rankopt.models.schedule import Schedule
 from rankopt.models.step import StepModel, _as_order
 
-_pe = require_extension("rankopt.models._pairwise_eval")
+_pairwise_eval = require_extension("rankopt.models._pairwise_eval")
 
 __all__ = ["PairwiseTime", "transfer_times"]
 
@@ -50,10 +52,6 @@ class PairwiseTime(StepModel):
     3003.0
     """
 
-    #: The swap search runs in Python on :meth:`swap_delta` (the generic
-    #: kernel's deltas are ``O(n)`` steps rescanned in full).
-    compiled_search = False
-
     def __init__(self, sched: Schedule, net: Network, objective: str) -> None:
         super().__init__(sched, net, objective)
         n = sched.n
@@ -63,7 +61,10 @@ class PairwiseTime(StepModel):
             t = np.maximum(t, t.T)
         t = np.ascontiguousarray(t)
         # the transpose serves transfers into a rank; symmetric for exchanges
-        self.fast = _pe.PairwiseEval(t, t if xor else np.ascontiguousarray(t.T), xor)
+        self.fast = _pairwise_eval.PairwiseEval(t, t if xor else np.ascontiguousarray(t.T), xor)
+        # no compiled swap search: the generic kernel's deltas rescan O(n)
+        # steps in full, the search through swap_delta below is faster
+        self.capabilities = replace(self.capabilities, swap_search=None)
 
     def cost(self, order: NDArray[np.int64]) -> float:
         return float(self.fast.cost(_as_order(order)))

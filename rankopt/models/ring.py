@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._build_check import require_extension
-from rankopt.models.base import CostModel
+from rankopt.models.base import Capabilities, CostModel
 
 _ring_eval = require_extension("rankopt.models._ring_eval")
 
@@ -72,9 +72,9 @@ class _RingModel(CostModel):
     Symmetric input is searched as is; for asymmetric input the symmetric
     search runs on one extra (n, n) matrix in the input's dtype (the mean of
     both directions for ``sum``, their maximum for ``bottleneck``).
+    Capabilities: rotation invariant, directed only for asymmetric input,
+    ``ring`` = the objective over ``ring_matrix`` = the matrix itself.
     """
-
-    rotation_invariant = True
 
     _maximum = False  # how asymmetric input is symmetrised: mean, or max of both directions
 
@@ -82,8 +82,16 @@ class _RingModel(CostModel):
         self.latency = kernel_matrix(latency)
         self.n = self.latency.shape[0]
         self.symmetric = bool(_ring_eval.is_symmetric(self.latency))
-        self.ring_weights = (
+        weights = (
             self.latency if self.symmetric else _ring_eval.symmetrize(self.latency, self._maximum)
+        )
+        self.capabilities = Capabilities(
+            rotation_invariant=True,
+            directed=not self.symmetric,
+            ring=self.objective,
+            ring_weights=weights,
+            ring_matrix=self.latency,
+            latency=self.latency,
         )
 
 
@@ -128,8 +136,9 @@ class RingBottleneck(_RingModel):
 
     def __init__(self, latency: NDArray[np.floating]) -> None:
         super().__init__(latency)
-        assert self.ring_weights is not None
-        self.max_weights: NDArray[np.floating] = self.ring_weights
+        weights = self.capabilities.ring_weights
+        assert weights is not None
+        self.max_weights: NDArray[np.floating] = weights
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return ring_bottleneck_reference(self.latency, order)

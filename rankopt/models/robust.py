@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rankopt.models.base import CostModel
+from rankopt.models.base import Capabilities, CostModel
 
 __all__ = ["RobustModel", "robust_model", "ROBUST_DRAWS"]
 
@@ -84,15 +84,19 @@ class RobustModel(CostModel):
         first = self.models[0]
         self.n = first.n
         self.objective = first.objective
-        self.rotation_invariant = all(m.rotation_invariant for m in self.models)
-        # what the clustering start reads (the measured network's latency and bandwidth)
-        self.network = getattr(first, "network", first)
-        self.latency = getattr(first, "latency", None)
-        weights = [m.ring_weights for m in self.models]
-        if statistic == "mean" and all(w is not None for w in weights):
-            self.ring_weights = np.mean(np.stack(weights), axis=0)  # type: ignore[arg-type]
-        else:
-            self.ring_weights = None
+        caps = [m.capabilities for m in self.models]
+        weights = [c.ring_weights for c in caps]
+        ring = statistic == "mean" and all(w is not None for w in weights)
+        # the mean ring weights are a proxy of the mean cost (no ring_matrix);
+        # the clustering start reads the measured network's matrices
+        self.capabilities = Capabilities(
+            rotation_invariant=all(c.rotation_invariant for c in caps),
+            ring=caps[0].ring if ring else None,
+            ring_weights=np.mean(np.stack(weights), axis=0) if ring else None,  # type: ignore[arg-type]
+            latency=caps[0].latency,
+            bandwidth=caps[0].bandwidth,
+            nbytes=caps[0].nbytes,
+        )
 
     def _combine(self, costs: NDArray[np.float64]) -> float:
         if self.statistic == "mean":

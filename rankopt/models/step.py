@@ -18,12 +18,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._build_check import require_extension
-from rankopt.models.base import CostModel
+from rankopt.models.base import Capabilities, CostModel
 from rankopt.models.contention import make_step_contention
 from rankopt.models.network import Network, reference_time
 from rankopt.models.schedule import Schedule, schedule
 
-_se = require_extension("rankopt.models._schedule_eval")
+_schedule_eval = require_extension("rankopt.models._schedule_eval")
 
 __all__ = ["StepModel", "HierarchicalModel", "make_evaluator"]
 
@@ -57,7 +57,7 @@ def make_evaluator(sched: Schedule, net: Network, *, index: bool = True):
         rptr = np.zeros(n + 1, dtype=np.int64)
         bufsize = 1
     bw = net.bandwidth if net.bandwidth is not None else np.zeros((1, 1))
-    return _se.StepEval(
+    return _schedule_eval.StepEval(
         net.latency,
         bw,
         net.bandwidth is not None,
@@ -117,12 +117,20 @@ class StepModel(CostModel):
         self.network = net
         self.n = sched.n
         self.objective = objective
-        self.rotation_invariant = sched.algorithm == "ring"
+        ring = sched.algorithm == "ring"
         self.evaluator = make_evaluator(sched, net)
         if objective == "contention":  # incremental uplink counts where they apply
-            fast = make_step_contention(sched, net, self.evaluator, alike=sched.algorithm == "ring")
+            fast = make_step_contention(sched, net, self.evaluator, alike=ring)
             if fast is not None:
                 self.evaluator = fast
+        self.capabilities = Capabilities(
+            rotation_invariant=ring,
+            ring_schedule=ring,
+            latency=net.latency,
+            bandwidth=net.bandwidth,
+            nbytes=net.nbytes,
+            swap_search=self.evaluator,
+        )
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return reference_time(self.schedule, self.network, np.asarray(order))
@@ -157,7 +165,6 @@ class HierarchicalModel(CostModel):
     cached. :meth:`swap_delta` is the difference of two full evaluations.
     """
 
-    rotation_invariant = False
     _CACHE = 32
 
     def __init__(
@@ -168,6 +175,9 @@ class HierarchicalModel(CostModel):
         self.n = net.n
         self.objective = objective
         self.inter = inter
+        self.capabilities = Capabilities(
+            latency=net.latency, bandwidth=net.bandwidth, nbytes=net.nbytes
+        )
         self._evaluators: dict[bytes, object] = {}
         self._labels = np.unique(self.groups, return_inverse=True)[1].reshape(-1).astype(np.int64)
         self._ngroups = int(self._labels.max()) + 1

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.models.base import CostModel
+from rankopt.models.base import Capabilities, CostModel
 
 __all__ = [
     "Call",
@@ -227,7 +227,6 @@ class WorkloadModel(CostModel):
         self.n = ns.pop()
         objectives = sorted({m.objective for _, m in self.parts})
         self.objective = objectives[0] if len(objectives) == 1 else "+".join(objectives)
-        self.rotation_invariant = all(m.rotation_invariant for _, m in self.parts)
         #: The network of the part moving the most bytes (``count * nbytes``):
         #: what a constructive solver (greedy clustering) weighs pairs by.
         nets = [
@@ -236,6 +235,13 @@ class WorkloadModel(CostModel):
             if getattr(m, "network", None) is not None
         ]
         self.network = max(nets, key=lambda t: t[:2])[2] if nets else None
+        net = self.network
+        self.capabilities = Capabilities(
+            rotation_invariant=all(m.rotation_invariant for _, m in self.parts),
+            latency=None if net is None else net.latency,
+            bandwidth=None if net is None else net.bandwidth,
+            nbytes=None if net is None else net.nbytes,
+        )
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return float(sum(k * m.reference_cost(order) for k, m in self.parts))

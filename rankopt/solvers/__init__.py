@@ -1,8 +1,15 @@
 """Solvers: find the order that minimises a cost model, behind one ``solve()``.
 
-Methods (``solve(method=...)``): ``auto``, ``exact``, ``brute_force``,
-``held_karp``, ``nearest_neighbor``, ``two_opt``, ``ils``, ``greedy_cluster``,
-``anneal``; see each module.
+Methods (``solve(method=...)``, registered in ``METHODS``): ``auto``
+(:mod:`~rankopt.solvers.solve`), ``exact``, ``brute_force``, ``held_karp``
+(:mod:`~rankopt.solvers.exact`), ``nearest_neighbor``, ``two_opt``, ``ils``
+(:mod:`~rankopt.solvers.ring`), ``greedy_cluster``
+(:mod:`~rankopt.solvers.greedy`), ``anneal`` (:mod:`~rankopt.solvers.anneal`)
+and ``swap`` (:mod:`~rankopt.solvers.swap`).
+
+A method sees a model only through :class:`~rankopt.models.base.CostModel`
+(``cost``, ``batch_cost``, ``swap_delta``) and the
+:class:`~rankopt.models.base.Capabilities` it declares.
 """
 
 from rankopt.solvers import anneal as _anneal_methods  # noqa: F401

@@ -20,6 +20,8 @@ __all__ = [
     "check_method_options",
     "start_order",
     "no_worse_than_start",
+    "rank0_pinned",
+    "fix_first",
 ]
 
 
@@ -59,6 +61,33 @@ class SolveContext:
             self.callback({"elapsed": t, "cost": float(cost), "iteration": iteration})
 
 
+def rank0_pinned(model: CostModel, ctx: Any) -> bool:
+    """Whether a method must keep process 0 at new rank 0 itself.
+
+    The one meaning of ``keep_rank0`` inside the methods: on a model that is
+    not rotation invariant position 0 is pinned (a method's start is fixed
+    up with :func:`fix_first`, and no move touches position 0). On a rotation
+    invariant model nothing is pinned: ``solve()`` rotates the method's order
+    to put process 0 first, at no cost. (Exact enumeration also fixes
+    process 0 at position 0 on rotation invariant models, as a symmetry.)
+    """
+    return bool(ctx.keep_rank0) and not model.capabilities.rotation_invariant
+
+
+def fix_first(order: NDArray[np.int64], first: int = 0) -> NDArray[np.int64]:
+    """A copy of ``order`` with process ``first`` swapped into new rank 0.
+
+    Examples
+    --------
+    >>> fix_first(np.array([2, 1, 0, 3])).tolist()
+    [0, 1, 2, 3]
+    """
+    out = np.array(order, dtype=np.int64)
+    p = int(np.flatnonzero(out == first)[0])
+    out[0], out[p] = out[p], out[0]
+    return out
+
+
 def start_order(ctx: SolveContext, n: int) -> NDArray[np.int64]:
     """The order a search starts from: ``init`` when given, else the launch order."""
     if ctx.init is not None:
@@ -78,7 +107,7 @@ def no_worse_than_start(
     """
     cost = float(model.cost(order)) if cost is None else float(cost)
     start = start_order(ctx, model.n)
-    if ctx.keep_rank0 and not model.rotation_invariant and start[0] != 0:
+    if rank0_pinned(model, ctx) and start[0] != 0:
         return order, cost
     start_cost = float(model.cost(start))
     if start_cost < cost:

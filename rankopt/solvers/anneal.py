@@ -11,12 +11,18 @@
     * Every other model (step-based algorithms, ring ``bottleneck``, custom
       objectives): swap moves scored by ``model.swap_delta`` and insert moves
       (one process moves to another rank, the ranks in between shift) scored
-      by a full ``model.cost``. Custom Numba objectives run the whole loop in
-      Numba (:mod:`rankopt.solvers.custom`).
+      by a full ``model.cost``. Models whose cost is a Numba ``kernel``
+      (custom objectives) run the whole loop in Numba
+      (:mod:`rankopt.solvers.custom`).
 
-Temperature: ``t0`` makes an average uphill move from the start order
-accepted with probability 0.2 (the start is a construction, not a random
-order, so the search need not melt it); ``t1`` makes the smallest uphill moves (10th percentile)
+Which loop runs is read from the model's
+:class:`~rankopt.models.base.Capabilities`: ``ring == "sum"`` (with its
+``ring_weights``), ``kernel``, or neither.
+
+Temperature (:func:`rankopt.solvers._temperature.temperatures`): ``t0``
+makes an average uphill move from the start order accepted with probability
+0.2 (the start is a construction, not a random order, so the search need
+not melt it); ``t1`` makes the smallest uphill moves (10th percentile)
 accepted with probability 1e-3. Both come from deltas sampled at the start.
 
 Budgets: ``max_iter`` (proposals per start) and ``options={"max_evals": m}``
@@ -32,7 +38,8 @@ Start order: ``init`` when given; otherwise nearest neighbour for rings and
 the greedy-cluster order (:mod:`rankopt.solvers.greedy`) for other models,
 or the launch order when that is cheaper. The result is never worse than the
 start. With ``keep_rank0`` and a model that is not rotation invariant,
-position 0 never moves (the start is fixed up first).
+position 0 never moves (the start is fixed up first:
+:func:`rankopt.solvers._base.rank0_pinned`).
 
 ``time_limit`` is read every few milliseconds of work: the compiled ring
 loop adapts the number of proposals between clock reads to their speed, the
@@ -53,71 +60,65 @@ from rankopt._build_check import require_extension
 from rankopt._rng import kernel_seed
 from rankopt._validation import check_positive
 from rankopt.models.base import CostModel
-from rankopt.solvers._base import MethodOutput, SolveContext, no_worse_than_start, register
+from rankopt.solvers._base import (
+    MethodOutput,
+    SolveContext,
+    fix_first,
+    no_worse_than_start,
+    rank0_pinned,
+    register,
+)
+from rankopt.solvers._temperature import ACCEPT_END, ACCEPT_START, temperatures
+from rankopt.solvers.custom import anneal_custom
 from rankopt.solvers.greedy import greedy_order
 from rankopt.solvers.ring import best_direction, ring_seed
 
-_ar = require_extension("rankopt.solvers._anneal_ring")
-_rs = require_extension("rankopt.solvers._ring_search")
+_anneal_ring = require_extension("rankopt.solvers._anneal_ring")
+_ring_search = require_extension("rankopt.solvers._ring_search")
 
-__all__ = ["anneal", "default_iterations", "temperatures", "RING_KERNEL_MIN_N"]
+__all__ = [
+    "anneal",
+    "default_iterations",
+    "temperatures",
+    "RING_KERNEL_MIN_N",
+    "ACCEPT_START",
+    "ACCEPT_END",
+]
 
 #: Smallest n annealed by the compiled ring kernel; smaller rings take the generic loop.
 RING_KERNEL_MIN_N = 5
-ACCEPT_START = 0.2
-ACCEPT_END = 1e-3
 _SAMPLES = 2000
 
 
 def default_iterations(model: CostModel) -> int:
     """Proposals per start when ``max_iter`` is not given.
 
-    Rings (O(1) deltas): ``clip(500 n, 50_000, 5_000_000)``; Numba custom
-    objectives: ``clip(1000 n, 20_000, 1_000_000)``; other models:
-    ``clip(50 n, 2_000, 200_000)``.
+    Ring sums (O(1) deltas): ``clip(500 n, 50_000, 5_000_000)``; Numba
+    kernels (custom objectives): ``clip(1000 n, 20_000, 1_000_000)``; other
+    models: ``clip(50 n, 2_000, 200_000)``.
     """
     n = model.n
-    if model.objective == "sum" and model.ring_weights is not None:
+    caps = model.capabilities
+    if caps.ring == "sum":
         return int(min(max(500 * n, 50_000), 5_000_000))
-    if getattr(model, "jitted", False):
+    if caps.kernel is not None:
         return int(min(max(1000 * n, 20_000), 1_000_000))
     return int(min(max(50 * n, 2_000), 200_000))
 
 
-def temperatures(deltas: NDArray[np.float64], p_start: float = ACCEPT_START) -> tuple[float, float]:
-    """Start and end temperature from sampled move deltas (see module docstring).
-
-    Examples
-    --------
-    >>> t0, t1 = temperatures(np.array([-1.0, 1.0, 2.0, 3.0]))
-    >>> round(t0, 3), t1 < t0
-    (1.243, True)
-    """
-    up = deltas[deltas > 0]
-    if len(up) == 0:
-        return 0.0, 0.0
-    t0 = float(up.mean()) / -math.log(p_start)
-    t1 = float(np.percentile(up, 10)) / -math.log(ACCEPT_END)
-    return t0, min(t1, t0)
-
-
-def _fixed_first(model: CostModel, ctx: SolveContext) -> bool:
-    return ctx.keep_rank0 and not model.rotation_invariant
-
-
 def _ring_kernel(model: CostModel) -> bool:
     """Whether ``model`` is annealed by the compiled ring kernel."""
-    return (
-        model.objective == "sum" and model.ring_weights is not None and model.n >= RING_KERNEL_MIN_N
-    )
+    return model.capabilities.ring == "sum" and model.n >= RING_KERNEL_MIN_N
 
 
 def _start_order(model: CostModel, ctx: SolveContext) -> tuple[NDArray[np.int64], int]:
+    caps = model.capabilities
     if ctx.init is not None:
         order = np.array(ctx.init, dtype=np.int64)
         evals = 0
-    elif model.objective == "sum" and model.ring_weights is not None:
-        order = _rs.nearest_neighbor(model.ring_weights, int(ctx.gen.integers(model.n)))
+    elif caps.ring == "sum":
+        assert caps.ring_weights is not None
+        order = _ring_search.nearest_neighbor(caps.ring_weights, int(ctx.gen.integers(model.n)))
         order, _ = no_worse_than_start(model, ctx, order)
         evals = 2
     else:
@@ -125,9 +126,8 @@ def _start_order(model: CostModel, ctx: SolveContext) -> tuple[NDArray[np.int64]
         seed = ring_seed(model, ctx)  # ring schedules: a short ring beats the dendrogram order
         if seed is not None and model.cost(seed) < model.cost(order):
             order = seed
-    if _fixed_first(model, ctx) and order[0] != 0:
-        p = int(np.flatnonzero(order == 0)[0])
-        order[[0, p]] = order[[p, 0]]
+    if rank0_pinned(model, ctx) and order[0] != 0:
+        order = fix_first(order)
     return order, evals
 
 
@@ -167,11 +167,11 @@ def _ring(
     budget: _Budget,
     iters: int,
 ) -> NDArray[np.int64]:
-    w = model.ring_weights
+    w = model.capabilities.ring_weights
     assert w is not None
     tour = start.copy()
-    nb = _rs.knn_lists(w, budget.k)
-    deltas = _ar.sample_deltas(w, tour, nb, kernel_seed(gen), _SAMPLES)
+    nb = _ring_search.knn_lists(w, budget.k)
+    deltas = _anneal_ring.sample_deltas(w, tour, nb, kernel_seed(gen), _SAMPLES)
     t0, t1 = temperatures(deltas)
     every = max(iters // 20, 1)
     base = model.cost(tour)
@@ -179,10 +179,10 @@ def _ring(
     def report(it: int, total: float) -> None:
         ctx.record(base + total, budget.iterations + it)
 
-    _, ev, _, it, st = _ar.anneal(
+    _, ev, _, it, st = _anneal_ring.anneal(
         w, tour, nb, kernel_seed(gen), iters, t0, t1, ctx.remaining(), report, every
     )
-    _, ev2, mv, _ = _rs.local_search(w, tour, nb, True, ctx.remaining())
+    _, ev2, mv, _ = _ring_search.local_search(w, tour, nb, True, ctx.remaining())
     budget.spend(ev + ev2, it)
     if st == 1:
         budget.stop = "time_limit"
@@ -199,7 +199,7 @@ def _generic(
 ) -> NDArray[np.int64]:
     """Swap (``swap_delta``) and insert (full cost) moves, Metropolis acceptance."""
     n = model.n
-    lo = 1 if _fixed_first(model, ctx) else 0
+    lo = 1 if rank0_pinned(model, ctx) else 0
     order = start.copy()
     cur = float(model.cost(order))
     if n - lo < 2:
@@ -270,8 +270,6 @@ def _generic(
 )
 def anneal(model: CostModel, ctx: SolveContext) -> MethodOutput:
     """Simulated annealing (see the module docstring)."""
-    from rankopt.solvers.custom import CustomModel, anneal_custom
-
     budget = _Budget(ctx, model)
     start, ev0 = _start_order(model, ctx)
     budget.spend(ev0, 0)
@@ -279,11 +277,12 @@ def anneal(model: CostModel, ctx: SolveContext) -> MethodOutput:
     ctx.record(start_cost, 0)
     best, best_cost = start, start_cost
     ring = _ring_kernel(model)
+    kernel = model.capabilities.kernel is not None
     for i, gen in enumerate(ctx.gen.spawn(budget.starts)):
         iters = budget.for_start(i)
         if iters <= 0 or ctx.out_of_time():
             break
-        if isinstance(model, CustomModel) and model.jitted:
+        if kernel:
             order = anneal_custom(model, ctx, gen, start, budget, iters)
         elif ring:
             order = _ring(model, ctx, gen, start, budget, iters)

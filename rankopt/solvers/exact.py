@@ -1,12 +1,15 @@
 """Exact methods for small n: the ground truth of the test suite.
 
 ``brute_force``
-    Every order (rank 0 fixed at position 0 for rotation-invariant ring
-    models): ``(n-1)!`` or ``n!`` evaluations, vectorised in batches.
+    Every order: ``(n-1)!`` evaluations with process 0 at position 0 (a
+    symmetry of rotation-invariant models, a requirement under
+    ``keep_rank0``), else ``n!``; vectorised in batches. Up to
+    ``BRUTE_FORCE_MAX_N`` = 10 (with process 0 fixed), 9 otherwise.
 ``held_karp``
-    Dynamic programming over subsets for the ring ``sum`` (directed, so
-    asymmetric input is solved exactly): ``O(2^n n^2)`` time, ``O(2^n n)``
-    memory; up to n = 17.
+    Dynamic programming over subsets for models whose cost is the directed
+    ring sum over a matrix (``capabilities.ring_matrix``; asymmetric input is
+    solved exactly): ``O(2^n n^2)`` time, ``O(2^n n)`` memory; up to
+    ``HELD_KARP_MAX_N`` = 17.
 """
 
 from __future__ import annotations
@@ -19,8 +22,7 @@ import numpy as np
 from rankopt._build_check import require_extension
 from rankopt._validation import RankoptInputError
 from rankopt.models.base import CostModel
-from rankopt.models.ring import RingSum
-from rankopt.solvers._base import MethodOutput, SolveContext, register
+from rankopt.solvers._base import MethodOutput, SolveContext, rank0_pinned, register
 
 _exact = require_extension("rankopt.solvers._exact")
 
@@ -31,14 +33,14 @@ HELD_KARP_MAX_N = 17
 _BATCH = 20_000
 
 
-def _fixed_first(model: CostModel, ctx: SolveContext) -> bool:
-    return model.rotation_invariant or ctx.keep_rank0
-
-
-@register("brute_force", doc="every order (n <= 10 for rings, 9 otherwise)")
+@register(
+    "brute_force",
+    doc=f"every order (n <= {BRUTE_FORCE_MAX_N} for rings, {BRUTE_FORCE_MAX_N - 1} otherwise)",
+)
 def brute_force(model: CostModel, ctx: SolveContext) -> MethodOutput:
     n = model.n
-    fixed = _fixed_first(model, ctx)
+    # process 0 at position 0: pinned, or w.l.o.g. when rotations cost the same
+    fixed = model.capabilities.rotation_invariant or rank0_pinned(model, ctx)
     limit = BRUTE_FORCE_MAX_N if fixed else BRUTE_FORCE_MAX_N - 1
     if n > limit:
         raise RankoptInputError(
@@ -68,9 +70,10 @@ def brute_force(model: CostModel, ctx: SolveContext) -> MethodOutput:
     return MethodOutput(best, iterations=evals, evaluations=evals, stop_reason="optimal")
 
 
-@register("held_karp", doc="dynamic programming for the ring sum, n <= 16")
+@register("held_karp", doc=f"dynamic programming for the ring sum, n <= {HELD_KARP_MAX_N}")
 def held_karp(model: CostModel, ctx: SolveContext) -> MethodOutput:
-    if not isinstance(model, RingSum):
+    caps = model.capabilities
+    if not caps.ring_sum_exact:
         raise RankoptInputError(
             f"method 'held_karp' solves the ring objective 'sum' only; got objective "
             f"{model.objective!r}. Use method='brute_force'."
@@ -80,7 +83,8 @@ def held_karp(model: CostModel, ctx: SolveContext) -> MethodOutput:
         raise RankoptInputError(
             f"method 'held_karp' needs O(2^n n) memory and accepts n <= {HELD_KARP_MAX_N}; got n={n}."
         )
-    cost, order = _exact.held_karp(model.latency)
+    assert caps.ring_matrix is not None
+    cost, order = _exact.held_karp(caps.ring_matrix)
     ctx.record(cost, 1)
     return MethodOutput(
         order, iterations=1, evaluations=(1 << (n - 1)) * (n - 1) ** 2, stop_reason="optimal"
@@ -89,6 +93,7 @@ def held_karp(model: CostModel, ctx: SolveContext) -> MethodOutput:
 
 @register("exact", doc="held_karp for the ring sum, brute_force otherwise")
 def exact(model: CostModel, ctx: SolveContext) -> MethodOutput:
-    out = held_karp(model, ctx) if isinstance(model, RingSum) else brute_force(model, ctx)
-    out.method = "held_karp" if isinstance(model, RingSum) else "brute_force"
+    dp = model.capabilities.ring_sum_exact
+    out = held_karp(model, ctx) if dp else brute_force(model, ctx)
+    out.method = "held_karp" if dp else "brute_force"
     return out

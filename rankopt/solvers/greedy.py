@@ -32,8 +32,16 @@ import itertools
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._validation import RankoptInputError
 from rankopt.models.base import CostModel
-from rankopt.solvers._base import MethodOutput, SolveContext, no_worse_than_start, register
+from rankopt.solvers._base import (
+    MethodOutput,
+    SolveContext,
+    fix_first,
+    no_worse_than_start,
+    rank0_pinned,
+    register,
+)
 
 __all__ = ["greedy_cluster", "leaf_order", "distance_matrix", "bit_orders"]
 
@@ -46,17 +54,19 @@ def distance_matrix(model: CostModel) -> NDArray[np.float64]:
 
     The ring weights for ring models; otherwise the pair time of a message of
     ``nbytes / 2`` (latency plus bytes over bandwidth) when the model's
-    network has both, else the latency; symmetrised.
+    network has both, else the latency; symmetrised. All read from the
+    model's :class:`~rankopt.models.base.Capabilities`.
     """
-    if model.ring_weights is not None:
-        return np.asarray(model.ring_weights, dtype=np.float64)  # a copy of float32 weights only
-    net = getattr(model, "network", model)
-    lat = getattr(net, "latency", None)
-    if lat is None:
-        raise AttributeError("greedy_cluster needs a model with `latency` or `ring_weights`.")
-    d = np.array(lat, dtype=np.float64)
-    bw = getattr(net, "bandwidth", None)
-    nbytes = getattr(net, "nbytes", None)
+    caps = model.capabilities
+    if caps.ring_weights is not None:
+        return np.asarray(caps.ring_weights, dtype=np.float64)  # a copy of float32 weights only
+    if caps.latency is None:
+        raise RankoptInputError(
+            "method 'greedy_cluster' needs a model that declares its `latency` or "
+            "`ring_weights` (Capabilities); this one declares neither."
+        )
+    d = np.array(caps.latency, dtype=np.float64)
+    bw, nbytes = caps.bandwidth, caps.nbytes
     if bw is not None and nbytes:
         with np.errstate(divide="ignore"):
             d = d + np.where(bw > 0, 0.5 * nbytes / np.where(bw > 0, bw, 1.0), 0.0)
@@ -132,7 +142,7 @@ def bit_orders(leaves: NDArray[np.int64], perm: tuple[int, ...]) -> NDArray[np.i
     return leaves[q]
 
 
-def _fix_rank0(model: CostModel, order: NDArray[np.int64], pow2: bool) -> list[NDArray[np.int64]]:
+def _fix_rank0(order: NDArray[np.int64], pow2: bool) -> list[NDArray[np.int64]]:
     """Variants of ``order`` with process 0 at new rank 0 (structure-preserving first)."""
     p = int(np.flatnonzero(order == 0)[0])
     if p == 0:
@@ -141,9 +151,7 @@ def _fix_rank0(model: CostModel, order: NDArray[np.int64], pow2: bool) -> list[N
     out = [np.roll(order, -p)]
     if pow2:
         out.append(order[np.arange(n) ^ p])  # XOR keeps every recursive-doubling pair
-    swapped = order.copy()
-    swapped[[0, p]] = swapped[[p, 0]]
-    out.append(swapped)
+    out.append(fix_first(order))
     return out
 
 
@@ -158,8 +166,8 @@ class _Scored:
     def __call__(self, order: NDArray[np.int64]) -> float:
         pow2 = len(order) & (len(order) - 1) == 0
         cands = [order]
-        if self.ctx.keep_rank0 and not self.model.rotation_invariant:
-            cands = _fix_rank0(self.model, order, pow2)
+        if rank0_pinned(self.model, self.ctx):
+            cands = _fix_rank0(order, pow2)
         best = np.inf
         for o in cands:
             c = float(self.model.cost(o))
@@ -200,14 +208,13 @@ def greedy_order(model: CostModel, ctx: SolveContext) -> tuple[NDArray[np.int64]
     score = _Scored(model, ctx)
     # neighbours matter on a ring only: elsewhere the bit search below places
     # the clusters and the optimal leaf ordering (O(n^3)) buys nothing
-    ring = model.ring_weights is not None or (
-        getattr(getattr(model, "schedule", None), "algorithm", None) == "ring"
-    )
+    caps = model.capabilities
+    ring = caps.ring_weights is not None or caps.ring_schedule
     for dd in (d, _normalized(d)) if n > 2 else (d,):
         leaves = leaf_order(dd, optimal=None if ring else False)
         score(leaves)
         score(leaves[::-1].copy())
-        if model.ring_weights is None and n >= 4 and n & (n - 1) == 0:
+        if caps.ring_weights is None and n >= 4 and n & (n - 1) == 0:
             _search_bits(score, leaves, n.bit_length() - 1)
     assert score.best is not None
     # the clustering distance is a proxy of the model: keep the start when it is cheaper

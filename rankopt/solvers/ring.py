@@ -53,11 +53,10 @@ from rankopt._build_check import require_extension
 from rankopt._rng import kernel_seed
 from rankopt._validation import RankoptInputError, check_positive
 from rankopt.models.base import CostModel
-from rankopt.models.ring import RingBottleneck, RingSum
 from rankopt.solvers._base import MethodOutput, SolveContext, no_worse_than_start, register
 
-_rs = require_extension("rankopt.solvers._ring_search")
-_rd = require_extension("rankopt.solvers._ring_directed")
+_ring_search = require_extension("rankopt.solvers._ring_search")
+_ring_directed = require_extension("rankopt.solvers._ring_directed")
 
 __all__ = [
     "nearest_neighbor",
@@ -101,8 +100,8 @@ def candidate_lists(w: NDArray[np.floating], k: int, kind: str = "auto") -> NDAr
             f"`kind` must be one of {', '.join(map(repr, CANDIDATES))}; got {kind!r} instead."
         )
     if kind == "nearest":
-        return _rs.knn_lists(w, k)
-    return _rs.alpha_candidates(w, k, alpha_iterations(w.shape[0]))[0]
+        return _ring_search.knn_lists(w, k)
+    return _ring_search.alpha_candidates(w, k, alpha_iterations(w.shape[0]))[0]
 
 
 def default_kicks(n: int) -> int:
@@ -116,7 +115,7 @@ def default_kicks(n: int) -> int:
 
 
 def _require_ring(model: CostModel, method: str) -> None:
-    if model.ring_weights is None:
+    if model.capabilities.ring is None:
         raise RankoptInputError(
             f"method {method!r} optimises ring objectives ('sum', 'bottleneck'); got objective "
             f"{model.objective!r}. Use method='anneal' or 'auto'."
@@ -131,7 +130,7 @@ def _start(
     if ctx.init is not None:
         return np.array(ctx.init, dtype=np.int64)
     if nb is None:
-        return _rs.nearest_neighbor(w, int(ctx.gen.integers(w.shape[0])))
+        return _ring_search.nearest_neighbor(w, int(ctx.gen.integers(w.shape[0])))
     return greedy_ring(w, nb)
 
 
@@ -147,7 +146,9 @@ def greedy_ring(w: NDArray[np.floating], nb: NDArray[np.int64]) -> NDArray[np.in
     src = np.repeat(np.arange(n, dtype=np.int64), k)
     dst = nb.ravel()
     order = np.argsort(w[src, dst], kind="stable")
-    return _rs.greedy_edge(w, np.ascontiguousarray(src[order]), np.ascontiguousarray(dst[order]))
+    return _ring_search.greedy_edge(
+        w, np.ascontiguousarray(src[order]), np.ascontiguousarray(dst[order])
+    )
 
 
 class _Search:
@@ -163,8 +164,8 @@ class _Search:
         self.stop = "local_optimum"
 
     def local(self, w: NDArray[np.floating], tour: NDArray[np.int64], nb=None) -> None:
-        nb = _rs.knn_lists(w, self.k) if nb is None else nb
-        _, ev, mv, st = _rs.local_search(w, tour, nb, True, self.ctx.remaining())
+        nb = _ring_search.knn_lists(w, self.k) if nb is None else nb
+        _, ev, mv, st = _ring_search.local_search(w, tour, nb, True, self.ctx.remaining())
         self.evaluations += ev
         self.iterations += mv
         if st == 1:
@@ -184,14 +185,14 @@ class _Search:
             if self.ctx.out_of_time():
                 self.stop = "time_limit"
             return
-        nb = _rs.knn_lists(w, self.k) if nb is None else nb
+        nb = _ring_search.knn_lists(w, self.k) if nb is None else nb
         every = max(kicks // 20, 1) if record else 0
         cb = (
             (lambda k, d: self.ctx.record(self.model.cost(tour), self.iterations + k))
             if record
             else None
         )
-        _, ev, mv, done, st = _rs.iterated_local_search(
+        _, ev, mv, done, st = _ring_search.iterated_local_search(
             w,
             tour,
             nb,
@@ -221,7 +222,7 @@ class _Search:
         """
         tour = np.ascontiguousarray(tour, dtype=np.int64)
         if not self.ctx.out_of_time():
-            _, ev, mv, done, st = _rd.directed_search(
+            _, ev, mv, done, st = _ring_directed.directed_search(
                 np.ascontiguousarray(d, dtype=np.float64),
                 tour,
                 nb,
@@ -275,9 +276,11 @@ def _run(
 ) -> MethodOutput:
     k, window, kind = _options(ctx)
     s = _Search(ctx, model, k, window)
-    if isinstance(model, RingBottleneck):
+    caps = model.capabilities
+    if caps.ring == "bottleneck" and caps.ring_matrix is not None:
         return _bottleneck(model, ctx, s, kicks, construct_only)
-    w = model.ring_weights
+    # the ring sum (or a proxy of the cost: ring_weights without ring_matrix)
+    w = caps.ring_weights
     assert w is not None
     if construct_only:
         tour = _start(w, ctx)
@@ -294,7 +297,7 @@ def _run(
     s.local(w, tour, nb)
     ctx.record(best_direction(model, tour)[1], s.iterations)
     # the model checked symmetry when it symmetrised the matrix
-    directed = model.latency if isinstance(model, RingSum) and not model.symmetric else None
+    directed = caps.ring_matrix if caps.ring_sum_exact and caps.directed else None
     # under a time limit the directed polish keeps a quarter of it
     s.kicks(w, tour, kicks, nb, time_share=0.75 if directed is not None else 1.0)
     if directed is not None:
@@ -303,15 +306,20 @@ def _run(
 
 
 def _bottleneck(
-    model: RingBottleneck, ctx: SolveContext, s: _Search, kicks: int, construct_only: bool
+    model: CostModel, ctx: SolveContext, s: _Search, kicks: int, construct_only: bool
 ) -> MethodOutput:
-    w = model.max_weights
+    """Threshold search for a model whose cost is the ring bottleneck of ``ring_matrix``.
+
+    Its ``ring_weights`` are ``max(ring_matrix, ring_matrix.T)``.
+    """
+    w = model.capabilities.ring_weights
+    assert w is not None
     n = model.n
     tour = _start(w, ctx)
     if construct_only:
         s.stop = "constructed"
         return s.output(tour)
-    nb = _rs.knn_lists(w, s.k)
+    nb = _ring_search.knn_lists(w, s.k)
     s.local(w, tour, nb)
     upper = float(w[tour, np.roll(tour, -1)].max())
     ctx.record(best_direction(model, tour)[1], s.iterations)
@@ -351,21 +359,20 @@ def ring_seed(model: CostModel, ctx: SolveContext) -> NDArray[np.int64] | None:
     Solves the ring ``sum`` (ILS, ``n`` kicks) on the per-edge time of one ring
     step, ``latency + (nbytes / n) / bandwidth``, symmetrised: short rings
     keep groups contiguous, which is also what uplink contention rewards.
-    ``None`` when ``model`` is not a ring schedule.
+    ``None`` unless ``model`` declares ``ring_schedule`` and its ``latency``.
     """
-    sched = getattr(model, "schedule", None)
-    net = getattr(model, "network", None)
-    if sched is None or net is None or getattr(sched, "algorithm", None) != "ring":
+    caps = model.capabilities
+    if not caps.ring_schedule or caps.latency is None:
         return None
-    w = np.array(net.latency, dtype=np.float64)
-    if net.nbytes is not None and net.bandwidth is not None:
-        bw = np.asarray(net.bandwidth, dtype=np.float64)
-        w += (net.nbytes / model.n) / np.where(bw > 0, bw, np.inf)
+    w = np.array(caps.latency, dtype=np.float64)
+    if caps.nbytes is not None and caps.bandwidth is not None:
+        bw = np.asarray(caps.bandwidth, dtype=np.float64)
+        w += (caps.nbytes / model.n) / np.where(bw > 0, bw, np.inf)
     w = np.ascontiguousarray(0.5 * (w + w.T))
     np.fill_diagonal(w, 0.0)
     s = _Search(ctx, model, DEFAULT_NEIGHBORS, DEFAULT_WINDOW)
-    tour = _rs.nearest_neighbor(w, int(ctx.gen.integers(model.n)))
-    nb = _rs.knn_lists(w, s.k)
+    tour = _ring_search.nearest_neighbor(w, int(ctx.gen.integers(model.n)))
+    nb = _ring_search.knn_lists(w, s.k)
     s.local(w, tour, nb)
     s.kicks(w, tour, model.n, nb, record=False)
     return best_direction(model, tour)[0]

@@ -21,7 +21,7 @@ from rankopt._validation import (
 )
 from rankopt.models import make_model
 from rankopt.models.base import CostModel
-from rankopt.models.ring import RingSum
+from rankopt.models.custom import CustomModel
 from rankopt.order import identity, invert
 from rankopt.result import SolveResult
 from rankopt.solvers._base import (
@@ -31,7 +31,6 @@ from rankopt.solvers._base import (
     check_method_options,
     register,
 )
-from rankopt.solvers.custom import CustomModel
 from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
 
 logger = logging.getLogger("rankopt")
@@ -60,12 +59,15 @@ def auto_method(model: CostModel, time_limit: float | None = None) -> str:
       n <= 8; else ``greedy_cluster`` when ``time_limit`` is under 10 us per
       process; else ``anneal`` started from the greedy-cluster order.
 
+    "Ring" is what the model declares (``capabilities.ring``); ``held_karp``
+    needs a cost that is exactly a ring sum (``capabilities.ring_matrix``).
     ``bench/bench_solvers.py`` (group ``auto``) measures the rule.
     """
     n = model.n
-    if model.ring_weights is not None and model.objective in ("sum", "bottleneck"):
-        if model.objective == "sum":
-            if isinstance(model, RingSum) and n <= min(AUTO_EXACT_MAX_N, HELD_KARP_MAX_N):
+    caps = model.capabilities
+    if caps.ring is not None:
+        if caps.ring == "sum":
+            if caps.ring_sum_exact and n <= min(AUTO_EXACT_MAX_N, HELD_KARP_MAX_N):
                 return "held_karp"
             return "two_opt" if time_limit is not None and time_limit < 1e-5 * n else "ils"
         return "brute_force" if n <= min(9, BRUTE_FORCE_MAX_N) else "ils"
@@ -156,7 +158,8 @@ def solve(
         :func:`rankopt.models.default_objective` (``"sum"`` for a ring when
         only latency is known).
         A callable ``f(latency, order) -> float`` (ideally ``@numba.njit``) is
-        minimised as is (:mod:`rankopt.solvers.custom`).
+        minimised as is (:class:`rankopt.models.custom.CustomModel`,
+        :mod:`rankopt.solvers.custom`).
     bandwidth : array_like (n, n) or float, optional
         Point-to-point bandwidth in bytes/s (for time models).
     nbytes : float, optional
@@ -347,7 +350,7 @@ def solve(
     robust_info: dict[str, Any] | None = None
     if robust is not False and robust is not None:
         model, robust_info = _robust(
-            model, network, lat, collective, algorithm, robust, seed,
+            model, callable(objective), network, lat, collective, algorithm, robust, seed,
             {"objective": model.objective, "bandwidth": bandwidth, "nbytes": nbytes,
              "groups": groups, "uplink_bandwidth": uplink_bandwidth,
              **({"workload": priced} if priced is not None else {})},
@@ -372,7 +375,7 @@ def solve(
     out = fn(model, ctx)
     order = np.asarray(out.order, dtype=np.int64)
     if ctx.keep_rank0 and order[0] != 0:
-        if not model.rotation_invariant:  # a method's bug, not the caller's input
+        if not model.capabilities.rotation_invariant:  # a method's bug, not the caller's input
             raise RuntimeError(
                 f"method {method!r} moved rank 0 under keep_rank0=True on a model that is "
                 "not rotation invariant"
@@ -501,6 +504,7 @@ def _solve_hierarchical(
 
 def _robust(
     model: CostModel,
+    custom: bool,
     network: Any,
     lat: Any,
     collective: str,
@@ -517,7 +521,7 @@ def _robust(
             "`robust` needs a network whose entries carry their uncertainty (a "
             "rankopt.Network, a Measurement or a probe .npz); got a bare matrix."
         )
-    if isinstance(model, CustomModel):
+    if custom:
         raise RankoptInputError("`robust` prices rankopt's models; a custom objective is not one.")
     if isinstance(robust, Mapping):
         unknown = set(robust) - {"draws", "statistic"}

@@ -7,13 +7,15 @@
     random offset) and apply the first swap that lowers the cost by more than
     ``1e-12`` times the start cost. Stop at a local optimum (a sweep of all ``i`` with
     no improving swap), after ``max_iter`` applied swaps, or at
-    ``time_limit``. ``keep_rank0`` keeps position 0 out of every swap.
+    ``time_limit``. ``keep_rank0`` on a model that is not rotation invariant
+    keeps position 0 out of every swap (:func:`rankopt.solvers._base.rank0_pinned`;
+    the start is fixed up first).
 
-Models with a compiled evaluator (``StepModel``) run the whole search in
-the kernel with incremental swap deltas; other models, and those whose
-dedicated ``swap_delta`` outruns the generic kernel (``compiled_search =
-False``: pairwise all-to-all), are searched in Python through
-:meth:`CostModel.swap_delta`.
+Models that declare a compiled ``swap_search``
+(:class:`~rankopt.models.base.Capabilities`; the step models) run the whole
+search in the kernel with incremental swap deltas; the others (among them
+pairwise all-to-all, whose dedicated ``swap_delta`` outruns the generic
+kernel) are searched in Python through :meth:`CostModel.swap_delta`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 from rankopt._rng import kernel_seed
 from rankopt.models.base import CostModel
 from rankopt.order import identity
-from rankopt.solvers._base import MethodOutput, SolveContext, register
+from rankopt.solvers._base import MethodOutput, SolveContext, fix_first, rank0_pinned, register
 
 __all__ = ["swap"]
 
@@ -31,9 +33,11 @@ _STOP = {0: "local_optimum", 1: "time_limit", 2: "max_iter"}
 _REL_TOL = 1e-12
 
 
-def _python_search(model: CostModel, ctx: SolveContext, order: np.ndarray) -> tuple[int, int, str]:
+def _python_search(
+    model: CostModel, ctx: SolveContext, order: np.ndarray, pinned: bool
+) -> tuple[int, int, str]:
     n = model.n
-    lo = 1 if ctx.keep_rank0 else 0
+    lo = 1 if pinned else 0
     m = n - lo
     if m < 2:
         return 0, 0, "local_optimum"
@@ -73,22 +77,22 @@ def _python_search(model: CostModel, ctx: SolveContext, order: np.ndarray) -> tu
 @register("swap", doc="first-improvement pairwise swaps (any model)")
 def swap(model: CostModel, ctx: SolveContext) -> MethodOutput:
     order = np.array(ctx.init if ctx.init is not None else identity(model.n), dtype=np.int64)
-    if ctx.keep_rank0 and order[0] != 0:
-        k = int(np.flatnonzero(order == 0)[0])
-        order[0], order[k] = order[k], order[0]
+    pinned = rank0_pinned(model, ctx)
+    if pinned and order[0] != 0:
+        order = fix_first(order)
     ctx.record(model.cost(order), 0)
-    ev = getattr(model, "evaluator", None)
-    if ev is not None and getattr(model, "compiled_search", True):
-        moves, evals, st = ev.search(
+    search = model.capabilities.swap_search
+    if search is not None:
+        moves, evals, st = search.search(
             order,
             kernel_seed(ctx.gen),
             int(ctx.max_iter or 0),
             float(ctx.remaining()),
-            bool(ctx.keep_rank0),
+            pinned,
             _REL_TOL,
         )
         stop = _STOP[st]
     else:
-        moves, evals, stop = _python_search(model, ctx, order)
+        moves, evals, stop = _python_search(model, ctx, order, pinned)
     ctx.record(model.cost(order), moves)
     return MethodOutput(order, iterations=moves, evaluations=evals, stop_reason=stop)
