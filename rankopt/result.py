@@ -114,7 +114,6 @@ class SolveResult:
         """A few readable lines: what was modelled, the modelled gain, how it stopped."""
         n = len(self.order)
         head = ", ".join(str(int(x)) for x in self.order[:16]) + (", ..." if n > 16 else "")
-        unit = _fmt_seconds if self.objective not in ("qap",) else (lambda v: f"{v:.6g}")
         size = "" if self.nbytes is None else f", message {_fmt_bytes(self.nbytes)}"
         lines = [
             f"rankopt: {self.collective}/{self.algorithm}, objective={self.objective}{size}, "
@@ -136,8 +135,8 @@ class SolveResult:
             lo, hi = self.speedup_interval
             speed += f" (90% interval {lo:.3g}-{hi:.3g}x from the measured spread)"
         lines += [
-            f"  launch order cost : {unit(self.baseline_cost)} (modelled)",
-            f"  optimised cost    : {unit(self.cost)} (modelled)",
+            f"  launch order cost : {_fmt_seconds(self.baseline_cost)} (modelled)",
+            f"  optimised cost    : {_fmt_seconds(self.cost)} (modelled)",
             f"  modelled speedup  : {speed}",
             f"  stop              : {self.stop_reason} after {self.iterations} iterations, "
             f"{self.evaluations} evaluations, {self.runtime_s * 1e3:.1f} ms (seed {self.seed})",
