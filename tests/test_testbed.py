@@ -304,6 +304,12 @@ def test_up_check_down_idempotent():
         results = check(tb, seconds=1.0)
         assert [r.name for r in results] == ["host", "rack"]
         assert all(r.ok(0.15) for r in results), [str(r) for r in results]
+        with pytest.raises(TestbedError, match="must be one of"):
+            tb.set_uplink_rate("r7", 1e6)
+        # a halved rack uplink while the testbed runs: both racks' traffic sees it
+        tb.set_uplink_rate("r0", parse_rate("100mbit"))
+        rack = check(tb, seconds=1.0)[1]
+        assert 0.35 < rack.measured / results[1].measured < 0.65, str(rack)
     finally:
         removed = tb.down()
     assert len(removed) == 5

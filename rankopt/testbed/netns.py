@@ -275,6 +275,32 @@ class Testbed:
         _run(_shape(fab, a, rate))  # lower -> upper
         _run(_shape(fab, b, rate))  # upper -> lower
 
+    def set_uplink_rate(self, group: str, rate: float) -> None:
+        """Reshape one uplink, both directions, while the testbed runs.
+
+        Parameters
+        ----------
+        group : str
+            ``"r<i>"`` for rack ``i``'s uplink, ``"p<i>"`` for pod ``i``'s.
+        rate : float
+            New rate in bytes/s.
+
+        Raises
+        ------
+        TestbedError
+            If the testbed has no such uplink or the rate is not positive.
+        """
+        t = self.topology
+        known = {f"r{r}" for r in range(t.n_racks)}
+        if t.pods > 1:
+            known |= {f"p{p}" for p in range(t.pods)}
+        if group not in known:
+            raise TestbedError(f"`group` must be one of {sorted(known)}; got {group!r}.")
+        if not rate > 0:
+            raise TestbedError(f"`rate` must be positive bytes/s; got {rate!r}.")
+        for dev in (f"{group}u", f"{group}d"):
+            _run(_shape(self.fabric, dev, rate))
+
     def down(self) -> list[str]:
         """Remove every namespace and relay of this prefix; safe to call twice.
 
