@@ -423,9 +423,12 @@ def pytest_configure(config):
         f.write(where)
 '''
 
-#: Rebuild one extension of ``setup.py`` (``argv[1]``: its ``.pyx`` source) in place.
+#: Rebuild one extension of ``setup.py`` (``argv[1]``: its ``.pyx`` source) in place, and
+#: build the ones whose module is missing from the copy (a kernel added since the last build).
 _BUILD_ONE = """\
+import os
 import sys
+import sysconfig
 
 import Cython.Build
 import setuptools
@@ -436,12 +439,16 @@ Cython.Build.cythonize = lambda exts, **kw: captured.update(exts=exts, kw=kw) or
 setuptools.setup = lambda **kw: None
 exec(compile(open("setup.py").read(), "setup.py", "exec"), {"__name__": "__main__"})
 Cython.Build.cythonize, setuptools.setup = real_cythonize, real_setup
-exts = [e for e in captured["exts"] if e.sources == [sys.argv[1]]]
-assert len(exts) == 1, sys.argv[1]
-real_setup(
-    ext_modules=real_cythonize(exts, force=True, **captured["kw"]),
-    script_args=["build_ext", "--inplace"],
-)
+mutated = [e for e in captured["exts"] if e.sources == [sys.argv[1]]]
+assert len(mutated) == 1, sys.argv[1]
+suffix = sysconfig.get_config_var("EXT_SUFFIX")
+missing = [
+    e for e in captured["exts"]
+    if e not in mutated and not os.path.exists(e.name.replace(".", "/") + suffix)
+]
+exts = real_cythonize(mutated, force=True, **captured["kw"])
+exts += real_cythonize(missing, **captured["kw"]) if missing else []
+real_setup(ext_modules=exts, script_args=["build_ext", "--inplace"])
 """
 
 
