@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from rankopt._rng import normalize_rng
 from rankopt._validation import (
@@ -374,6 +375,13 @@ def solve(
     fn = METHODS[method][0]
     out = fn(model, ctx)
     order = np.asarray(out.order, dtype=np.int64)
+    if priced is not None and len(priced) > 1 and robust_info is None and n <= PER_CALL_MAX_N:
+        order = _best_of_per_call_orders(
+            model, order, priced, fn, ctx, lat,
+            {"objective": model.objective, "bandwidth": bandwidth, "nbytes": nbytes,
+             "groups": groups, "uplink_bandwidth": uplink_bandwidth},
+            notes,
+        )  # fmt: skip
     if ctx.keep_rank0 and order[0] != 0:
         if not model.capabilities.rotation_invariant:  # a method's bug, not the caller's input
             raise RuntimeError(
@@ -544,6 +552,56 @@ def _robust(
     except ValueError as exc:
         raise RankoptInputError(str(exc)) from None
     return out, {"draws": int(draws), "statistic": statistic}
+
+
+#: Largest job for which a workload's calls are also solved one by one (each a start).
+PER_CALL_MAX_N = 1024
+#: At most this many of a workload's calls (the costliest) are solved alone.
+PER_CALL_STARTS = 3
+
+
+def _best_of_per_call_orders(
+    model: Any,
+    order: NDArray[np.int64],
+    priced: Sequence[Any],
+    fn: Any,
+    ctx: SolveContext,
+    lat: NDArray[Any],
+    model_kw: dict[str, Any],
+    notes: list[str],
+) -> NDArray[np.int64]:
+    """The best, under the whole workload, of ``order`` and each costly call's own order.
+
+    A mix's landscape is rougher than one call's: a search over the sum can stop in a
+    basin that the order of its largest call alone beats. Solving each of the
+    costliest calls alone (same method, same seed) gives starts whose price under
+    the whole workload is compared with the mix's own result.
+    """
+    n = lat.shape[0]
+    ident = identity(n)
+    weights = []
+    for call in priced:
+        one = make_model(lat, workload=[call], **{**model_kw, "objective": model.objective})
+        weights.append((one.cost(ident), call, one))
+    weights.sort(key=lambda w: -w[0])
+    best, best_cost = order, model.cost(order)
+    for _, call, one in weights[:PER_CALL_STARTS]:
+        sub = dataclasses.replace(
+            ctx, gen=np.random.default_rng(ctx.seed), history=[], callback=None
+        )
+        cand = np.asarray(fn(one, sub).order, dtype=np.int64)
+        if ctx.keep_rank0 and cand[0] != 0:
+            if not model.capabilities.rotation_invariant:
+                continue
+            cand = np.roll(cand, -int(np.flatnonzero(cand == 0)[0]))
+        c = model.cost(cand)
+        if c < best_cost:
+            best, best_cost = cand, c
+            notes.append(
+                f"the order solved for {call.collective} {call.nbytes:g} B alone prices the "
+                "whole workload lower than the search over the mix: it is kept"
+            )
+    return best
 
 
 def _price_workload(
