@@ -103,25 +103,20 @@ VARIANTS: tuple[dict[str, str], ...] = (
     },
 )
 
-#: MPICH algorithm -> rankopt model with the same traffic (None: not modelled).
-MODEL: dict[tuple[str, str], str | None] = {
-    ("allreduce", "recursive_doubling"): "recursive_doubling",
-    ("allreduce", "reduce_scatter_allgather"): "rabenseifner",
-    ("allreduce", "ring"): "ring",
-    ("allgather", "recursive_doubling"): "recursive_doubling",
-    ("allgather", "brucks"): "bruck",
-    ("allgather", "ring"): "ring",
-    ("reduce_scatter", "recursive_halving"): "recursive_halving",
-    ("reduce_scatter", "pairwise"): None,
-    ("broadcast", "binomial"): "binomial",
-    ("broadcast", "scatter_recursive_doubling_allgather"): None,
-    ("broadcast", "scatter_ring_allgather"): None,
-    ("reduce", "binomial"): "binomial",
-    ("reduce", "reduce_scatter_gather"): None,
-    ("alltoall", "pairwise"): "pairwise",
-    ("alltoall", "scattered"): "pairwise",
-    ("alltoall", "brucks"): None,
-}
+
+def model_map() -> dict[tuple[str, str], str | None]:
+    """MPICH algorithm -> rankopt model with the same traffic (None: not modelled).
+
+    The engine's own map, but for alltoall Bruck, which it prices as pairwise.
+    """
+    from rankopt.engines.mpich import MODELS as ENGINE_MODELS
+
+    out: dict[tuple[str, str], str | None] = {
+        (c, a): m for c, algs in ENGINE_MODELS.items() for a, m in algs.items()
+    }
+    out["alltoall", "brucks"] = None  # no Bruck alltoall model
+    return out
+
 
 #: Environment of every check job: one node per process, TCP only.
 JOB_ENV = {
@@ -329,6 +324,7 @@ def check(ranks: list[int], collectives: list[str], workdir: Path) -> list[dict[
         raise SystemExit("MPICH's mpiexec (hydra) not found beside this python or on PATH.")
     from rankopt.models.schedule import ALGORITHMS
 
+    models = model_map()
     rows = []
     for n in ranks:
         cases = [(c, s) for c in collectives for s in SIZES[c]]
@@ -347,10 +343,10 @@ def check(ranks: list[int], collectives: list[str], workdir: Path) -> list[dict[
             best = min(dists.values(), key=lambda t: t[0])[0] if dists else float("nan")
             runs = sorted(a for a, (d, _) in dists.items() if d <= max(0.05, 1.5 * best))
             model, engine_alg = predicted(collective, nbytes, n)
-            run_models = {MODEL[collective, a] for a in runs}
+            run_models = {models[collective, a] for a in runs}
             model_d = None
-            if len(runs) >= 1 and MODEL[collective, runs[0]] is not None:
-                mm = model_matrix(collective, MODEL[collective, runs[0]], n, nbytes)
+            if len(runs) >= 1 and models[collective, runs[0]] is not None:
+                mm = model_matrix(collective, models[collective, runs[0]], n, nbytes)
                 model_d = distance(np.array(dists[runs[0]][1]["bytes"]), mm)
             near = None
             if runs:
@@ -370,7 +366,10 @@ def check(ranks: list[int], collectives: list[str], workdir: Path) -> list[dict[
                     "distances": {a: round(d, 4) for a, (d, _) in dists.items()},
                     "predicted_model": model,
                     "predicted_engine": engine_alg,
-                    "match": bool(runs) and run_models == {model},
+                    # MPICH's own name when the engine gives one (algorithms of the
+                    # same traffic are reported together), else the model
+                    "match": bool(runs)
+                    and (engine_alg in runs if engine_alg else run_models == {model}),
                     "model_distance": model_d,
                     "nearest_model": near,
                     "bytes_per_call": float(got.sum()),
@@ -408,6 +407,9 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)  # rankopt from this checkout, as the workers get it
     if argv and argv[0] == "--worker":
         worker([tuple(c) for c in json.loads(Path(argv[1]).read_text())], argv[2], argv[3])
         return 0

@@ -17,7 +17,7 @@ import pytest
 import rankopt
 from rankopt import RankoptInputError
 from rankopt.engines import ENGINES, get, gloo, mpich, nccl, openmpi
-from rankopt.models.schedule import schedule
+from rankopt.models.schedule import ALGORITHMS, schedule
 
 SCRIPTS = Path(__file__).parent / "mpi_scripts"
 KIB = 1024
@@ -159,16 +159,89 @@ def test_open_mpi_component_han_or_tuned():
 
 
 # ------------------------------------------------------ MPICH, Gloo, NCCL
+# (collective, nbytes as rankopt counts it, n) -> MPICH 5.0's choice, at the
+# boundaries of src/mpi/coll/coll_selection.json (float64 elements)
+MPICH_TABLE = [
+    ("allreduce", 8, 8, "recursive_doubling"), ("allreduce", 16, 2, "reduce_scatter_allgather"),
+    ("allreduce", 64, 8, "reduce_scatter_allgather"), ("allreduce", 64, 16, "recursive_doubling"),
+    ("allreduce", 128, 16, "reduce_scatter_allgather"), ("allreduce", 1 << 20, 9,
+                                                        "reduce_scatter_allgather"),
+    ("allgather", 512 * KIB - 8, 8, "recursive_doubling"), ("allgather", 512 * KIB, 8, "ring"),
+    ("allgather", 80 * KIB - 9, 9, "brucks"), ("allgather", 80 * KIB, 9, "ring"),
+    ("reduce_scatter", 512 * KIB - 8, 9, "recursive_halving"),
+    ("reduce_scatter", 512 * KIB, 4, "pairwise"),
+    ("broadcast", 1 << 20, 7, "binomial"), ("broadcast", 12 * KIB, 8, "binomial"),
+    ("broadcast", 12 * KIB + 8, 8, "scatter_recursive_doubling_allgather"),
+    ("broadcast", 512 * KIB, 16, "scatter_recursive_doubling_allgather"),
+    ("broadcast", 512 * KIB + 8, 16, "scatter_ring_allgather"),
+    ("broadcast", 12 * KIB + 8, 9, "scatter_ring_allgather"),
+    ("reduce", 2 * KIB, 8, "binomial"), ("reduce", 2 * KIB + 8, 8, "reduce_scatter_gather"),
+    ("reduce", 4 * KIB, 1024, "binomial"),  # count 512 < pow2 1024
+    ("alltoall", 8 * 256, 8, "scattered"), ("alltoall", 9 * 256, 9, "brucks"),
+    ("alltoall", 9 * 257, 9, "scattered"), ("alltoall", 4 * 32 * KIB, 4, "scattered"),
+    ("alltoall", 16 * (32 * KIB + 1), 16, "pairwise"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("collective,nbytes,n,want", MPICH_TABLE)
+def test_mpich_selection_table(collective, nbytes, n, want):
+    model, params = mpich.algorithm(collective, nbytes, n, env={})
+    assert (params["engine_algorithm"], params["rule"]) == (want, "auto")
+    assert model == mpich.MODELS[collective][want] and model in ALGORITHMS[collective]
+
+
 def test_mpich_auto_selection_and_cvars():
-    assert mpich.algorithm("allreduce", 2048, 8, env={})[0] == "recursive_doubling"
-    assert mpich.algorithm("allreduce", 2056, 8, env={})[0] == "rabenseifner"
-    assert mpich.algorithm("allreduce", 32, 8, env={}, itemsize=1)[0] == "recursive_doubling"
+    assert mpich.algorithm("allreduce", 8, 8, env={})[0] == "recursive_doubling"
+    assert mpich.algorithm("allreduce", 2048, 8, env={})[0] == "rabenseifner_mpich"
+    assert mpich.algorithm("allreduce", 32, 8, env={}, itemsize=8)[0] == "recursive_doubling"
+    assert mpich.algorithm("allreduce", 32, 8, env={}, itemsize=1)[0] == "rabenseifner_mpich"
+    # MPICH 3.x's threshold is no longer read
     env = {"MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE": "65536"}
-    assert mpich.algorithm("allreduce", 65536, 8, env=env)[0] == "recursive_doubling"
+    assert mpich.algorithm("allreduce", 4096, 8, env=env)[0] == "rabenseifner_mpich"
     env = {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}
     assert mpich.algorithm("allreduce", 8, 8, env=env)[1]["rule"] == "forced"
+    env = {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "Reduce_scatter_allgather"}
+    assert mpich.algorithm("allreduce", 8, 8, env=env)[:1] + (
+        mpich.algorithm("allreduce", 8, 8, env=env)[1]["rule"],
+    ) == ("recursive_doubling", "fallback")  # count 1 < pow2 8
+    assert mpich.algorithm("allreduce", 4096, 8, env=env)[1]["rule"] == "forced"
+    env = {"MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM": "recursive_doubling"}
+    assert mpich.algorithm("allgather", 9 * KIB, 8, env=env)[1]["rule"] == "forced"
+    assert mpich.algorithm("allgather", 9 * KIB, 9, env=env)[:1] == ("bruck",)
+    env = {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": "scatter_ring_allgather"}
+    assert mpich.algorithm("broadcast", 8, 4, env=env)[0] == "scatter_ring_allgather"
+    env = {"MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM": "pairwise"}
+    assert mpich.algorithm("reduce_scatter", 8, 4, env=env)[0] == "pairwise"
+    env = {"MPIR_CVAR_REDUCE_INTRA_ALGORITHM": "reduce_scatter_gather"}
+    assert mpich.algorithm("reduce", 64 * KIB, 9, env=env)[0] == "reduce_scatter_gather"
+    env = {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "brucks"}
+    model, params = mpich.algorithm("alltoall", 1 << 20, 4, env=env)
+    assert model == "pairwise" and "approximation" in params["note"]
     with pytest.raises(RankoptInputError, match="MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"):
         mpich.algorithm("allreduce", 8, 8, env={"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "nb"})
+    with pytest.raises(RankoptInputError, match="MPIR_CVAR_BCAST_INTRA_ALGORITHM"):
+        mpich.algorithm("broadcast", 8, 8, env={"MPIR_CVAR_BCAST_INTRA_ALGORITHM": "tree"})
+
+
+def test_mpich_node_aware_allreduce():
+    """Several ranks on a node: CH4's composition alpha, rankopt's hierarchical model."""
+    nodes = [0, 0, 1, 1, 2, 2, 3, 3]
+    model, params = mpich.algorithm("allreduce", 1 << 20, 8, env={}, nodes=nodes)
+    assert model == "hierarchical"
+    assert params["composition"] == "MPIDI_Allreduce_intra_composition_alpha"
+    assert params["inter_algorithm"] == "reduce_scatter_allgather"  # 4 node leaders
+    assert mpich.algorithm("allreduce", 8, 8, env={}, nodes=nodes)[1]["inter_algorithm"] == (
+        "recursive_doubling"
+    )
+    env = {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "ring"}
+    assert mpich.algorithm("allreduce", 8, 8, env=env, nodes=nodes)[1]["inter_algorithm"] == "ring"
+    one = mpich.algorithm("allreduce", 1 << 20, 4, env={}, nodes=["h"] * 4)[1]
+    assert one["composition"] == "MPIDI_Allreduce_intra_composition_gamma"
+    # one rank per node: the flat table, as without a layout
+    flat = mpich.algorithm("allreduce", 1 << 20, 4, env={}, nodes=list("abcd"))
+    assert flat == mpich.algorithm("allreduce", 1 << 20, 4, env={})
+    bc = mpich.algorithm("broadcast", 64 * KIB, 8, env={}, nodes=nodes)
+    assert bc[0] == "scatter_recursive_doubling_allgather" and "node-aware" in bc[1]["note"]
 
 
 def test_gloo_is_a_ring_at_every_size():

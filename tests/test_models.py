@@ -25,8 +25,16 @@ def closed_form(c, a, p, seg=None):
         return 2 * (p - 1) * A + 2 * (p - 1) / p * M / B
     if (c, a) == ("allreduce", "recursive_doubling"):
         return lg * (A + M / B)
-    if (c, a) in (("allreduce", "rabenseifner"), ("allreduce", "rabenseifner_ompi")):
+    if a in (
+        "rabenseifner",
+        "rabenseifner_ompi",
+        "rabenseifner_mpich",
+        "reduce_scatter_gather",
+        "scatter_recursive_doubling_allgather",
+    ):
         return 2 * lg * A + 2 * (p - 1) / p * M / B
+    if a == "scatter_ring_allgather":
+        return (lg + p - 1) * A + 2 * (p - 1) / p * M / B
     if a == "binomial" and c == "allreduce":
         return 2 * lg * (A + M / B)
     if a == "double_binary_tree":

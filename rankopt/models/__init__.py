@@ -189,7 +189,7 @@ def make_model(
         from rankopt.models.chain import ChainTime
 
         return ChainTime(sched, net, objective)
-    if algorithm == "pairwise" and not net.levels:
+    if (collective, algorithm) == ("alltoall", "pairwise") and not net.levels:
         from rankopt.models.pairwise import PairwiseTime
 
         return PairwiseTime(sched, net, objective)

@@ -223,12 +223,17 @@ def _rd_allreduce(n, wb, **_):
 
 
 def _rabenseifner(n, wb, **_):
-    """MPICH's ``MPIR_Allreduce_intra_reduce_scatter_allgather`` step order.
+    """Rabenseifner's allreduce in the textbook step order: distance ``p2/2`` first.
 
-    Recursive halving (distance ``p2/2`` first, half the vector to the
-    farthest partner) then recursive-doubling allgather (distance 1 first);
-    non-powers of two folded as in MPICH (:func:`_fold`: even ranks ``< 2r``
-    hand their whole vector to ``rank + 1`` and drop out).
+    The order of the description in Thakur, Rabenseifner & Gropp, "Optimization
+    of Collective Communication Operations in MPICH" (IJHPCA 2005) and of
+    MPICH's recursive-halving reduce-scatter (``_rh_reduce_scatter``):
+    recursive halving (distance ``p2/2`` first, half the vector to the farthest
+    partner) then recursive-doubling allgather (distance 1 first); non-powers
+    of two folded as in MPICH (:func:`_fold`: even ranks ``< 2r`` hand their
+    whole vector to ``rank + 1`` and drop out). MPICH's own allreduce
+    (``MPIR_Allreduce_intra_reduce_scatter_allgather``, 3.x to 5.0) halves at
+    distance 1 first: that is :func:`_rabenseifner_mpich`.
     """
     p2, r, active = _fold(n)
     allb = tuple(range(p2))
@@ -240,9 +245,10 @@ def _rabenseifner(n, wb, **_):
 
 
 def _ompi_halving_doubling(p2, active, wb) -> tuple[list[Step], list[Step]]:
-    """Open MPI's reduce-scatter (halving, distance 1 first) and its mirror allgather.
+    """Reduce-scatter by vector halving at distance 1 first, and its mirror allgather.
 
-    ``ompi_coll_base_allreduce_intra_redscat_allgather``: at distance
+    Open MPI's ``ompi_coll_base_allreduce_intra_redscat_allgather`` and
+    MPICH's ``MPIR_Allreduce_intra_reduce_scatter_allgather`` share it: at distance
     ``mask = 1, 2, ..., p2/2`` virtual rank ``v`` exchanges half its window
     with ``v ^ mask``; the lower rank keeps the left half. The allgather
     replays the exchanges in reverse (distance ``p2/2`` first), each rank
@@ -313,12 +319,75 @@ def _rabenseifner_ompi(n, wb, **_):
     return steps, Layout(p2, 1 / p2)
 
 
+def _rabenseifner_mpich(n, wb, **_):
+    """MPICH's ``MPIR_Allreduce_intra_reduce_scatter_allgather`` step order.
+
+    Source: ``src/mpi/coll/allreduce/allreduce_intra_reduce_scatter_allgather.c``
+    (MPICH 3.x to 5.0; measured on 5.0.2 by ``bench/mpich_check.py``). MPICH's
+    fold (:func:`_fold`: even ranks ``< 2r`` hand their whole vector to
+    ``rank + 1`` and drop out, virtual rank ``v < r`` runs on ``2v + 1``),
+    then the reduce-scatter by vector halving with ``mask = 1, 2, ...``
+    (the half-vector exchange is with ``v ^ 1``; the lower rank keeps the
+    left half) and the allgather that replays it in reverse
+    (:func:`_ompi_halving_doubling`); the dropped ranks get the result back
+    at the end. On powers of two it is ``rabenseifner_ompi``.
+    """
+    p2, r, active = _fold(n)
+    allb = tuple(range(p2))
+    halving, doubling = _ompi_halving_doubling(p2, active, wb)
+    steps = _fold_pre(r, 1.0, True, lambda e: allb, wb) + halving + doubling
+    return steps + _fold_post(r, 1.0, lambda e: allb, wb), Layout(p2, 1 / p2)
+
+
+def _reduce_scatter_gather(n, wb, **_):
+    """MPICH's ``MPIR_Reduce_intra_reduce_scatter_gather`` to rank 0.
+
+    Its fold is the mirror of the allreduce's: odd ranks ``< 2r`` hand their
+    whole vector to ``rank - 1`` and drop out (virtual rank ``v < r`` runs on
+    ``2v``, so root 0 stays in). Then the reduce-scatter of
+    :func:`_rabenseifner_mpich` (distance 1 first) and a binomial gather of
+    the pieces to virtual rank 0 that replays it in reverse (distance
+    ``p2/2`` first; at distance ``d`` the ranks ``d <= v < 2d`` send what
+    they hold to ``v - d``). Measured on MPICH 5.0.2 (``bench/mpich_check.py``).
+    """
+    p2 = _pof2_floor(n)
+    r = n - p2
+    v = np.arange(p2)
+    active = np.where(v < r, 2 * v, v + r).astype(np.int64)
+    allb = tuple(range(p2))
+    odd = 2 * np.arange(r) + 1
+    steps = [_step(odd, odd - 1, 1.0, True, [allb] * r, wb)] if r else []
+    halving, doubling = _ompi_halving_doubling(p2, active, wb)
+    steps += halving
+    mask = p2 // 2
+    for st in doubling:
+        keep = np.flatnonzero(((v & mask) != 0) & (v < 2 * mask))
+        blocks = [st.blocks[k] for k in keep] if wb and st.blocks else []
+        steps.append(_step(st.src[keep], st.dst[keep], st.frac[keep], False, blocks, wb))
+        mask //= 2
+    return steps, Layout(p2, 1 / p2)
+
+
 def _rh_reduce_scatter(n, wb, **_):
     """Recursive-halving reduce-scatter, distance ``p2/2`` first (MPICH)."""
     p2, r, active = _fold(n)
     steps = _fold_pre(r, 1.0, True, lambda e: tuple(range(n)), wb)
     steps += _halving(p2, active, _real_vchunks(n, p2, r), 1 / n, wb)
     return steps + _fold_post(r, 1 / n, lambda e: (e,), wb), Layout(n, 1 / n)
+
+
+def _pairwise_reduce_scatter(n, wb, **_):
+    """MPICH's ``MPIR_Reduce_scatter_block_intra_pairwise``: step ``i`` sends to ``r + i``.
+
+    At step ``i = 1 .. n-1`` rank ``r`` sends block ``r + i`` of its input to
+    rank ``r + i`` (which reduces it) and gets its own block from ``r - i``.
+    """
+    r = np.arange(n)
+    steps = []
+    for i in range(1, n):
+        dst = (r + i) % n
+        steps.append(_step(r, dst, 1 / n, True, [(int(d),) for d in dst], wb))
+    return steps, Layout(n, 1 / n)
 
 
 def _rd_allgather(n, wb, **_):
@@ -383,6 +452,52 @@ def binomial_reduce(
         steps.append(_step(members[s], members[s - mask], frac, True, [blocks] * len(s), wb))
         mask *= 2
     return steps
+
+
+def _scatter_allgather_bcast(n, wb, doubling):
+    """MPICH's scatter + allgather broadcast from rank 0 (``n`` blocks of ``1/n``).
+
+    The scatter is ``MPII_Scatter_for_bcast``: the binomial tree of
+    :func:`binomial_bcast` (largest distance first), each rank receiving
+    only the blocks of its subtree (``s + d`` gets blocks ``s + d .. s +
+    2d - 1``). The allgather is a ring (rank ``r`` sends to ``r + 1``, its
+    own block first) or, with ``doubling`` and ``n`` a power of two,
+    recursive doubling (distance 1 first).
+    """
+    big = 1 << max(n - 1, 0).bit_length()
+    steps = []
+    mask = big // 2
+    while mask >= 1:
+        s = np.arange(0, n, 2 * mask)
+        s = s[s + mask < n]
+        if len(s):
+            hi = np.minimum(s + 2 * mask, n)
+            blocks = [tuple(range(int(a) + mask, int(b))) for a, b in zip(s, hi, strict=True)]
+            steps.append(_step(s, s + mask, (hi - s - mask) / n, False, blocks, wb))
+        mask //= 2
+    ids = np.arange(n)
+    chunks = [(c,) for c in range(n)]
+    if doubling and n & (n - 1) == 0:
+        steps += _doubling_gather(n, ids, chunks, 1 / n, wb)
+    else:
+        steps += ring_phase(ids, chunks, 1 / n, False, wb)
+    return steps, Layout(n, 1 / n)
+
+
+def _scatter_ring_bcast(n, wb, **_):
+    """MPICH's ``MPIR_Bcast_intra_scatter_ring_allgather`` (binomial scatter, ring allgather)."""
+    return _scatter_allgather_bcast(n, wb, doubling=False)
+
+
+def _scatter_rd_bcast(n, wb, **_):
+    """MPICH's ``MPIR_Bcast_intra_scatter_recursive_doubling_allgather``.
+
+    Binomial scatter, recursive-doubling allgather, on powers of two (where
+    MPICH's selection uses it). Elsewhere MPICH completes the doubling with a
+    tree exchange of the missing blocks; this schedule uses the ring
+    allgather there (an approximation: the same volume, other partners).
+    """
+    return _scatter_allgather_bcast(n, wb, doubling=True)
 
 
 def _binomial_allreduce(n, wb, **_):
@@ -560,6 +675,7 @@ GENERATORS = {
     ("allreduce", "recursive_doubling"): _rd_allreduce,
     ("allreduce", "rabenseifner"): _rabenseifner,
     ("allreduce", "rabenseifner_ompi"): _rabenseifner_ompi,
+    ("allreduce", "rabenseifner_mpich"): _rabenseifner_mpich,
     ("allreduce", "binomial"): _binomial_allreduce,
     ("allreduce", "double_binary_tree"): _double_binary_tree,
     ("allreduce", "hierarchical"): _hierarchical,
@@ -568,9 +684,13 @@ GENERATORS = {
     ("allgather", "bruck"): _bruck,
     ("reduce_scatter", "ring"): _ring_reduce_scatter,
     ("reduce_scatter", "recursive_halving"): _rh_reduce_scatter,
+    ("reduce_scatter", "pairwise"): _pairwise_reduce_scatter,
     ("broadcast", "binomial"): _binomial_bcast,
     ("broadcast", "binary_tree"): _binary_tree_bcast,
     ("broadcast", "chain"): _chain,
+    ("broadcast", "scatter_ring_allgather"): _scatter_ring_bcast,
+    ("broadcast", "scatter_recursive_doubling_allgather"): _scatter_rd_bcast,
     ("reduce", "binomial"): _binomial_reduce,
+    ("reduce", "reduce_scatter_gather"): _reduce_scatter_gather,
     ("alltoall", "pairwise"): _pairwise,
 }

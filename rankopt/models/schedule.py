@@ -32,14 +32,21 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
         "recursive_doubling",
         "rabenseifner",
         "rabenseifner_ompi",
+        "rabenseifner_mpich",
         "binomial",
         "double_binary_tree",
         "hierarchical",
     ),
     "allgather": ("ring", "recursive_doubling", "bruck"),
-    "reduce_scatter": ("ring", "recursive_halving"),
-    "broadcast": ("binomial", "binary_tree", "chain"),
-    "reduce": ("binomial",),
+    "reduce_scatter": ("ring", "recursive_halving", "pairwise"),
+    "broadcast": (
+        "binomial",
+        "binary_tree",
+        "chain",
+        "scatter_ring_allgather",
+        "scatter_recursive_doubling_allgather",
+    ),
+    "reduce": ("binomial", "reduce_scatter_gather"),
     "alltoall": ("pairwise",),
 }
 
@@ -222,10 +229,12 @@ def schedule(
     Roots (broadcast, reduce) are new rank 0. Non-powers of two in recursive
     doubling/halving and Rabenseifner are folded as in MPICH: ranks ``2i``
     (``i < n - 2**floor(lg n)``) first hand their data to ``2i+1`` and get the
-    result back in a last step. ``"rabenseifner"`` follows MPICH's step order
-    (the half-vector exchange at distance ``p/2`` first);
-    ``"rabenseifner_ompi"`` follows Open MPI's ``redscat_allgather``
-    (distance 1 first, Open MPI's fold). Each generator's docstring in
+    result back in a last step. ``"rabenseifner"`` follows the textbook step
+    order (Thakur, Rabenseifner & Gropp 2005: the half-vector exchange at
+    distance ``p/2`` first); ``"rabenseifner_mpich"`` follows MPICH's
+    ``reduce_scatter_allgather`` (distance 1 first, MPICH's fold) and
+    ``"rabenseifner_ompi"`` Open MPI's ``redscat_allgather`` (distance 1
+    first, Open MPI's fold). Each generator's docstring in
     :mod:`rankopt.models._algorithms` names the implementation it follows. The double binary tree is NCCL's
     (``ncclGetDtree``); each tree carries half of the vector, reducing up and
     then broadcasting down, not pipelined.
