@@ -53,9 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="rankopt-verify-") as d:
             rep_path = Path(d) / "report.json"
             _rankopt(
-                "testbed", "run", "--attach", *where, "--launch", args.launch,
+                "testbed", "-q", "run", "--attach", *where, "--launch", args.launch,
                 "--seed", str(args.seed), "--engines", args.engine, "--sizes", str(args.size),
-                "--repeats", str(args.repeats), "--random", "0", "-q", "-o", str(rep_path),
+                "--repeats", str(args.repeats), "--random", "0", "-o", str(rep_path),
             )  # fmt: skip
             rep = json.loads(rep_path.read_text())
             row = next(s for s in rep["summary"] if s["engine"] == args.engine)
