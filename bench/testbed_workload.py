@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     from rankopt import shim
     from rankopt.adapters._common import save_order
     from rankopt.network import load_network
-    from rankopt.profile import read_rank_files, write_profile
+    from rankopt.probe.profile import read_rank_files, write_profile
 
     work = Path(tempfile.mkdtemp(prefix="rankopt-wl-"))
     os.chmod(work, 0o755)

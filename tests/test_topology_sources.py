@@ -7,7 +7,7 @@ import pytest
 
 import rankopt
 from rankopt import RankoptInputError
-from rankopt.topology_sources import (
+from rankopt.probe.topology_sources import (
     apply_topology,
     compare_with_bandwidth,
     expand_hostlist,
@@ -50,7 +50,7 @@ def test_slurm_yaml_uses_the_default_topology_blocks_and_aggregates():
 
 def test_slurm_yaml_tree():
     text = (DATA / "topology.yaml").read_text().replace("cluster_default: true", "")
-    from rankopt.topology_sources import from_slurm_yaml
+    from rankopt.probe.topology_sources import from_slurm_yaml
 
     t = from_slurm_yaml(text.replace("- topology: nvl", "- topology: nvl\n  x: 1", 1))
     # no default: the first topology (block); the tree on its own

@@ -251,7 +251,7 @@ def _probe_and_save(
 
         net = Network.from_measurement(m)
         if args.topology is not None:
-            from rankopt.topology_sources import apply_topology, read_topology
+            from rankopt.probe.topology_sources import apply_topology, read_topology
 
             net = apply_topology(net, read_topology(args.topology))
             for line in net.provenance["topology"]["disagreements"]:
@@ -316,7 +316,7 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
 def _plan_hosts(args: argparse.Namespace) -> list[str]:
     """Host of every planned process, from -n, --hosts and --ranks-per-host."""
     if args.hosts is not None:
-        from rankopt.topology_sources import read_text
+        from rankopt.probe.topology_sources import read_text
 
         lines = [ln.strip() for ln in read_text(args.hosts, "--hosts").splitlines()]
         names = [ln for ln in lines if ln and not ln.startswith("#")]
@@ -384,7 +384,7 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if args.topology is not None and not args.plan:  # a bad file fails before the probe
-        from rankopt.topology_sources import read_topology
+        from rankopt.probe.topology_sources import read_topology
 
         read_topology(args.topology)
     options = _options(args)

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from rankopt import shim
-    from rankopt.profile import run_profile
+    from rankopt.probe.profile import run_profile
 
     command = list(args.launch)
     if command[:1] == ["--"]:

@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--topology",
         metavar="FILE",
         help="groups from the provider or scheduler (Slurm, AWS, GCP, Kubernetes, `host rack "
-        "pod` text; see rankopt.topology_sources); uplinks from the file's bandwidth",
+        "pod` text; see rankopt.probe.topology_sources); uplinks from the file's bandwidth",
     )
     p.set_defaults(func=run)
 
@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     net, hosts = read_network(args)
     if args.topology is not None:  # the provider's groups, the probe's capacities
-        from rankopt.topology_sources import apply_topology, read_topology
+        from rankopt.probe.topology_sources import apply_topology, read_topology
 
         net = apply_topology(net, read_topology(args.topology))
         for line in net.provenance["topology"]["disagreements"]:

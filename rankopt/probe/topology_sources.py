@@ -114,7 +114,7 @@ class TopologyLabels:
 
     Examples
     --------
-    >>> from rankopt.topology_sources import from_text
+    >>> from rankopt.probe.topology_sources import from_text
     >>> t = from_text("a r1 p1\\nb r1 p1\\nc r2 p1\\n")
     >>> [g.tolist() for g in t.groups(["a", "a", "b", "c"])]
     [[0, 0, 1, 2], [0, 0, 0, 1]]
@@ -186,7 +186,7 @@ def expand_hostlist(expr: str) -> list[str]:
 
     Examples
     --------
-    >>> from rankopt.topology_sources import expand_hostlist
+    >>> from rankopt.probe.topology_sources import expand_hostlist
     >>> expand_hostlist("tux[0-2,12],node[08-10]")
     ['tux0', 'tux1', 'tux2', 'tux12', 'node08', 'node09', 'node10']
     >>> expand_hostlist("r[1-2]n[1-2]")
@@ -264,7 +264,7 @@ def from_slurm_conf(text: str) -> TopologyLabels:
 
     Examples
     --------
-    >>> from rankopt.topology_sources import from_slurm_conf
+    >>> from rankopt.probe.topology_sources import from_slurm_conf
     >>> t = from_slurm_conf('''
     ... SwitchName=s0 Nodes=tux[0-1]
     ... SwitchName=s1 Nodes=tux[2-3]
@@ -389,7 +389,7 @@ def from_slurm_yaml(text: str) -> TopologyLabels:
 
     Examples
     --------
-    >>> from rankopt.topology_sources import from_slurm_yaml
+    >>> from rankopt.probe.topology_sources import from_slurm_yaml
     >>> t = from_slurm_yaml('''
     ... - topology: fabric
     ...   cluster_default: true
@@ -446,7 +446,7 @@ def from_slurm_env(text: str) -> TopologyLabels:
 
     Examples
     --------
-    >>> from rankopt.topology_sources import from_slurm_env
+    >>> from rankopt.probe.topology_sources import from_slurm_env
     >>> from_slurm_env("n1 top.s1.n1 switch.switch.node\\n").labels["n1"]
     ('s1', 'top')
     """
@@ -479,7 +479,7 @@ def from_aws(text: str) -> TopologyLabels:
 
     Examples
     --------
-    >>> from rankopt.topology_sources import from_aws
+    >>> from rankopt.probe.topology_sources import from_aws
     >>> t = from_aws('{"Instances": [{"InstanceId": "i-1", '
     ...              '"NetworkNodes": ["nn-a", "nn-b", "nn-c"]}]}')
     >>> t.labels["i-1"], t.levels
@@ -510,7 +510,7 @@ def from_gcp(text: str) -> TopologyLabels:
 
     Examples
     --------
-    >>> from rankopt.topology_sources import from_gcp
+    >>> from rankopt.probe.topology_sources import from_gcp
     >>> t = from_gcp('[{"name": "vm1", "resourceStatus": {"physicalHostTopology": '
     ...              '{"cluster": "c", "block": "b", "subblock": "s", "host": "h"}}}]')
     >>> t.labels["vm1"]
@@ -544,7 +544,7 @@ def from_kubernetes(text: str, keys: Sequence[str] | None = None) -> TopologyLab
 
     Examples
     --------
-    >>> from rankopt.topology_sources import from_kubernetes
+    >>> from rankopt.probe.topology_sources import from_kubernetes
     >>> t = from_kubernetes('{"items": [{"metadata": {"name": "n1", "labels": '
     ...     '{"topology.kubernetes.io/zone": "z1", '
     ...     '"cloud.google.com/gce-topology-block": "b7"}}}]}')
@@ -574,7 +574,7 @@ def from_text(text: str) -> TopologyLabels:
 
     Examples
     --------
-    >>> from rankopt.topology_sources import from_text
+    >>> from rankopt.probe.topology_sources import from_text
     >>> from_text("# host rack pod\\nh1 r1 p1\\n").labels
     {'h1': ('r1', 'p1')}
     """
@@ -736,7 +736,7 @@ def compare_with_bandwidth(
     Examples
     --------
     >>> import numpy as np
-    >>> from rankopt.topology_sources import compare_with_bandwidth
+    >>> from rankopt.probe.topology_sources import compare_with_bandwidth
     >>> rack = np.array([0, 0, 1, 1])
     >>> bw = np.where(rack[:, None] == rack[None], 10.0, 1.0)
     >>> compare_with_bandwidth([np.arange(4), rack], bw)
