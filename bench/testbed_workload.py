@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     import rankopt
-    from rankopt import shim
+    from rankopt.adapters import shim
     from rankopt.adapters._common import save_order
     from rankopt.network import load_network
     from rankopt.probe.profile import read_rank_files, write_profile

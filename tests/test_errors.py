@@ -6,8 +6,8 @@ import rankopt
 from rankopt._files import RankoptFileError
 from rankopt.adapters._launch import LaunchError
 from rankopt.adapters.mpi import RankoptMPIError
+from rankopt.adapters.shim import ShimBuildError
 from rankopt.probe._common import ProbeTimeoutError
-from rankopt.shim import ShimBuildError
 from rankopt.testbed.topology import TestbedError
 
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 import rankopt
-from rankopt import shim
-from rankopt._shim_src import generate as gen
 from rankopt._validation import RankoptInputError
+from rankopt.adapters import shim
+from rankopt.adapters._shim_src import generate as gen
 from rankopt.cli import main
 from rankopt.models.workload import Call, load_workload
 from rankopt.probe.profile import (

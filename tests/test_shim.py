@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankopt import shim
-from rankopt._shim_src import generate as gen
+from rankopt.adapters import shim
+from rankopt.adapters._shim_src import generate as gen
 from rankopt.cli import main
 
 PROGRAMS = Path(__file__).parent / "shim_programs"

@@ -15,9 +15,8 @@ import pytest
 import rankopt
 from rankopt._validation import RankoptInputError
 from rankopt.adapters._common import check_binding, read_order_file, save_order
-from rankopt.drift import CHANGED, HOLDS, choose_pairs, compare
-from rankopt.models.robust import RobustModel
-from rankopt.verify import (
+from rankopt.adapters.drift import CHANGED, HOLDS, choose_pairs, compare
+from rankopt.adapters.verify_stats import (
     APPLY,
     NO_GAIN,
     WORSE,
@@ -27,6 +26,7 @@ from rankopt.verify import (
     synthetic_timer,
     verdict,
 )
+from rankopt.models.robust import RobustModel
 
 REPO = Path(__file__).resolve().parents[1]
 

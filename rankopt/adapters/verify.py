@@ -5,7 +5,7 @@
 - :func:`verify_gloo` -- under torchrun (or any launcher that sets ``RANK``,
   ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``): two Gloo groups.
 - :class:`MPITimer`, :class:`GlooTimer` -- one timed call, the slowest rank's
-  time on every rank (the protocol is :func:`rankopt.verify.measure_orders`).
+  time on every rank (the protocol is :func:`rankopt.adapters.verify_stats.measure_orders`).
 
 Deadlines. Nothing verify runs of its own waits for ever. Under MPI every
 timed call is preceded by a non-blocking barrier waited for with the
@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rankopt._validation import RankoptInputError, check_order
-from rankopt.verify import (
+from rankopt.adapters.verify_stats import (
     VerifyResult,
     default_sizes,
     measure_orders,
@@ -223,10 +223,10 @@ def verify_mpi(
     collective : str
         One of :data:`COLLECTIVES`.
     sizes : sequence of int, optional
-        Bytes per call (default :func:`rankopt.verify.default_sizes` of
+        Bytes per call (default :func:`rankopt.adapters.verify_stats.default_sizes` of
         ``workload``).
     repeats, budget_s :
-        See :func:`rankopt.verify.measure_orders`.
+        See :func:`rankopt.adapters.verify_stats.measure_orders`.
     timeout : float
         Deadline of every step (see the module docstring).
     workload : sequence of Call, optional
@@ -394,19 +394,19 @@ def check_mpi(
     probe_options: Mapping[str, Any] | None = None,
     solve_options: Mapping[str, Any] | None = None,
 ) -> Any:
-    """Re-probe ``comm`` cheaply and compare with ``stored`` (:func:`rankopt.drift.compare`).
+    """Re-probe ``comm`` cheaply and compare with ``stored`` (:func:`rankopt.adapters.drift.compare`).
 
     Collective. All-pairs latency (``rankopt.probe.mpi.measure`` without
-    bandwidth), then the bandwidth of the pairs :func:`rankopt.drift.choose_pairs`
+    bandwidth), then the bandwidth of the pairs :func:`rankopt.adapters.drift.choose_pairs`
     picks, one pair at a time (each alone on the network, as the stored
     entries mean), ``repeats`` transfers each of about 0.1 s at the stored
     rate. Every step has the deadline ``timeout``. Returns the
-    :class:`~rankopt.drift.CheckResult`, the same on every rank.
+    :class:`~rankopt.adapters.drift.CheckResult`, the same on every rank.
     """
     from mpi4py import MPI
 
+    from rankopt.adapters.drift import choose_pairs, compare
     from rankopt.adapters.mpi import RankoptMPIError, _abort_at_exit, _dup, _wait
-    from rankopt.drift import choose_pairs, compare
     from rankopt.probe.mpi import measure
 
     n = comm.Get_size()

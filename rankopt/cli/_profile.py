@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     """``rankopt profile``."""
     import json
 
-    from rankopt import shim
+    from rankopt.adapters import shim
     from rankopt.probe.profile import run_profile
 
     command = list(args.launch)

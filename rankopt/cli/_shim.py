@@ -7,7 +7,7 @@ import os
 import shlex
 import sys
 
-from rankopt import shim
+from rankopt.adapters import shim
 from rankopt.cli import CLIError
 
 __all__ = ["register", "run", "run_mpi"]

@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     """``rankopt verify``: collective over the job."""
     from rankopt._model_args import model_options
     from rankopt.adapters._common import parse_options, read_order_file
-    from rankopt.verify import parse_sizes
+    from rankopt.adapters.verify_stats import parse_sizes
 
     backend = backend_of(args.backend)
     if backend == "gloo" and args.engine_default == "mpi":

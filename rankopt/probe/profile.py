@@ -5,7 +5,7 @@ runs the program once as launched, with two recorders that do not change
 what it does:
 
 - MPI programs (C, C++, Fortran through the C bindings, mpi4py): the PMPI shim
-  (:mod:`rankopt.shim`) with ``RANKOPT_PROFILE`` set counts every blocking and
+  (:mod:`rankopt.adapters.shim`) with ``RANKOPT_PROFILE`` set counts every blocking and
   non-blocking allreduce, broadcast, reduce, allgather(v), alltoall(v),
   reduce_scatter(_block) and barrier per (collective, bytes, communicator
   size), with the time of the blocking ones.
@@ -406,9 +406,9 @@ def profile_command(
         ``"auto"`` is ``"mpi"`` for an MPI launcher (``mpiexec``, ``mpirun``,
         ``srun``, ...) and ``"torch"`` otherwise.
     shim, mpicc
-        See :func:`rankopt.shim.build`.
+        See :func:`rankopt.adapters.shim.build`.
     propagate : {"auto", "x", "env"}
-        How the variables reach MPI ranks (:func:`rankopt.shim.launch_command`).
+        How the variables reach MPI ranks (:func:`rankopt.adapters.shim.launch_command`).
     environ : mapping, optional
         The environment to extend; ``os.environ`` by default.
 
@@ -440,7 +440,7 @@ def profile_command(
     if kind == "torch":
         env.update(extra)
         return list(command), env
-    from rankopt import shim as _shim
+    from rankopt.adapters import shim as _shim
 
     lib = Path(shim) if shim is not None else _shim.build(mpicc=mpicc)
     return _shim.launch_command(

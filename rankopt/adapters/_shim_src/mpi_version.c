@@ -1,5 +1,5 @@
 /*
- * Not compiled: preprocessed (mpicc -E) by rankopt.shim.build to read the
+ * Not compiled: preprocessed (mpicc -E) by rankopt.adapters.shim.build to read the
  * MPI library, its version and the declarations of mpi.h in one pass.
  */
 #include <mpi.h>

@@ -84,7 +84,7 @@ umask.
 - Not covered: statically linked MPI (``LD_PRELOAD`` cannot interpose), calls
   a program makes to ``PMPI_`` functions itself, MPI Sessions
   (``MPI_Comm_create_from_group`` builds its own world), non-Linux systems.
-- The wrapped functions are listed in ``rankopt/_shim_src/wrappers.tbl``; the
+- The wrapped functions are listed in ``rankopt/adapters/_shim_src/wrappers.tbl``; the
   wrapper code is generated from that table and the MPI's own ``mpi.h`` (the
   MPI-4 large-count ``_c`` twins are wrapped where the library declares them).
   mpi4py programs run under the shim unchanged as well.
@@ -106,7 +106,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rankopt._files import atomic_write_bytes
-from rankopt._shim_src import generate as _gen
+from rankopt.adapters._shim_src import generate as _gen
 from rankopt.errors import RankoptError
 
 __all__ = [
@@ -226,7 +226,7 @@ def find_mpicc(mpicc: str | os.PathLike[str] | None = None) -> Path:
     >>> find_mpicc("/no/such/mpicc")
     Traceback (most recent call last):
     ...
-    rankopt.shim.ShimBuildError: MPI compiler wrapper '/no/such/mpicc' not found.
+    rankopt.adapters.shim.ShimBuildError: MPI compiler wrapper '/no/such/mpicc' not found.
     """
     if mpicc is not None:
         found = shutil.which(os.fspath(mpicc))

@@ -1,1 +1,0 @@
-"""C sources of the PMPI shim, its wrapper table and generator (see rankopt.shim)."""
