@@ -24,8 +24,8 @@ from rankopt.models import cost, schedule
 from rankopt.network import Network, load_network
 from rankopt.order import invert
 from rankopt.probe.measurement import Measurement, load_measurement
-from rankopt.result import SolveResult
 from rankopt.solvers import METHODS, solve
+from rankopt.solvers.result import SolveResult
 
 __version__ = "0.1.0"
 

@@ -581,7 +581,7 @@ def solve_hierarchical(
     """
     from rankopt._rng import normalize_rng
     from rankopt.order import identity, invert
-    from rankopt.result import SolveResult
+    from rankopt.solvers.result import SolveResult
     from rankopt.solvers.solve import solve
 
     t0 = time.perf_counter()

@@ -18,7 +18,7 @@ from rankopt._validation import check_matrix, check_order
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-    from rankopt.result import SolveResult
+    from rankopt.solvers.result import SolveResult
 
 __all__ = ["heatmap", "ring", "convergence", "level_of_pairs"]
 

@@ -31,7 +31,7 @@ from rankopt.errors import RankoptError
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-    from rankopt.result import SolveResult
+    from rankopt.solvers.result import SolveResult
 
 __all__ = ["reorder", "optimize", "run_program", "original_world", "RankoptMPIError"]
 

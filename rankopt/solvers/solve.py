@@ -24,7 +24,6 @@ from rankopt.models import make_model
 from rankopt.models.base import CostModel
 from rankopt.models.custom import CustomModel
 from rankopt.order import identity, invert
-from rankopt.result import SolveResult
 from rankopt.solvers._base import (
     METHODS,
     MethodOutput,
@@ -33,6 +32,7 @@ from rankopt.solvers._base import (
     register,
 )
 from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
+from rankopt.solvers.result import SolveResult
 
 logger = logging.getLogger("rankopt")
 
