@@ -704,8 +704,13 @@ def _log_sigma(
     samples: NDArray[np.int64] | None,
     meet: NDArray[np.int64],
     blocks: NDArray[np.int64] | None = None,
+    *,
+    own_only: bool = False,
 ) -> NDArray[np.float64]:
     """Relative (log-scale) uncertainty of every entry.
+
+    With ``own_only``, only the first part (the entry's own median's standard
+    error; 0 without spreads).
 
     Two parts, added in quadrature: the standard error of the entry's own
     median (``1.4826 * MAD / value / sqrt(samples)``) and the robust spread of
@@ -726,7 +731,7 @@ def _log_sigma(
     logv = np.zeros_like(values)
     logv[good] = np.log(values[good])
     sigma = np.zeros_like(values)
-    for b in np.unique(meet[good]):
+    for b in np.unique(meet[good]) if not own_only else ():
         sel = good & (meet == b)
         lv = logv[sel]
         sigma[sel] = 1.4826 * float(np.median(np.abs(lv - np.median(lv))))
@@ -799,11 +804,16 @@ def speedup_interval(
 class Redraw:
     """Draw networks the measurement cannot tell from the one measured.
 
-    Every entry of the latency and bandwidth matrices (and every uplink) is
-    redrawn with log-normal noise of its own uncertainty
-    (:func:`_log_sigma`: its median's standard error and the spread of the
-    entries the hierarchy says are alike). The uncertainties are computed
-    once; each call draws one network.
+    The entries the hierarchy says are alike (a block of at least
+    :data:`MIN_BLOCK` pairs crossing the same uplinks, or every pair when
+    there is no hierarchy) are exchangeable: each is drawn from its block's
+    measured values, then jittered by its own median's standard error, so an
+    order that only exploits which alike pair happened to measure slow gains
+    nothing on the draws. Entries of smaller blocks keep their value with
+    log-normal noise of their uncertainty (:func:`_log_sigma`: the median's
+    standard error and the spread of their level); uplinks get the spread of
+    the pairs that cross them. The uncertainties are computed once; each call
+    draws one network.
 
     Parameters
     ----------
@@ -842,20 +852,60 @@ class Redraw:
             self.bw = np.asarray(self.bw_in, dtype=np.float64)
             spread = network.bandwidth_spread if self.bw is network.bandwidth else None
             self.s_bw = _log_sigma(self.bw, spread, network.bandwidth_samples, self.meet, blocks)
+        self.o_lat = _log_sigma(
+            self.lat, network.latency_spread, network.latency_samples, self.meet, own_only=True
+        )
+        self.o_bw: NDArray[np.float64] | None = None
+        if self.bw is not None:
+            spread = network.bandwidth_spread if self.bw is network.bandwidth else None
+            self.o_bw = _log_sigma(
+                self.bw, spread, network.bandwidth_samples, self.meet, own_only=True
+            )
+        off = ~np.eye(n, dtype=bool)
+        flat = np.where(off, blocks, -1).ravel()
+        self.pools = [
+            np.flatnonzero(flat == b)
+            for b in np.unique(flat[flat >= 0])
+            if int(np.sum(flat == b)) >= MIN_BLOCK
+        ]
         self.ups = model.get("uplink_bandwidth")
         self.base_kw = {
             k: v for k, v in model.items() if k not in ("bandwidth", "uplink_bandwidth")
         }
 
+    def _draw(
+        self,
+        values: NDArray[np.float64],
+        sigma: NDArray[np.float64],
+        own: NDArray[np.float64],
+        gen: np.random.Generator,
+    ) -> NDArray[np.float64]:
+        """Entries of large alike blocks resampled within their block, the rest jittered.
+
+        In a block the hierarchy says is alike (at least :data:`MIN_BLOCK`
+        entries), which entry is slow is not something the measurement can vouch
+        for: every entry is drawn from the block's measured values (with
+        replacement), then jittered by its own median's standard error ``own``.
+        Smaller blocks keep their value and the combined uncertainty ``sigma``.
+        """
+        n = self.n
+        out = values * np.exp(sigma * gen.standard_normal((n, n)))
+        for sel in self.pools:
+            pool = values.flat[sel]
+            pool = pool[np.isfinite(pool) & (pool > 0)]
+            if pool.size:
+                picked = gen.choice(pool, size=sel.size)
+                out.flat[sel] = picked * np.exp(own.flat[sel] * gen.standard_normal(sel.size))
+        return out
+
     def __call__(self, gen: np.random.Generator) -> tuple[NDArray[np.float64], dict[str, Any]]:
         """One drawn network: its latency and the model's keyword arguments."""
-        n = self.n
-        lat_s = self.lat * np.exp(self.s_lat * gen.standard_normal((n, n)))
+        lat_s = self._draw(self.lat, self.s_lat, self.o_lat, gen)
         kw = dict(self.base_kw)
         if self.bw_in is not None:
             kw["bandwidth"] = (
-                self.bw * np.exp(self.s_bw * gen.standard_normal((n, n)))
-                if self.bw is not None and self.s_bw is not None
+                self._draw(self.bw, self.s_bw, self.o_bw, gen)
+                if self.bw is not None and self.s_bw is not None and self.o_bw is not None
                 else self.bw_in
             )
         if self.ups is not None:
