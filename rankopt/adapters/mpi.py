@@ -17,6 +17,7 @@ mpi4py is imported inside functions only: importing ``mpi4py.MPI`` initialises M
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -65,11 +66,13 @@ FAREWELL = 5.0  # seconds a rank that does not print waits for the one that does
 _ABANDONED: list[Any] = []  # requests given up on: they (and their buffers) must stay alive
 
 
-def _wait(requests: list[Any], deadline: float) -> bool:
+def _wait(requests: list[Any], deadline: float, *, busy: bool = False) -> bool:
     """Test ``requests`` until all are complete (True) or ``MPI.Wtime() >= deadline``.
 
-    Requests still pending at the deadline are kept referenced for good: MPI may
-    still write into their buffers.
+    ``busy``: test again at once (yielding the core) instead of sleeping up to
+    10 ms between tests -- for timed transfers, whose large messages make
+    progress only while they are tested. Requests still pending at the deadline
+    are kept referenced for good: MPI may still write into their buffers.
     """
     from mpi4py import MPI
 
@@ -78,8 +81,11 @@ def _wait(requests: list[Any], deadline: float) -> bool:
         if MPI.Wtime() >= deadline:
             _ABANDONED.append(requests)
             return False
-        time.sleep(pause)
-        pause = min(2 * pause, 0.01)
+        if busy:
+            os.sched_yield()
+        else:
+            time.sleep(pause)
+            pause = min(2 * pause, 0.01)
     return True
 
 
