@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import rankopt
-from rankopt.hnetwork import HierarchicalNetwork
+from rankopt.network.hierarchical import HierarchicalNetwork
 
 #: Latency (s) and bandwidth (B/s) of a host pair by the level they meet at.
 LATENCY_TIERS = (8e-6, 15e-6, 30e-6)

@@ -15,13 +15,13 @@ rank ``k``; ``rank_of = invert(order)``. SI units throughout.
 
 from rankopt import models
 from rankopt._validation import RankoptInputError, check_matrix, check_order
-from rankopt.cloud import Cloud, synthetic_cloud
 from rankopt.errors import RankoptError
-from rankopt.hierarchy import infer_hierarchy
-from rankopt.hnetwork import HierarchicalNetwork
-from rankopt.io import load_matrix
 from rankopt.models import cost, schedule
-from rankopt.network import Network, load_network
+from rankopt.network.cloud import Cloud, synthetic_cloud
+from rankopt.network.core import Network, load_network
+from rankopt.network.hierarchical import HierarchicalNetwork
+from rankopt.network.hierarchy import infer_hierarchy
+from rankopt.network.io import load_matrix
 from rankopt.order import invert
 from rankopt.probe.measurement import Measurement, load_measurement
 from rankopt.solvers import METHODS, solve

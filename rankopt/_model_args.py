@@ -244,7 +244,7 @@ def model_options(
             )
         levels = len(network.groups)
         if len(ups) not in (1, levels):
-            from rankopt.network import describe_levels
+            from rankopt.network.core import describe_levels
 
             raise RankoptInputError(
                 f"--uplink-bandwidth gives {len(ups)} values, but the network has {levels} "

@@ -1,6 +1,6 @@
 """TSPLIB helpers for tests and benchmarks: instances, optima, opt.tour files.
 
-Distances come from :func:`rankopt.tsplib.read_tsplib` (TSPLIB's integer
+Distances come from :func:`rankopt.network.tsplib.read_tsplib` (TSPLIB's integer
 rounding, so tour lengths compare with the published optima).
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from rankopt.tsplib import read_tsplib as _read_tsplib
+from rankopt.network.tsplib import read_tsplib as _read_tsplib
 
 __all__ = ["read_tsplib", "read_optima", "read_opt_tour", "tour_length"]
 

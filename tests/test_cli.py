@@ -163,7 +163,7 @@ def test_simulate_bad_output(tmp_path):
 
 
 def test_solve_time_and_contention_models(tmp_path):
-    from rankopt.cloud import load_cloud
+    from rankopt.network.cloud import load_cloud
 
     cloud = tmp_path / "c.npz"
     run(*f"simulate -o {cloud} --pods 1 --racks 2 --hosts 4 --seed 4".split(), check=True)

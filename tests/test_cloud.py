@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from rankopt import RankoptInputError, synthetic_cloud
-from rankopt.cloud import example_path, load_cloud
+from rankopt.network.cloud import example_path, load_cloud
 
 
 def test_shape_levels_and_seed():

@@ -176,7 +176,7 @@ def test_every_choice_has_a_schedule(engine):
 
 
 def _network():
-    from rankopt.cloud import synthetic_cloud
+    from rankopt.network.cloud import synthetic_cloud
 
     return rankopt.Network.from_cloud(synthetic_cloud(1, 2, 4, 1, rng=2, noise=0.0))
 

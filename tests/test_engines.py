@@ -263,7 +263,7 @@ def test_nccl_tree_for_small_ring_for_large_across_nodes():
 
 # ------------------------------------------------------------ workloads
 def _net(seed=1):
-    from rankopt.cloud import synthetic_cloud
+    from rankopt.network.cloud import synthetic_cloud
 
     c = synthetic_cloud(1, 2, 4, 1, rng=seed, noise=0.0, congested=0.0)
     return rankopt.Network.from_cloud(c)
@@ -389,7 +389,7 @@ def test_entry_point_engine_defaults(tmp_path):
 
 
 def test_cli_solve_with_engine_and_workload(tmp_path):
-    from rankopt.cloud import synthetic_cloud
+    from rankopt.network.cloud import synthetic_cloud
 
     cloud = tmp_path / "cloud.npz"
     synthetic_cloud(1, 2, 4, 1, rng=1).save(cloud)

@@ -14,8 +14,8 @@ import pytest
 
 from rankopt import Measurement, RankoptInputError, load_matrix, load_measurement, synthetic_cloud
 from rankopt._files import MAX_N, RankoptFileError, atomic_write, atomic_write_text
-from rankopt.cloud import load_cloud
-from rankopt.io import load_matrix_and_labels, read_matrix
+from rankopt.network.cloud import load_cloud
+from rankopt.network.io import load_matrix_and_labels, read_matrix
 
 M = np.array([[0.0, 1.0, 2.0], [1.5, 0.0, 3.0], [2.5, 3.5, 0.0]])
 

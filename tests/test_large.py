@@ -9,9 +9,9 @@ import pytest
 
 import rankopt
 from rankopt import HierarchicalNetwork, RankoptInputError, check_matrix
-from rankopt.hnetwork import _make_contiguous, ring_cost
 from rankopt.models import make_model
 from rankopt.models.ring import RingBottleneck, RingSum
+from rankopt.network.hierarchical import _make_contiguous, ring_cost
 
 
 def _points(n: int, seed: int = 0, dtype=np.float64) -> np.ndarray:
@@ -220,7 +220,7 @@ def test_network_shares_its_frozen_matrices_across_copies():
 
 
 def test_large_networks_skip_inference_and_the_interval(monkeypatch):
-    import rankopt.network as network
+    import rankopt.network.core as network
 
     monkeypatch.setattr(network, "INFER_MAX_N", 8)
     monkeypatch.setattr(network, "INTERVAL_MAX_N", 8)

@@ -30,13 +30,8 @@ STAGE_OF = {
     "rankopt._build_check": "base",
     # measure
     "rankopt.probe": "measure",
-    # network (modules still at the top of the package)
+    # network
     "rankopt.network": "network",
-    "rankopt.hierarchy": "network",
-    "rankopt.hnetwork": "network",
-    "rankopt.io": "network",
-    "rankopt.cloud": "network",
-    "rankopt.tsplib": "network",
     # model: the cost models and the engines whose algorithm choice they price
     "rankopt.models": "model",
     "rankopt.engines": "model",
@@ -58,29 +53,29 @@ STAGE_OF = {
 
 #: (importer, imported) pairs that cross the order today, with the reason.
 KNOWN = {
-    ("rankopt.network", "rankopt.models"): (
+    ("rankopt.network.core", "rankopt.models"): (
         "speedup_interval prices both orders on every redrawn network with make_model; "
         "it belongs beside RobustModel in models/robust.py"
     ),
-    ("rankopt.network", "rankopt.models.network"): (
+    ("rankopt.network.core", "rankopt.models.network"): (
         "Network validates its groups with models.network.check_groups; "
         "the check belongs in the base (_validation)"
     ),
-    ("rankopt.hnetwork", "rankopt.solvers.result"): (
+    ("rankopt.network.hierarchical", "rankopt.solvers.result"): (
         "solve_hierarchical (the host-ring solve) lives beside HierarchicalNetwork; "
         "it belongs in solvers/"
     ),
-    ("rankopt.hnetwork", "rankopt.solvers.solve"): "the same: solve_hierarchical",
-    ("rankopt.probe.measurement", "rankopt.network"): (
+    ("rankopt.network.hierarchical", "rankopt.solvers.solve"): "the same: solve_hierarchical",
+    ("rankopt.probe.measurement", "rankopt.network.core"): (
         "Measurement.save writes the network's groups and uplinks with "
-        "network.hierarchy_arrays; the file layout belongs to the measurement"
+        "network.core.hierarchy_arrays; the file layout belongs to the measurement"
     ),
-    ("rankopt.probe._topology", "rankopt.hierarchy"): (
+    ("rankopt.probe._topology", "rankopt.network.hierarchy"): (
         "the probe plans its bandwidth rounds from the hierarchy inferred on its "
         "own latency phase (hierarchy imports only the base)"
     ),
-    ("rankopt.probe.linear", "rankopt.hierarchy"): "the same: the linear probe's plan",
-    ("rankopt.probe.topology_sources", "rankopt.hierarchy"): (
+    ("rankopt.probe.linear", "rankopt.network.hierarchy"): "the same: the linear probe's plan",
+    ("rankopt.probe.topology_sources", "rankopt.network.hierarchy"): (
         "host_labels numbers the hosts of a provider's topology as the network does"
     ),
     ("rankopt.probe.profile", "rankopt.models.schedule"): (
@@ -101,10 +96,10 @@ KNOWN = {
 
 #: Import circles between modules today (each closed by a lazy import), with the reason.
 KNOWN_CYCLES = {
-    ("rankopt.io", "rankopt.network", "rankopt.probe.measurement"): (
-        "closed by Measurement.save importing network.hierarchy_arrays (see KNOWN)"
+    ("rankopt.network.core", "rankopt.network.io", "rankopt.probe.measurement"): (
+        "closed by Measurement.save importing network.core.hierarchy_arrays (see KNOWN)"
     ),
-    ("rankopt.hnetwork", "rankopt.solvers.solve"): (
+    ("rankopt.network.hierarchical", "rankopt.solvers.solve"): (
         "solve() dispatches a HierarchicalNetwork to solve_hierarchical, which calls solve() "
         "on the host matrix (see KNOWN)"
     ),

@@ -195,7 +195,7 @@ def _profile_file(tmp_path: Path, engine="openmpi") -> Path:
 
 
 def _net():
-    from rankopt.cloud import synthetic_cloud
+    from rankopt.network.cloud import synthetic_cloud
 
     c = synthetic_cloud(1, 2, 4, 1, rng=1, noise=0.0, congested=0.0)
     return rankopt.Network.from_cloud(c)

@@ -80,9 +80,9 @@ def check_hosts(hosts: Any, n: int | None = None, name: str = "hosts") -> tuple[
 def node_index(labels: Sequence[str]) -> NDArray[np.int64]:
     """Number the distinct labels by first appearance: ``node_index(["b", "a", "b"]) == [0, 1, 0]``.
 
-    The same numbering as :func:`rankopt.hierarchy.host_labels`, which it calls.
+    The same numbering as :func:`rankopt.network.hierarchy.host_labels`, which it calls.
     """
-    from rankopt.hierarchy import host_labels
+    from rankopt.network.hierarchy import host_labels
 
     return host_labels(labels)
 
@@ -244,7 +244,7 @@ def save_order(
     if p.suffix == ".json":
         doc: dict[str, Any] = {"format": ORDER_FORMAT, "order": arr.tolist()}
         if network is not None:
-            from rankopt.network import network_record
+            from rankopt.network.core import network_record
 
             doc["network"] = network_record(network)
         if result is not None:

@@ -97,7 +97,7 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
         "and orders nodes (only node order reaches NCCL's rings and trees)",
     )
     from rankopt._model_args import add_model_arguments
-    from rankopt.network import DDP_BUCKET_BYTES
+    from rankopt.network.core import DDP_BUCKET_BYTES
 
     add_model_arguments(
         p, default_nbytes=DDP_BUCKET_BYTES, nbytes_note=", torch DDP's gradient bucket"
@@ -358,7 +358,7 @@ def _solve(
         lat = loader(args.latency) if loader else np.load(args.latency)
         measurement = _Matrix(np.asarray(lat, dtype=np.float64), hosts)
     from rankopt._model_args import model_options, parse_uplinks
-    from rankopt.network import DDP_BUCKET_BYTES, Network
+    from rankopt.network.core import DDP_BUCKET_BYTES, Network
 
     ups = parse_uplinks(getattr(args, "uplink_bandwidth", None))
     plain = argparse.Namespace(**{**vars(args), "uplink_bandwidth": None})

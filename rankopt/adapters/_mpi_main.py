@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         "MPI_Comm_split). Launch it under mpiexec like the program itself.",
     )
     from rankopt._model_args import add_model_arguments
-    from rankopt.network import DEFAULT_NBYTES
+    from rankopt.network.core import DEFAULT_NBYTES
 
     add_model_arguments(
         p, default_nbytes=DEFAULT_NBYTES, nbytes_note=", a large allreduce of an MPI program"

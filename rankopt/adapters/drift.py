@@ -4,7 +4,7 @@ Contents
 --------
 choose_pairs
     The few bandwidth pairs worth re-measuring: one per block of alike pairs
-    (:func:`rankopt.network.alike_blocks`: every ordered pair of racks, the
+    (:func:`rankopt.network.core.alike_blocks`: every ordered pair of racks, the
     pairs inside every rack, ...), at most ``max_pairs``.
 compare
     The stored network against a cheap re-probe (all-pairs latency and the
@@ -18,7 +18,7 @@ HOLDS, CHANGED
 
 An entry *moved* when its ratio to the stored value is beyond both
 ``tolerance`` (default 25%) and three standard errors of the two medians
-(:func:`rankopt.network._log_sigma` without the block term). The network
+(:func:`rankopt.network.core._log_sigma` without the block term). The network
 *holds* when no sampled bandwidth moved and the median latency moved less
 than ``tolerance``; else it *changed*. Re-ordering *pays* when the order
 solved on the network as it is now beats the stored order by the lower end
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt.network import Network, alike_blocks
+from rankopt.network.core import Network, alike_blocks
 
 __all__ = ["CHANGED", "HOLDS", "CheckResult", "choose_pairs", "compare"]
 
@@ -58,7 +58,7 @@ def choose_pairs(network: Network, *, max_pairs: int = 24, rng: int = 0) -> list
     """
     n = network.n
     blocks = alike_blocks(network.groups, n, network.hosts)
-    from rankopt.network import meet_levels
+    from rankopt.network.core import meet_levels
 
     meet = meet_levels(network.groups, n)
     gen = np.random.default_rng(rng)
@@ -198,7 +198,7 @@ def compare(
         For :func:`rankopt.solve` on the network now (defaults: the default path).
     """
     import rankopt
-    from rankopt.network import speedup_interval
+    from rankopt.network.core import speedup_interval
 
     n = stored.n
     lat_now = np.asarray(latency, dtype=np.float64)

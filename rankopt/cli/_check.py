@@ -46,7 +46,7 @@ def load_stored(path: str) -> tuple[Any, Any, Any]:
     """``(network, order or None, order file or None)`` from an order file or a network file."""
     from rankopt._validation import RankoptInputError
     from rankopt.adapters._common import read_order_file
-    from rankopt.network import load_network, network_from_record
+    from rankopt.network.core import load_network, network_from_record
 
     if path.endswith(".json"):
         f = read_order_file(path)

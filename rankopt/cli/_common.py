@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rankopt.io import load_matrix_and_labels
+from rankopt.network.io import load_matrix_and_labels
 
 __all__ = [
     "add_matrix_args",
@@ -43,7 +43,7 @@ def add_matrix_args(p: argparse.ArgumentParser) -> None:
 def add_problem_args(p: argparse.ArgumentParser) -> None:
     """The matrix arguments plus what defines the problem (the shared model options)."""
     from rankopt._model_args import add_model_arguments
-    from rankopt.network import DEFAULT_NBYTES
+    from rankopt.network.core import DEFAULT_NBYTES
 
     add_matrix_args(p)
     add_model_arguments(p, default_nbytes=DEFAULT_NBYTES, solver=False)
@@ -74,7 +74,7 @@ def read_network(args: argparse.Namespace) -> tuple[Any, list[str] | None]:
     ``--unit``, ``--nan`` and ``--rtt``, and their header names (if any)
     label the processes in rankfiles.
     """
-    from rankopt.network import Network, load_network
+    from rankopt.network.core import Network, load_network
 
     if str(args.matrix).endswith(".npz") and args.unit is None and not args.rtt:
         net = load_network(args.matrix)

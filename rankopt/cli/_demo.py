@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from rankopt.cloud import example_path, load_cloud
+from rankopt.network.cloud import example_path, load_cloud
 from rankopt.solvers import solve
 
 __all__ = ["register", "run"]

@@ -247,7 +247,7 @@ def _probe_and_save(
         abort()
         return 1
     if rank == 0:
-        from rankopt.network import Network
+        from rankopt.network.core import Network
 
         net = Network.from_measurement(m)
         if args.topology is not None:
@@ -346,7 +346,7 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
     if n < 2:
         raise CLIError("the probe needs at least 2 processes; got -n " + str(n))
     if args.latency is not None:
-        from rankopt.io import load_matrix
+        from rankopt.network.io import load_matrix
 
         lat = load_matrix(args.latency, unit=args.unit)
         if lat.shape != (n, n):

@@ -87,7 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="launch command, after --: mpiexec -n N ./app ...",
     )
     from rankopt._model_args import add_model_arguments
-    from rankopt.network import DEFAULT_NBYTES
+    from rankopt.network.core import DEFAULT_NBYTES
 
     add_model_arguments(r, default_nbytes=DEFAULT_NBYTES, default_engine="mpi")
     r.set_defaults(func=run_mpi)
@@ -163,7 +163,7 @@ def _solve_order(args: argparse.Namespace, lib: str | os.PathLike[str]) -> str:
     """``run-mpi --network``: solve with the model options, write the order, return its path."""
     from rankopt._model_args import model_options, report
     from rankopt.adapters._common import order_digest, save_order
-    from rankopt.network import load_network
+    from rankopt.network.core import load_network
     from rankopt.solvers import solve
 
     net = load_network(args.network)

@@ -8,7 +8,7 @@ import numpy as np
 
 from rankopt._files import MAX_N, atomic_write, check_output_path, format_bytes
 from rankopt.cli import CLIError
-from rankopt.cloud import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, synthetic_cloud
+from rankopt.network.cloud import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, synthetic_cloud
 
 __all__ = ["register", "run"]
 

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "matrix with the ring's latency sum.",
     )
     from rankopt._model_args import add_model_arguments
-    from rankopt.network import DEFAULT_NBYTES
+    from rankopt.network.core import DEFAULT_NBYTES
 
     add_matrix_args(p)
     add_model_arguments(p, default_nbytes=DEFAULT_NBYTES)

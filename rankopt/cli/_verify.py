@@ -65,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     from rankopt._model_args import add_model_arguments
-    from rankopt.network import DEFAULT_NBYTES
+    from rankopt.network.core import DEFAULT_NBYTES
 
     add_model_arguments(p, default_nbytes=DEFAULT_NBYTES, default_engine="mpi")
     p.add_argument(

@@ -138,7 +138,7 @@ def robust_model(
     as ``solve()`` built them; the draws are seeded by ``seed`` (reproducible).
     """
     from rankopt.models import make_model
-    from rankopt.network import Redraw
+    from rankopt.network.core import Redraw
 
     if int(draws) != draws or draws < 2:
         raise ValueError(f"`robust` must ask for at least 2 networks; got {draws!r}.")

@@ -87,7 +87,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rankopt.hierarchy import DEFAULT_GAP, host_labels, infer_hierarchy
+from rankopt.network.hierarchy import DEFAULT_GAP, host_labels, infer_hierarchy
 from rankopt.probe._topology import pair_links
 
 __all__ = ["LinearPlanner", "fill_bandwidth", "pack", "DEFAULT_UPLINK_FLOWS"]

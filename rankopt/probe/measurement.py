@@ -232,7 +232,7 @@ class Measurement:
             if value is not None:
                 arrays[name] = value
         if network is not None and network.groups:
-            from rankopt.network import hierarchy_arrays
+            from rankopt.network.core import hierarchy_arrays
 
             arrays.update(hierarchy_arrays(network))
         return atomic_write(path, lambda fh: np.savez(fh, **arrays), what="measurement file")

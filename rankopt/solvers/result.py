@@ -120,7 +120,7 @@ class SolveResult:
             f"n={n}, method={self.method}",
         ]
         if self.network is not None:
-            from rankopt.network import describe_levels
+            from rankopt.network.core import describe_levels
 
             sizes = self.network.get("level_sizes") or []
             levels = describe_levels(

@@ -107,7 +107,7 @@ def as_matrices(latency: Any, bandwidth: Any = None) -> tuple[Any, Any]:
             from rankopt.probe.measurement import load_measurement
 
             return as_matrices(load_measurement(latency), bandwidth)
-        from rankopt.io import load_matrix
+        from rankopt.network.io import load_matrix
 
         latency = load_matrix(latency)
     return latency, bandwidth
@@ -144,7 +144,7 @@ def solve(
         One-way latency in seconds, ``latency[i, j]`` from process i to j
         (original ranks), or a whole network: a :class:`rankopt.Network`,
         a :class:`rankopt.HierarchicalNetwork` (very large jobs: a ring
-        solved on its host-level matrix, :func:`rankopt.hnetwork.solve_hierarchical`),
+        solved on its host-level matrix, :func:`rankopt.network.hierarchical.solve_hierarchical`),
         a :class:`rankopt.Measurement` or :class:`rankopt.Cloud` (made a
         Network, hierarchy and uplinks inferred), or a path (``.npz``:
         :func:`rankopt.load_network`; other files:
@@ -261,8 +261,8 @@ def solve(
     True
     """
     t0 = time.perf_counter()
-    from rankopt.hnetwork import HierarchicalNetwork
-    from rankopt.network import as_network
+    from rankopt.network.core import as_network
+    from rankopt.network.hierarchical import HierarchicalNetwork
 
     if isinstance(latency, HierarchicalNetwork):
         return _solve_hierarchical(
@@ -416,7 +416,7 @@ def solve(
         order, cost = identity(n), baseline
         notes.append("no order found that beats the launch order: the launch order is kept")
     interval = None
-    from rankopt.network import INTERVAL_MAX_N
+    from rankopt.network.core import INTERVAL_MAX_N
 
     if network is not None and network.measured and n > INTERVAL_MAX_N:
         notes.append(
@@ -424,7 +424,7 @@ def solve(
             "arrays each): the modelled gain is not checked against the measured spread"
         )
     elif network is not None and network.measured and not callable(objective):
-        from rankopt.network import speedup_interval
+        from rankopt.network.core import speedup_interval
 
         interval = speedup_interval(
             network,
@@ -497,8 +497,8 @@ def solve(
 def _solve_hierarchical(
     network: Any, collective: str, algorithm: str, *, unsupported: Mapping[str, Any], **kw: Any
 ) -> SolveResult:
-    """``solve(HierarchicalNetwork)``: :func:`rankopt.hnetwork.solve_hierarchical`."""
-    from rankopt.hnetwork import solve_hierarchical
+    """``solve(HierarchicalNetwork)``: :func:`rankopt.network.hierarchical.solve_hierarchical`."""
+    from rankopt.network.hierarchical import solve_hierarchical
 
     given = sorted(k for k, v in unsupported.items() if v is not None)
     if given:
@@ -679,7 +679,7 @@ def _price_workload(
             "leave `algorithm` out, or drop `engine` to price the mix with it."
         )
     if workload is None:
-        from rankopt.network import DEFAULT_NBYTES
+        from rankopt.network.core import DEFAULT_NBYTES
 
         calls: tuple[Call, ...] = (
             Call(collective, float(DEFAULT_NBYTES if nbytes is None else nbytes), 1.0),
@@ -745,7 +745,7 @@ def _network_model(
             )
         return objective, {**kw, "bandwidth": None, "groups": None, "uplink_bandwidth": None}, notes
     if kw["nbytes"] is None and (network.bandwidth is not None or objective == "contention"):
-        from rankopt.network import DEFAULT_NBYTES
+        from rankopt.network.core import DEFAULT_NBYTES
 
         kw["nbytes"] = DEFAULT_NBYTES
     if kw["bandwidth"] is None and network.bandwidth is not None and kw["nbytes"] is not None:
@@ -755,7 +755,7 @@ def _network_model(
             kw["groups"] = list(network.groups) or None
             ups = kw["uplink_bandwidth"]
             if isinstance(ups, (list, tuple)) and len(ups) not in (1, len(network.groups)):
-                from rankopt.network import describe_levels
+                from rankopt.network.core import describe_levels
 
                 raise RankoptInputError(
                     f"`uplink_bandwidth` gives {len(ups)} values, but the network has "

@@ -48,7 +48,7 @@ def measured_network(measurement: Any) -> dict[str, Any]:
     :meth:`rankopt.Network.from_measurement` (the inference every entry
     point uses).
     """
-    from rankopt.network import Network
+    from rankopt.network.core import Network
 
     net = Network.from_measurement(measurement)
     out: dict[str, Any] = {"latency": np.asarray(net.latency)}

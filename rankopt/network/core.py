@@ -341,7 +341,7 @@ class Network:
 
         A level of one group is dropped (as in :meth:`with_hierarchy`); an uplink
         the probe loaded with concurrent flows keeps that measured capacity, the
-        others get :func:`rankopt.hierarchy.infer_uplinks`'s single-pair estimate.
+        others get :func:`rankopt.network.hierarchy.infer_uplinks`'s single-pair estimate.
         """
         keep = [k for k, lab in enumerate(groups) if int(np.max(lab)) > 0]
         levels = [np.asarray(groups[k], dtype=np.int64) for k in keep]
@@ -380,13 +380,13 @@ class Network:
         probed only ever come out slower), hosts first; latency is then not
         used, since on shared hosts it is noise. Without bandwidth: average
         linkage on latency, hosts first when known. Uplinks come from
-        :func:`rankopt.hierarchy.infer_uplinks` when bandwidth is known.
+        :func:`rankopt.network.hierarchy.infer_uplinks` when bandwidth is known.
 
         Above :data:`INFER_MAX_N` processes nothing is inferred (the linkage
         needs several condensed :math:`O(n^2)` copies): the hosts are the one
         level when known, and ``provenance["hierarchy"]`` says so.
         """
-        from rankopt.hierarchy import host_labels, infer_hierarchy
+        from rankopt.network.hierarchy import host_labels, infer_hierarchy
 
         if self.n > INFER_MAX_N:
             levels = [] if self.hosts is None else [host_labels(self.hosts)]
@@ -411,7 +411,7 @@ class Network:
             # a level of one group is the whole network: no uplink to share
             levels = tuple(lab for lab in levels if int(lab.max()) > 0)
         if uplinks is None and levels and self.bandwidth is not None:
-            from rankopt.hierarchy import infer_uplinks
+            from rankopt.network.hierarchy import infer_uplinks
 
             uplinks = infer_uplinks(self.bandwidth, levels)
         return replace(self, groups=levels, uplinks=() if uplinks is None else tuple(uplinks))
@@ -563,7 +563,7 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
         if "format" in files and str(z["format"]) == FORMAT:
             return _network_from_npz(z, name)
         if {"latency", "bandwidth", "groups", "hosts"} <= files and "seed" in files:
-            from rankopt.cloud import cloud_from_arrays
+            from rankopt.network.cloud import cloud_from_arrays
 
             return Network.from_cloud(cloud_from_arrays(z, name))
         from rankopt.probe.measurement import measurement_from_arrays
@@ -574,7 +574,7 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
             net = Network.from_measurement(m, infer=False).with_hierarchy(groups, ups)
             return replace(net, provenance={**net.provenance, "hierarchy": "stored by the probe"})
         return Network.from_measurement(m)
-    from rankopt.io import load_matrix_and_labels
+    from rankopt.network.io import load_matrix_and_labels
 
     lat, labels = load_matrix_and_labels(name, unit=unit)
     prov = {} if labels is None else {"labels": list(labels)}

@@ -283,7 +283,7 @@ class HierarchicalNetwork:
         with bandwidth and uplinks, ``"time"`` with bandwidth only, the
         ring's latency ``"sum"`` otherwise.
         """
-        from rankopt.network import DEFAULT_NBYTES
+        from rankopt.network.core import DEFAULT_NBYTES
 
         size = DEFAULT_NBYTES if nbytes is None else float(nbytes)
         if self.bandwidth is not None and self.has_uplinks:
@@ -312,7 +312,7 @@ class HierarchicalNetwork:
             When ``n`` exceeds :data:`FLAT_MAX_N` (the point of this form is
             not to build that matrix).
         """
-        from rankopt.network import Network
+        from rankopt.network.core import Network
 
         if self.n > FLAT_MAX_N:
             raise RankoptInputError(
@@ -379,7 +379,7 @@ def _objective(
                 "objective 'contention' needs `uplinks` on every level (hosts included)."
             )
         if size is None:
-            from rankopt.network import DEFAULT_NBYTES
+            from rankopt.network.core import DEFAULT_NBYTES
 
             size = DEFAULT_NBYTES
     return obj, size

@@ -331,7 +331,7 @@ def load_matrix(
         If ``path`` does not exist.
     RankoptInputError
         If the file is not a regular file (a FIFO, a directory), exceeds the
-        size limits (see *Limits* in :mod:`rankopt.io`), cannot be parsed, or
+        size limits (see *Limits* in :mod:`rankopt.network.io`), cannot be parsed, or
         the matrix is invalid. The message is one line and names the file.
 
     Examples

@@ -112,7 +112,7 @@ def cloud_from_arrays(z: Mapping[str, Any], path: str | os.PathLike[str]) -> Clo
 
 def example_path() -> Path:
     """The example shipped with the package: 48 VMs, 2 pods x 3 racks x 8 hosts."""
-    return Path(__file__).with_name("data") / "cloud48.npz"
+    return Path(__file__).resolve().parent.parent / "data" / "cloud48.npz"
 
 
 def synthetic_cloud(

@@ -1,0 +1,62 @@
+"""The network stage: what the measurements say about the network, as one object.
+
+Contents
+--------
+core
+    :class:`Network` (latency and bandwidth with their spreads, hosts,
+    hierarchy, uplinks, units and provenance), :func:`as_network`,
+    :func:`load_network`, the network file format and record, and the
+    speedup interval over networks redrawn within the measured spread.
+hierarchy
+    The hierarchy inferred from a latency matrix (groups per level, finest
+    first) and every group's uplink capacity.
+hierarchical
+    :class:`~rankopt.network.hierarchical.HierarchicalNetwork`, the
+    host-level form of a very large job, its ring cost and ring solve.
+io
+    Latency and bandwidth matrices from text, CSV, JSON and NumPy files.
+cloud
+    Synthetic clouds (pods, racks, hosts) and the bundled example.
+tsplib
+    TSPLIB instances as distance matrices (the test suite's references).
+
+Everything :mod:`rankopt.network.core` exports is importable from here. The
+size limits (``INFER_MAX_N``, ``INTERVAL_MAX_N``) are read where they are
+defined: change them on :mod:`rankopt.network.core`.
+"""
+
+from __future__ import annotations
+
+from rankopt.network.core import (
+    DDP_BUCKET_BYTES,
+    DEFAULT_NBYTES,
+    FORMAT,
+    INFER_MAX_N,
+    INTERVAL_MAX_N,
+    Network,
+    Redraw,
+    as_network,
+    load_network,
+    network_digest,
+    network_from_record,
+    network_record,
+    redraw,
+    speedup_interval,
+)
+
+__all__ = [
+    "Network",
+    "as_network",
+    "load_network",
+    "DEFAULT_NBYTES",
+    "DDP_BUCKET_BYTES",
+    "FORMAT",
+    "INFER_MAX_N",
+    "INTERVAL_MAX_N",
+    "Redraw",
+    "redraw",
+    "speedup_interval",
+    "network_digest",
+    "network_record",
+    "network_from_record",
+]
