@@ -246,11 +246,11 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/test_engines.py::test_open_mpi_alltoall_decides_on_the_block_to_each_peer",),
     ),
     Mutant(
-        "mpich_short_message_threshold",
+        "mpich_allreduce_small_threshold",
         "rankopt/engines/mpich.py",
-        "if nbytes <= short or nbytes / itemsize < pof2",
-        "if nbytes < short or nbytes / itemsize < pof2",
-        "MPICH: a vector of exactly the short-message size takes Rabenseifner",
+        "if nbytes <= 8 or count < _pow2(n):",
+        "if nbytes <= 32 or count < _pow2(n):",
+        "MPICH allreduce table: recursive doubling up to 32 bytes instead of 8",
         ("tests/test_engines.py::test_mpich_auto_selection_and_cvars",),
     ),
     # ---------------------------------------------------------------- methods
