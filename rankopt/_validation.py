@@ -24,6 +24,7 @@ over the ``n^2 = 1e10`` pairs of ``n = 1e5`` processes stays below ``1e31``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -36,6 +37,7 @@ __all__ = [
     "RankoptInputError",
     "check_matrix",
     "check_order",
+    "check_groups",
     "check_positive",
     "check_options",
     "check_quantity",
@@ -397,6 +399,36 @@ def check_order(order: ArrayLike, n: int, name: str = "order") -> NDArray[np.int
             f"`{name}` must be a permutation of 0..{n - 1}; {dup} appears at positions "
             f"{where.tolist()}."
         )
+    return out
+
+
+def check_groups(groups: Any, n: int) -> list[NDArray[np.int64]]:
+    """Validate one label array or a list of them (finest first) -> list of int arrays."""
+    arr = groups
+    if isinstance(groups, np.ndarray) and groups.ndim == 1:
+        arr = [groups]
+    elif isinstance(groups, np.ndarray) and groups.ndim == 2:
+        arr = list(groups)
+    elif isinstance(groups, Sequence) and groups and np.ndim(groups[0]) == 0:
+        arr = [groups]
+    if not isinstance(arr, (list, tuple)) or not arr:
+        raise RankoptInputError(
+            "`groups` must be one label array of length n or a list of them (finest first); "
+            f"got {type(groups).__name__} instead."
+        )
+    out = []
+    for k, g in enumerate(arr):
+        lab = np.asarray(g)
+        if lab.shape != (n,):
+            raise RankoptInputError(
+                f"`groups` level {k} must have shape ({n},) (one label per process); "
+                f"got shape {lab.shape}."
+            )
+        if lab.size and not np.issubdtype(lab.dtype, np.integer):
+            raise RankoptInputError(
+                f"`groups` level {k} must hold integers; got dtype {lab.dtype}."
+            )
+        out.append(np.unique(lab, return_inverse=True)[1].reshape(-1).astype(np.int64))
     return out
 
 

@@ -57,10 +57,6 @@ KNOWN = {
         "speedup_interval prices both orders on every redrawn network with make_model; "
         "it belongs beside RobustModel in models/robust.py"
     ),
-    ("rankopt.network.core", "rankopt.models.network"): (
-        "Network validates its groups with models.network.check_groups; "
-        "the check belongs in the base (_validation)"
-    ),
     ("rankopt.network.hierarchical", "rankopt.solvers.result"): (
         "solve_hierarchical (the host-ring solve) lives beside HierarchicalNetwork; "
         "it belongs in solvers/"

@@ -13,14 +13,19 @@ reference_time
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rankopt._validation import RANGES, RankoptInputError, check_matrix, check_quantity
+from rankopt._validation import (
+    RANGES,
+    RankoptInputError,
+    check_groups,
+    check_matrix,
+    check_quantity,
+)
 from rankopt.models.schedule import Schedule
 
 __all__ = ["Network", "make_network", "check_groups", "reference_time"]
@@ -63,36 +68,6 @@ class Network:
     def has_rate(self) -> bool:
         """Whether transfers have a bytes term (bandwidth or uplinks with a size)."""
         return self.nbytes is not None and (self.bandwidth is not None or self.levels > 0)
-
-
-def check_groups(groups: Any, n: int) -> list[NDArray[np.int64]]:
-    """Validate one label array or a list of them (finest first) -> list of int arrays."""
-    arr = groups
-    if isinstance(groups, np.ndarray) and groups.ndim == 1:
-        arr = [groups]
-    elif isinstance(groups, np.ndarray) and groups.ndim == 2:
-        arr = list(groups)
-    elif isinstance(groups, Sequence) and groups and np.ndim(groups[0]) == 0:
-        arr = [groups]
-    if not isinstance(arr, (list, tuple)) or not arr:
-        raise RankoptInputError(
-            "`groups` must be one label array of length n or a list of them (finest first); "
-            f"got {type(groups).__name__} instead."
-        )
-    out = []
-    for k, g in enumerate(arr):
-        lab = np.asarray(g)
-        if lab.shape != (n,):
-            raise RankoptInputError(
-                f"`groups` level {k} must have shape ({n},) (one label per process); "
-                f"got shape {lab.shape}."
-            )
-        if lab.size and not np.issubdtype(lab.dtype, np.integer):
-            raise RankoptInputError(
-                f"`groups` level {k} must hold integers; got dtype {lab.dtype}."
-            )
-        out.append(np.unique(lab, return_inverse=True)[1].reshape(-1).astype(np.int64))
-    return out
 
 
 def _check_uplinks(uplink_bandwidth: Any, labels: list[NDArray[np.int64]]) -> NDArray[np.float64]:

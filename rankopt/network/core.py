@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt._validation import RankoptInputError
+from rankopt._validation import RankoptInputError, check_groups
 
 __all__ = [
     "Network",
@@ -102,8 +102,6 @@ def _array(a: ArrayLike | None, dtype: Any, n: int, name: str) -> NDArray[Any] |
 
 
 def _frozen_levels(groups: Any, n: int) -> tuple[NDArray[np.int64], ...]:
-    from rankopt.models.network import check_groups
-
     if groups is None or (isinstance(groups, Sequence) and len(groups) == 0):
         return ()
     out = []
