@@ -27,36 +27,7 @@ defined: change them on :mod:`rankopt.network.core`.
 
 from __future__ import annotations
 
-from rankopt.network.core import (
-    DDP_BUCKET_BYTES,
-    DEFAULT_NBYTES,
-    FORMAT,
-    INFER_MAX_N,
-    INTERVAL_MAX_N,
-    Network,
-    Redraw,
-    as_network,
-    load_network,
-    network_digest,
-    network_from_record,
-    network_record,
-    redraw,
-    speedup_interval,
-)
+from rankopt.network import core as _core
+from rankopt.network.core import *  # noqa: F403 -- the stage's public names are core's
 
-__all__ = [
-    "Network",
-    "as_network",
-    "load_network",
-    "DEFAULT_NBYTES",
-    "DDP_BUCKET_BYTES",
-    "FORMAT",
-    "INFER_MAX_N",
-    "INTERVAL_MAX_N",
-    "Redraw",
-    "redraw",
-    "speedup_interval",
-    "network_digest",
-    "network_record",
-    "network_from_record",
-]
+__all__ = list(_core.__all__)
