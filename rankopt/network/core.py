@@ -804,8 +804,8 @@ class Redraw:
 
     The entries the hierarchy says are alike (a block of at least
     :data:`MIN_BLOCK` pairs crossing the same uplinks, or every pair when
-    there is no hierarchy) are exchangeable: each is drawn from its block's
-    measured values, then jittered by its own median's standard error, so an
+    there is no hierarchy) are exchangeable: each is drawn around its block's
+    median with the block's robust spread and its own median's standard error, so an
     order that only exploits which alike pair happened to measure slow gains
     nothing on the draws. Entries of smaller blocks keep their value with
     log-normal noise of their uncertainty (:func:`_log_sigma`: the median's
@@ -882,9 +882,12 @@ class Redraw:
 
         In a block the hierarchy says is alike (at least :data:`MIN_BLOCK`
         entries), which entry is slow is not something the measurement can vouch
-        for: every entry is drawn from the block's measured values (with
-        replacement), then jittered by its own median's standard error ``own``.
-        Smaller blocks keep their value and the combined uncertainty ``sigma``.
+        for: every entry is drawn log-normally around the block's median with the
+        block's robust spread (1.4826 MAD of the logs) and its own median's
+        standard error ``own`` in quadrature. A robust centre and spread keep the
+        few entries a probe measured while sharing a link from standing for the
+        block. Smaller blocks keep their value and the combined uncertainty
+        ``sigma``.
         """
         n = self.n
         out = values * np.exp(sigma * gen.standard_normal((n, n)))
@@ -892,8 +895,11 @@ class Redraw:
             pool = values.flat[sel]
             pool = pool[np.isfinite(pool) & (pool > 0)]
             if pool.size:
-                picked = gen.choice(pool, size=sel.size)
-                out.flat[sel] = picked * np.exp(own.flat[sel] * gen.standard_normal(sel.size))
+                logs = np.log(pool)
+                mid = float(np.median(logs))
+                spread = 1.4826 * float(np.median(np.abs(logs - mid)))
+                z = np.hypot(spread, own.flat[sel]) * gen.standard_normal(sel.size)
+                out.flat[sel] = np.exp(mid + z)
         return out
 
     def __call__(self, gen: np.random.Generator) -> tuple[NDArray[np.float64], dict[str, Any]]:
