@@ -144,6 +144,18 @@ def test_check_holds_on_a_quiet_reprobe_and_sees_a_halved_uplink():
     moved = [p for p in r.pairs if p["moved"]]
     assert moved and all(0.4 < p["ratio"] < 0.6 for p in moved)
     assert "CHANGED" in r.text(stored.hosts)
+    # latency 1.6x higher everywhere: it does not change the 16 MiB ring's time
+    slow = quiet.latency * 1.6
+    r = compare(stored, slow, {p: quiet.bandwidth[p] for p in pairs}, order=order)
+    assert r.verdict == HOLDS and any(
+        "latency moved +" in t and "does not change it" in t for t in r.notes
+    )
+    # ... but at 1 KiB the latency is the time
+    r = compare(
+        stored, slow, {p: quiet.bandwidth[p] for p in pairs}, order=order,
+        solve_options={"nbytes": 1024},
+    )  # fmt: skip
+    assert r.verdict == CHANGED
     # from the launch order, re-ordering pays on the network now
     r = compare(stored, halved.latency, {p: halved.bandwidth[p] for p in pairs})
     assert r.pays and r.resolved_interval[0] > 1.0

@@ -19,8 +19,10 @@ HOLDS, CHANGED
 An entry *moved* when its ratio to the stored value is beyond both
 ``tolerance`` (default 25%) and three standard errors of the two medians
 (:func:`rankopt.network.core._log_sigma` without the block term). The network
-*holds* when no sampled bandwidth moved and the median latency moved less
-than ``tolerance``; else it *changed*. Re-ordering *pays* when the order
+*holds* when no sampled bandwidth moved and the latency now changes the stored
+order's modelled time by less than ``tolerance`` (a busy machine's latency
+moves by tens of per cent and does not matter to bandwidth-bound calls; the
+note still reports it); else it *changed*. Re-ordering *pays* when the order
 solved on the network as it is now beats the stored order by the lower end
 of its 90% interval (:func:`rankopt.network.speedup_interval`, launch = the
 stored order).
@@ -235,9 +237,21 @@ def compare(
             now_bw[blocks == b] *= float(np.median(ratios))
     moved_any = any(p["moved"] for p in pairs)
     lat_moved = abs(np.log1p(lat_change)) > np.log1p(tolerance)
+    lat_matters = lat_moved
     if lat_moved:
-        notes.append(f"latency moved {lat_change:+.0%} in the median")
-    verdict = CHANGED if moved_any or lat_moved else HOLDS
+        # a latency change counts when it changes what the job pays: the stored
+        # order's modelled time, priced with the latency now
+        opts0 = dict(solve_options or {})
+        before = _cost(stored, stored.latency, base, opts0)
+        after = _cost(stored, lat_now, base, opts0)
+        effect = after / before - 1.0 if before > 0 else 0.0
+        lat_matters = abs(np.log1p(effect)) > np.log1p(tolerance)
+        notes.append(
+            f"latency moved {lat_change:+.0%} in the median, the stored order's modelled "
+            f"time {effect:+.0%}"
+            + ("" if lat_matters else " (within tolerance: the latency does not change it)")
+        )
+    verdict = CHANGED if moved_any or lat_matters else HOLDS
     now = replace(
         stored,
         latency=lat_now if lat_moved else stored.latency,
@@ -277,6 +291,17 @@ def compare(
         resolved_order=[int(x) for x in resolved],
         notes=notes,
     )
+
+
+def _cost(
+    network: Network, latency: NDArray[Any], order: NDArray[np.int64], opts: Mapping[str, Any]
+) -> float:
+    """Modelled time of ``order`` on ``network`` with ``latency`` (the default model)."""
+    from rankopt.models import make_model
+
+    kw = network.default_model(nbytes=opts.get("nbytes"))
+    m = make_model(latency, opts.get("collective", "allreduce"), "ring", **kw)
+    return float(m.cost(order))
 
 
 def _modelled(network: Network, order: NDArray[np.int64], opts: Mapping[str, Any]) -> float:
