@@ -11,7 +11,8 @@ import rankopt
 from rankopt import HierarchicalNetwork, RankoptInputError, check_matrix
 from rankopt.models import make_model
 from rankopt.models.ring import RingBottleneck, RingSum
-from rankopt.network.hierarchical import _make_contiguous, ring_cost
+from rankopt.network.hierarchical import ring_cost
+from rankopt.solvers.hierarchical import _make_contiguous
 
 
 def _points(n: int, seed: int = 0, dtype=np.float64) -> np.ndarray:

@@ -57,11 +57,6 @@ KNOWN = {
         "speedup_interval prices both orders on every redrawn network with make_model; "
         "it belongs beside RobustModel in models/robust.py"
     ),
-    ("rankopt.network.hierarchical", "rankopt.solvers.result"): (
-        "solve_hierarchical (the host-ring solve) lives beside HierarchicalNetwork; "
-        "it belongs in solvers/"
-    ),
-    ("rankopt.network.hierarchical", "rankopt.solvers.solve"): "the same: solve_hierarchical",
     ("rankopt.probe.measurement", "rankopt.network.core"): (
         "Measurement.save writes the network's groups and uplinks with "
         "network.core.hierarchy_arrays; the file layout belongs to the measurement"
@@ -95,9 +90,9 @@ KNOWN_CYCLES = {
     ("rankopt.network.core", "rankopt.network.io", "rankopt.probe.measurement"): (
         "closed by Measurement.save importing network.core.hierarchy_arrays (see KNOWN)"
     ),
-    ("rankopt.network.hierarchical", "rankopt.solvers.solve"): (
+    ("rankopt.solvers.hierarchical", "rankopt.solvers.solve"): (
         "solve() dispatches a HierarchicalNetwork to solve_hierarchical, which calls solve() "
-        "on the host matrix (see KNOWN)"
+        "on the host matrix"
     ),
     ("rankopt.models", "rankopt.models.evaluate"): (
         "models.evaluate builds models with make_model of the package it belongs to"

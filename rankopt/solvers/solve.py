@@ -144,7 +144,7 @@ def solve(
         One-way latency in seconds, ``latency[i, j]`` from process i to j
         (original ranks), or a whole network: a :class:`rankopt.Network`,
         a :class:`rankopt.HierarchicalNetwork` (very large jobs: a ring
-        solved on its host-level matrix, :func:`rankopt.network.hierarchical.solve_hierarchical`),
+        solved on its host-level matrix, :func:`rankopt.solvers.hierarchical.solve_hierarchical`),
         a :class:`rankopt.Measurement` or :class:`rankopt.Cloud` (made a
         Network, hierarchy and uplinks inferred), or a path (``.npz``:
         :func:`rankopt.load_network`; other files:
@@ -497,8 +497,8 @@ def solve(
 def _solve_hierarchical(
     network: Any, collective: str, algorithm: str, *, unsupported: Mapping[str, Any], **kw: Any
 ) -> SolveResult:
-    """``solve(HierarchicalNetwork)``: :func:`rankopt.network.hierarchical.solve_hierarchical`."""
-    from rankopt.network.hierarchical import solve_hierarchical
+    """``solve(HierarchicalNetwork)``: :func:`rankopt.solvers.hierarchical.solve_hierarchical`."""
+    from rankopt.solvers.hierarchical import solve_hierarchical
 
     given = sorted(k for k, v in unsupported.items() if v is not None)
     if given:
@@ -510,7 +510,7 @@ def _solve_hierarchical(
         raise RankoptInputError(
             "a HierarchicalNetwork is priced by its ring models, not a callable."
         )
-    return solve_hierarchical(network, collective, algorithm, **kw)  # type: ignore[no-any-return]
+    return solve_hierarchical(network, collective, algorithm, **kw)
 
 
 def _robust(
