@@ -78,11 +78,6 @@ KNOWN = {
         "the workload recorder runs the application under the PMPI shim that "
         "apply builds (its profiling wrappers)"
     ),
-    ("rankopt.adapters._launch", "rankopt"): "the launcher calls the facade (rankopt.solve)",
-    ("rankopt.adapters.mpi", "rankopt"): "the same: rankopt.solve",
-    ("rankopt.adapters.nccl", "rankopt"): "the same: rankopt.solve",
-    ("rankopt.adapters.verify", "rankopt"): "the same: rankopt.solve, rankopt.Network",
-    ("rankopt.adapters.drift", "rankopt"): "the same: rankopt.solve",
 }
 
 #: Import circles between modules today (each closed by a lazy import), with the reason.

@@ -352,10 +352,9 @@ def _solve(
             )
         return order, f"order from {args.order}", None, None
     if args.latency is not None:
-        import rankopt
+        from rankopt.network.io import load_matrix
 
-        loader = getattr(rankopt, "load_matrix", None)
-        lat = loader(args.latency) if loader else np.load(args.latency)
+        lat = load_matrix(args.latency)
         measurement = _Matrix(np.asarray(lat, dtype=np.float64), hosts)
     from rankopt._model_args import model_options, parse_uplinks
     from rankopt.network.core import DDP_BUCKET_BYTES, Network
@@ -382,15 +381,15 @@ def _solve(
         m = int(node_index(hosts).max()) + 1
         what = "nodes" if res is None else _describe(res)
         return order, f"node-granular, {m} nodes, {what}", None, res
-    import rankopt
     from rankopt._model_args import report
+    from rankopt.solvers.solve import solve
 
     if isinstance(measurement, _Matrix):
         network = Network.from_matrices(measurement.latency, hosts=hosts, source="file")
     else:
         network = Network.from_measurement(measurement)
     opts.setdefault("nbytes", DDP_BUCKET_BYTES)
-    res = rankopt.solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
+    res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
     if getattr(args, "json", None):
         from rankopt._files import atomic_write_text
 

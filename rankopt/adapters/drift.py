@@ -199,8 +199,8 @@ def compare(
     solve_options : mapping, optional
         For :func:`rankopt.solve` on the network now (defaults: the default path).
     """
-    import rankopt
     from rankopt.network.core import speedup_interval
+    from rankopt.solvers.solve import solve
 
     n = stored.n
     lat_now = np.asarray(latency, dtype=np.float64)
@@ -270,7 +270,7 @@ def compare(
     now_speedup = _modelled(now, base, opts)
     # re-solve with the stored order as the launch: the gain of re-ordering itself
     perm = _relabel(now, base)
-    res = rankopt.solve(perm, **opts)
+    res = solve(perm, **opts)
     model = perm.default_model(nbytes=opts.get("nbytes"))
     if res.speedup_interval is not None:
         lo, hi = res.speedup_interval

@@ -458,12 +458,13 @@ def optimize(
     payload: tuple[str, Any]
     if rank == root:
         try:
-            import rankopt
+            from rankopt.network.core import Network
+            from rankopt.solvers.solve import solve
 
             if measurement is None:
                 raise RankoptMPIError(f"the probe returned no measurement on root rank {root}")
-            network = rankopt.Network.from_measurement(measurement)
-            payload = ("ok", rankopt.solve(network, collective, algorithm, **solve_options))
+            network = Network.from_measurement(measurement)
+            payload = ("ok", solve(network, collective, algorithm, **solve_options))
         except Exception as exc:  # noqa: BLE001
             payload = ("error", f"{type(exc).__name__}: {exc}")
     else:

@@ -352,10 +352,10 @@ def solve_nodes(
     m = node_lat.shape[0]
     if m < 3:
         return expand_node_order(np.arange(m), names), None
-    import rankopt
+    from rankopt.solvers.solve import solve
 
     opts = dict(solve_options)
     if bandwidth is not None:
         opts["bandwidth"] = node_matrix(bandwidth, names, reduce=reduce)[0]
-    result = rankopt.solve(node_lat, collective, algorithm, keep_rank0=keep_rank0, **opts)
+    result = solve(node_lat, collective, algorithm, keep_rank0=keep_rank0, **opts)
     return expand_node_order(result.order, names), result

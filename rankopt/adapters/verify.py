@@ -350,8 +350,9 @@ def _solve_gloo(
 ) -> tuple[Any, dict[str, Any]]:
     import torch.distributed as dist
 
-    import rankopt
+    from rankopt.network.core import Network
     from rankopt.probe.torch import measure
+    from rankopt.solvers.solve import solve
 
     m = measure(None, **dict(probe_options or {}))
     payload: list[Any] = [None]
@@ -360,7 +361,7 @@ def _solve_gloo(
             opts = dict(solve_options)
             if workload is not None:
                 opts["workload"] = workload
-            res = rankopt.solve(rankopt.Network.from_measurement(m), collective, **opts)
+            res = solve(Network.from_measurement(m), collective, **opts)
             payload[0] = (
                 "ok",
                 res.order.tolist(),

@@ -7,6 +7,7 @@ OUTDIR/rank<r>.json with the error it raised and when, waits for the live ranks'
 then leaves (the job then ends through MPI_Abort, as optimize() arranges).
 """
 
+import importlib
 import json
 import os
 import signal
@@ -16,7 +17,6 @@ import time
 from mpi4py import MPI
 from probe_launch import wait_for_live_peers
 
-import rankopt
 from rankopt.adapters.mpi import optimize
 
 outdir, mode, timeout = sys.argv[1], sys.argv[2], float(sys.argv[3])
@@ -27,7 +27,8 @@ if mode == "solve" and rank == 0:
     def stopped_solve(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGSTOP)
 
-    rankopt.solve = stopped_solve
+    # the root's solve step calls rankopt.solvers.solve.solve
+    importlib.import_module("rankopt.solvers.solve").solve = stopped_solve
 
 t0 = time.monotonic()
 info = {"error": None}
