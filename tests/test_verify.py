@@ -270,3 +270,17 @@ def test_tenant_flows_start_load_and_stop():
         with Tenant(tb, spec) as tenant:
             assert len(tenant.pids) == 2 + 2  # two sinks, two sources
         assert tenant.pids == []
+
+
+def test_a_gain_must_replicate_in_both_halves_of_the_run():
+    from rankopt.adapters.verify_stats import APPLY, replicates, summarize
+
+    gen = np.random.default_rng(5)
+    a = 1.0 + 0.01 * gen.standard_normal(30)
+    steady = (a, a / 2.0 + 0.005 * gen.standard_normal(30))
+    # the candidate looked 6% faster while the first half's load lasted, then not
+    drift = (a, a * np.r_[np.full(15, 0.94), np.full(15, 1.0)])
+    assert replicates([steady], [1.0], APPLY) and not replicates([drift], [1.0], APPLY)
+    for pair, want in ((steady, APPLY), (drift, NO_GAIN)):
+        res = summarize([4096], [pair], collective="allreduce", n=2, order=[0, 1], engine="mpi")
+        assert res.verdict == want and res.rows[0]["verdict"] == want

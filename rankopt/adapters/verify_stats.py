@@ -25,8 +25,12 @@ repeating, the verdict -- are the same on every rank.
 Verdict rule. With ``r`` the measured speedup of the candidate and
 ``[lo, hi]`` its 90% interval: **apply** when ``lo > 1`` and ``r >= 1 +
 min_gain``; **worse** when ``hi < 1`` and ``r <= 1 - min_gain``; otherwise
-**no measurable gain**. The overall verdict judges the total time of one call
-of every size (the workload's counts as weights when one is given).
+**no measurable gain**. A gain or loss must also replicate: the pairs of the
+first and of the second half of the run, each on its own, must show a speedup
+on the same side of 1 by at least half of ``min_gain`` (:func:`replicates`);
+otherwise the load drifted under the measurement and the verdict is **no
+measurable gain**. The overall verdict judges the total time of one call of
+every size (the workload's counts as weights when one is given).
 """
 
 from __future__ import annotations
@@ -245,6 +249,49 @@ def _total_interval(
     return ma / mb, float(lo), float(hi)
 
 
+def replicates(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    weights: Sequence[float],
+    direction: str,
+    *,
+    min_gain: float = MIN_GAIN,
+) -> bool:
+    """Whether each half of the run alone shows the gain (or loss) of the whole.
+
+    ``direction`` is :data:`APPLY` or :data:`WORSE`; the halves split every
+    size's pairs in time order. Sizes with fewer than 4 pairs are not split.
+    """
+    halves = []
+    for part in (0, 1):
+        ta = tb = 0.0
+        for (a_, b_), w in zip(pairs, weights, strict=True):
+            a = np.asarray(a_, dtype=np.float64)
+            b = np.asarray(b_, dtype=np.float64)
+            if a.size >= 4:
+                cut = a.size // 2
+                a, b = (a[:cut], b[:cut]) if part == 0 else (a[cut:], b[cut:])
+            ta += w * float(np.median(a))
+            tb += w * float(np.median(b))
+        halves.append(ta / tb if tb > 0 else 1.0)
+    if direction == APPLY:
+        return all(h >= 1.0 + min_gain / 2 for h in halves)
+    return all(h <= 1.0 - min_gain / 2 for h in halves)
+
+
+def _replicated(
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]],
+    weights: Sequence[float],
+    speedup: float,
+    lo: float,
+    hi: float,
+    min_gain: float,
+) -> str:
+    v = verdict(speedup, lo, hi, min_gain=min_gain)
+    if v != NO_GAIN and not replicates(pairs, weights, v, min_gain=min_gain):
+        return NO_GAIN
+    return v
+
+
 def verdict(speedup: float, lo: float, hi: float, *, min_gain: float = MIN_GAIN) -> str:
     """:data:`APPLY`, :data:`WORSE` or :data:`NO_GAIN` (see the module docstring).
 
@@ -381,7 +428,7 @@ def summarize(
                 "candidate_busbw": nbytes / tb * factor,
                 "speedup": r,
                 "interval": [lo, hi],
-                "verdict": verdict(r, lo, hi, min_gain=min_gain),
+                "verdict": _replicated([(a, b)], [1.0], r, lo, hi, min_gain),
                 "launch_times": [float(x) for x in a],
                 "candidate_times": [float(x) for x in b],
             }
@@ -393,7 +440,7 @@ def summarize(
         rows=rows,
         speedup=s,
         interval=(lo, hi),
-        verdict=verdict(s, lo, hi, min_gain=min_gain),
+        verdict=_replicated(pairs, w, s, lo, hi, min_gain),
         collective=collective,
         n=int(n),
         order=[int(x) for x in order_arr],
