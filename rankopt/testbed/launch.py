@@ -353,22 +353,31 @@ def run_mpi(
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
         }
-        return _wait(
-            [
-                tb.popen(
-                    int(hosts[0]),
-                    [*_uts(tb.ns(int(hosts[0]))), *cmd, *argv],
-                    env=full_env,
-                    stdout=subprocess.PIPE if capture else None,
-                    stderr=subprocess.PIPE if capture else None,
-                    text=True,
-                    start_new_session=True,
-                )
-            ],
-            timeout,
-            "mpirun",
-            check,
-        )[0]
+        return _launch_from(tb, hosts, [*cmd, *argv], full_env, timeout, "mpirun", capture, check)
+
+
+def _launch_from(
+    tb: Testbed,
+    hosts: Sequence[int] | np.ndarray,
+    cmd: Sequence[str],
+    env: Mapping[str, str],
+    timeout: float,
+    what: str,
+    capture: bool,
+    check: bool,
+) -> subprocess.CompletedProcess[str]:
+    """Run a launcher command in the first host's namespace and wait for it."""
+    first = int(hosts[0])
+    proc = tb.popen(
+        first,
+        [*_uts(tb.ns(first)), *cmd],
+        env=env,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=subprocess.PIPE if capture else None,
+        text=True,
+        start_new_session=True,
+    )
+    return _wait([proc], timeout, what, check)[0]
 
 
 def _run_mpich(
@@ -385,22 +394,9 @@ def _run_mpich(
     full_env = _base_env({**_mpich_env(mca or {}), **(env or {})})
     with tempfile.TemporaryDirectory(prefix="rankopt-testbed-") as d:
         cmd = _hydra_cmd(tb, hosts, Path(d))
-        return _wait(
-            [
-                tb.popen(
-                    int(hosts[0]),
-                    [*_uts(tb.ns(int(hosts[0]))), *cmd, *argv],
-                    env=full_env,
-                    stdout=subprocess.PIPE if capture else None,
-                    stderr=subprocess.PIPE if capture else None,
-                    text=True,
-                    start_new_session=True,
-                )
-            ],
-            timeout,
-            "mpiexec (MPICH)",
-            check,
-        )[0]
+        return _launch_from(
+            tb, hosts, [*cmd, *argv], full_env, timeout, "mpiexec (MPICH)", capture, check
+        )
 
 
 def run_gloo(
