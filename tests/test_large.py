@@ -221,10 +221,11 @@ def test_network_shares_its_frozen_matrices_across_copies():
 
 
 def test_large_networks_skip_inference_and_the_interval(monkeypatch):
+    import rankopt.models.robust as robust
     import rankopt.network.core as network
 
     monkeypatch.setattr(network, "INFER_MAX_N", 8)
-    monkeypatch.setattr(network, "INTERVAL_MAX_N", 8)
+    monkeypatch.setattr(robust, "INTERVAL_MAX_N", 8)
     lat = _points(12)
     hosts = [f"h{i // 2}" for i in range(12)]
     net = rankopt.Network.from_matrices(lat, hosts=hosts, latency_spread=0.1 * lat)

@@ -53,10 +53,6 @@ STAGE_OF = {
 
 #: (importer, imported) pairs that cross the order today, with the reason.
 KNOWN = {
-    ("rankopt.network.core", "rankopt.models"): (
-        "speedup_interval prices both orders on every redrawn network with make_model; "
-        "it belongs beside RobustModel in models/robust.py"
-    ),
     ("rankopt.probe.measurement", "rankopt.network.core"): (
         "Measurement.save writes the network's groups and uplinks with "
         "network.core.hierarchy_arrays; the file layout belongs to the measurement"
@@ -88,9 +84,6 @@ KNOWN_CYCLES = {
     ("rankopt.solvers.hierarchical", "rankopt.solvers.solve"): (
         "solve() dispatches a HierarchicalNetwork to solve_hierarchical, which calls solve() "
         "on the host matrix"
-    ),
-    ("rankopt.models", "rankopt.models.evaluate"): (
-        "models.evaluate builds models with make_model of the package it belongs to"
     ),
     ("rankopt.adapters._launch", "rankopt.adapters.torch", "rankopt.adapters.verify"): (
         "the torch launcher and verify share the launcher's options and solve step"

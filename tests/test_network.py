@@ -9,7 +9,8 @@ import pytest
 
 import rankopt
 from rankopt import Measurement, Network
-from rankopt.network import DEFAULT_NBYTES, speedup_interval
+from rankopt.models.robust import speedup_interval
+from rankopt.network import DEFAULT_NBYTES
 from rankopt.network.core import meet_levels
 from rankopt.solvers.solve import LAUNCH_KEPT
 

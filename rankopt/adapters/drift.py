@@ -24,7 +24,7 @@ order's modelled time by less than ``tolerance`` (a busy machine's latency
 moves by tens of per cent and does not matter to bandwidth-bound calls; the
 note still reports it); else it *changed*. Re-ordering *pays* when the order
 solved on the network as it is now beats the stored order by the lower end
-of its 90% interval (:func:`rankopt.network.speedup_interval`, launch = the
+of its 90% interval (:func:`rankopt.models.robust.speedup_interval`, launch = the
 stored order).
 """
 
@@ -199,7 +199,7 @@ def compare(
     solve_options : mapping, optional
         For :func:`rankopt.solve` on the network now (defaults: the default path).
     """
-    from rankopt.network.core import speedup_interval
+    from rankopt.models.robust import speedup_interval
     from rankopt.solvers.solve import solve
 
     n = stored.n

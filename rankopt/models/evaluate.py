@@ -96,7 +96,7 @@ def cost(
     >>> round(a / b, 2)
     3.99
     """
-    from rankopt.models import default_objective, make_model
+    from rankopt.models.factory import default_objective, make_model
 
     lat = check_matrix(latency, "latency")
     o = check_order(order, lat.shape[0])

@@ -32,11 +32,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from rankopt.models.base import Capabilities, CostModel
 
-__all__ = ["RobustModel", "robust_model", "ROBUST_DRAWS"]
+__all__ = ["RobustModel", "robust_model", "ROBUST_DRAWS", "speedup_interval", "INTERVAL_MAX_N"]
 
 #: Networks the robust objective averages over by default (the measured one included).
 ROBUST_DRAWS = 16
@@ -137,7 +137,7 @@ def robust_model(
     ``model`` holds the keyword arguments of :func:`rankopt.models.make_model`
     as ``solve()`` built them; the draws are seeded by ``seed`` (reproducible).
     """
-    from rankopt.models import make_model
+    from rankopt.models.factory import make_model
     from rankopt.network.core import Redraw
 
     if int(draws) != draws or draws < 2:
@@ -149,3 +149,65 @@ def robust_model(
         lat_s, kw = redraw(gen)
         models.append(make_model(lat_s, collective, algorithm, **kw))
     return RobustModel(models, statistic)
+
+
+# --------------------------------------------------------------- the interval
+#: Monte-Carlo draws behind a modelled speedup's interval.
+INTERVAL_SAMPLES = 32
+#: The interval: from the 5th to the 95th percentile of the drawn speedups.
+INTERVAL_LEVEL = 0.90
+#: Largest n :func:`speedup_interval` draws networks for (each draw and the
+#: uncertainties are several (n, n) arrays); beyond, solve() reports none.
+INTERVAL_MAX_N = 4096
+
+
+def speedup_interval(
+    network: Any,
+    order: ArrayLike,
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    *,
+    model: Mapping[str, Any],
+    samples: int = INTERVAL_SAMPLES,
+    rng: int = 0,
+) -> tuple[float, float]:
+    """The interval of ``cost(launch) / cost(order)`` that the measurement supports.
+
+    Every entry of the latency and bandwidth matrices (and every uplink) is
+    redrawn ``samples`` times with log-normal noise of its own uncertainty
+    (:func:`_log_sigma`: its median's standard error and the spread of the
+    entries the hierarchy says are alike); both orders are priced on every
+    draw with the same model. Returns the 5th and 95th percentiles of the
+    speedup.
+
+    Parameters
+    ----------
+    network : Network
+    order : array_like of int
+    collective, algorithm : str
+    model : mapping
+        The keyword arguments of :func:`rankopt.cost` that define the model
+        (``objective``, ``bandwidth``, ``nbytes``, ``groups``,
+        ``uplink_bandwidth``), as ``solve()`` used them.
+    samples : int
+    rng : int
+        Seed of the draws (the interval is reproducible).
+    """
+    from rankopt.models.factory import make_model
+    from rankopt.network.core import Redraw
+
+    n = network.n
+    order = np.asarray(order, dtype=np.int64)
+    gen = np.random.default_rng(rng)
+    draws = Redraw(network, model)
+    ident = np.arange(n, dtype=np.int64)
+    ratios = np.empty(samples)
+    for s in range(samples):
+        lat_s, kw = draws(gen)
+        m = make_model(lat_s, collective, algorithm, **kw)
+        c_new = m.cost(order)
+        c_old = m.cost(ident)
+        ratios[s] = c_old / c_new if c_new > 0 else (1.0 if c_old == 0 else np.inf)
+    tail = (1.0 - INTERVAL_LEVEL) / 2.0
+    lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
+    return float(lo), float(hi)

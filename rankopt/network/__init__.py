@@ -6,7 +6,7 @@ core
     :class:`Network` (latency and bandwidth with their spreads, hosts,
     hierarchy, uplinks, units and provenance), :func:`as_network`,
     :func:`load_network`, the network file format and record, and the
-    speedup interval over networks redrawn within the measured spread.
+    networks redrawn within the measured spread (:class:`Redraw`).
 hierarchy
     The hierarchy inferred from a latency matrix (groups per level, finest
     first) and every group's uplink capacity.
@@ -21,8 +21,8 @@ tsplib
     TSPLIB instances as distance matrices (the test suite's references).
 
 Everything :mod:`rankopt.network.core` exports is importable from here. The
-size limits (``INFER_MAX_N``, ``INTERVAL_MAX_N``) are read where they are
-defined: change them on :mod:`rankopt.network.core`.
+size limit ``INFER_MAX_N`` is read where it is defined: change it on
+:mod:`rankopt.network.core`.
 """
 
 from __future__ import annotations

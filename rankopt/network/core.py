@@ -43,10 +43,8 @@ __all__ = [
     "DDP_BUCKET_BYTES",
     "FORMAT",
     "INFER_MAX_N",
-    "INTERVAL_MAX_N",
     "Redraw",
     "redraw",
-    "speedup_interval",
     "network_digest",
     "network_record",
     "network_from_record",
@@ -65,9 +63,6 @@ FORMAT = "rankopt.network/1"
 #: Largest n whose hierarchy :meth:`Network.infer_hierarchy` infers (scipy's
 #: linkage holds condensed O(n^2) copies; beyond, the hosts are the one level).
 INFER_MAX_N = 4096
-#: Largest n :func:`speedup_interval` draws networks for (each draw and the
-#: uncertainties are several (n, n) arrays); beyond, solve() reports none.
-INTERVAL_MAX_N = 4096
 
 
 def _frozen(a: ArrayLike, dtype: Any) -> NDArray[Any]:
@@ -154,9 +149,9 @@ class Network:
     groups or uplinks. Matrices are copied once into read-only float64
     arrays; a matrix that already is one (another Network's, a read-only
     memory map) is shared, not copied. Above :data:`INFER_MAX_N` processes
-    the hierarchy is not inferred, and above :data:`INTERVAL_MAX_N` no
-    speedup interval is drawn (both cost :math:`O(n^2)` memory several
-    times over); for very large jobs see :class:`rankopt.HierarchicalNetwork`. ``solve(network)`` with no objective prices the
+    the hierarchy is not inferred (it costs :math:`O(n^2)` memory several
+    times over), and above
+    :data:`rankopt.models.robust.INTERVAL_MAX_N` no speedup interval is drawn; for very large jobs see :class:`rankopt.HierarchicalNetwork`. ``solve(network)`` with no objective prices the
     contention model when the network has bandwidth and uplinks
     (:meth:`default_model`).
 
@@ -625,10 +620,6 @@ def as_network(obj: Any) -> Network | None:
 
 
 # --------------------------------------------------------------- uncertainty
-#: Monte-Carlo draws behind a modelled speedup's interval.
-INTERVAL_SAMPLES = 32
-#: The interval: from the 5th to the 95th percentile of the drawn speedups.
-INTERVAL_LEVEL = 0.90
 
 
 def meet_levels(groups: Sequence[NDArray[np.int64]], n: int) -> NDArray[np.int64]:
@@ -746,57 +737,6 @@ def _log_sigma(
         sigma = np.sqrt(sigma**2 + rel**2)
     sigma[~good] = 0.0
     return sigma
-
-
-def speedup_interval(
-    network: Network,
-    order: ArrayLike,
-    collective: str = "allreduce",
-    algorithm: str = "ring",
-    *,
-    model: Mapping[str, Any],
-    samples: int = INTERVAL_SAMPLES,
-    rng: int = 0,
-) -> tuple[float, float]:
-    """The interval of ``cost(launch) / cost(order)`` that the measurement supports.
-
-    Every entry of the latency and bandwidth matrices (and every uplink) is
-    redrawn ``samples`` times with log-normal noise of its own uncertainty
-    (:func:`_log_sigma`: its median's standard error and the spread of the
-    entries the hierarchy says are alike); both orders are priced on every
-    draw with the same model. Returns the 5th and 95th percentiles of the
-    speedup.
-
-    Parameters
-    ----------
-    network : Network
-    order : array_like of int
-    collective, algorithm : str
-    model : mapping
-        The keyword arguments of :func:`rankopt.cost` that define the model
-        (``objective``, ``bandwidth``, ``nbytes``, ``groups``,
-        ``uplink_bandwidth``), as ``solve()`` used them.
-    samples : int
-    rng : int
-        Seed of the draws (the interval is reproducible).
-    """
-    from rankopt.models import make_model
-
-    n = network.n
-    order = np.asarray(order, dtype=np.int64)
-    gen = np.random.default_rng(rng)
-    draws = Redraw(network, model)
-    ident = np.arange(n, dtype=np.int64)
-    ratios = np.empty(samples)
-    for s in range(samples):
-        lat_s, kw = draws(gen)
-        m = make_model(lat_s, collective, algorithm, **kw)
-        c_new = m.cost(order)
-        c_old = m.cost(ident)
-        ratios[s] = c_old / c_new if c_new > 0 else (1.0 if c_old == 0 else np.inf)
-    tail = (1.0 - INTERVAL_LEVEL) / 2.0
-    lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
-    return float(lo), float(hi)
 
 
 class Redraw:

@@ -233,10 +233,10 @@ def solve(
     -----
     ``order[k]`` is the original rank of the process given new rank ``k``;
     ``result.rank_of`` is its inverse. For a measured network (one with
-    spreads, up to :data:`rankopt.network.INTERVAL_MAX_N` processes) the
+    spreads, up to :data:`rankopt.models.robust.INTERVAL_MAX_N` processes) the
     result carries ``speedup_interval``, the 90% interval of
     the modelled speedup that the measurement supports
-    (:func:`rankopt.network.speedup_interval`); an order whose interval does
+    (:func:`rankopt.models.robust.speedup_interval`); an order whose interval does
     not lie above 1 is a gain within the noise, and the launch order is kept.
     The baseline is the launch order
     (identity). ``solve`` never returns an order whose modelled cost is not
@@ -416,7 +416,7 @@ def solve(
         order, cost = identity(n), baseline
         notes.append("no order found that beats the launch order: the launch order is kept")
     interval = None
-    from rankopt.network.core import INTERVAL_MAX_N
+    from rankopt.models.robust import INTERVAL_MAX_N
 
     if network is not None and network.measured and n > INTERVAL_MAX_N:
         notes.append(
@@ -424,7 +424,7 @@ def solve(
             "arrays each): the modelled gain is not checked against the measured spread"
         )
     elif network is not None and network.measured and not callable(objective):
-        from rankopt.network.core import speedup_interval
+        from rankopt.models.robust import speedup_interval
 
         interval = speedup_interval(
             network,

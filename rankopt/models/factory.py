@@ -1,0 +1,194 @@
+"""``make_model``: the cost model of an algorithm, objective and network.
+
+The one place where (matrix, collective, algorithm, objective, ...) becomes a
+:class:`~rankopt.models.base.CostModel`; :mod:`rankopt.models` re-exports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._validation import RankoptInputError, check_options
+from rankopt.models.base import CostModel
+from rankopt.models.network import check_groups, make_network
+from rankopt.models.ring import RingBottleneck, RingSum
+from rankopt.models.schedule import check_collective, schedule
+from rankopt.models.step import HierarchicalModel, StepModel
+
+__all__ = ["OBJECTIVES", "RING_OBJECTIVES", "default_objective", "make_model"]
+
+RING_OBJECTIVES = ("sum", "bottleneck")
+OBJECTIVES = ("sum", "bottleneck", "time", "contention")
+
+
+def default_objective(
+    algorithm: str,
+    *,
+    bandwidth: Any = None,
+    groups: Any = None,
+    nbytes: Any = None,
+    uplink_bandwidth: Any = None,
+) -> str:
+    """The objective ``solve()`` and ``cost()`` use when none is given (the documented rule).
+
+    :func:`make_model` applies it, and :func:`~rankopt.models.evaluate.cost`
+    calls it with its own arguments, so a result's cost and ``cost()`` of its
+    order agree.
+
+    1. ``groups``, ``uplink_bandwidth`` and ``nbytes`` all given:
+       ``"contention"`` (the only model that sees shared uplinks);
+    2. a ring algorithm without both ``bandwidth`` and ``nbytes``: ``"sum"``
+       (only latency is known: the ring's total latency, as in the
+       latency-bound regime; rotation invariant, solved exactly up to n=12);
+    3. otherwise ``"time"``: the α-β schedule model, latency-only when
+       ``bandwidth`` or ``nbytes`` is missing.
+
+    Examples
+    --------
+    >>> default_objective("ring"), default_objective("ring", bandwidth=1e9, nbytes=1e6)
+    ('sum', 'time')
+    >>> default_objective("ring", groups=[0, 0, 1, 1], uplink_bandwidth=1e9, nbytes=1e6)
+    'contention'
+    """
+    if groups is not None and uplink_bandwidth is not None and nbytes is not None:
+        return "contention"
+    if algorithm == "ring" and (bandwidth is None or nbytes is None):
+        return "sum"
+    return "time"
+
+
+def make_model(
+    latency: NDArray[np.float64],
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    *,
+    objective: str | None = None,
+    bandwidth: Any = None,
+    nbytes: float | None = None,
+    groups: Any = None,
+    uplink_bandwidth: Any = None,
+    segment_size: float | None = None,
+    inter: str | None = None,
+    workload: Any = None,
+) -> CostModel:
+    """Build the cost model of ``collective``/``algorithm`` on a validated matrix.
+
+    ``objective=None`` follows :func:`default_objective`. ``"time"`` without
+    ``nbytes`` is latency-only (``bandwidth`` is then unused);
+    ``"contention"`` requires ``groups``, ``uplink_bandwidth`` and ``nbytes``.
+    Hierarchical allreduce takes its groups from the finest level of
+    ``groups``, or from :func:`rankopt.infer_hierarchy` when none are given.
+
+    With ``workload`` (a sequence of
+    :class:`~rankopt.models.workload.PricedCall`), the model is the
+    :class:`~rankopt.models.workload.WorkloadModel` of the mix: each call's
+    algorithm at its own size (``collective``, ``algorithm`` and ``nbytes``
+    are then not used), all with one objective: ``"contention"`` when
+    ``groups`` and ``uplink_bandwidth`` are given, else ``"time"``.
+    """
+    if workload is not None:
+        return _workload_model(
+            latency,
+            workload,
+            objective=objective,
+            bandwidth=bandwidth,
+            groups=groups,
+            uplink_bandwidth=uplink_bandwidth,
+            segment_size=segment_size,
+            inter=inter,
+        )
+    check_collective(collective, algorithm)
+    if objective is None:
+        objective = default_objective(
+            algorithm,
+            bandwidth=bandwidth,
+            groups=groups,
+            nbytes=nbytes,
+            uplink_bandwidth=uplink_bandwidth,
+        )
+    check_options("objective", objective, OBJECTIVES)
+    n = latency.shape[0]
+    if objective in RING_OBJECTIVES:
+        if algorithm != "ring":
+            raise RankoptInputError(
+                f"objective {objective!r} applies to ring algorithms only; use objective='time' "
+                f"for {collective!r}/{algorithm!r}."
+            )
+        return RingSum(latency) if objective == "sum" else RingBottleneck(latency)
+    if objective == "contention":
+        missing = [
+            k
+            for k, v in (
+                ("groups", groups),
+                ("uplink_bandwidth", uplink_bandwidth),
+                ("nbytes", nbytes),
+            )
+            if v is None
+        ]
+        if missing:
+            raise RankoptInputError(
+                f"objective 'contention' needs {', '.join(f'`{m}`' for m in missing)}."
+            )
+        net = make_network(
+            latency,
+            bandwidth=bandwidth,
+            nbytes=nbytes,
+            groups=groups,
+            uplink_bandwidth=uplink_bandwidth,
+        )
+    else:
+        net = make_network(
+            latency, bandwidth=bandwidth if nbytes is not None else None, nbytes=nbytes
+        )
+    if algorithm == "hierarchical":
+        if groups is not None:
+            finest = check_groups(groups, n)[0]
+        else:
+            from rankopt.network.hierarchy import infer_hierarchy
+
+            levels = infer_hierarchy(latency, net.bandwidth if bandwidth is not None else None)
+            finest = levels[0] if levels else np.arange(n, dtype=np.int64)
+        return HierarchicalModel(net, finest, objective, inter=inter)
+    sched = schedule(collective, algorithm, n, nbytes=nbytes, segment_size=segment_size)
+    if algorithm == "chain" and not net.levels:
+        from rankopt.models.chain import ChainTime
+
+        return ChainTime(sched, net, objective)
+    if (collective, algorithm) == ("alltoall", "pairwise") and not net.levels:
+        from rankopt.models.pairwise import PairwiseTime
+
+        return PairwiseTime(sched, net, objective)
+    return StepModel(sched, net, objective)
+
+
+def _workload_model(latency, workload, *, objective, bandwidth, groups, uplink_bandwidth, **kw):
+    from rankopt.models.workload import WorkloadModel
+
+    if objective is None:
+        objective = "contention" if groups is not None and uplink_bandwidth is not None else "time"
+    if objective in RING_OBJECTIVES:
+        raise RankoptInputError(
+            f"objective {objective!r} prices one ring; a workload is priced with 'time' or "
+            "'contention'."
+        )
+    parts = [
+        (
+            call.count,
+            make_model(
+                latency,
+                call.collective,
+                call.algorithm,
+                objective=objective,
+                bandwidth=bandwidth,
+                nbytes=call.nbytes,
+                groups=groups,
+                uplink_bandwidth=uplink_bandwidth,
+                **kw,
+            ),
+        )
+        for call in workload
+    ]
+    return WorkloadModel(parts)
