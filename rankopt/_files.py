@@ -46,7 +46,7 @@ import stat
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -520,3 +520,27 @@ def load_npz(path: str | os.PathLike[str], *, what: str = "file") -> dict[str, N
             raise RankoptFileError(
                 f"{where} is not a valid .npz archive (truncated or corrupt: {exc})."
             ) from None
+
+
+def hierarchy_arrays(
+    groups: Sequence[NDArray[np.int64]], uplinks: Sequence[NDArray[np.float64]]
+) -> dict[str, NDArray[Any]]:
+    """``groups`` (levels x n) and ``uplinks`` (levels x groups, NaN-padded) for a file.
+
+    The layout the network and measurement files share; empty levels write nothing.
+    """
+    out: dict[str, NDArray[Any]] = {}
+    if groups:
+        out["groups"] = np.array(groups, dtype=np.int64)
+    if uplinks:
+        gmax = max(u.size for u in uplinks)
+        pad = np.full((len(uplinks), gmax), np.nan)
+        for k, u in enumerate(uplinks):
+            pad[k, : u.size] = u
+        out["uplinks"] = pad
+    return out
+
+
+def uplinks_from_array(arr: Any) -> tuple[NDArray[np.float64], ...]:
+    """The per-level uplinks of :func:`hierarchy_arrays`'s padded ``uplinks`` array."""
+    return tuple(row[np.isfinite(row)] for row in np.atleast_2d(np.asarray(arr, dtype=float)))

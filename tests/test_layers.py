@@ -53,10 +53,6 @@ STAGE_OF = {
 
 #: (importer, imported) pairs that cross the order today, with the reason.
 KNOWN = {
-    ("rankopt.probe.measurement", "rankopt.network.core"): (
-        "Measurement.save writes the network's groups and uplinks with "
-        "network.core.hierarchy_arrays; the file layout belongs to the measurement"
-    ),
     ("rankopt.probe._topology", "rankopt.network.hierarchy"): (
         "the probe plans its bandwidth rounds from the hierarchy inferred on its "
         "own latency phase (hierarchy imports only the base)"
@@ -78,9 +74,6 @@ KNOWN = {
 
 #: Import circles between modules today (each closed by a lazy import), with the reason.
 KNOWN_CYCLES = {
-    ("rankopt.network.core", "rankopt.network.io", "rankopt.probe.measurement"): (
-        "closed by Measurement.save importing network.core.hierarchy_arrays (see KNOWN)"
-    ),
     ("rankopt.solvers.hierarchical", "rankopt.solvers.solve"): (
         "solve() dispatches a HierarchicalNetwork to solve_hierarchical, which calls solve() "
         "on the host matrix"

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rankopt._files import hierarchy_arrays, uplinks_from_array
 from rankopt._validation import RankoptInputError, check_groups
 
 __all__ = [
@@ -478,26 +479,8 @@ class Network:
                 arrays[name] = value
         if self.hosts is not None:
             arrays["hosts"] = np.array(self.hosts, dtype=np.str_).reshape(self.n)
-        arrays.update(hierarchy_arrays(self))
+        arrays.update(hierarchy_arrays(self.groups, self.uplinks))
         return _write_npz(Path(os.fspath(path)), arrays)
-
-
-def hierarchy_arrays(network: Network) -> dict[str, NDArray[Any]]:
-    """``groups`` (levels x n) and ``uplinks`` (levels x groups, NaN-padded) for a file."""
-    out: dict[str, NDArray[Any]] = {}
-    if network.groups:
-        out["groups"] = np.array(network.groups, dtype=np.int64)
-    if network.uplinks:
-        gmax = max(u.size for u in network.uplinks)
-        pad = np.full((len(network.uplinks), gmax), np.nan)
-        for k, u in enumerate(network.uplinks):
-            pad[k, : u.size] = u
-        out["uplinks"] = pad
-    return out
-
-
-def _uplinks_from(arr: Any) -> tuple[NDArray[np.float64], ...]:
-    return tuple(row[np.isfinite(row)] for row in np.atleast_2d(np.asarray(arr, dtype=float)))
 
 
 def describe_levels(groups: Sequence[NDArray[np.int64]], uplinks: Sequence[Any] = ()) -> str:
@@ -563,7 +546,7 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
 
         m = measurement_from_arrays(z, name)  # the arrays read once above
         if {"groups", "uplinks"} <= files:  # the probe stored the hierarchy it inferred
-            groups, ups = list(np.atleast_2d(z["groups"])), _uplinks_from(z["uplinks"])
+            groups, ups = list(np.atleast_2d(z["groups"])), uplinks_from_array(z["uplinks"])
             net = Network.from_measurement(m, infer=False).with_hierarchy(groups, ups)
             return replace(net, provenance={**net.provenance, "hierarchy": "stored by the probe"})
         return Network.from_measurement(m)
@@ -575,7 +558,7 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
 
 
 def _network_from_npz(z: Mapping[str, Any], name: str) -> Network:
-    ups = _uplinks_from(z["uplinks"]) if "uplinks" in z else ()
+    ups = uplinks_from_array(z["uplinks"]) if "uplinks" in z else ()
     try:
         prov = json.loads(str(z["provenance"])) if "provenance" in z else {}
     except json.JSONDecodeError:

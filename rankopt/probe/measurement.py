@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt._files import atomic_write, load_npz
+from rankopt._files import atomic_write, hierarchy_arrays, load_npz
 from rankopt._validation import RankoptInputError
 
 __all__ = ["Measurement", "load_measurement"]
@@ -232,9 +232,7 @@ class Measurement:
             if value is not None:
                 arrays[name] = value
         if network is not None and network.groups:
-            from rankopt.network.core import hierarchy_arrays
-
-            arrays.update(hierarchy_arrays(network))
+            arrays.update(hierarchy_arrays(network.groups, network.uplinks))
         return atomic_write(path, lambda fh: np.savez(fh, **arrays), what="measurement file")
 
 
