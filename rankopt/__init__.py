@@ -20,9 +20,9 @@ from rankopt.models import cost, schedule
 from rankopt.network.cloud import Cloud, synthetic_cloud
 from rankopt.network.core import Network, load_network
 from rankopt.network.hierarchical import HierarchicalNetwork
-from rankopt.network.hierarchy import infer_hierarchy
 from rankopt.network.io import load_matrix
 from rankopt.order import invert
+from rankopt.probe.hierarchy import infer_hierarchy
 from rankopt.probe.measurement import Measurement, load_measurement
 from rankopt.solvers import METHODS, solve
 from rankopt.solvers.result import SolveResult

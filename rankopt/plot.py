@@ -154,7 +154,7 @@ def ring(
 
 def _infer(lat: NDArray[np.float64]) -> list[NDArray[np.int64]]:
     try:
-        from rankopt.network.hierarchy import infer_hierarchy
+        from rankopt.probe.hierarchy import infer_hierarchy
     except ImportError:  # pragma: no cover
         return [np.zeros(lat.shape[0], dtype=np.int64)]
     levels = infer_hierarchy(latency=lat)

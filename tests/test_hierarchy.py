@@ -150,7 +150,7 @@ def test_latency_tiers_with_host_names(linkage):
     assert len(lv) == 3
     for found, true in zip(lv, c.groups, strict=True):
         assert _same_partition(found, true)
-    assert lv[0].tolist() == rankopt.network.hierarchy.host_labels(c.hosts).tolist()
+    assert lv[0].tolist() == rankopt.probe.hierarchy.host_labels(c.hosts).tolist()
     if linkage == "single":  # the probe's call is this one
         probe = infer_link_levels(c.latency, c.hosts)
         assert [p.tolist() for p in probe] == [q.tolist() for q in lv]
@@ -238,7 +238,7 @@ def test_single_linkage_levels_match_scipy(seed):
     from scipy.cluster import hierarchy
     from scipy.spatial.distance import squareform
 
-    from rankopt.network.hierarchy import _relabel, _single_levels
+    from rankopt.probe.hierarchy import _relabel, _single_levels
 
     gen = np.random.default_rng(seed)
     for _ in range(40):

@@ -53,14 +53,6 @@ STAGE_OF = {
 
 #: (importer, imported) pairs that cross the order today, with the reason.
 KNOWN = {
-    ("rankopt.probe._topology", "rankopt.network.hierarchy"): (
-        "the probe plans its bandwidth rounds from the hierarchy inferred on its "
-        "own latency phase (hierarchy imports only the base)"
-    ),
-    ("rankopt.probe.linear", "rankopt.network.hierarchy"): "the same: the linear probe's plan",
-    ("rankopt.probe.topology_sources", "rankopt.network.hierarchy"): (
-        "host_labels numbers the hosts of a provider's topology as the network does"
-    ),
     ("rankopt.probe.profile", "rankopt.models.schedule"): (
         "the workload recorder checks algorithm names and writes model Calls"
     ),

@@ -80,9 +80,9 @@ def check_hosts(hosts: Any, n: int | None = None, name: str = "hosts") -> tuple[
 def node_index(labels: Sequence[str]) -> NDArray[np.int64]:
     """Number the distinct labels by first appearance: ``node_index(["b", "a", "b"]) == [0, 1, 0]``.
 
-    The same numbering as :func:`rankopt.network.hierarchy.host_labels`, which it calls.
+    The same numbering as :func:`rankopt.probe.hierarchy.host_labels`, which it calls.
     """
-    from rankopt.network.hierarchy import host_labels
+    from rankopt.probe.hierarchy import host_labels
 
     return host_labels(labels)
 

@@ -147,7 +147,7 @@ def make_model(
         if groups is not None:
             finest = check_groups(groups, n)[0]
         else:
-            from rankopt.network.hierarchy import infer_hierarchy
+            from rankopt.probe.hierarchy import infer_hierarchy
 
             levels = infer_hierarchy(latency, net.bandwidth if bandwidth is not None else None)
             finest = levels[0] if levels else np.arange(n, dtype=np.int64)

@@ -7,9 +7,6 @@ core
     hierarchy, uplinks, units and provenance), :func:`as_network`,
     :func:`load_network`, the network file format and record, and the
     networks redrawn within the measured spread (:class:`Redraw`).
-hierarchy
-    The hierarchy inferred from a latency matrix (groups per level, finest
-    first) and every group's uplink capacity.
 hierarchical
     :class:`~rankopt.network.hierarchical.HierarchicalNetwork`, the
     host-level form of a very large job, its ring cost and ring solve.
@@ -19,6 +16,9 @@ cloud
     Synthetic clouds (pods, racks, hosts) and the bundled example.
 tsplib
     TSPLIB instances as distance matrices (the test suite's references).
+
+The hierarchy a network carries is inferred by :mod:`rankopt.probe.hierarchy`
+(from the measured matrices, so the probe can plan with it too).
 
 Everything :mod:`rankopt.network.core` exports is importable from here. The
 size limit ``INFER_MAX_N`` is read where it is defined: change it on

@@ -335,7 +335,7 @@ class Network:
 
         A level of one group is dropped (as in :meth:`with_hierarchy`); an uplink
         the probe loaded with concurrent flows keeps that measured capacity, the
-        others get :func:`rankopt.network.hierarchy.infer_uplinks`'s single-pair estimate.
+        others get :func:`rankopt.probe.hierarchy.infer_uplinks`'s single-pair estimate.
         """
         keep = [k for k, lab in enumerate(groups) if int(np.max(lab)) > 0]
         levels = [np.asarray(groups[k], dtype=np.int64) for k in keep]
@@ -374,13 +374,13 @@ class Network:
         probed only ever come out slower), hosts first; latency is then not
         used, since on shared hosts it is noise. Without bandwidth: average
         linkage on latency, hosts first when known. Uplinks come from
-        :func:`rankopt.network.hierarchy.infer_uplinks` when bandwidth is known.
+        :func:`rankopt.probe.hierarchy.infer_uplinks` when bandwidth is known.
 
         Above :data:`INFER_MAX_N` processes nothing is inferred (the linkage
         needs several condensed :math:`O(n^2)` copies): the hosts are the one
         level when known, and ``provenance["hierarchy"]`` says so.
         """
-        from rankopt.network.hierarchy import host_labels, infer_hierarchy
+        from rankopt.probe.hierarchy import host_labels, infer_hierarchy
 
         if self.n > INFER_MAX_N:
             levels = [] if self.hosts is None else [host_labels(self.hosts)]
@@ -405,7 +405,7 @@ class Network:
             # a level of one group is the whole network: no uplink to share
             levels = tuple(lab for lab in levels if int(lab.max()) > 0)
         if uplinks is None and levels and self.bandwidth is not None:
-            from rankopt.network.hierarchy import infer_uplinks
+            from rankopt.probe.hierarchy import infer_uplinks
 
             uplinks = infer_uplinks(self.bandwidth, levels)
         return replace(self, groups=levels, uplinks=() if uplinks is None else tuple(uplinks))

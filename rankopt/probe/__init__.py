@@ -8,6 +8,10 @@ rankopt.probe.torch.measure
     Probe a torch.distributed process group (Gloo).
 Measurement, load_measurement
     The result and its ``.npz`` file format.
+hierarchy
+    The hierarchy (hosts, racks, pods) inferred from measured matrices, and
+    every group's uplink capacity: the probe plans its bandwidth phase with
+    it and the network object carries it.
 round_robin, bandwidth_slots
     The schedules shared by the backends.
 ProbeTimeoutError, ProbeProgress

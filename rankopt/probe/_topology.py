@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt.network.hierarchy import DEFAULT_GAP, host_labels, infer_hierarchy
+from rankopt.probe.hierarchy import DEFAULT_GAP, host_labels, infer_hierarchy
 
 __all__ = ["host_labels", "infer_link_levels", "pair_links"]
 

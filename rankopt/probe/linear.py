@@ -87,8 +87,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rankopt.network.hierarchy import DEFAULT_GAP, host_labels, infer_hierarchy
 from rankopt.probe._topology import pair_links
+from rankopt.probe.hierarchy import DEFAULT_GAP, host_labels, infer_hierarchy
 
 __all__ = ["LinearPlanner", "fill_bandwidth", "pack", "DEFAULT_UPLINK_FLOWS"]
 

@@ -150,7 +150,7 @@ class TopologyLabels:
         RankoptInputError
             If the source does not know some host (the first few named).
         """
-        from rankopt.network.hierarchy import host_labels
+        from rankopt.probe.hierarchy import host_labels
 
         aliases = dict(aliases or {})
         keys = [aliases.get(h, h) for h in hosts]

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt.network.hierarchy import DEFAULT_GAP, infer_hierarchy
+from rankopt.probe.hierarchy import DEFAULT_GAP, infer_hierarchy
 
 __all__ = ["infer_bandwidth_levels", "probe_network"]
 
