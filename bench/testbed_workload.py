@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     import rankopt
     from rankopt.adapters import shim
     from rankopt.adapters._common import save_order
+    from rankopt.adapters.profile import read_rank_files, write_profile
     from rankopt.network import load_network
-    from rankopt.probe.profile import read_rank_files, write_profile
 
     work = Path(tempfile.mkdtemp(prefix="rankopt-wl-"))
     os.chmod(work, 0o755)

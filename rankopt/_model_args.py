@@ -19,7 +19,7 @@ MPI library it runs under (``mpi``), ``rankopt run`` its ``--backend``
 ``--engine`` prices that algorithm as before.
 
 Without ``--workload``, ``$RANKOPT_WORKLOAD`` names the workload file. A
-profile written by ``rankopt profile`` (:mod:`rankopt.probe.profile`) names the
+profile written by ``rankopt profile`` (:mod:`rankopt.adapters.profile`) names the
 engine it was recorded on; an entry point without an engine of its own
 (``rankopt solve``) prices the profile with it, so no engine-blind default is
 left when a profile exists.
@@ -283,7 +283,7 @@ def _engine(args: argparse.Namespace, workload: str | None = None) -> str | None
             return None
         given = getattr(args, "engine_default", None)
         if given is None and workload is not None:  # a profile names the engine it ran on
-            from rankopt.probe.profile import workload_engine
+            from rankopt.adapters.profile import workload_engine
 
             given = workload_engine(workload)
         if given == "backend":

@@ -52,17 +52,7 @@ STAGE_OF = {
 }
 
 #: (importer, imported) pairs that cross the order today, with the reason.
-KNOWN = {
-    ("rankopt.probe.profile", "rankopt.models.schedule"): (
-        "the workload recorder checks algorithm names and writes model Calls"
-    ),
-    ("rankopt.probe.profile", "rankopt.models.workload"): "the same: workload records",
-    ("rankopt.probe.profile", "rankopt.engines"): "the same: the engine a profile names",
-    ("rankopt.probe.profile", "rankopt.adapters.shim"): (
-        "the workload recorder runs the application under the PMPI shim that "
-        "apply builds (its profiling wrappers)"
-    ),
-}
+KNOWN = {}
 
 #: Import circles between modules today (each closed by a lazy import), with the reason.
 KNOWN_CYCLES = {

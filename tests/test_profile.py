@@ -21,9 +21,7 @@ import rankopt
 from rankopt._validation import RankoptInputError
 from rankopt.adapters import shim
 from rankopt.adapters._shim_src import generate as gen
-from rankopt.cli import main
-from rankopt.models.workload import Call, load_workload
-from rankopt.probe.profile import (
+from rankopt.adapters.profile import (
     Profile,
     ProfileEntry,
     profile_command,
@@ -32,6 +30,8 @@ from rankopt.probe.profile import (
     workload_engine,
     write_profile,
 )
+from rankopt.cli import main
+from rankopt.models.workload import Call, load_workload
 
 PROGRAMS = Path(__file__).parent / "shim_programs"
 N = 4
@@ -154,7 +154,7 @@ def test_profile_command_environment(tmp_path):
         environ={"PYTHONPATH": "/mine"},
     )
     site = tmp_path / "p" / "site"
-    assert (site / "sitecustomize.py").read_text() == rankopt.probe.profile.HOOK_SOURCE.read_text()
+    assert (site / "sitecustomize.py").read_text() == rankopt.adapters.profile.HOOK_SOURCE.read_text()
     assert argv[1:7:2] == ["-x"] * 3 and argv[-3:] == ["-n", "4", "./app"]
     flags = dict(a.split("=", 1) for a in argv[2:7:2])
     assert flags == {
@@ -172,7 +172,7 @@ def test_profile_command_environment(tmp_path):
 
 
 def test_hook_is_inert_under_its_own_name():
-    import rankopt.probe._profile_hook as hook
+    import rankopt.adapters._profile_hook as hook
 
     assert not any(type(f).__name__ == "_Finder" for f in sys.meta_path)
     assert hook.write() is None  # nothing recorded, nothing written

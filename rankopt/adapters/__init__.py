@@ -10,6 +10,9 @@ Submodules (mpi4py and torch are imported lazily, inside functions):
   inter-node ring and double binary trees.
 - :mod:`rankopt.adapters.writers` -- Open MPI rankfile, sequential hostfile and
   Slurm arbitrary-distribution hostfile for the next launch.
+- :mod:`rankopt.adapters.profile` -- ``rankopt profile``: run the program once
+  under the PMPI shim's recording wrappers (or the ``torch.distributed`` hook,
+  :mod:`rankopt.adapters._profile_hook`) and write its calls as a workload.
 
 Adapters translate an order; they never optimise.
 """

@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from rankopt.adapters import shim
-    from rankopt.probe.profile import run_profile
+    from rankopt.adapters.profile import run_profile
 
     command = list(args.launch)
     if command[:1] == ["--"]:

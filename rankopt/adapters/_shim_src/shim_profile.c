@@ -15,7 +15,7 @@
  * `nbytes` follows rankopt's size convention (allreduce: the vector;
  * allgather: the gathered output; reduce_scatter: the input vector;
  * alltoall: each rank's whole send buffer; broadcast/reduce: the
- * message). The Python side (rankopt.probe.profile) merges the files.
+ * message). The Python side (rankopt.adapters.profile) merges the files.
  *
  * Recording costs one type-size query, one communicator-size query and one
  * hash-table update per call; calls made before MPI_Init or after

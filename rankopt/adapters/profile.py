@@ -13,7 +13,7 @@ what it does:
   ``torch.distributed``'s collectives (tensor bytes), and gives
   ``DistributedDataParallel`` models without a communication hook PyTorch's
   default ``allreduce_hook``, so every gradient bucket is an allreduce of its
-  size (:mod:`rankopt.probe._profile_hook`).
+  size (:mod:`rankopt.adapters._profile_hook`).
 
 Each process writes ``mpi-rank-R.tsv`` / ``torch-rank-R.tsv`` into a folder;
 the command merges them into one :class:`Profile` and writes it as JSON.
