@@ -52,14 +52,10 @@ STAGE_OF = {
 }
 
 #: (importer, imported) pairs that cross the order today, with the reason.
-KNOWN = {}
+KNOWN: dict[tuple[str, str], str] = {}
 
 #: Import circles between modules today (each closed by a lazy import), with the reason.
 KNOWN_CYCLES = {
-    ("rankopt.solvers.hierarchical", "rankopt.solvers.solve"): (
-        "solve() dispatches a HierarchicalNetwork to solve_hierarchical, which calls solve() "
-        "on the host matrix"
-    ),
     ("rankopt.adapters._launch", "rankopt.adapters.torch", "rankopt.adapters.verify"): (
         "the torch launcher and verify share the launcher's options and solve step"
     ),

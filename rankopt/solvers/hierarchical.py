@@ -107,6 +107,7 @@ def solve_hierarchical(
     collective: str = "allreduce",
     algorithm: str = "ring",
     *,
+    host_solve: Callable[..., SolveResult],
     objective: str | None = None,
     nbytes: float | None = None,
     method: str = "auto",
@@ -124,12 +125,16 @@ def solve_hierarchical(
     network : HierarchicalNetwork
     collective : {"allreduce", "allgather", "reduce_scatter"}
     algorithm : {"ring"}
+    host_solve : callable
+        The matrix ``solve()`` the host ring is solved with
+        (:func:`rankopt.solvers.solve.solve` passes itself, so this module
+        does not import it back).
     objective : {"sum", "bottleneck", "time", "contention"}, optional
         Default :meth:`HierarchicalNetwork.default_model`.
     nbytes : float, optional
         Message size (default 16 MiB for ``time``/``contention``).
     method, rng, time_limit, max_iter, callback, options
-        Passed to the host-ring :func:`rankopt.solve` (a ring ``sum`` or
+        Passed to the host-ring ``host_solve`` (a ring ``sum`` or
         ``bottleneck`` over the hosts).
     keep_rank0 : bool
         ``order[0] == 0`` (free: the ring is rotation invariant).
@@ -144,7 +149,7 @@ def solve_hierarchical(
 
     Notes
     -----
-    1. The host ring is solved with :func:`rankopt.solve` on an (H, H) host
+    1. The host ring is solved with ``host_solve`` on an (H, H) host
        matrix (:func:`_host_weights`): the host latency for ``sum`` and
        ``bottleneck``; the edge time of one ring step for ``time``; for
        ``contention`` that time plus a penalty per group boundary crossed,
@@ -161,8 +166,6 @@ def solve_hierarchical(
     :math:`O(n \\log n)`; memory: the host matrices, one more (H, H) matrix
     for ``time``/``contention``, and :math:`O(n)`.
     """
-    from rankopt.solvers.solve import solve
-
     t0 = time.perf_counter()
     if algorithm != "ring":
         raise RankoptInputError(
@@ -176,7 +179,7 @@ def solve_hierarchical(
     t_host = time.perf_counter()
     host_obj = "bottleneck" if obj == "bottleneck" else "sum"
     w = _host_weights(network, obj, size, 1.0 / n)
-    host = solve(
+    host = host_solve(
         w,
         objective=host_obj,
         method=method,

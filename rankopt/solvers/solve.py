@@ -510,7 +510,7 @@ def _solve_hierarchical(
         raise RankoptInputError(
             "a HierarchicalNetwork is priced by its ring models, not a callable."
         )
-    return solve_hierarchical(network, collective, algorithm, **kw)
+    return solve_hierarchical(network, collective, algorithm, host_solve=solve, **kw)
 
 
 def _robust(
