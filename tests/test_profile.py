@@ -154,7 +154,9 @@ def test_profile_command_environment(tmp_path):
         environ={"PYTHONPATH": "/mine"},
     )
     site = tmp_path / "p" / "site"
-    assert (site / "sitecustomize.py").read_text() == rankopt.adapters.profile.HOOK_SOURCE.read_text()
+    assert (
+        site / "sitecustomize.py"
+    ).read_text() == rankopt.adapters.profile.HOOK_SOURCE.read_text()
     assert argv[1:7:2] == ["-x"] * 3 and argv[-3:] == ["-n", "4", "./app"]
     flags = dict(a.split("=", 1) for a in argv[2:7:2])
     assert flags == {
