@@ -5,9 +5,10 @@
   :func:`reinit` where torch cannot keep an unsorted rank list.
 - :func:`reinit` -- re-create the default process group with renumbered ranks,
   over the same store.
-- :func:`launch` -- what ``rankopt run`` does in each process before it execs the
-  program: probe over a temporary Gloo group, solve on rank 0 with rank 0
-  pinned, broadcast, return the new rank (see :mod:`rankopt.adapters._launch`).
+
+What ``rankopt run`` does in each process before it execs the program (probe
+over a temporary Gloo group, solve on rank 0 with rank 0 pinned, broadcast,
+return the new rank) is :func:`rankopt.adapters._launch.launch`.
 
 Gloo's ring follows process-group rank, so a reordered group reorders its ring.
 NCCL's inter-node ring and trees follow *node* order; see :mod:`rankopt.adapters.nccl`.
@@ -28,7 +29,7 @@ from rankopt.adapters._common import as_order
 if TYPE_CHECKING:
     from torch.distributed import ProcessGroup
 
-__all__ = ["ordered_group", "reinit", "launch"]
+__all__ = ["ordered_group", "reinit"]
 
 logger = logging.getLogger("rankopt")
 
@@ -144,10 +145,3 @@ def reinit(
     group = dist.group.WORLD
     assert group is not None
     return group
-
-
-def launch(*args: Any, **kwargs: Any) -> Any:
-    """See :func:`rankopt.adapters._launch.launch`."""
-    from rankopt.adapters._launch import launch as _launch
-
-    return _launch(*args, **kwargs)
