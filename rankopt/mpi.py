@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 
-from rankopt.adapters._mpi_main import main
+from rankopt.cli._mpi_main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 
-from rankopt.adapters._launch import main
+from rankopt.cli._run import main
 
 if __name__ == "__main__":
     sys.exit(main())

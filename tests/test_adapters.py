@@ -24,7 +24,6 @@ from rankopt.adapters import (
 from rankopt.adapters._common import atomic_write_text, load_order, node_index, save_order
 from rankopt.adapters._env import detect, first_slurm_host
 from rankopt.adapters._launch import LaunchDecision, _solve, add_arguments, child_env
-from rankopt.adapters._mpi_main import split_argv
 from rankopt.adapters.nccl import (
     btree,
     dtree,
@@ -34,6 +33,7 @@ from rankopt.adapters.nccl import (
     predict,
     solve_nodes,
 )
+from rankopt.cli._mpi_main import split_argv
 
 
 class _Meas:

@@ -205,8 +205,8 @@ def _net():
 
 def test_model_options_take_the_profile_and_its_engine(tmp_path, monkeypatch):
     from rankopt._model_args import model_options
-    from rankopt.adapters._mpi_main import build_parser as mpi_parser
     from rankopt.cli import build_parser
+    from rankopt.cli._mpi_main import build_parser as mpi_parser
 
     path = _profile_file(tmp_path)
     monkeypatch.delenv("RANKOPT_WORKLOAD", raising=False)

@@ -32,7 +32,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -45,7 +45,7 @@ from rankopt.adapters._common import as_order, node_index, parse_options, save_o
 from rankopt.adapters._env import LaunchEnv, detect
 from rankopt.errors import RankoptError
 
-__all__ = ["add_arguments", "launch", "LaunchDecision", "child_env", "main", "run_args"]
+__all__ = ["add_arguments", "launch", "LaunchDecision", "child_env"]
 
 logger = logging.getLogger("rankopt")
 
@@ -493,7 +493,8 @@ def _verified(
 
     Collective over the job (a temporary Gloo group on the launcher's store);
     every rank gets the same timings (the slowest rank's) and so the same
-    verdict. Rank 0 prints the table unless ``--quiet``.
+    verdict. The table goes into the decision's summary, which the launcher
+    prints on rank 0 unless ``--quiet``.
     """
     import torch.distributed as dist
 
@@ -511,15 +512,13 @@ def _verified(
         checked = verify_gloo(order, args.collective, timeout=timeout.total_seconds())
     finally:
         dist.destroy_process_group()
-    if info.rank == 0 and not getattr(args, "quiet", False):
-        print(checked.table(), file=sys.stderr, flush=True)
+    summary = decision.get("summary", "") + "\n" + checked.table()
     if checked.applies:
-        return {**decision, "summary": decision.get("summary", "") + "\nverified: applied"}
+        return {**decision, "summary": summary + "\nverified: applied"}
     return {
         **decision,
         "order": list(range(info.world_size)),
-        "summary": decision.get("summary", "")
-        + f"\nverified: {checked.verdict}: the launch order is kept",
+        "summary": summary + f"\nverified: {checked.verdict}: the launch order is kept",
     }
 
 
@@ -583,50 +582,3 @@ def child_env(env: Mapping[str, str], info: LaunchEnv, decision: LaunchDecision)
         out["LOCAL_RANK"] = str(info.local_rank)
     out["RANKOPT_LAUNCH_RANK"] = str(info.rank)
     return out
-
-
-def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
-    """Run the launcher for parsed options; execs the program (returns only on error)."""
-    command = list(args.program)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command and not args.dry_run:
-        raise RankoptInputError(f"missing program: {prog} [options] -- PROGRAM ARGS")
-    if command and command[0].endswith(".py") and not os.access(command[0], os.X_OK):
-        command = [sys.executable, *command]  # "-- train.py" as torchrun would run it
-    info = detect(os.environ, master_addr=args.master_addr, master_port=args.master_port)
-    decision = launch(args)
-    if decision.error:
-        print(f"{prog}: {decision.error}; running with the launch order", file=sys.stderr)
-    if info.rank == 0 and not getattr(args, "quiet", False):
-        print(f"{prog}: {info.world_size} ranks\n{decision.summary}", file=sys.stderr)
-    env = child_env(os.environ, info, decision)
-    if args.dry_run:
-        print(
-            f"RANK {info.rank} -> {decision.new_rank} host {decision.hosts[info.rank]}", flush=True
-        )
-        return 0
-    sys.stdout.flush()
-    sys.stderr.flush()
-    try:
-        os.execvpe(command[0], command, env)
-    except OSError as exc:
-        raise RankoptInputError(f"cannot run {command[0]!r}: {exc}") from exc
-    return 127  # not reached
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m rankopt.run [options] -- program args``."""
-    p = argparse.ArgumentParser(
-        prog="python -m rankopt.run",
-        description="Renumber the ranks of a torch.distributed job to follow the measured "
-        "network, then run the program with its new RANK. Start it with torchrun, "
-        "mpiexec or srun in place of the program.",
-    )
-    add_arguments(p)
-    args = p.parse_args(argv)
-    try:
-        return run_args(args, prog="rankopt.run")
-    except (RankoptInputError, LaunchError) as exc:
-        print(f"rankopt.run: error: {exc}", file=sys.stderr)
-        return 1

@@ -213,10 +213,17 @@ class _Finder(importlib.abc.MetaPathFinder):
                 try:
                     _PATCHES[name](module)
                 except Exception as exc:  # noqa: BLE001 - never break the program
-                    print(f"rankopt profile: cannot hook {name}: {exc}", file=sys.stderr)
+                    _warn("rankopt profile: cannot hook %s: %s", name, exc)
 
         spec.loader = _Loader()
         return spec
+
+
+def _warn(message: str, *args: object) -> None:
+    """A warning through the program's logging (its handlers, else stderr)."""
+    import logging
+
+    logging.getLogger("rankopt.profile").warning(message, *args)
 
 
 def write() -> None:
@@ -238,7 +245,7 @@ def write() -> None:
             f.write("\n".join(lines) + "\n")
         os.replace(tmp, path)
     except OSError as exc:
-        print(f"rankopt profile: cannot write {path!r}: {exc}", file=sys.stderr)
+        _warn("rankopt profile: cannot write %r: %s", path, exc)
 
 
 def _chain() -> None:

@@ -268,24 +268,6 @@ def _split(comm: MPI.Intracomm, order: NDArray[np.int64], name: str | None) -> M
     return new
 
 
-def report_error(world: MPI.Intracomm, exc: BaseException, prog: str) -> int:
-    """Print ``exc`` once for the whole job (``python -m rankopt.mpi``); the exit status.
-
-    The lowest rank that answered prints. When a rank was silent, the job then ends
-    through ``MPI_Abort`` at exit (see :class:`RankoptMPIError`), so the other ranks
-    first wait up to :data:`FAREWELL` seconds for the printing rank to end the job.
-    """
-    import sys
-
-    silent = set(getattr(exc, "silent", ()))
-    printer = next((r for r in range(world.Get_size()) if r not in silent), 0)
-    if world.Get_rank() == printer:
-        print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
-    elif silent:
-        time.sleep(FAREWELL)
-    return 1
-
-
 def reorder(
     comm: MPI.Intracomm,
     order: ArrayLike,

@@ -22,7 +22,6 @@ call outlives the deadline. Under Gloo every call runs on groups created with
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -133,11 +132,10 @@ def _watchdog_abort(timeout: float) -> None:
     """A timed call outlived its deadline: end the job rather than hang it."""
     from rankopt.adapters.mpi import original_world
 
-    print(
-        f"rankopt verify: error: a timed collective took longer than {timeout:g} s "
+    logger.error(
+        "rankopt verify: a timed collective took longer than %g s "
         "(a peer stopped or died); aborting the job",
-        file=sys.stderr,
-        flush=True,
+        timeout,
     )
     original_world().Abort(1)
 

@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from rankopt.cli._common import report_job_error
+
 __all__ = ["register", "run", "load_stored"]
 
 _EPILOG = """\
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
             check_binding(binding, world.Get_size(), hosts, what="rankopt check")
         result = check_mpi(world, network, order, timeout=args.timeout, max_pairs=args.max_pairs)
     except (RankoptInputError, adapter.RankoptMPIError) as exc:
-        return adapter.report_error(world, exc, "rankopt check")
+        return report_job_error(world, exc, "rankopt check")
     if world.Get_rank() == 0:
         print(result.text(network.hosts), flush=True)
         if args.json:

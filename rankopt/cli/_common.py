@@ -20,6 +20,7 @@ __all__ = [
     "read_inputs",
     "table",
     "progress",
+    "report_job_error",
 ]
 
 
@@ -153,3 +154,24 @@ def progress(label: str, enabled: bool) -> Iterator[Callable[[dict[str, Any]], N
         yield update
     finally:
         status.stop()
+
+
+def report_job_error(world: Any, exc: BaseException, prog: str) -> int:
+    """Print ``exc`` once for the whole job (``python -m rankopt.mpi``); the exit status.
+
+    The lowest rank that answered prints. When a rank was silent, the job then ends
+    through ``MPI_Abort`` at exit (see :class:`rankopt.adapters.mpi.RankoptMPIError`), so the other ranks
+    first wait up to :data:`rankopt.adapters.mpi.FAREWELL` seconds for the printing
+    rank to end the job.
+    """
+    import time
+
+    from rankopt.adapters.mpi import FAREWELL
+
+    silent = set(getattr(exc, "silent", ()))
+    printer = next((r for r in range(world.Get_size()) if r not in silent), 0)
+    if world.Get_rank() == printer:
+        print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
+    elif silent:
+        time.sleep(FAREWELL)
+    return 1

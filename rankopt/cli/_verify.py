@@ -6,6 +6,8 @@ import argparse
 import os
 from typing import Any
 
+from rankopt.cli._common import report_job_error
+
 __all__ = ["register", "run", "add_verify_arguments", "backend_of"]
 
 _EPILOG = """\
@@ -173,7 +175,7 @@ def _run_mpi(
             extra = {"source": f"file:{order_file.path}"}
         result = verify_mpi(world, order, args.collective, extra=extra, **common, **solve)
     except (RankoptInputError, adapter.RankoptMPIError) as exc:
-        return adapter.report_error(world, exc, "rankopt verify")
+        return report_job_error(world, exc, "rankopt verify")
     if world.Get_rank() == 0:
         _emit(args, result)
     return 0

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from rankopt.cli._common import report_job_error
+
 __all__ = ["main", "build_parser", "split_argv"]
 
 _USAGE = "python -m rankopt.mpi [options] (pyfile | -m mod | -c cmd) [arg ...]"
@@ -201,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             check_binding(order_file, world.Get_size(), here, what="--order")
         except RankoptInputError as exc:  # the same data on every rank: the same error
-            return adapter.report_error(world, exc, "rankopt.mpi")
+            return report_job_error(world, exc, "rankopt.mpi")
 
     state: dict[str, Any] = {}
 
@@ -243,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 world, order, args.collective, probe_options=probe_options, **solve_options
             )
         except (RankoptInputError, adapter.RankoptMPIError) as exc:
-            return adapter.report_error(world, exc, "rankopt.mpi")
+            return report_job_error(world, exc, "rankopt.mpi")
         if world.Get_rank() == 0 and not args.quiet:
             print(checked.table(), file=sys.stderr, flush=True)
         import numpy as np
@@ -263,5 +265,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except (RankoptInputError, adapter.RankoptMPIError) as exc:
         # raised alike on every rank: one message, from the lowest rank that answered
-        return adapter.report_error(world, exc, "rankopt.mpi")
+        return report_job_error(world, exc, "rankopt.mpi")
     return 0
