@@ -207,3 +207,31 @@ def test_no_import_circles_between_stages():
             if (a, b) not in KNOWN and _stage(a) != _stage(b):
                 stage_graph.setdefault(_stage(a), set()).add(_stage(b))
     assert _cycles(stage_graph) == []
+
+
+#: Library modules allowed to print, with the reason.
+PRINTS = {
+    "rankopt.adapters._shim_src.generate": "the shim generator's own script main",
+}
+
+
+def _prints(tree: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"
+        for node in ast.walk(tree)
+    )
+
+
+def test_only_entry_points_print():
+    """The stages report through return values and ``logging``; printing is the CLI's."""
+    found = {
+        module
+        for module, (path, _) in _modules().items()
+        if _stage(module) != "entry" and _prints(ast.parse(path.read_text()))
+    }
+    assert found == PRINTS.keys(), sorted(found ^ PRINTS.keys())
+
+
+def test_print_finder_finds_a_print():
+    assert _prints(ast.parse("def f():\n    print('x')\n"))
+    assert not _prints(ast.parse("def f():\n    logger.info('print')\n"))
