@@ -16,19 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-
-def _rankopt(*args: str, timeout: int = 1800) -> str:
-    cmd = [sys.executable, "-m", "rankopt", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
-    return proc.stdout
+from _testbed_common import rankopt as _rankopt
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,17 +25,9 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from _testbed_common import testbed_down, testbed_exec
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def _exec(prefix: str, hosts: str, seed: int, cmd: list[str], timeout: int = 900) -> str:
-    argv = [sys.executable, "-m", "rankopt", "testbed", "exec", "--attach", "--prefix", prefix]
-    argv += ["--hosts", hosts, "--seed", str(seed), "--", *cmd]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed: {shlex.join(cmd)}\n{proc.stderr[-3000:]}")
-    return proc.stdout
 
 
 def _with_env(env: dict[str, str], cmd: list[str]) -> list[str]:
@@ -81,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     subprocess.run(up, check=True)
     try:
         net_file = work / "net.npz"
-        _exec(
+        testbed_exec(
             args.prefix,
             args.launch,
             args.seed,
@@ -90,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         prof_dir = work / "profile"
         prof_dir.mkdir()
         env = {"LD_PRELOAD": str(lib), "RANKOPT_PROFILE": str(prof_dir)}
-        _exec(args.prefix, args.launch, args.seed, _with_env(env, [str(exe), *calls]))
+        testbed_exec(args.prefix, args.launch, args.seed, _with_env(env, [str(exe), *calls]))
         prof = read_rank_files(prof_dir)
         write_profile(work / "profile.json", prof)
         print(prof.summary())
@@ -130,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):
             for k in orders:
                 env = {"LD_PRELOAD": str(lib), "RANKOPT_ORDER": str(files[k])}
-                out = _exec(args.prefix, args.launch, args.seed, _with_env(env, [str(exe), *calls]))
+                out = testbed_exec(
+                    args.prefix, args.launch, args.seed, _with_env(env, [str(exe), *calls])
+                )
                 total = [
                     float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("total_s")
                 ]
@@ -152,10 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.output:
             Path(args.output).write_text(json.dumps({"args": vars(args), "rows": report}, indent=1))
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "rankopt", "testbed", "down", "--prefix", args.prefix],
-            check=False,
-        )
+        testbed_down(args.prefix)
     return 0
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+from _testbed_common import testbed_down, testbed_exec
 
 WORKER = textwrap.dedent(
     """
@@ -72,17 +72,6 @@ WORKER = textwrap.dedent(
 )
 
 
-def _exec(
-    prefix: str, hosts: str, seed: int, cmd: list[str], engine: str = "gloo", timeout: int = 900
-) -> str:
-    argv = [sys.executable, "-m", "rankopt", "testbed", "exec", "--attach", "--prefix", prefix]
-    argv += ["--engine", engine, "--hosts", hosts, "--seed", str(seed), "--", *cmd]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise SystemExit(f"failed: {shlex.join(cmd)}\n{proc.stdout[-2000:]}{proc.stderr[-3000:]}")
-    return proc.stdout
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--racks", default="3,3,3")
@@ -115,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         # the network, probed over MPI on the same placement (the workers' launcher
         # places rank i on the same host)
         probe = [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi", "-o", str(net_file)]
-        _exec(args.prefix, args.launch, args.seed, probe, engine="mpi")
+        testbed_exec(args.prefix, args.launch, args.seed, probe, engine="mpi")
         net = load_network(net_file)
         # a histogram: features x bins x (gradient, hessian) doubles
         hist = args.features * 256 * 16
@@ -133,11 +122,12 @@ def main(argv: list[str] | None = None) -> int:
             for k in orders:
                 run += 1  # a fresh tracker port per run: the last one may be in TIME_WAIT
                 port = str(30100 + 7 * run)
-                out = _exec(
+                out = testbed_exec(
                     args.prefix,
                     args.launch,
                     args.seed,
                     [sys.executable, str(worker), str(files[k]), *sizes, port],
+                    engine="gloo",
                 )
                 vals = [float(ln.split()[1]) for ln in out.splitlines() if "xgb_its" in ln]
                 its[k].append(vals[0])
@@ -160,10 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             report = {"args": vars(args), "modelled_speedup": res.speedup, "rows": rows}
             Path(args.output).write_text(json.dumps(report, indent=1))
     finally:
-        subprocess.run(
-            [sys.executable, "-m", "rankopt", "testbed", "down", "--prefix", args.prefix],
-            check=False,
-        )
+        testbed_down(args.prefix)
     return 0
 
 
