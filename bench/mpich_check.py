@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from rankopt.engines.mpich import CVARS  # the variable of each collective's algorithm
+
 KIB = 1 << 10
 MIB = 1 << 20
 
@@ -65,17 +67,6 @@ SIZES: dict[str, tuple[int, ...]] = {
     "alltoall": (128, 4 * KIB, 64 * KIB),
 }
 PER_RANK = ("allgather", "reduce_scatter", "alltoall")
-
-#: CVAR of each collective (mpi4py call: Allreduce, Allgather,
-#: Reduce_scatter_block, Bcast, Reduce, Alltoall).
-CVAR = {
-    "allreduce": "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
-    "allgather": "MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM",
-    "reduce_scatter": "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM",
-    "broadcast": "MPIR_CVAR_BCAST_INTRA_ALGORITHM",
-    "reduce": "MPIR_CVAR_REDUCE_INTRA_ALGORITHM",
-    "alltoall": "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM",
-}
 
 #: Forced variants: one algorithm per collective in each launch.
 VARIANTS: tuple[dict[str, str], ...] = (
@@ -277,7 +268,7 @@ def run_job(
     out = spec.with_suffix(".out.json")
     err = spec.with_suffix(".err")
     spec.write_text(json.dumps(cases))
-    env = {**os.environ, **JOB_ENV, **{CVAR[c]: a for c, a in variant.items()}}
+    env = {**os.environ, **JOB_ENV, **{CVARS[c]: a for c, a in variant.items()}}
     root = str(Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [mpiexec, "-n", str(n), sys.executable, __file__, "--worker", str(spec), str(out)]
