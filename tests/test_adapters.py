@@ -23,7 +23,13 @@ from rankopt.adapters import (
 )
 from rankopt.adapters._common import atomic_write_text, load_order, node_index, save_order
 from rankopt.adapters._env import detect, first_slurm_host
-from rankopt.adapters._launch import LaunchDecision, _solve, add_arguments, child_env
+from rankopt.adapters._launch import (
+    LaunchDecision,
+    LaunchOptions,
+    _solve,
+    add_arguments,
+    child_env,
+)
 from rankopt.adapters.nccl import (
     btree,
     dtree,
@@ -409,6 +415,10 @@ def _args(*argv: str) -> argparse.Namespace:
     return p.parse_args(list(argv))
 
 
+def _options(*argv: str) -> LaunchOptions:
+    return LaunchOptions.from_args(_args(*argv))
+
+
 def test_launcher_arguments():
     a = _args("--backend", "nccl", "--seed", "3", "--", "python", "t.py", "--seed", "4")
     assert a.backend == "nccl" and a.seed == 3
@@ -417,10 +427,23 @@ def test_launcher_arguments():
         _args("--order", "a", "--latency", "b")
 
 
+def test_launch_options_default_to_the_command_line_defaults():
+    import dataclasses
+
+    p = argparse.ArgumentParser(prog="rankopt run")
+    add_arguments(p)
+    parsed = LaunchOptions.from_args(p.parse_args([]))
+    assert dataclasses.replace(parsed, solve=None) == LaunchOptions()
+    # with no flags the backend's engine prices every call, from the command line or not
+    assert parsed.solve["engine"] == "gloo"
+    nccl = LaunchOptions.from_args(p.parse_args(["--backend", "nccl"]))
+    assert nccl.solve["engine"] == "nccl" and nccl.backend == "nccl"
+
+
 def test_launcher_solve_on_rank0(tmp_path):
     hosts = ("h",) * 4
     save_order(tmp_path / "o.txt", [0, 3, 1, 2])
-    order, summary, _, _ = _solve(_args("--order", str(tmp_path / "o.txt")), 4, hosts, None)
+    order, summary, _, _ = _solve(_options("--order", str(tmp_path / "o.txt")), 4, hosts, None)
     assert order.tolist() == [0, 3, 1, 2] and "o.txt" in summary
     # an order file bound to other hosts is refused
     from rankopt import Network
@@ -428,23 +451,23 @@ def test_launcher_solve_on_rank0(tmp_path):
     net = Network.from_matrices(np.full((4, 4), 1e-5), hosts=("a", "b", "c", "d"))
     save_order(tmp_path / "bound.json", [0, 3, 1, 2], network=net)
     with pytest.raises(RankoptInputError, match="moved"):
-        _solve(_args("--order", str(tmp_path / "bound.json")), 4, hosts, None)
+        _solve(_options("--order", str(tmp_path / "bound.json")), 4, hosts, None)
     save_order(tmp_path / "bad.txt", [1, 0, 2, 3])
     with pytest.raises(RankoptInputError, match="keep rank 0 first"):
-        _solve(_args("--order", str(tmp_path / "bad.txt")), 4, hosts, None)
+        _solve(_options("--order", str(tmp_path / "bad.txt")), 4, hosts, None)
     lat = np.full((5, 5), 1e-3)
     for x, y in [(0, 3), (3, 1), (1, 4), (4, 2), (2, 0)]:
         lat[x, y] = lat[y, x] = 1e-6
     np.fill_diagonal(lat, 0)
     np.save(tmp_path / "lat.npy", lat)
     order, _, network, result = _solve(
-        _args("--latency", str(tmp_path / "lat.npy"), "--seed", "0"), 5, ("h",) * 5, None
+        _options("--latency", str(tmp_path / "lat.npy"), "--seed", "0"), 5, ("h",) * 5, None
     )
     assert network.n == 5 and result.order.tolist() == order.tolist()
     assert order.tolist() in ([0, 3, 1, 4, 2], [0, 2, 4, 1, 3])
     nodes = ("a", "b", "a", "b", "c")
     order, summary, _, _ = _solve(
-        _args("--latency", str(tmp_path / "lat.npy"), "--backend", "nccl"), 5, nodes, None
+        _options("--latency", str(tmp_path / "lat.npy"), "--backend", "nccl"), 5, nodes, None
     )
     assert order[0] == 0 and is_node_contiguous(order, nodes) and "3 nodes" in summary
 
@@ -522,17 +545,17 @@ def test_rank0_decision_is_published_for_every_outcome(tmp_path):
         return s
 
     save_order(tmp_path / "o.txt", [0, 2, 1, 3])
-    ok = _decide(_args("--order", str(tmp_path / "o.txt")), store(4), 4, None, 0.0)
+    ok = _decide(_options("--order", str(tmp_path / "o.txt")), store(4), 4, None, 0.0)
     assert ok["order"] == [0, 2, 1, 3] and ok["hosts"] == ["h0", "h1", "h0", "h1"]
     assert "error" not in ok and json.loads(json.dumps(ok)) == ok
-    bad = _decide(_args(), store(4, [(2, "ProbeTimeoutError: rank 3 silent")]), 4, None, 0.0)
+    bad = _decide(_options(), store(4, [(2, "ProbeTimeoutError: rank 3 silent")]), 4, None, 0.0)
     assert bad["order"] == [0, 1, 2, 3]
     assert (
         bad["error"] == "probe failed on 1 rank(s), first rank 2: ProbeTimeoutError: rank 3 silent"
     )
     late = dist.HashStore()
     late.add("probed", 3)
-    out = _decide(_args(), late, 4, None, 0.0)
+    out = _decide(_options(), late, 4, None, 0.0)
     assert (
         out["error"] == "only 3 of 4 ranks finished the probe in time" and out["hosts"] == ["?"] * 4
     )

@@ -204,27 +204,11 @@ def test_cli_solve_probe_file_reports_what_was_modelled(tmp_path):
 
 
 def test_launcher_solve_uses_the_network_and_ddp_bucket():
-    from types import SimpleNamespace
-
     from rankopt.adapters import _launch
     from rankopt.network import DDP_BUCKET_BYTES
 
     m, rack = probed((3, 3, 3), 4)
-    args = SimpleNamespace(
-        order=None,
-        latency=None,
-        collective="allreduce",
-        algorithm="ring",
-        objective=None,
-        nbytes=None,
-        uplink_bandwidth=None,
-        method="auto",
-        seed=0,
-        time_limit=None,
-        granularity="rank",
-        backend="gloo",
-        json=None,
-    )
+    args = _launch.LaunchOptions(granularity="rank", solve={"method": "auto", "rng": 0})
     order, text, network, result = _launch._solve(args, m.n, m.hosts, m)
     assert network.source == "probe:mpi" and result.nbytes == DDP_BUCKET_BYTES
     assert order[0] == 0 and crossings(rack, order) == 3

@@ -33,7 +33,7 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -45,7 +45,7 @@ from rankopt.adapters._common import as_order, node_index, parse_options, save_o
 from rankopt.adapters._env import LaunchEnv, detect
 from rankopt.errors import RankoptError
 
-__all__ = ["add_arguments", "launch", "LaunchDecision", "child_env"]
+__all__ = ["add_arguments", "launch", "LaunchDecision", "LaunchOptions", "child_env"]
 
 logger = logging.getLogger("rankopt")
 
@@ -80,6 +80,97 @@ class LaunchDecision:
     hosts: tuple[str, ...]
     summary: str
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """What the launcher does: one field per ``rankopt run`` option, the same defaults.
+
+    :meth:`from_args` reads them from the parsed command line
+    (:func:`add_arguments`); a program builds one directly.
+
+    Attributes
+    ----------
+    backend : str
+        The program's backend (``"gloo"``, ``"nccl"``): the engine its calls
+        are priced with and, for NCCL, node-granular orders.
+    collective, algorithm : str
+        What is optimised when no engine decides the algorithm.
+    solve : mapping, optional
+        Further keyword arguments of :func:`rankopt.solve` (``engine``,
+        ``workload``, ``objective``, ``nbytes``, ``uplink_bandwidth``,
+        ``method``, ``rng``, ``time_limit``), as
+        :func:`rankopt._model_args.model_options` gives them. Default: what
+        ``rankopt run`` does with no flags, ``{"engine": backend}`` (every call
+        priced with the algorithm the backend runs at its size).
+    granularity : {"auto", "rank", "node"}
+    order, latency : str, optional
+        An order file to apply, or a latency matrix to solve on, instead of probing.
+    probe : mapping
+        Keyword arguments of :func:`rankopt.probe.torch.measure`.
+    master_addr, master_port, probe_port, hostname :
+        Rendezvous overrides and this process's host label.
+    timeout : float
+        Seconds to wait for peers.
+    on_error : {"fail", "identity"}
+    save, json : str, optional
+        Files rank 0 writes: the order, the solve result.
+    verify : bool
+        Time the order against the launch order first; keep it only if it wins.
+    """
+
+    backend: str = "gloo"
+    collective: str = "allreduce"
+    algorithm: str = "ring"
+    solve: Mapping[str, Any] | None = None
+    granularity: str = "auto"
+    order: str | None = None
+    latency: str | None = None
+    probe: Mapping[str, Any] = field(default_factory=dict)
+    master_addr: str | None = None
+    master_port: int | None = None
+    probe_port: int | None = None
+    hostname: str | None = None
+    timeout: float = 300.0
+    on_error: str = "fail"
+    save: str | None = None
+    json: str | None = None
+    verify: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> LaunchOptions:
+        """The options of a command line parsed by :func:`add_arguments`.
+
+        The model options are checked here, on every rank, before any
+        communication (a bad ``--workload`` is an error everywhere at once).
+        """
+        from rankopt._model_args import model_options, parse_uplinks
+
+        ups = parse_uplinks(getattr(args, "uplink_bandwidth", None))
+        plain = argparse.Namespace(**{**vars(args), "uplink_bandwidth": None})
+        solve: dict[str, Any] = model_options(plain, None, solver=True)
+        if ups is not None:  # one value per level of the probed hierarchy, checked there
+            solve["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
+            solve.setdefault("objective", "contention")
+        return cls(
+            backend=args.backend,
+            collective=args.collective,
+            algorithm=args.algorithm,
+            solve=solve,
+            granularity=args.granularity,
+            order=args.order,
+            latency=args.latency,
+            probe=parse_options(getattr(args, "probe_option", [])),
+            master_addr=args.master_addr,
+            master_port=args.master_port,
+            probe_port=args.probe_port,
+            hostname=args.hostname,
+            timeout=args.timeout,
+            on_error=args.on_error,
+            save=args.save,
+            json=getattr(args, "json", None),
+            verify=bool(getattr(args, "verify", False)),
+        )
 
 
 def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
@@ -336,7 +427,7 @@ class _Matrix:
 
 
 def _solve(
-    args: argparse.Namespace, n: int, hosts: tuple[str, ...], measurement: Any
+    args: LaunchOptions, n: int, hosts: tuple[str, ...], measurement: Any
 ) -> tuple[NDArray[np.int64], str, Any, Any]:
     """Rank 0: the order to apply, a summary, and the network and result it came from."""
     if args.order is not None:
@@ -356,15 +447,9 @@ def _solve(
 
         lat = load_matrix(args.latency)
         measurement = _Matrix(np.asarray(lat, dtype=np.float64), hosts)
-    from rankopt._model_args import model_options, parse_uplinks
     from rankopt.network.core import DDP_BUCKET_BYTES, Network
 
-    ups = parse_uplinks(getattr(args, "uplink_bandwidth", None))
-    plain = argparse.Namespace(**{**vars(args), "uplink_bandwidth": None})
-    opts: dict[str, Any] = model_options(plain, None, solver=True)
-    if ups is not None:
-        opts["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
-        opts.setdefault("objective", "contention")
+    opts: dict[str, Any] = {"engine": args.backend} if args.solve is None else dict(args.solve)
     granularity = args.granularity
     if granularity == "auto":
         from rankopt.engines import get
@@ -390,7 +475,7 @@ def _solve(
         network = Network.from_measurement(measurement)
     opts.setdefault("nbytes", DDP_BUCKET_BYTES)
     res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
-    if getattr(args, "json", None):
+    if args.json:
         from rankopt._files import atomic_write_text
 
         atomic_write_text(args.json, json.dumps(res.to_dict()) + "\n", what="--json")
@@ -408,20 +493,17 @@ def _describe(res: Any) -> str:
 
 
 def launch(
-    args: argparse.Namespace,
+    options: LaunchOptions | None = None,
     env: Mapping[str, str] | None = None,
-    probe_options: Mapping[str, Any] | None = None,
 ) -> LaunchDecision:
     """Run steps 1-4 of the launcher in this process; collective over the job.
 
     Parameters
     ----------
-    args : argparse.Namespace
-        Options as parsed by :func:`add_arguments`.
+    options : LaunchOptions, optional
+        What to do (default: ``LaunchOptions()``, ``rankopt run`` with no flags).
     env : mapping, optional
         Environment (default ``os.environ``).
-    probe_options : mapping, optional
-        Keyword arguments for ``rankopt.probe.torch.measure``.
 
     Returns
     -------
@@ -435,12 +517,12 @@ def launch(
         No order could be found (``on_error="fail"``), with the same message on
         every rank that is alive.
     """
+    args = LaunchOptions() if options is None else options
     env = os.environ if env is None else env
     info = detect(env, master_addr=args.master_addr, master_port=args.master_port)
     timeout = timedelta(seconds=args.timeout)
     host = args.hostname or env.get("RANKOPT_HOSTNAME") or socket.gethostname()
-    popts = parse_options(getattr(args, "probe_option", []))
-    popts.update(probe_options or {})
+    popts = dict(args.probe)
     n, rank = info.world_size, info.rank
     if n == 1:
         return LaunchDecision(0, 0, np.zeros(1, dtype=np.int64), (host,), "one process")
@@ -465,7 +547,7 @@ def launch(
             acked = _wait_count(store, "ack", n, time.monotonic() + args.timeout)
             if acked < n:
                 logger.warning("rankopt run: only %d of %d ranks read the order", acked, n)
-        if getattr(args, "verify", False) and not decision.get("error"):
+        if args.verify and not decision.get("error"):
             decision = _verified(info, store, timeout, decision, args)
     except (RankoptInputError, LaunchError):
         raise
@@ -487,7 +569,7 @@ def launch(
 
 
 def _verified(
-    info: LaunchEnv, store: Any, timeout: timedelta, decision: dict[str, Any], args: Any
+    info: LaunchEnv, store: Any, timeout: timedelta, decision: dict[str, Any], args: LaunchOptions
 ) -> dict[str, Any]:
     """``--verify``: time the order against the launch order; keep it only if it wins.
 
@@ -523,7 +605,7 @@ def _verified(
 
 
 def _decide(
-    args: argparse.Namespace, store: Any, n: int, measurement: Any, deadline: float
+    args: LaunchOptions, store: Any, n: int, measurement: Any, deadline: float
 ) -> dict[str, Any]:
     probed = _wait_count(store, "probed", n, deadline)
     hosts: list[str] = []

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from rankopt._validation import RankoptInputError
 from rankopt.adapters._env import detect
-from rankopt.adapters._launch import LaunchError, add_arguments, child_env, launch
+from rankopt.adapters._launch import LaunchError, LaunchOptions, add_arguments, child_env, launch
 
 __all__ = ["register", "run", "run_args", "main"]
 
@@ -49,7 +49,7 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
     if command and command[0].endswith(".py") and not os.access(command[0], os.X_OK):
         command = [sys.executable, *command]  # "-- train.py" as torchrun would run it
     info = detect(os.environ, master_addr=args.master_addr, master_port=args.master_port)
-    decision = launch(args)
+    decision = launch(LaunchOptions.from_args(args))
     if decision.error:
         print(f"{prog}: {decision.error}; running with the launch order", file=sys.stderr)
     if info.rank == 0 and not getattr(args, "quiet", False):
