@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rankopt._validation import RankoptInputError
 from rankopt.adapters import shim
 from rankopt.adapters._shim_src import generate as gen
 from rankopt.cli import main
@@ -489,6 +490,52 @@ def test_solve_then_run_mpi(mpi, capfd, monkeypatch):
     rows = _table(out)
     assert [int(rows[k]["launch"]) for k in range(N)] == order
     assert [int(rows[k]["from_prev"]) for k in range(N)] == [order[k - 1] for k in range(N)]
+
+
+@pytest.mark.mpi
+def test_run_mpi_verify_keeps_the_launch_order_when_the_order_does_not_win(mpi, capfd, monkeypatch):
+    """``run-mpi --verify``: loopback ranks are alike, so a swapped order cannot win."""
+    pytest.importorskip("mpi4py")
+    swapped = mpi["tmp"] / "swapped.txt"
+    swapped.write_text("1\n0\n3\n2\n")
+    for k, v in _mpi_env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("RANKOPT_ORDER", raising=False)
+    argv = ["run-mpi", "--shim", str(mpi["lib"]), "--order", str(swapped), "--verify"]
+    argv += ["--sizes", "4K", "--repeats", "8", "--"]
+    argv += [mpi["mpiexec"], "--oversubscribe", "-n", str(N), str(mpi["ranks"])]
+    capfd.readouterr()
+    rc = main(argv)
+    out, err = capfd.readouterr()
+    assert rc == 0, err
+    assert "verified: applied" not in err and "the launch order is kept" in err, err
+    assert "speedup" in err  # verify's table, from the timing job
+    rows = _table(out)
+    assert [int(rows[k]["launch"]) for k in range(N)] == list(range(N))
+
+
+def test_run_mpi_verify_needs_an_order(tmp_path, capsys):
+    lib = tmp_path / "librankopt_shim.so"
+    lib.write_bytes(b"")
+    assert main(["run-mpi", "--shim", str(lib), "--verify", "--", "mpiexec", "-n", "2", "a"]) == 1
+    assert "--verify needs an order" in capsys.readouterr().err
+
+
+def test_split_launch_reads_launcher_options():
+    split = shim.split_launch
+    assert split(["mpirun", "-x", "A=1", "--mca", "btl", "tcp,self", "-np", "2", "./a", "-x"]) == (
+        ["mpirun", "-x", "A=1", "--mca", "btl", "tcp,self", "-np", "2"],
+        ["./a", "-x"],
+    )
+    assert split(["mpiexec.hydra", "-genv", "K", "V", "-ppn", "2", "-n", "4", "app"])[1] == ["app"]
+    assert split(["srun", "--mpi=pmix", "-n", "8", "python", "t.py"])[0] == [
+        "srun",
+        "--mpi=pmix",
+        "-n",
+        "8",
+    ]
+    with pytest.raises(RankoptInputError, match="no program"):
+        split(["mpiexec", "-n", "4"])
 
 
 @pytest.mark.mpi

@@ -118,6 +118,7 @@ __all__ = [
     "launch_command",
     "order_text_file",
     "run_mpi",
+    "split_launch",
 ]
 
 log = logging.getLogger("rankopt")
@@ -435,6 +436,66 @@ def _launcher_ranks(command: Sequence[str]) -> int | None:
         if arg in ("-n", "-np", "--np", "-c", "--n") and command[i + 1].isdigit():
             return int(command[i + 1])
     return None
+
+
+#: Launcher options that take values (how many); any other option is a flag,
+#: and ``--opt=value`` is one word. Open MPI 5's ``mpirun``/``mpiexec``/``prterun``
+#: (PRRTE's ``--help``), MPICH's Hydra ``mpiexec -h`` and Slurm's ``srun`` (its
+#: short options; its long ones are written ``--opt=value``) share no spelling
+#: with different arities, so one table serves them all.
+_VALUE_OPTIONS: dict[str, int] = {
+    **dict.fromkeys(
+        # Open MPI / PRRTE
+        "-n -np --np --n -c -N -H --host --hostfile -hostfile --machinefile -machinefile "
+        "--default-hostfile -x --map-by --rank-by --bind-to --output --wdir -wdir --wd "
+        "--prefix --path --preload-files --personality --timeout --display --launch-agent "
+        "--rankfile --npernode --npersocket --cpu-set --stdin --runtime-options --app "
+        "--tune --pset --report-state-on-timeout "
+        # MPICH Hydra
+        "-f -hosts -host -ppn -genvlist -envlist -configfile -launcher -bootstrap -binding "
+        "-map-by -iface -rmk -demux -errfile-pattern -outfile-pattern -launcher-exec "
+        "-bootstrap-exec -prepend-pattern -gpus-per-proc -bind-to "
+        # Slurm srun
+        "-p -t -w -m -o -e -i -J -A -q -D -d -C -G -B -r -T -W -S -L".split(),
+        1,
+    ),
+    **dict.fromkeys("--mca -mca --gmca -gmca --prtemca --pmixmca -genv -env".split(), 2),
+}
+
+
+def split_launch(command: Sequence[str]) -> tuple[list[str], list[str]]:
+    """``(launcher and its options, program and its arguments)`` of a launch command.
+
+    The program starts at the first word that is neither an option of the
+    launcher nor an option's value (:data:`_VALUE_OPTIONS`: Open MPI's
+    ``mpirun``/``mpiexec``/``prterun``, MPICH's Hydra ``mpiexec``, Slurm's
+    ``srun``, whose long options are written ``--opt=value``). An option not
+    in the table is read as a flag.
+
+    Examples
+    --------
+    >>> split_launch(["mpiexec", "--mca", "btl", "self,tcp", "-n", "4", "./app", "-n", "2"])
+    (['mpiexec', '--mca', 'btl', 'self,tcp', '-n', '4'], ['./app', '-n', '2'])
+    >>> split_launch(["srun", "-N", "2", "--ntasks-per-node=4", "python", "t.py"])
+    (['srun', '-N', '2', '--ntasks-per-node=4'], ['python', 't.py'])
+
+    Raises
+    ------
+    RankoptInputError
+        When no program follows the launcher's options.
+    """
+    from rankopt._validation import RankoptInputError
+
+    takes = _VALUE_OPTIONS
+    i = 1
+    while i < len(command):
+        word = command[i]
+        if not word.startswith("-") or word == "-":
+            return list(command[:i]), list(command[i:])
+        i += 1 + (0 if "=" in word else takes.get(word, 0))
+    raise RankoptInputError(
+        f"no program after the launcher's options in the launch command {list(command)!r}."
+    )
 
 
 def _is_open_mpi(launcher: str) -> bool:

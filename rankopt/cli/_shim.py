@@ -78,6 +78,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="pass the variables with Open MPI's -x (x), through the launcher's "
         "environment (env), or pick by launcher (auto, default)",
     )
+    r.add_argument(
+        "--verify",
+        action="store_true",
+        help="first time the collective in the launch order and in the order with `rankopt "
+        "verify` (the same launcher and options, mpi4py), and run the program in the order "
+        "only if it measurably wins; else in the launch order",
+    )
     r.add_argument("-v", "--verbose", action="store_true", help="rank 0 reports what the shim did")
     r.add_argument("--dry-run", action="store_true", help="print the command, do not run it")
     r.add_argument(
@@ -90,6 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     from rankopt.network.core import DEFAULT_NBYTES
 
     add_model_arguments(r, default_nbytes=DEFAULT_NBYTES, default_engine="mpi")
+    from rankopt.cli._verify import add_verify_arguments
+
+    add_verify_arguments(r)
     r.set_defaults(func=run_mpi)
 
 
@@ -129,6 +139,11 @@ def run_mpi(args: argparse.Namespace) -> int:
             "rankopt run-mpi: no --order and no RANKOPT_ORDER: MPI_COMM_WORLD is left as launched",
             file=sys.stderr,
         )
+    if args.verify:
+        if order is None:
+            raise CLIError("--verify needs an order to time: give --order or --network")
+        if not args.dry_run:
+            order = _verified(args, command, order)
     if args.dry_run:
         path = None if order is None else shim.order_text_file(order)
         argv, env = shim.launch_command(
@@ -178,3 +193,47 @@ def _solve_order(args: argparse.Namespace, lib: str | os.PathLike[str]) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     save_order(path, res.order, what="order")
     return os.fspath(path)
+
+
+def _verified(args: argparse.Namespace, command: list[str], order: str) -> str | None:
+    """``run-mpi --verify``: the order if ``rankopt verify`` says it wins, else None.
+
+    The timing job runs under the same launcher and launcher options as the
+    program (:func:`rankopt.adapters.shim.split_launch`), with this Python and
+    mpi4py in place of the program, so it sees the same placement.
+    """
+    import json
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from rankopt._validation import RankoptInputError
+
+    try:
+        launcher, _ = shim.split_launch(command)
+    except RankoptInputError as exc:
+        raise CLIError(str(exc)) from exc
+    with tempfile.TemporaryDirectory(prefix="rankopt-verify-") as work:
+        out = Path(work) / "verify.json"
+        argv = [*launcher, sys.executable, "-m", "rankopt", "verify", "--order", str(order)]
+        argv += ["--collective", args.collective, "--json", str(out)]
+        argv += ["--budget", f"{args.budget:g}", "--verify-timeout", f"{args.verify_timeout:g}"]
+        argv += ["--sizes", args.sizes] if args.sizes else []
+        argv += ["--repeats", str(args.repeats)] if args.repeats else []
+        argv += ["--workload", str(args.workload)] if args.workload else []
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode != 0 or not out.is_file():
+            tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["no output"]
+            raise CLIError(
+                f"--verify: the timing job failed (exit {proc.returncode}: {tail[0]}); "
+                f"it ran: {shlex.join(argv)}"
+            )
+        verdict = json.loads(out.read_text())["verdict"]
+    if not args.quiet:
+        print(proc.stdout.rstrip(), file=sys.stderr)
+    if verdict == "apply":
+        if not args.quiet:
+            print("rankopt run-mpi: verified: applied", file=sys.stderr)
+        return order
+    print(f"rankopt run-mpi: verified: {verdict}: the launch order is kept", file=sys.stderr)
+    return None
