@@ -4,7 +4,7 @@
 run`` and :func:`rankopt.adapters.mpi.optimize` describe what to optimise with
 the same flags: ``--collective``, ``--algorithm``, ``--objective``,
 ``--nbytes``, ``--uplink-bandwidth`` (one value per level of the network's
-hierarchy), ``--method``, ``--seed``, ``--time-limit``. With none of them the
+hierarchy), ``--method``, ``--seed``, ``--time-limit``, ``--robust``. With none of them the
 network decides (:meth:`rankopt.Network.default_model`): the contention model
 with the inferred uplinks at the entry point's default message size when the
 network has bandwidth, the latency sum otherwise.
@@ -164,6 +164,16 @@ def add_model_arguments(
         metavar="SECONDS",
         help="wall-clock guard for the solver (default: none; the budget is iterations)",
     )
+    s.add_argument(
+        "--robust",
+        nargs="?",
+        const="mean",
+        default=None,
+        metavar="STATISTIC",
+        help="minimise over networks the measurement cannot tell apart: 'mean' (the "
+        "default when given alone) or a quantile such as 0.9, of the cost over "
+        "16 networks redrawn from the measured spreads (see rankopt.models.robust)",
+    )
 
 
 def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
@@ -235,6 +245,9 @@ def model_options(
     for key, name in solver_keys if solver else ():
         if getattr(args, key, None) is not None:
             out[name] = getattr(args, key)
+    robust = getattr(args, "robust", None)
+    if robust is not None:
+        out["robust"] = {"statistic": _robust_statistic(robust)}
     ups = parse_uplinks(getattr(args, "uplink_bandwidth", None))
     if ups is not None:
         if network is None or not network.groups:
@@ -255,6 +268,21 @@ def model_options(
         out["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
         out.setdefault("objective", "contention")
     return out
+
+
+def _robust_statistic(text: str) -> str | float:
+    """``--robust``'s value: ``"mean"`` or a quantile in (0, 1)."""
+    if text == "mean":
+        return "mean"
+    try:
+        q = float(text)
+    except ValueError:
+        q = float("nan")
+    if not 0.0 < q < 1.0:
+        raise RankoptInputError(
+            f"--robust takes 'mean' or a quantile between 0 and 1 (e.g. 0.9); got {text!r}."
+        )
+    return q
 
 
 def workload_file(args: argparse.Namespace) -> str | None:

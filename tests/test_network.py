@@ -174,6 +174,26 @@ def test_interval_is_reproducible_and_brackets_noise():
     assert meet_levels(net.groups, net.n)[0, 0] == 0
 
 
+def test_cli_robust_reaches_solve(tmp_path, capsys):
+    from rankopt.cli import main
+
+    m, rack = probed((4, 4), 3)
+    f = tmp_path / "net.npz"
+    m.save(f)
+    assert main(["solve", str(f), "--robust", "--json"]) == 0
+    mean = json.loads(capsys.readouterr().out)
+    assert mean["robust"]["statistic"] == "mean"
+    assert mean["robust"]["draws"] == 16
+    assert main(["solve", str(f), "--robust", "0.9", "--json"]) == 0
+    q90 = json.loads(capsys.readouterr().out)
+    assert q90["robust"]["statistic"] == 0.9
+    # the same order as the library's robust solve on the same network
+    lib = rankopt.solve(Network.from_measurement(m), robust={"statistic": 0.9})
+    assert q90["order"] == lib.order.tolist()
+    assert main(["solve", str(f), "--robust", "high"]) == 1
+    assert "--robust takes 'mean' or a quantile" in capsys.readouterr().err
+
+
 def test_cli_solve_probe_file_reports_what_was_modelled(tmp_path):
     m, rack = probed((4, 4), 0)
     f = tmp_path / "net.npz"

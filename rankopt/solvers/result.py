@@ -183,5 +183,6 @@ class SolveResult:
             else [float(x) for x in self.speedup_interval],
             "modelled": True,
             "network": self.network,
+            "robust": self.extra.get("robust"),
             "notes": list(self.notes),
         }
