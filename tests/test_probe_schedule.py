@@ -182,12 +182,17 @@ def test_linear_schedule_size_flat_network(hosts, per_host):
     n = hosts * per_host
     names = [f"h{i // per_host}" for i in range(n)]
     plan = plan_probe(np.full((n, n), 3e-5), names)
-    stages = dict(plan.bandwidth_stages)
-    # star H - 1 (+1 for the bus of the star's own host), matchings of the other H - 1 hosts
-    # (at most H - 1), one uplink test per shared host, one interference slot
-    assert stages["discovery"] <= hosts - 1 + (per_host > 1)
-    assert plan.bandwidth_slots <= 2 * (hosts - 1) + 1 + (hosts if per_host > 1 else 0) + 1
-    assert plan.bandwidth_slots <= 3 * hosts + 1
+    found = [s for name, s in plan.bandwidth_stages if name == "discovery"]
+    # star H - 1 (+1 for the bus of the star's own host), then the test of the other
+    # m = H - 1 hosts: every pair up to 8, else a star and 4 (2 beyond 32) matchings of
+    # the rest; one uplink test per shared host, one interference slot
+    m = hosts - 1
+    test = m * (m - 1) // 2 if m <= 8 else (m - 1) + (4 if m <= 32 else 2) * ((m - 1) // 2)
+    assert found[0] <= hosts - 1 + (per_host > 1)
+    assert sum(found) <= hosts - 1 + (per_host > 1) + test
+    assert plan.bandwidth_slots <= sum(found) + (hosts if per_host > 1 else 0) + 1
+    if hosts > 9:
+        assert plan.bandwidth_slots <= 4 * hosts + (hosts if per_host > 1 else 0) + 1
     assert plan.latency_rounds == (n - 1 if n % 2 == 0 else n)
 
 
@@ -223,6 +228,56 @@ def test_linear_planner_finds_bandwidth_tiers_latency_hides(seed):
     assert np.median(rel) < 0.05 and rel.max() < 0.25  # the fill: group-pair rates
     net = rankopt.Network.from_matrices(flat, bw, hosts=cloud.hosts)
     assert [len(s) for s in net.level_sizes()] == [24, 6, 2]
+
+
+def _racks_behind_noisy_latency(seed, sizes, sigma):
+    """Racks that differ only in bandwidth, launched at random, behind latency noise."""
+    gen = np.random.default_rng(seed)
+    rack = gen.permutation(np.repeat(np.arange(len(sizes)), sizes))
+    n = rack.size
+    bw = np.where(rack[:, None] == rack[None, :], 120e6, 24e6)
+    lat = 250e-6 * np.exp(sigma * gen.standard_normal((n, n)))
+    lat = np.minimum(lat, lat.T)
+    np.fill_diagonal(lat, 0.0)
+    return lat, bw, rack, [f"h{i}" for i in range(n)]
+
+
+@pytest.mark.parametrize(
+    ("seed", "sizes", "sigma"),
+    [
+        (6, (4, 4, 4), 0.4),  # two matchings of the 8 slow hosts paired only across racks
+        (16, (4, 4, 4), 0.4),
+        (75, (3, 3, 3, 3), 0.05),  # the 9 slow hosts: every matched pair across racks
+        (23, (4, 4, 4), 0.4),  # noise made a latency tier: 11 "groups", one of 2 hosts
+        (2, (5, 5), 0.8),  # a latency tier of 9 + 1 hosts; the representatives' star saw it
+        (118, (2, 2, 2, 2, 2), 0.4),  # a lone host split off by latency
+    ],
+)
+def test_linear_planner_finds_racks_behind_noisy_latency(seed, sizes, sigma):
+    lat, bw, rack, hosts = _racks_behind_noisy_latency(seed, sizes, sigma)
+    info = _run_planner(lat, hosts, bw).result()[3]
+    assert any(_same_partition(np.array(g), rack) for g in info["groups"]), info["groups"]
+
+
+def test_linear_planner_drops_latency_groups_the_bandwidth_contradicts():
+    # racks of 4 launched at random; latency says hosts 0 and 11 are close (noise)
+    rack = np.array([1, 0, 2, 0, 0, 2, 1, 2, 1, 2, 0, 1])
+    bw = np.where(rack[:, None] == rack[None, :], 120e6, 24e6)
+    lat = np.full((12, 12), 280e-6)
+    lat[0, 11] = lat[11, 0] = 90e-6
+    np.fill_diagonal(lat, 0.0)
+    hosts = [f"h{i}" for i in range(12)]
+    assert len(infer_link_levels(lat, hosts)) == 2  # a latency tier, 3x apart
+    planner = _run_planner(lat, hosts, bw)
+    info = planner.result()[3]
+    assert info["latency_groups_used"] is False
+    assert _same_partition(np.array(info["groups"][-1]), rack)
+    # a latency tier the bandwidth agrees with is kept: racks side by side
+    lat = np.where(rack[:, None] == rack[None, :], 20e-6, 60e-6)
+    np.fill_diagonal(lat, 0.0)
+    info = _run_planner(lat, hosts, bw).result()[3]
+    assert info["latency_groups_used"] is True
+    assert _same_partition(np.array(info["groups"][-1]), rack)
 
 
 def test_fill_bandwidth_is_the_widest_path():

@@ -21,21 +21,26 @@ pack
 The stages
 ----------
 Hosts are represented by their lowest rank. *Domains* are the finest latency
-groups above the hosts (the whole job when latency shows no tier); inside a
-domain nothing is known, so its transfers run one at a time, while different
-domains run side by side.
+groups above the hosts whose tier is :data:`DOMAIN_GAP` apart (the whole job
+when latency shows no such tier); inside a domain nothing is known, so its
+transfers run one at a time, while different domains run side by side.
 
 1. **discovery**, per domain: a *star* from the domain's first host to every
    other host of it; its rates fall into tiers (sorted, split where the next
    rate is ``gap`` times the previous). Each tier of two or more hosts is
-   *tested* with two perfect matchings of its hosts (consecutive, and a
-   seeded shuffle): when no matched pair is ``gap`` times faster than the
-   tier's rate, the tier is uniform; otherwise a new star starts at the
-   fastest matched pair and the tier is split the same way. In the same
-   first stage: one transfer between two processes of every host with more
-   than one (its bus), and the *representatives* of the latency groups: for
-   the children of every latency group, a star from the first child's host
-   and a matching of the children's hosts.
+   *tested* (:func:`_test_pairs`: every pair of up to 8 hosts; beyond, a
+   star from its first host and perfect matchings of the others): when no
+   tested pair is ``gap`` times faster than the tier's rate, the tier is
+   uniform; otherwise a new star starts at the fastest tested pair and the
+   tier is split the same way. In the same first stage: one transfer between
+   two processes of every host with more than one (its bus), and the
+   *representatives* of the latency groups: for the children of every latency
+   group, a star from the first child's host and a matching of the children's
+   hosts. Children of one group meet at one level, so their representatives
+   run at one rate; when one is ``gap`` times faster than another, the
+   latency groups are noise (a loaded machine), not the network: discovery
+   starts again over the whole job as one domain, and latency no longer
+   shapes the groups.
 2. **uplinks**: with the groups now known (single linkage on the filled
    matrix, pooled with the latency tiers), each group's uplink is loaded with
    ``k = uplink_flows`` concurrent transfers from ``k`` different members to
@@ -59,12 +64,15 @@ tiers found inside the largest domain (1 when its rates are uniform), ``c_P``
 children of latency group ``P``, ``G`` groups on all levels and ``T``
 concurrent tests per uplink slot, the bandwidth slots number at most::
 
-    S <= 2 t (H_d - 1) + 1 + sum_P (c_P - 1 + floor(c_P / 2)) + ceil(G / T) + 1
+    S <= t (H_d - 1) + sum_tiers T(m) + 1 + sum_P (c_P - 1 + floor(c_P / 2))
+         + ceil(G / T) + 1
 
-(discovery, intra-host bus, representatives, uplinks, interference). When
-every level's rates are uniform, ``t = 1``: ``S ~ 2 H_d + G + sum_P 1.5 c_P``,
-linear in ``H`` -- e.g. ``3 H + 1`` slots on ``H`` hosts with flat latency,
-against ``n (n - 1) / 2`` for the all-pairs schedule. Each slot moves
+(discovery stars, tier tests, intra-host bus, representatives, uplinks,
+interference), where a tier of ``m`` hosts is tested on ``T(m) = m (m - 1) / 2``
+pairs up to ``m = 8``, ``T(m) <= 3 (m - 1)`` up to 32 and ``2 (m - 1)`` beyond.
+When every level's rates are uniform, ``t = 1``: linear in ``H`` -- e.g. about
+``3 H`` slots on ``H > 33`` hosts with flat latency (1,020 for 256 hosts of 4
+ranks), against ``n (n - 1) / 2`` for the all-pairs schedule. Each slot moves
 ``2 (warmup + bandwidth_repeats) * bandwidth_bytes`` per transfer. The
 latency phase is unchanged: ``n - 1`` rounds (``n`` for odd ``n``).
 :func:`rankopt.probe.plan.plan_probe` gives the exact counts for a job.
@@ -96,6 +104,10 @@ Pair = tuple[int, int]
 #: Concurrent flows per uplink capacity test.
 DEFAULT_UPLINK_FLOWS = 4
 _SHUFFLE_SEED = 0x5EED
+#: Factor between latency tiers that makes them discovery domains (and lets latency
+#: shape the final groups); the probe's schedule keys split at DEFAULT_GAP (1.5),
+#: where a busy machine's noise alone makes tiers.
+DOMAIN_GAP = 2.0
 
 
 def pack(bundles: Sequence[Sequence[Pair]], keys: Sequence[Iterable[Hashable]]) -> list[list[Pair]]:
@@ -147,19 +159,51 @@ def _tiers(rates: NDArray[np.float64], gap: float) -> list[NDArray[np.int64]]:
     return [np.sort(part) for part in np.split(order, cuts)]
 
 
-def _matchings(members: Sequence[int]) -> list[Pair]:
-    """Two perfect matchings of ``members`` (consecutive, then a seeded shuffle), no repeats."""
+#: Tiers of at most this many hosts are tested on every pair: a perfect matching
+#: of few hosts often pairs only hosts of different subgroups (4 hosts of two
+#: racks of 2: 2 of the 3 matchings do).
+TEST_ALL_PAIRS_MAX = 8
+#: Perfect matchings that test a tier of up to :data:`TEST_FEW_MAX` hosts (2 beyond).
+TEST_MATCHINGS = 4
+TEST_FEW_MAX = 32
+
+
+def _matchings(members: Sequence[int], count: int = 2) -> list[Pair]:
+    """``count`` perfect matchings of ``members`` (consecutive, then seeded shuffles), no repeats."""
     m = list(members)
     pairs: list[Pair] = [(m[i], m[i + 1]) for i in range(0, len(m) - 1, 2)]
-    if len(m) > 2:
-        shuffled = [m[i] for i in np.random.default_rng(_SHUFFLE_SEED).permutation(len(m))]
-        seen = {frozenset(p) for p in pairs}
+    seen = {frozenset(p) for p in pairs}
+    gen = np.random.default_rng(_SHUFFLE_SEED)
+    for _ in range(count - 1 if len(m) > 2 else 0):
+        shuffled = [m[i] for i in gen.permutation(len(m))]
         for i in range(0, len(shuffled) - 1, 2):
             p = (shuffled[i], shuffled[i + 1])
             if frozenset(p) not in seen:
                 pairs.append(p)
                 seen.add(frozenset(p))
     return [(min(a, b), max(a, b)) for a, b in pairs]
+
+
+def _test_pairs(members: Sequence[int]) -> list[Pair]:
+    """The pairs that test whether a tier is uniform (see the module docstring).
+
+    Every pair up to :data:`TEST_ALL_PAIRS_MAX` hosts. Beyond, a star from the
+    first member (which finds its subgroup whenever it has one: a tier is the
+    set of hosts one rate away from the star that found it, so its subgroups
+    are whole groups of the hierarchy) and :data:`TEST_MATCHINGS` perfect
+    matchings of the others up to :data:`TEST_FEW_MAX` hosts, two beyond. A
+    subgroup goes unseen only when the first member has none and every
+    matching pairs hosts of different subgroups: a random matching of ``2 s``
+    hosts in two subgroups of ``s`` does so with probability
+    ``s! / (2 s - 1)!!`` (0.13 for s = 5, 0.02 for s = 8).
+    """
+    m = list(members)
+    if len(m) <= TEST_ALL_PAIRS_MAX:
+        return [(min(a, b), max(a, b)) for i, a in enumerate(m) for b in m[i + 1 :]]
+    star = [(min(m[0], h), max(m[0], h)) for h in m[1:]]
+    seen = set(star)
+    rest = _matchings(m[1:], TEST_MATCHINGS if len(m) <= TEST_FEW_MAX else 2)
+    return star + [pr for pr in rest if pr not in seen]
 
 
 def fill_bandwidth(
@@ -261,8 +305,8 @@ class LinearPlanner:
     Examples
     --------
     Four hosts, flat latency, every rate equal: one star (3 slots), one test
-    of the three others (2 pairs), no uplink test (one process per host),
-    one interference slot.
+    of the three others (their 3 pairs), no uplink test (one process per
+    host), one interference slot.
 
     >>> import numpy as np
     >>> from rankopt.probe.linear import LinearPlanner
@@ -273,7 +317,7 @@ class LinearPlanner:
     ...     sizes.append(len(stage))
     ...     p.record({pair: (1e9, 1e9, 0.0, 0.0) for slot in stage for pair in slot})
     >>> sizes
-    [3, 2, 1]
+    [3, 3, 1]
     """
 
     def __init__(
@@ -297,8 +341,15 @@ class LinearPlanner:
         # host-level latency labels above the hosts (level k >= 1), per host
         first = np.array([ps[0] for ps in self.procs], dtype=np.int64)
         self.host_levels = [lv[first] for lv in self.levels[1:]]
+        # domains: only latency tiers DOMAIN_GAP apart (noise makes 1.5x tiers), and only
+        # while the representatives' bandwidth does not contradict them
+        strong = (
+            infer_hierarchy(self.latency, hosts=self.hosts, linkage="single", gap=DOMAIN_GAP)
+            if len(self.levels) > 1
+            else []
+        )
         self.domain = (
-            self.host_levels[0] if self.host_levels else np.zeros(self.n_hosts, dtype=np.int64)
+            strong[1][first] if len(strong) > 1 else np.zeros(self.n_hosts, dtype=np.int64)
         )
         self.flows = int(uplink_flows)
         self.gap = float(gap)
@@ -314,6 +365,10 @@ class LinearPlanner:
         self.capacity: dict[tuple[int, int], float] = {}
         self.interference: dict[str, Any] = {}
         self._pending: list[Pair] = []
+        self._rep_groups: list[list[Pair]] = []
+        #: Whether the latency groups are used (domains, final groups); False once
+        #: the representatives' bandwidth contradicts them.
+        self.latency_trusted = len(strong) > 1
         self._phase = "discovery"
         for d in np.unique(self.domain):
             members = np.flatnonzero(self.domain == d).tolist()
@@ -349,6 +404,9 @@ class LinearPlanner:
                 slots = self._discovery_stage()
                 if slots:
                     return self._emit("discovery", slots)
+                if self.tasks:  # every pair of these tasks is known already
+                    self._advance()
+                    continue
                 self._phase = "uplinks"
             elif self._phase == "uplinks":
                 self._phase = "interference"
@@ -379,7 +437,7 @@ class LinearPlanner:
                     if h != task.leader
                 ]
             else:
-                task.pairs = _matchings(task.hosts)
+                task.pairs = _test_pairs(task.hosts)
             bundles.extend(
                 [(self.rep(g), self.rep(h))] for g, h in task.pairs if (g, h) not in self.edges
             )
@@ -394,6 +452,7 @@ class LinearPlanner:
     def _representatives(self) -> list[Pair]:
         """Host pairs joining the children of every latency group (star + matching)."""
         pairs: list[Pair] = []
+        self._rep_groups = []
         nh = self.n_hosts
         for k, lab in enumerate(self.host_levels):
             parent = self.host_levels[k + 1] if k + 1 < len(self.host_levels) else np.zeros(nh, int)
@@ -407,7 +466,22 @@ class LinearPlanner:
                 star = [(kids[0], h) for h in kids[1:]]
                 extra = [pr for pr in _matchings(kids[1:]) if pr not in star]
                 pairs.extend(star + extra)
+                self._rep_groups.append([(min(a, b), max(a, b)) for a, b in star + extra])
         return pairs
+
+    def _latency_contradicted(self) -> bool:
+        """Whether bandwidth says the latency groups are not the network's.
+
+        The children of one latency group meet at one level, so their
+        representatives should all run at one rate; one pair ``gap`` times
+        faster than another means two "different" groups share a fast link
+        -- latency tiers made by noise (a loaded machine), not by the network.
+        """
+        for group in self._rep_groups:
+            rates = [self.edges[p][0] for p in group if p in self.edges]
+            if len(rates) > 1 and max(rates) >= self.gap * min(rates):
+                return True
+        return False
 
     def record(self, rates: dict[Pair, tuple[float, float, float, float]]) -> None:
         """Give the planner the rates of the stage just run.
@@ -453,6 +527,17 @@ class LinearPlanner:
                 key = (min(ha, hb), max(ha, hb))
                 if key not in self.edges or self.edges[key][0] < best:
                     self.edges[key] = (best, spread)
+        if self.stage == 1 and self.latency_trusted and self._latency_contradicted():
+            # one domain: every host in one star, its transfers one at a time (exact)
+            self.latency_trusted = False
+            self.domain = np.zeros(self.n_hosts, dtype=np.int64)
+            hosts = list(range(self.n_hosts))
+            self.tasks = [_Task(0, "star", hosts, leader=0)] if len(hosts) > 1 else []
+            return
+        self._advance()
+
+    def _advance(self) -> None:
+        """The next tasks, from the rates of the current tasks' pairs (all measured)."""
         nxt: list[_Task] = []
         for task in self.tasks:
             got = [self.edges[(min(g, h), max(g, h))][0] for g, h in task.pairs]
@@ -481,7 +566,7 @@ class LinearPlanner:
         """Process group labels per level: bandwidth tiers pooled with latency tiers."""
         if self.groups is None:
             bw = self._process_matrix()[0]
-            lat = self.latency if len(self.levels) > 1 else None
+            lat = self.latency if self.latency_trusted else None
             self.groups = infer_hierarchy(lat, bw, hosts=self.hosts, linkage="single", gap=self.gap)
         return self.groups
 
@@ -583,5 +668,6 @@ class LinearPlanner:
                 [name, s] for name, s in zip(self.stages, self.slots_per_stage, strict=True)
             ],
             "bandwidth_pairs": len(self.solo),
+            "latency_groups_used": bool(self.latency_trusted),
         }
         return bw, spread, counts, info

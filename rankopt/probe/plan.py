@@ -203,7 +203,7 @@ def plan_probe(
     >>> lat = np.full((8, 8), 30e-6)
     >>> plan = plan_probe(lat, [f"h{i // 2}" for i in range(8)])
     >>> plan.latency_rounds, plan.bandwidth_slots, plan.levels
-    (7, 11, [4])
+    (7, 12, [4])
     >>> plan_probe(lat, [f"h{i // 2}" for i in range(8)], mode="all-pairs").bandwidth_slots
     24
     """
