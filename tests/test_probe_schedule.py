@@ -328,6 +328,32 @@ def test_cli_plan_json(tmp_path, capsys):
     assert "--backend and -o/--output are required" in capsys.readouterr().err
 
 
+def test_cli_plan_with_a_bandwidth_matrix(tmp_path, capsys):
+    import json
+
+    from rankopt.cli import main
+
+    # racks the latency does not show: the linear plan reacts to the rates' tiers
+    lat, bw, rack, hosts = _racks_behind_noisy_latency(6, (4, 4, 4), 0.05)
+    (tmp_path / "hosts.txt").write_text("".join(h + "\n" for h in hosts))
+    np.save(tmp_path / "lat.npy", lat)
+    np.save(tmp_path / "bw.npy", bw)
+    argv = ["probe", "--plan", "--hosts", str(tmp_path / "hosts.txt"), "--latency"]
+    argv += [str(tmp_path / "lat.npy"), "--bandwidth-mode", "linear", "--json"]
+    assert main([*argv, "--link-rate", "120e6"]) == 0
+    uniform = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--bandwidth-matrix", str(tmp_path / "bw.npy")]) == 0
+    tiers = json.loads(capsys.readouterr().out)
+    assert tiers["levels"] == [12, 3] and uniform["levels"] == [12]
+    assert tiers["bandwidth_slots"] > uniform["bandwidth_slots"]
+    assert tiers["estimated_seconds"] > uniform["estimated_seconds"]  # slower links, more slots
+    bad = bw.copy()
+    bad[0, 1] = 0.0
+    np.save(tmp_path / "bad.npy", bad)
+    assert main([*argv, "--bandwidth-matrix", str(tmp_path / "bad.npy")]) == 1
+    assert "rates must be positive bytes/s; [0, 1] is 0.0" in capsys.readouterr().err
+
+
 def _timed_measurement(n, per_step, *, hosts_of=2):
     """A probe result whose phases took the exchange time plus ``per_step`` a step."""
     from rankopt.probe.plan import plan_probe

@@ -109,6 +109,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--unit", help="unit of the --latency file's values (s, ms, us, ns; default: s)"
     )
     plan.add_argument(
+        "--bandwidth-matrix",
+        type=Path,
+        metavar="FILE",
+        help="rates (bytes/s, n x n: .npy/.csv/.json, or a probe or network .npz) to plan "
+        "with: the linear schedule reacts to their tiers as it would to measured ones "
+        "(default: --link-rate everywhere)",
+    )
+    plan.add_argument(
         "--link-rate",
         type=float,
         default=25e9 / 8,
@@ -372,14 +380,53 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
             overhead = calibrate_step_overhead(load_measurement(args.calibrate))
         except RankoptInputError as exc:
             raise CLIError(f"--calibrate {args.calibrate}: {exc}") from None
+    bandwidth = None
+    if args.bandwidth_matrix is not None:
+        bandwidth = _plan_bandwidth(args.bandwidth_matrix, n)
     plan = plan_probe(
-        lat, hosts, params=params, mode=mode, link_rate=args.link_rate, step_overhead=overhead
+        lat,
+        hosts,
+        params=params,
+        mode=mode,
+        link_rate=args.link_rate,
+        bandwidth=bandwidth,
+        step_overhead=overhead,
     )
     if args.json:
         print(json.dumps(plan.to_dict()))
     else:
         print(plan)
     return 0
+
+
+def _plan_bandwidth(path: Path, n: int) -> Any:
+    """``--bandwidth-matrix``: an (n, n) matrix of bytes/s, from a matrix or an .npz."""
+    from rankopt._validation import RankoptInputError
+
+    try:
+        if str(path).endswith(".npz"):
+            from rankopt.network.core import load_network
+
+            bw = load_network(path).bandwidth
+            if bw is None:
+                raise CLIError(f"--bandwidth-matrix {path}: the file holds no bandwidth")
+        else:
+            from rankopt.network.io import read_matrix
+
+            bw = read_matrix(path)[0]
+    except (RankoptInputError, OSError) as exc:
+        raise CLIError(f"--bandwidth-matrix {path}: {exc}") from None
+    if bw.shape != (n, n):
+        raise CLIError(f"--bandwidth-matrix {path}: {bw.shape} matrix for {n} processes")
+    off = ~np.eye(n, dtype=bool)
+    bad = np.argwhere(off & ~(np.isfinite(bw) & (bw > 0)))
+    if bad.size:
+        i, j = (int(x) for x in bad[0])
+        raise CLIError(
+            f"--bandwidth-matrix {path}: rates must be positive bytes/s; "
+            f"[{i}, {j}] is {float(bw[i, j])!r}"
+        )
+    return bw
 
 
 def run(args: argparse.Namespace) -> int:
