@@ -280,6 +280,36 @@ def test_linear_planner_drops_latency_groups_the_bandwidth_contradicts():
     assert _same_partition(np.array(info["groups"][-1]), rack)
 
 
+@pytest.mark.parametrize("seed", [268, 84, 164, 216])
+def test_linear_planner_discards_side_by_side_rates_of_contradicted_groups(seed):
+    """Transfers that ran side by side on a rack uplink latency did not show share it."""
+    from rankopt.probe.linear import LinearPlanner
+
+    lat, _, rack, hosts = _racks_behind_noisy_latency(seed, (4, 4, 4), 0.5)
+    lat *= 280 / 250
+    levels = infer_link_levels(lat, hosts)
+    planner = LinearPlanner(lat, hosts, levels)
+    shared = 0
+    while (stage := planner.next_stage()) is not None:
+        rates = {}
+        for slot in stage:
+            # a rack's uplink is shared by every transfer of the slot that crosses it
+            users = np.zeros(3)
+            for a, b in slot:
+                if rack[a] != rack[b]:
+                    users[[rack[a], rack[b]]] += 1
+            for a, b in slot:
+                r = 120e6 if rack[a] == rack[b] else 24e6 / max(users[rack[a]], users[rack[b]])
+                shared += r < 24e6
+                rates[(a, b)] = (r, r, 0.0, 0.0)
+        planner.record(rates)
+    info = planner.result()[3]
+    if len(levels) > 1:  # noise made latency tiers: side by side transfers shared uplinks
+        assert shared > 0 and info["latency_groups_used"] is False
+    assert [max(g) + 1 for g in info["groups"]] == [12, 3]
+    assert _same_partition(np.array(info["groups"][-1]), rack)
+
+
 def test_fill_bandwidth_is_the_widest_path():
     from rankopt.probe.linear import fill_bandwidth
 

@@ -366,6 +366,7 @@ class LinearPlanner:
         self.interference: dict[str, Any] = {}
         self._pending: list[Pair] = []
         self._rep_groups: list[list[Pair]] = []
+        self._last_slots: list[list[Pair]] = []
         #: Whether the latency groups are used (domains, final groups); False once
         #: the representatives' bandwidth contradicts them.
         self.latency_trusted = len(strong) > 1
@@ -447,7 +448,8 @@ class LinearPlanner:
                     bundles.append([(ps[0], ps[1])])
             bundles.extend([(self.rep(g), self.rep(h))] for g, h in self._representatives())
         keys = [self._pair_keys(*b[0]) for b in bundles]
-        return pack(bundles, keys)
+        self._last_slots = pack(bundles, keys)
+        return self._last_slots
 
     def _representatives(self) -> list[Pair]:
         """Host pairs joining the children of every latency group (star + matching)."""
@@ -528,9 +530,16 @@ class LinearPlanner:
                 if key not in self.edges or self.edges[key][0] < best:
                     self.edges[key] = (best, spread)
         if self.stage == 1 and self.latency_trusted and self._latency_contradicted():
-            # one domain: every host in one star, its transfers one at a time (exact)
+            # one domain: every host in one star, its transfers one at a time (exact);
+            # what ran side by side may have shared a link the latency did not show
             self.latency_trusted = False
             self.domain = np.zeros(self.n_hosts, dtype=np.int64)
+            for slot in self._last_slots:
+                for a, b in slot if len(slot) > 1 else ():
+                    ha, hb = int(self.host_of[a]), int(self.host_of[b])
+                    if ha != hb:
+                        self.solo.pop((a, b), None)
+                        self.edges.pop((min(ha, hb), max(ha, hb)), None)
             hosts = list(range(self.n_hosts))
             self.tasks = [_Task(0, "star", hosts, leader=0)] if len(hosts) > 1 else []
             return
