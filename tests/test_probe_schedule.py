@@ -310,6 +310,25 @@ def test_linear_planner_discards_side_by_side_rates_of_contradicted_groups(seed)
     assert _same_partition(np.array(info["groups"][-1]), rack)
 
 
+def test_uplink_capacity_from_concurrent_round_trips():
+    from rankopt.probe.linear import LinearPlanner
+
+    hosts = [f"h{i}" for i in range(8)]
+    planner = LinearPlanner(np.full((8, 8), 3e-5), hosts, [np.arange(8)])
+    flows = [(0, 4), (1, 5), (2, 6), (3, 7)]
+    alone = np.full((8, 8), 24e6)
+    # four flows through a 24 MB/s uplink, their round trips out of step: 10-11 MB/s each
+    slowed = [(10.5e6, 10e6, 0.0, 0.0), (11e6, 10e6, 0.0, 0.0)] * 2
+    assert planner._capacity(flows, slowed, alone) == pytest.approx(24e6)
+    # a wide uplink: each flow keeps its own rate, the capacity is at least their sum
+    assert planner._capacity(flows, [(120e6, 118e6, 0.0, 0.0)] * 4, np.full((8, 8), 120e6)) == (
+        pytest.approx(480e6)
+    )
+    # contended but wider than one flow: half the sum
+    got = [(60e6, 50e6, 0.0, 0.0)] * 4
+    assert planner._capacity(flows, got, np.full((8, 8), 120e6)) == pytest.approx(120e6)
+
+
 def test_fill_bandwidth_is_the_widest_path():
     from rankopt.probe.linear import fill_bandwidth
 

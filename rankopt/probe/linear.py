@@ -45,7 +45,9 @@ transfers run one at a time, while different domains run side by side.
    matrix, pooled with the latency tiers), each group's uplink is loaded with
    ``k = uplink_flows`` concurrent transfers from ``k`` different members to
    ``k`` different sibling groups; the sum of the ``k`` rates is the uplink's
-   measured capacity. Flows of one test run in one slot, tests that share no
+   capacity when none of them slowed down, else half of it (the round trips
+   are not in step, so about half the flows send out at a time), and never
+   less than one flow's rate alone (:meth:`LinearPlanner._capacity`). Flows of one test run in one slot, tests that share no
    link run side by side.
 3. **interference**: the disjoint pairs already measured alone run all at
    once; a pair that comes out ``gap`` times slower than alone shares a link
@@ -498,10 +500,10 @@ class LinearPlanner:
         if name == "discovery":
             self._record_discovery(rates)
         elif name == "uplinks":
+            single = self._host_matrix()[0]
             for level, group, flows in self.uplink_tests:
                 got = [rates.get((min(a, b), max(a, b))) for a, b in flows]
-                total = sum(max(r[0], r[1]) for r in got if r is not None)
-                self.capacity[(level, group)] = float(total)
+                self.capacity[(level, group)] = self._capacity(flows, got, single)
         else:
             slowed = []
             ratios = []
@@ -516,6 +518,35 @@ class LinearPlanner:
                 "slowed": slowed,
                 "median_ratio": float(np.median(ratios)) if ratios else 1.0,
             }
+
+    def _capacity(
+        self,
+        flows: Sequence[Pair],
+        got: Sequence[tuple[float, float, float, float] | None],
+        alone: NDArray[np.float64],
+    ) -> float:
+        """An uplink's capacity from its ``k`` concurrent flows (bytes/s, one direction).
+
+        Every timed transfer is a round trip, one direction then the other, and
+        the flows of a test are not in step: while they slow each other, only
+        about half of them send out of the group at any moment, so the sum of
+        their rates counts the uplink about twice. A test whose flows each kept
+        their rate alone shows no shared limit: the capacity is at least their
+        sum. Otherwise half the sum, and never less than one flow's rate alone
+        across the uplink (which that flow had to itself).
+        """
+        rate, solo = [], []
+        for (a, b), r in zip(flows, got, strict=True):
+            if r is None:
+                continue
+            rate.append(max(r[0], r[1]))
+            solo.append(float(alone[int(self.host_of[a]), int(self.host_of[b])]))
+        if not rate:
+            return 0.0
+        total = float(sum(rate))
+        if all(r * self.gap > s for r, s in zip(rate, solo, strict=True)):
+            return total  # no flow slowed down: nothing shared was full
+        return max(total / 2.0, max(solo))
 
     def _record_discovery(self, rates: dict[Pair, tuple[float, float, float, float]]) -> None:
         for (a, b), value in rates.items():
