@@ -46,7 +46,11 @@ def _plan(lat: np.ndarray, hosts: list[str], *extra: str) -> dict:
         else:  # the function behind --plan, with the probe's default settings
             from rankopt.probe.plan import plan_probe
 
-            mode = extra[extra.index("--bandwidth-mode") + 1]
+            mode = (
+                extra[extra.index("--bandwidth-mode") + 1]
+                if "--bandwidth-mode" in extra
+                else "auto"
+            )
             plan = plan_probe(lat, hosts, mode=mode, link_rate=LINK).to_dict()
             plan["via"] = "plan_probe"
         plan["plan_wall_s"] = time.perf_counter() - t0
@@ -60,8 +64,9 @@ def plans() -> list[tuple[str, dict]]:
     flat = 30e-6 * np.exp(0.05 * rng.standard_normal((n, n)))
     np.fill_diagonal(flat, 0.0)
     return [
-        ("3-level latency", _plan(cloud.latency, list(cloud.hosts), "--bandwidth-mode", "linear")),
-        ("flat latency", _plan(flat, list(cloud.hosts), "--bandwidth-mode", "linear")),
+        # the default bandwidth mode ("auto": linear above 32 hosts)
+        ("3-level latency", _plan(cloud.latency, list(cloud.hosts))),
+        ("flat latency", _plan(flat, list(cloud.hosts))),
     ]
 
 

@@ -181,7 +181,7 @@ def test_linear_schedule_size_flat_network(hosts, per_host):
 
     n = hosts * per_host
     names = [f"h{i // per_host}" for i in range(n)]
-    plan = plan_probe(np.full((n, n), 3e-5), names)
+    plan = plan_probe(np.full((n, n), 3e-5), names, mode="linear")
     found = [s for name, s in plan.bandwidth_stages if name == "discovery"]
     # star H - 1 (+1 for the bus of the star's own host), then the test of the other
     # m = H - 1 hosts: every pair up to 8, else a star and 4 (2 beyond 32) matchings of
@@ -200,7 +200,7 @@ def test_linear_schedule_with_latency_tiers_runs_racks_side_by_side():
     from rankopt.probe.plan import plan_probe
 
     cloud = rankopt.synthetic_cloud(2, 4, 4, 2, congested=0.0, shuffle=True, rng=3)
-    plan = plan_probe(cloud.latency, cloud.hosts)
+    plan = plan_probe(cloud.latency, cloud.hosts, mode="linear")
     all_pairs = plan_probe(cloud.latency, cloud.hosts, mode="all-pairs")
     assert plan.levels == [32, 8, 2]
     # racks of 4 hosts discover side by side: a star of 3, not 31

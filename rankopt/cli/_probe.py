@@ -58,10 +58,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--bandwidth-mode",
-        choices=("all-pairs", "linear"),
-        default="all-pairs",
+        choices=("auto", "all-pairs", "linear"),
+        default="auto",
         help="bandwidth schedule: every pair, or the linear one (hierarchy, uplinks and "
-        "representative pairs measured, the rest filled from the groups)",
+        "representative pairs measured, the rest filled from the groups); auto: every "
+        "pair up to 32 hosts, linear beyond (default)",
     )
     p.add_argument(
         "--uplink-flows",

@@ -43,6 +43,8 @@ __all__ = [
     "ProbeProgress",
     "ProbeParams",
     "BANDWIDTH_MODES",
+    "AUTO_ALL_PAIRS_MAX_HOSTS",
+    "resolve_bandwidth_mode",
     "TestHooks",
     "check_params",
     "params_from",
@@ -56,7 +58,22 @@ SKEW_ENV = "RANKOPT_PROBE_TEST_SKEW"
 HOSTS_ENV = "RANKOPT_PROBE_TEST_HOSTS"
 #: Bandwidth schedules: every pair (n (n - 1) / 2 transfers), or the linear one
 #: of :mod:`rankopt.probe.linear` (O(hosts) transfers, the rest filled).
-BANDWIDTH_MODES = ("all-pairs", "linear")
+BANDWIDTH_MODES = ("auto", "all-pairs", "linear")
+#: ``bandwidth_mode="auto"`` measures every pair up to this many hosts (at most
+#: 496 host pairs: seconds), and runs the linear schedule beyond, whose cost grows
+#: like the number of hosts.
+AUTO_ALL_PAIRS_MAX_HOSTS = 32
+
+
+def resolve_bandwidth_mode(mode: str, n_hosts: int) -> str:
+    """The schedule ``mode`` runs on ``n_hosts`` hosts: ``"all-pairs"`` or ``"linear"``.
+
+    >>> resolve_bandwidth_mode("auto", 32), resolve_bandwidth_mode("auto", 33)
+    ('all-pairs', 'linear')
+    """
+    if mode != "auto":
+        return mode
+    return "all-pairs" if n_hosts <= AUTO_ALL_PAIRS_MAX_HOSTS else "linear"
 
 
 class ProbeTimeoutError(RankoptError, RuntimeError):
@@ -129,7 +146,7 @@ class ProbeParams:
     timeout: float = 30.0
     bandwidth: bool = True
     bw_concurrency: int = 1
-    bandwidth_mode: str = "all-pairs"
+    bandwidth_mode: str = "auto"
     uplink_flows: int = 4
 
     def as_dict(self) -> dict[str, Any]:
@@ -161,7 +178,7 @@ def check_params(
     bandwidth: bool,
     bw_concurrency: int,
     callback: Callable[[ProbeProgress], Any] | None,
-    bandwidth_mode: str = "all-pairs",
+    bandwidth_mode: str = "auto",
     uplink_flows: int = 4,
 ) -> ProbeParams:
     """Validate the probe settings; raise before any communication happens."""

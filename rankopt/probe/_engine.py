@@ -52,6 +52,7 @@ from rankopt.probe._common import (
     ProbeTimeoutError,
     TestHooks,
     median_mad,
+    resolve_bandwidth_mode,
 )
 from rankopt.probe._topology import infer_link_levels
 from rankopt.probe.linear import LinearPlanner
@@ -383,7 +384,8 @@ class _Probe:
         levels = infer_link_levels(lat, hosts)
         slots: list[list[tuple[int, int]]] = []
         found: dict[str, Any] = {}
-        if self.p.bandwidth and self.p.bandwidth_mode == "linear":
+        mode = resolve_bandwidth_mode(self.p.bandwidth_mode, len(set(hosts)))
+        if self.p.bandwidth and mode == "linear":
             bw, bw_spread, bw_counts, finished, found = self._linear_bandwidth(lat, hosts, levels)
         elif self.p.bandwidth:
             slots = bandwidth_slots(lat, hosts, concurrency=self.p.bw_concurrency, levels=levels)
@@ -393,6 +395,7 @@ class _Probe:
             "latency_rounds": len(rounds),
             "bandwidth_slots": len(slots),
             "link_levels": len(levels),
+            "bandwidth_mode_run": mode if self.p.bandwidth else "none",
             "phase_seconds": _phase_seconds(started, self.timings),
         }
         if found:

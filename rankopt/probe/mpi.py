@@ -92,7 +92,7 @@ def measure(
     timeout: float = 30.0,
     bandwidth: bool = True,
     bw_concurrency: int = 1,
-    bandwidth_mode: str = "all-pairs",
+    bandwidth_mode: str = "auto",
     uplink_flows: int = 4,
     callback: Callable[[ProbeProgress], Any] | None = None,
 ) -> Measurement:
@@ -124,12 +124,14 @@ def measure(
     bw_concurrency : int, default 1
         How many transfers may share one suspected link in the bandwidth
         phase (see Notes). ``1`` measures each pair alone on its links.
-    bandwidth_mode : {"all-pairs", "linear"}, default "all-pairs"
+    bandwidth_mode : {"auto", "all-pairs", "linear"}, default "auto"
         ``"all-pairs"`` measures every pair (``n (n - 1) / 2`` transfers);
         ``"linear"`` measures the hierarchy, its uplinks and representative
         pairs in ``O(hosts)`` slots and fills the other entries from the
         groups (their ``bandwidth_counts`` are 0); see
-        :mod:`rankopt.probe.linear`.
+        :mod:`rankopt.probe.linear`. ``"auto"``: all-pairs up to
+        :data:`~rankopt.probe._common.AUTO_ALL_PAIRS_MAX_HOSTS` (32) hosts,
+        linear beyond. ``parameters["bandwidth_mode_run"]`` says which ran.
     uplink_flows : int, default 4
         Concurrent flows per uplink capacity test (linear mode).
     callback : callable, optional
@@ -185,8 +187,9 @@ def measure(
     pairs that cross the top level. The quadratic case is the price of an
     exact per-pair bandwidth; raise ``bw_concurrency`` (``n // 2`` gives the
     ``n - 1`` round-robin rounds on a network without shared links) or pass
-    ``bandwidth=False`` for large ``n``, or ``bandwidth_mode="linear"``: about
-    ``2 H_d + G + 1.5 c`` slots (``H_d`` hosts in the largest latency domain,
+    ``bandwidth=False`` for large ``n``; beyond 32 hosts the default
+    (``bandwidth_mode="auto"``) runs the linear schedule: about
+    ``3 H_d + G + 1.5 c`` slots (``H_d`` hosts in the largest latency domain,
     ``G`` groups, ``c`` latency groups; formula in :mod:`rankopt.probe.linear`),
     and ``rankopt probe --plan`` prints the schedule for a job. Each round or slot also costs one
     allreduce. On one 2-core machine 8 ranks take well under a second with

@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._common import ProbeParams
+from rankopt.probe._common import ProbeParams, resolve_bandwidth_mode
 from rankopt.probe._topology import infer_link_levels
 from rankopt.probe.linear import LinearPlanner
 from rankopt.probe.schedule import bandwidth_slots, partner_table, round_robin
@@ -155,7 +155,7 @@ def plan_probe(
     hosts: Sequence[str],
     *,
     params: ProbeParams | None = None,
-    mode: str = "linear",
+    mode: str = "auto",
     link_rate: float = DEFAULT_LINK_RATE,
     bandwidth: ArrayLike | None = None,
     step_overhead: float = STEP_OVERHEAD,
@@ -170,8 +170,9 @@ def plan_probe(
         Host name of every process.
     params : ProbeParams, optional
         The probe's settings (repeats, message sizes, warmup); defaults.
-    mode : {"linear", "all-pairs", "none"}
-        Bandwidth schedule to plan (``"none"``: latency only).
+    mode : {"auto", "linear", "all-pairs", "none"}
+        Bandwidth schedule to plan (``"none"``: latency only; ``"auto"``, the
+        probe's default: all-pairs up to 32 hosts, linear beyond).
     link_rate : float
         Pair rate in bytes/s where ``bandwidth`` is not given.
     bandwidth : array_like, shape (n, n), optional
@@ -201,7 +202,7 @@ def plan_probe(
     >>> import numpy as np
     >>> from rankopt.probe.plan import plan_probe
     >>> lat = np.full((8, 8), 30e-6)
-    >>> plan = plan_probe(lat, [f"h{i // 2}" for i in range(8)])
+    >>> plan = plan_probe(lat, [f"h{i // 2}" for i in range(8)], mode="linear")
     >>> plan.latency_rounds, plan.bandwidth_slots, plan.levels
     (7, 12, [4])
     >>> plan_probe(lat, [f"h{i // 2}" for i in range(8)], mode="all-pairs").bandwidth_slots
@@ -219,10 +220,11 @@ def plan_probe(
         raise RankoptInputError(
             f"`hosts` must name the host of each of the {n} processes; got {len(hosts)} names."
         )
-    if mode not in ("linear", "all-pairs", "none"):
+    if mode not in ("auto", "linear", "all-pairs", "none"):
         raise RankoptInputError(
-            f"`mode` must be 'linear', 'all-pairs' or 'none'; got {mode!r} instead."
+            f"`mode` must be 'auto', 'linear', 'all-pairs' or 'none'; got {mode!r} instead."
         )
+    mode = resolve_bandwidth_mode(mode, len(set(hosts)))
     if not (isinstance(link_rate, (int, float)) and math.isfinite(link_rate) and link_rate > 0):
         raise RankoptInputError(f"`link_rate` must be a positive number; got {link_rate!r}.")
     np.fill_diagonal(lat, 0.0)
@@ -332,7 +334,8 @@ def calibrate_step_overhead(measurement: Any) -> float:
     n = measurement.latency.shape[0]
     bw = measurement.bandwidth
     has_bw = bw is not None and len(phases) > 1
-    mode = str(params.get("bandwidth_mode", "all-pairs")) if has_bw else "none"
+    ran = params.get("bandwidth_mode_run", params.get("bandwidth_mode", "all-pairs"))
+    mode = str(ran) if has_bw else "none"
     off = ~np.eye(n, dtype=bool)
     rate = float(np.median(bw[off])) if has_bw else DEFAULT_LINK_RATE
     settings = {k: params[k] for k in _PARAM_FIELDS if k in params}

@@ -122,7 +122,7 @@ def measure(
     timeout: float = 30.0,
     bandwidth: bool = True,
     bw_concurrency: int = 1,
-    bandwidth_mode: str = "all-pairs",
+    bandwidth_mode: str = "auto",
     uplink_flows: int = 4,
     callback: Callable[[ProbeProgress], Any] | None = None,
 ) -> Measurement:
