@@ -466,3 +466,18 @@ def test_cli_plan_calibrate_and_step_overhead(tmp_path, capsys):
     rankopt.Measurement(np.full((4, 4), 1e-5), None, tuple("abcd")).save(bare)
     assert main([*argv, "--calibrate", str(bare)]) == 1
     assert "no phase times" in capsys.readouterr().err
+
+
+def test_auto_bandwidth_mode_measures_every_pair_up_to_32_hosts():
+    from rankopt.probe._common import AUTO_ALL_PAIRS_MAX_HOSTS, ProbeParams
+    from rankopt.probe.plan import plan_probe
+
+    assert ProbeParams().bandwidth_mode == "auto" and AUTO_ALL_PAIRS_MAX_HOSTS == 32
+    for hosts in (32, 33):
+        names = [f"h{i}" for i in range(hosts)]
+        lat = np.full((hosts, hosts), 3e-5)
+        auto = plan_probe(lat, names)
+        explicit = plan_probe(lat, names, mode="all-pairs" if hosts <= 32 else "linear")
+        assert auto.bandwidth_slots == explicit.bandwidth_slots
+        assert auto.bandwidth_stages == explicit.bandwidth_stages
+    assert plan_probe(lat[:32, :32], names[:32]).bandwidth_slots == 32 * 31 // 2
