@@ -106,6 +106,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rankopt._files import atomic_write_bytes
+from rankopt._validation import RankoptInputError
 from rankopt.adapters._shim_src import generate as _gen
 from rankopt.errors import RankoptError
 
@@ -412,7 +413,6 @@ def order_text_file(order: str | os.PathLike[str], n: int | None = None) -> Path
     True
     """
     from rankopt._files import atomic_write_text
-    from rankopt._validation import RankoptInputError
     from rankopt.adapters._common import load_order, order_digest
 
     path = Path(order).expanduser().resolve()
@@ -484,7 +484,6 @@ def split_launch(command: Sequence[str]) -> tuple[list[str], list[str]]:
     RankoptInputError
         When no program follows the launcher's options.
     """
-    from rankopt._validation import RankoptInputError
 
     takes = _VALUE_OPTIONS
     i = 1
@@ -559,11 +558,13 @@ def launch_command(
 '-n', '2', './app']
     """
     if not command:
-        raise ValueError(
+        raise RankoptInputError(
             "`command` is empty; expected a launch command such as mpiexec -n 4 ./app."
         )
     if propagate not in ("auto", "x", "env"):
-        raise ValueError(f"`propagate` must be 'auto', 'x' or 'env'; got {propagate!r} instead.")
+        raise RankoptInputError(
+            f"`propagate` must be 'auto', 'x' or 'env'; got {propagate!r} instead."
+        )
     env = dict(os.environ if environ is None else environ)
     preload = os.fspath(Path(shim).absolute())
     if env.get("LD_PRELOAD"):

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._validation import RankoptInputError
+
 __all__ = ["Step", "GENERATORS", "Layout", "parallel", "btree_parents"]
 
 Blocks = tuple[int, ...]
@@ -647,7 +649,10 @@ def _hierarchical(n, wb, *, groups=None, inter=None, **_):
         inter = "rings" if len(sizes) == 1 else "leaders"
     if inter == "rings":
         if len(sizes) != 1:
-            raise ValueError("inter='rings' needs groups of equal size")
+            raise RankoptInputError(
+                "inter='rings' needs groups of equal size; got groups of "
+                f"{sorted(sizes)} processes (use inter='leaders')."
+            )
         s = sizes.pop()
         # block c*m + q: chunk c (owned by member c), sub-block q (ring position q)
         chunks = [tuple(c * m + q for q in range(m)) for c in range(s)]

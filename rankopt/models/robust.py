@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rankopt._validation import RankoptInputError
 from rankopt.models.base import Capabilities, CostModel
 
 __all__ = ["RobustModel", "robust_model", "ROBUST_DRAWS", "speedup_interval", "INTERVAL_MAX_N"]
@@ -141,7 +142,7 @@ def robust_model(
     from rankopt.network.core import Redraw
 
     if int(draws) != draws or draws < 2:
-        raise ValueError(f"`robust` must ask for at least 2 networks; got {draws!r}.")
+        raise RankoptInputError(f"`robust` must ask for at least 2 networks; got {draws!r}.")
     gen = np.random.default_rng([int(seed), 0x0B05])
     redraw = Redraw(network, model)
     models = [make_model(latency, collective, algorithm, **model)]

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from rankopt._files import atomic_write_text
+from rankopt._validation import RankoptInputError
 from rankopt.testbed.netns import Testbed
 from rankopt.testbed.topology import TestbedError, Topology
 
@@ -130,11 +131,13 @@ def placement(
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
         return gen.permutation(n_hosts)
     if kind != "interleaved":
-        raise ValueError(f"`kind` must be 'contiguous', 'interleaved' or 'random'; got {kind!r}.")
+        raise RankoptInputError(
+            f"`kind` must be 'contiguous', 'interleaved' or 'random'; got {kind!r}."
+        )
     if groups is None:
         shape = tuple(shape) or (n_hosts,)
         if int(np.prod(shape)) != n_hosts:
-            raise ValueError(f"`shape` {shape} does not multiply to {n_hosts} hosts.")
+            raise RankoptInputError(f"`shape` {shape} does not multiply to {n_hosts} hosts.")
         hosts = np.arange(n_hosts)
         groups = [hosts // int(np.prod(shape[k:])) for k in range(len(shape) - 1, 0, -1)]
     return np.asarray(_deal(np.arange(n_hosts), [np.asarray(g) for g in groups]), dtype=np.int64)
@@ -169,12 +172,12 @@ def hosts_option(topology: Topology, spec: str, *, seed: int = 0) -> np.ndarray:
     try:
         hosts = np.array([int(x) for x in spec.split(",")], dtype=np.int64)
     except ValueError:
-        raise ValueError(
+        raise RankoptInputError(
             f"`hosts` must be interleaved, random, contiguous or a comma list of host "
             f"indices; got {spec!r}."
         ) from None
     if hosts.size == 0 or hosts.min() < 0 or hosts.max() >= n:
-        raise ValueError(f"`hosts` must name hosts 0..{n - 1}; got {spec!r}.")
+        raise RankoptInputError(f"`hosts` must name hosts 0..{n - 1}; got {spec!r}.")
     return hosts
 
 
@@ -238,7 +241,7 @@ def mpi_library(kind: str = "auto") -> str:
     first on PATH) is hydra, MPICH's launcher, else Open MPI (``mpirun``).
     """
     if kind not in ("auto", "openmpi", "mpich"):
-        raise ValueError(f"`mpi` must be 'auto', 'openmpi' or 'mpich'; got {kind!r}.")
+        raise RankoptInputError(f"`mpi` must be 'auto', 'openmpi' or 'mpich'; got {kind!r}.")
     if kind != "auto":
         return kind
     return "mpich" if _hydra() is not None else "openmpi"
@@ -426,7 +429,7 @@ def run_gloo(
     n = len(hosts)
     ranks = list(range(n)) if rank is None else [int(x) for x in rank]
     if sorted(ranks) != list(range(n)):
-        raise ValueError("`rank` must be a permutation of range(len(hosts)).")
+        raise RankoptInputError("`rank` must be a permutation of range(len(hosts)).")
     master = int(hosts[ranks.index(0)])
     procs = []
     try:
