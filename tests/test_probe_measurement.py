@@ -1,6 +1,7 @@
 """Measurement objects and files, probe settings, statistics and test hooks (no processes)."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -160,9 +161,12 @@ def test_check_params_defaults_and_errors():
         ({"bw_concurrency": 0}, "`bw_concurrency` must be at least 1"),
         ({"callback": 3}, "`callback` must be callable or None"),
         ({"repeats": True}, "`repeats` must be an integer"),
+        ({"uplink_flows": 1}, "`uplink_flows` must be at least 2"),
+        ({"bandwidth_mode": "some"}, "`bandwidth_mode` must be one of 'auto'"),
+        ({"repeat": 3}, "unknown probe setting(s) 'repeat'; the settings are latency_bytes"),
     ]
     for change, message in cases:
-        with pytest.raises(RankoptInputError, match=message.replace("(", r"\(")):
+        with pytest.raises(RankoptInputError, match=re.escape(message)):
             check_params(**(ok | change))
 
 

@@ -167,41 +167,61 @@ def _check_count(value: Any, name: str, minimum: int) -> int:
     return int(value)
 
 
+#: Smallest value of each integer setting of :class:`ProbeParams`.
+_MINIMUM = {
+    "latency_bytes": 1,
+    "bandwidth_bytes": 1,
+    "repeats": 1,
+    "bandwidth_repeats": 1,
+    "warmup": 0,
+    "bw_concurrency": 1,
+    "uplink_flows": 2,
+}
+
+
+def _check_setting(name: str, value: Any) -> Any:
+    """One :class:`ProbeParams` setting, validated (its rule by name)."""
+    if name in _MINIMUM:
+        return _check_count(value, name, _MINIMUM[name])
+    if name == "timeout":
+        return check_positive(value, "timeout")
+    if name == "bandwidth":
+        if not isinstance(value, (bool, np.bool_)):
+            raise RankoptInputError(f"`bandwidth` must be True or False; got {value!r} instead.")
+        return bool(value)
+    if name == "bandwidth_mode":
+        if value not in BANDWIDTH_MODES:
+            raise RankoptInputError(
+                f"`bandwidth_mode` must be one of {', '.join(map(repr, BANDWIDTH_MODES))}; "
+                f"got {value!r} instead."
+            )
+        return str(value)
+    raise AssertionError(f"ProbeParams.{name} has no rule in _check_setting")  # pragma: no cover
+
+
 def check_params(
-    *,
-    latency_bytes: int,
-    bandwidth_bytes: int,
-    repeats: int,
-    bandwidth_repeats: int,
-    warmup: int,
-    timeout: float,
-    bandwidth: bool,
-    bw_concurrency: int,
-    callback: Callable[[ProbeProgress], Any] | None,
-    bandwidth_mode: str = "auto",
-    uplink_flows: int = 4,
+    *, callback: Callable[[ProbeProgress], Any] | None = None, **settings: Any
 ) -> ProbeParams:
-    """Validate the probe settings; raise before any communication happens."""
-    if not isinstance(bandwidth, (bool, np.bool_)):
-        raise RankoptInputError(f"`bandwidth` must be True or False; got {bandwidth!r} instead.")
-    if bandwidth_mode not in BANDWIDTH_MODES:
+    """Validate the probe settings; raise before any communication happens.
+
+    ``settings`` are fields of :class:`ProbeParams` (the one place their names
+    and defaults are written); a missing one takes its default, an unknown
+    one is an error.
+    """
+    known = {f.name: f.default for f in fields(ProbeParams)}
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
         raise RankoptInputError(
-            f"`bandwidth_mode` must be one of {', '.join(map(repr, BANDWIDTH_MODES))}; "
-            f"got {bandwidth_mode!r} instead."
+            f"unknown probe setting(s) {', '.join(map(repr, unknown))}; "
+            f"the settings are {', '.join(known)}."
         )
     if callback is not None and not callable(callback):
         raise RankoptInputError(f"`callback` must be callable or None; got {callback!r} instead.")
     return ProbeParams(
-        latency_bytes=_check_count(latency_bytes, "latency_bytes", 1),
-        bandwidth_bytes=_check_count(bandwidth_bytes, "bandwidth_bytes", 1),
-        repeats=_check_count(repeats, "repeats", 1),
-        bandwidth_repeats=_check_count(bandwidth_repeats, "bandwidth_repeats", 1),
-        warmup=_check_count(warmup, "warmup", 0),
-        timeout=check_positive(timeout, "timeout"),
-        bandwidth=bool(bandwidth),
-        bw_concurrency=_check_count(bw_concurrency, "bw_concurrency", 1),
-        bandwidth_mode=str(bandwidth_mode),
-        uplink_flows=_check_count(uplink_flows, "uplink_flows", 2),
+        **{
+            name: _check_setting(name, settings.get(name, default))
+            for name, default in known.items()
+        }
     )
 
 
