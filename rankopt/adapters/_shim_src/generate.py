@@ -17,6 +17,7 @@ Run as a script to see the code for an MPI installation::
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -474,7 +475,10 @@ def main(argv: list[str] | None = None) -> int:
     from rankopt._files import atomic_write_text
 
     atomic_write_text(args.output, gen.code, what="--output")
-    print(f"{args.output}: {len(gen.wrapped)} wrappers; not declared: {' '.join(gen.skipped)}")
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    logging.getLogger("rankopt").info(
+        "%s: %d wrappers; not declared: %s", args.output, len(gen.wrapped), " ".join(gen.skipped)
+    )
     return 0
 
 
