@@ -96,7 +96,7 @@ def cost(
     >>> round(a / b, 2)
     3.99
     """
-    from rankopt.models.factory import default_objective, make_model
+    from rankopt.models.factory import make_model
 
     lat = check_matrix(latency, "latency")
     o = check_order(order, lat.shape[0])
@@ -109,14 +109,7 @@ def cost(
             "`nbytes` is required with `bandwidth` or `uplink_bandwidth` (the message size in "
             "bytes); pass bandwidth=None for a latency-only model."
         )
-    if objective is None:  # the rule solve() follows, with the same arguments
-        objective = default_objective(
-            algorithm,
-            bandwidth=bandwidth,
-            groups=groups,
-            nbytes=nbytes,
-            uplink_bandwidth=uplink_bandwidth,
-        )
+    # objective=None: make_model applies default_objective, the rule solve() follows
     model = make_model(
         lat,
         collective,
