@@ -37,6 +37,7 @@ __all__ = [
     "add_entry_outputs",
     "add_model_arguments",
     "model_options",
+    "launcher_model_options",
     "parse_uplinks",
     "report",
     "workload_file",
@@ -283,6 +284,21 @@ def _robust_statistic(text: str) -> str | float:
             f"--robust takes 'mean' or a quantile between 0 and 1 (e.g. 0.9); got {text!r}."
         )
     return q
+
+
+def launcher_model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """:func:`model_options` (with the solver's) for a launcher, before it has probed.
+
+    The hierarchy is not known yet, so ``--uplink-bandwidth`` is passed on as
+    given and checked against the probed levels when the order is solved.
+    """
+    ups = parse_uplinks(getattr(args, "uplink_bandwidth", None))
+    plain = argparse.Namespace(**{**vars(args), "uplink_bandwidth": None})
+    out = model_options(plain, None, solver=True)
+    if ups is not None:
+        out["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
+        out.setdefault("objective", "contention")
+    return out
 
 
 def workload_file(args: argparse.Namespace) -> str | None:

@@ -144,14 +144,9 @@ class LaunchOptions:
         The model options are checked here, on every rank, before any
         communication (a bad ``--workload`` is an error everywhere at once).
         """
-        from rankopt._model_args import model_options, parse_uplinks
+        from rankopt._model_args import launcher_model_options
 
-        ups = parse_uplinks(getattr(args, "uplink_bandwidth", None))
-        plain = argparse.Namespace(**{**vars(args), "uplink_bandwidth": None})
-        solve: dict[str, Any] = model_options(plain, None, solver=True)
-        if ups is not None:  # one value per level of the probed hierarchy, checked there
-            solve["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
-            solve.setdefault("objective", "contention")
+        solve = launcher_model_options(args)
         return cls(
             backend=args.backend,
             collective=args.collective,

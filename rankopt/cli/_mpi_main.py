@@ -173,17 +173,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("rankopt").addHandler(handler)
         logging.getLogger("rankopt").setLevel(logging.INFO)
 
-    from rankopt._model_args import model_options, parse_uplinks
+    from rankopt._model_args import launcher_model_options
 
     try:
-        ups = parse_uplinks(args.uplink_bandwidth)
-        plain = argparse.Namespace(**{**vars(args), "uplink_bandwidth": None})
-        solve_options: dict[str, Any] = model_options(plain, None, solver=True)
+        solve_options: dict[str, Any] = launcher_model_options(args)
     except RankoptInputError as exc:
         parser.exit(1, f"rankopt.mpi: error: {exc}\n")
-    if ups is not None:  # one per level of the hierarchy the probe finds, checked at solve
-        solve_options["uplink_bandwidth"] = ups if len(ups) > 1 else ups[0]
-        solve_options.setdefault("objective", "contention")
     if args.keep_rank0:
         solve_options["keep_rank0"] = True
 
