@@ -28,12 +28,11 @@ def testbed_exec(
     cmd: Sequence[str],
     *,
     engine: str | None = None,
-    options: Sequence[str] = (),
     timeout: int = 900,
 ) -> str:
     """``cmd`` under the launcher of the testbed ``prefix``, one process per host."""
     argv = ["testbed", "exec", "--attach", "--prefix", prefix, "--hosts", hosts]
-    argv += ["--seed", str(seed), *(["--engine", engine] if engine else []), *options]
+    argv += ["--seed", str(seed), *(["--engine", engine] if engine else [])]
     return rankopt(*argv, "--", *cmd, timeout=timeout)
 
 
