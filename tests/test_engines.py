@@ -75,6 +75,24 @@ def test_open_mpi_alltoall_decides_on_the_block_to_each_peer():
     assert openmpi.algorithm("alltoall", 8 * 256 * KIB, 8, env={})[1]["id"] == 1
 
 
+def test_open_mpi_linear_alltoalls_post_every_block_at_once():
+    # basic_linear, and linear_sync with max_requests 0 (its default: no limit)
+    assert openmpi.algorithm("alltoall", 8 * 256 * KIB, 8, env={})[0] == "linear"
+    assert openmpi.algorithm("alltoall", 8 * 4 * KIB, 8, env={})[0] == "linear"
+    window = {"OMPI_MCA_coll_tuned_alltoall_algorithm_max_requests": "2"}
+    model, params = openmpi.algorithm("alltoall", 8 * 4 * KIB, 8, env=window)
+    assert (model, params["max_requests"]) == ("pairwise", 2) and "pairwise" in params["note"]
+    wide = {"OMPI_MCA_coll_tuned_alltoall_algorithm_max_requests": "7"}  # n - 1: no limit
+    assert openmpi.algorithm("alltoall", 8 * 4 * KIB, 8, env=wide)[0] == "linear"
+    with pytest.raises(RankoptInputError, match="max_requests must be an integer; got 'x'"):
+        openmpi.algorithm(
+            "alltoall",
+            8 * 4 * KIB,
+            8,
+            env={**window, **{"OMPI_MCA_coll_tuned_alltoall_algorithm_max_requests": "x"}},
+        )
+
+
 def test_open_mpi_forced_algorithm_needs_dynamic_rules():
     forced = {"OMPI_MCA_coll_tuned_allreduce_algorithm": "4"}
     assert openmpi.algorithm("allreduce", 1 << 20, 8, env=forced)[0] == "rabenseifner_ompi"
@@ -214,6 +232,14 @@ def test_mpich_auto_selection_and_cvars():
     assert mpich.algorithm("reduce_scatter", 8, 4, env=env)[0] == "pairwise"
     env = {"MPIR_CVAR_REDUCE_INTRA_ALGORITHM": "reduce_scatter_gather"}
     assert mpich.algorithm("reduce", 64 * KIB, 9, env=env)[0] == "reduce_scatter_gather"
+    # scattered posts THROTTLE (32) peers' blocks at once: every peer up to 32 ranks
+    assert mpich.algorithm("alltoall", 4 * 32 * KIB, 4, env={})[0] == "linear"
+    model, params = mpich.algorithm("alltoall", 40 * KIB, 40, env={})
+    assert (model, params["throttle"]) == ("pairwise", 32)
+    env = {"MPIR_CVAR_ALLTOALL_THROTTLE": "2"}
+    assert mpich.algorithm("alltoall", 4 * 32 * KIB, 4, env=env)[0] == "pairwise"
+    env = {"MPIR_CVAR_ALLTOALL_THROTTLE": "0"}  # 0: no batches
+    assert mpich.algorithm("alltoall", 40 * KIB, 40, env=env)[0] == "linear"
     env = {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "brucks"}
     model, params = mpich.algorithm("alltoall", 1 << 20, 4, env=env)
     assert model == "pairwise" and "approximation" in params["note"]
@@ -321,7 +347,7 @@ def test_workload_order_no_worse_than_the_best_single_size_order():
     assert [c["algorithm"] for c in res.extra["workload"]] == [
         "rabenseifner_ompi",
         "recursive_doubling",
-        "pairwise",
+        "linear",
     ]
     kw = net.default_model()
     priced = price_calls(as_workload(WORKLOAD), net.n, "openmpi")

@@ -39,6 +39,8 @@ def closed_form(c, a, p, seg=None):
         return 2 * lg * (A + M / B)
     if a == "double_binary_tree":
         return 2 * lg * (A + M / (2 * B))
+    if a == "linear":  # alltoall, every block at once through one link
+        return A + (p - 1) / p * M / B
     if a in ("ring", "pairwise"):  # allgather, reduce_scatter, alltoall
         return (p - 1) * (A + M / (p * B))
     if a in ("recursive_doubling", "recursive_halving"):
@@ -312,3 +314,66 @@ def test_swap_reaches_brute_force_optimum_often():
         assert exact.cost * (1 - 1e-12) <= best <= 1.15 * exact.cost
         hits += best <= exact.cost * (1 + 1e-9)
     assert hits >= 3
+
+
+# ------------------------------------------------- all-at-once all-to-all
+def test_linear_alltoall_schedule_moves_every_block_once():
+    s = schedule("alltoall", "linear", 5, blocks=True)
+    assert s.n_distinct == 1 and int(s.repeat[0]) == 1
+    pairs = sorted(zip(s.src.tolist(), s.dst.tolist(), strict=True))
+    assert pairs == [(a, b) for a in range(5) for b in range(5) if a != b]
+    assert np.allclose(s.frac, 1 / 5)
+
+
+@pytest.mark.parametrize("objective", ["time", "contention"])
+def test_linear_alltoall_costs_the_busiest_link_under_every_order(objective):
+    from rankopt.models.concurrent import ConcurrentTime
+
+    rng = np.random.default_rng(4)
+    n, nbytes = 7, 7e6
+    lat = rng.uniform(1e-6, 1e-4, (n, n))
+    bw = rng.uniform(1e8, 1e9, (n, n))
+    groups = [np.array([0, 0, 0, 1, 1, 2, 2])]
+    kw = {"groups": groups, "uplink_bandwidth": [np.array([2e7, 5e7, 1e8])]}
+    if objective == "time":
+        kw = {}
+    m = make_model(lat, "alltoall", "linear", objective=objective, bandwidth=bw,
+                   nbytes=nbytes, **kw)  # fmt: skip
+    assert isinstance(m, ConcurrentTime) and m.rotation_invariant
+    block = nbytes / n
+    t = block / bw
+    np.fill_diagonal(t, 0.0)
+    busiest = max(t.sum(axis=1).max(), t.sum(axis=0).max())  # a process's own link
+    if objective == "contention":  # group g sends size_g * (n - size_g) blocks out
+        busiest = max(
+            busiest,
+            *(s * (n - s) * block / u for s, u in zip((3, 2, 2), (2e7, 5e7, 1e8), strict=True)),
+        )
+    off = ~np.eye(n, dtype=bool)
+    want = lat[off].max() + busiest
+    for _ in range(5):
+        order = rng.permutation(n)
+        assert m.reference_cost(order) == pytest.approx(want, rel=1e-12)
+        assert m.cost(order) == pytest.approx(want, rel=1e-12)
+        assert m.swap_delta(order, 1, 4) == 0.0
+    orders = np.array([rng.permutation(n) for _ in range(3)])
+    assert np.allclose(m.batch_cost(orders), want)
+
+
+def test_linear_alltoall_in_a_workload_leaves_the_order_to_the_other_calls():
+    from rankopt.models.workload import as_workload, price_calls
+
+    rng = np.random.default_rng(2)
+    n = 8
+    lat = rng.uniform(1e-6, 1e-4, (n, n))
+    lat = (lat + lat.T) / 2
+    wl = price_calls(as_workload([("allreduce", 1e6, 3), ("alltoall", 8 * 300e3, 5)]), n, "openmpi")
+    assert [c.algorithm for c in wl] == ["rabenseifner_ompi", "linear"]
+    both = make_model(lat, workload=wl, bandwidth=1e9)
+    alone = make_model(lat, "allreduce", "rabenseifner_ompi", bandwidth=1e9, nbytes=1e6)
+    const = make_model(lat, "alltoall", "linear", bandwidth=1e9, nbytes=8 * 300e3).cost(
+        np.arange(n)
+    )
+    for _ in range(4):
+        o = rng.permutation(n)
+        assert both.cost(o) == pytest.approx(3 * alone.cost(o) + 5 * const, rel=1e-12)

@@ -8,7 +8,7 @@ from typing import Any
 
 from rankopt._validation import RankoptInputError
 
-__all__ = ["Table", "lookup", "env_flag", "node_sizes", "check_call", "FALLBACK"]
+__all__ = ["Table", "lookup", "env_flag", "env_int", "node_sizes", "check_call", "FALLBACK"]
 
 #: ``((p_below, ((bytes_below, choice), ...)), ...)``: the first row with
 #: ``n < p_below``, then the first entry with ``nbytes < bytes_below``
@@ -43,6 +43,21 @@ def lookup(table: Table, n: int, nbytes: float) -> Any:
                 if nbytes < s_below:
                     return choice
     raise AssertionError("decision tables end with math.inf")
+
+
+def env_int(env: Mapping[str, str], key: str, default: int) -> int:
+    """``env[key]`` as an integer, ``default`` when unset or empty.
+
+    >>> env_int({"K": " 4 "}, "K", 0), env_int({}, "K", 7)
+    (4, 7)
+    """
+    raw = env.get(key)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise RankoptInputError(f"{key} must be an integer; got {raw!r}.") from None
 
 
 def env_flag(env: Mapping[str, str], key: str) -> bool:

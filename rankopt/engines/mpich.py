@@ -75,7 +75,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rankopt._validation import RankoptInputError
-from rankopt.engines._common import node_sizes
+from rankopt.engines._common import env_int, node_sizes
 from rankopt.engines.base import Choice, Env, MPIEngine, Nodes
 
 __all__ = ["MPICH", "ENGINE", "algorithm", "auto", "MODELS", "CVARS", "ALLREDUCE_ALGORITHMS"]
@@ -101,6 +101,9 @@ CVARS = {
     "alltoall": "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM",
 }
 
+#: The scattered alltoall's batch of peers (0: every peer at once).
+THROTTLE = "MPIR_CVAR_ALLTOALL_THROTTLE"
+
 #: MPICH algorithm (its CVAR value) -> rankopt model whose traffic matches it
 #: (``bench/mpich_check.py`` measures both), per collective.
 MODELS: dict[str, dict[str, str]] = {
@@ -120,7 +123,7 @@ MODELS: dict[str, dict[str, str]] = {
     "alltoall": {
         "pairwise": "pairwise",
         "pairwise_sendrecv_replace": "pairwise",
-        "scattered": "pairwise",
+        "scattered": "linear",  # up to MPIR_CVAR_ALLTOALL_THROTTLE peers at once
         "brucks": "pairwise",
     },
 }
@@ -130,7 +133,6 @@ ALLREDUCE_ALGORITHMS = MODELS["allreduce"]
 
 #: Why a model only approximates the MPICH algorithm, where it does.
 _NOTES = {
-    ("alltoall", "scattered"): "the traffic of pairwise (every peer's block, posted in batches)",
     ("alltoall", "brucks"): (
         "approximation: rankopt has no Bruck alltoall (ceil(lg n) steps of about half the "
         "buffer to rank + 2^k); pairwise prices the same blocks in n - 1 steps"
@@ -278,9 +280,17 @@ class MPICH(MPIEngine):
                 "several ranks per node: MPICH may run a node-aware composition "
                 f"(node leaders, then shared memory); rankopt prices the flat {name}"
             )
+        model = MODELS[collective][name]
+        if (collective, name) == ("alltoall", "scattered"):
+            # MPIR_Alltoall_intra_scattered posts THROTTLE peers' blocks, waits, repeats
+            throttle = env_int(env, THROTTLE, 32)
+            if 0 < throttle < n:
+                params["throttle"] = throttle
+                note = f"blocks posted {throttle} peers at a time: priced as pairwise"
+                model = "pairwise"
         if note:
             params["note"] = note
-        return MODELS[collective][name], params
+        return model, params
 
     @staticmethod
     def _flat(

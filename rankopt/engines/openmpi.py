@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from rankopt._validation import RankoptInputError
-from rankopt.engines._common import Table, env_flag, lookup, node_sizes
+from rankopt.engines._common import Table, env_flag, env_int, lookup, node_sizes
 from rankopt.engines.base import Choice, Env, MPIEngine, Nodes
 
 __all__ = [
@@ -87,10 +87,10 @@ MODEL = {
     "ring": "ring",  # same order (rank r sends block r to r + 1 first)
     "segmented_ring": "ring",  # segsize 0 from the fixed decision: the plain ring runs
     "rabenseifner": "rabenseifner_ompi",  # redscat_allgather, distance doubling
-    "linear": "pairwise",  # approximation: all isend/irecv posted at once
+    "linear": "linear",  # every isend/irecv posted at once
     "pairwise": "pairwise",
     "modified_bruck": "pairwise",  # approximation (no Bruck alltoall model)
-    "linear_sync": "pairwise",  # approximation
+    "linear_sync": "linear",  # max_requests 0 (the default): no limit, all posted at once
     "two_proc": "pairwise",
     "hierarchical": "hierarchical",  # coll/han
 }
@@ -132,6 +132,10 @@ ALLTOALL_FIXED: Table = (
     (INF, ((2048, 3), (8192, 4), (16384, 1), (32768, 4), (65536, 1), (INF, 4))),
 )  # fmt: skip
 
+#: linear_sync's window (``coll_tuned_alltoall.c``: 0, the default, means no
+#: limit; ``coll_base_alltoall.c`` then posts every request at once).
+MAX_REQUESTS = "OMPI_MCA_coll_tuned_alltoall_algorithm_max_requests"
+
 #: ``COLLTYPE`` ids of the rules file (``ompi/mca/coll/base/coll_base_functions.h``).
 COLLECTIVE_IDS = {
     "allgather": 0,
@@ -150,16 +154,6 @@ _HAN_SOURCE = (
 
 #: Priorities of the wheel's components (``ompi_info --param coll han/tuned``).
 HAN_PRIORITY, TUNED_PRIORITY = 35, 30
-
-
-def _env_int(env: Mapping[str, str], key: str, default: int) -> int:
-    raw = env.get(key)
-    if raw is None or str(raw).strip() == "":
-        return default
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise RankoptInputError(f"{key} must be an integer; got {raw!r}.") from None
 
 
 def _selected(env: Mapping[str, str], name: str) -> bool:
@@ -191,8 +185,8 @@ def component(n: int, *, env: Mapping[str, str] = os.environ, nodes: Sequence[An
         and sizes is not None
         and len(sizes) > 1
         and max(sizes) > 1
-        and _env_int(env, "OMPI_MCA_coll_han_priority", HAN_PRIORITY)
-        > _env_int(env, "OMPI_MCA_coll_tuned_priority", TUNED_PRIORITY)
+        and env_int(env, "OMPI_MCA_coll_han_priority", HAN_PRIORITY)
+        > env_int(env, "OMPI_MCA_coll_tuned_priority", TUNED_PRIORITY)
     )
     if han_ok:
         return "han"
@@ -356,7 +350,14 @@ class OpenMPI(MPIEngine):
                 params["fallback_from"] = name
                 name = ran
         params.update(engine_algorithm=name, id=alg_id, rule=rule, source=_SOURCE)
-        return MODEL[name], params
+        model = MODEL[name]
+        if name == "linear_sync":
+            window = env_int(env, MAX_REQUESTS, 0)
+            if 0 < window < n - 1:  # a sliding window of requests: close to pairwise
+                params["max_requests"] = window
+                params["note"] = f"{window} requests in flight: priced as pairwise"
+                model = "pairwise"
+        return model, params
 
 
 def _dynamic(

@@ -426,6 +426,17 @@ def _pairwise(n, wb, **_):
     return steps, Layout(n * n, 1 / n)
 
 
+def _linear_alltoall(n, wb, **_):
+    """Every block at once: one step of all ``n (n - 1)`` transfers (Open MPI's
+    ``basic_linear``/``linear_sync``, MPICH's ``scattered``), each posted to
+    ``r + 1, r + 2, ...`` in turn, all in flight together."""
+    r = np.arange(n)
+    src = np.repeat(r, n - 1)
+    dst = (src + np.tile(np.arange(1, n), n)) % n
+    blocks = [(int(a) * n + int(b),) for a, b in zip(src, dst, strict=True)] if wb else []
+    return [_step(src, dst, 1 / n, False, blocks, wb)], Layout(n * n, 1 / n)
+
+
 # ------------------------------------------------------------------ trees
 def binomial_bcast(members: NDArray[np.int64], frac: float, blocks: Blocks, wb: bool) -> list[Step]:
     """MPICH binomial broadcast from ``members[0]``: largest distance first."""
@@ -698,4 +709,5 @@ GENERATORS = {
     ("reduce", "binomial"): _binomial_reduce,
     ("reduce", "reduce_scatter_gather"): _reduce_scatter_gather,
     ("alltoall", "pairwise"): _pairwise,
+    ("alltoall", "linear"): _linear_alltoall,
 }

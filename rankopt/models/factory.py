@@ -157,6 +157,10 @@ def make_model(
         from rankopt.models.chain import ChainTime
 
         return ChainTime(sched, net, objective)
+    if (collective, algorithm) == ("alltoall", "linear"):
+        from rankopt.models.concurrent import ConcurrentTime
+
+        return ConcurrentTime(sched, net, objective)
     if (collective, algorithm) == ("alltoall", "pairwise") and not net.levels:
         from rankopt.models.pairwise import PairwiseTime
 

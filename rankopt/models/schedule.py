@@ -47,7 +47,7 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
         "scatter_recursive_doubling_allgather",
     ),
     "reduce": ("binomial", "reduce_scatter_gather"),
-    "alltoall": ("pairwise",),
+    "alltoall": ("pairwise", "linear"),
 }
 
 #: Segment size (bytes) of the pipelined chain broadcast when none is given.
