@@ -90,8 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         net = load_network(net_file)
         wl = prof.workload()
         orders: dict[str, np.ndarray] = {"launch": np.arange(net.n)}
-        res = rankopt.solve(net, workload=wl, engine=prof.engine, rng=0)
-        orders["workload"] = np.asarray(res.order)
+        # the workload order as a user gets it: `rankopt solve NET --workload PROFILE`
+        wl_order = work / "workload-order.txt"
+        cli = [sys.executable, "-m", "rankopt", "solve", str(net_file), "-q"]
+        cli += ["--workload", str(work / "profile.json"), "--order-out", str(wl_order)]
+        print(subprocess.run(cli, check=True, capture_output=True, text=True).stdout)
+        orders["workload"] = np.array([int(x) for x in wl_order.read_text().split()])
         for c in wl:
             if c.count < 2:
                 continue  # the program's one-off calls

@@ -13,6 +13,9 @@ Where they differ: on heterogeneous networks the simulator lets fast parts of
 the job run ahead, so it is never slower than the step-synchronous model and
 is strictly faster when the slow transfers of different steps involve
 different ranks (recursive doubling, trees, all-to-all).
+The linear all-to-all is left out of the agreement: its model shares each
+rank's link among the rank's concurrent transfers, which the simulator does
+not, so there the simulator is only never slower.
 """
 
 import numpy as np
@@ -23,6 +26,7 @@ from hypothesis import strategies as st
 from rankopt.models import ALGORITHMS, make_model
 
 PAIRS = [(c, a) for c, algs in ALGORITHMS.items() for a in algs if a != "hierarchical"]
+STEPPED = [p for p in PAIRS if p != ("alltoall", "linear")]
 
 
 def simulate(sched, lat, bw, nbytes, order):
@@ -45,7 +49,7 @@ def _model(lat, bw, c, a, nbytes=1e6):
     )
 
 
-@pytest.mark.parametrize("c,a", PAIRS)
+@pytest.mark.parametrize("c,a", STEPPED)
 @pytest.mark.parametrize("n", [4, 16])
 def test_agree_on_uniform_network(c, a, n):
     lat = np.full((n, n), 2e-6)
