@@ -118,13 +118,18 @@ def main(argv: list[str] | None = None) -> int:
         modelled = {k: float(model.cost(o)) for k, o in orders.items()}
         for k, v in modelled.items():
             print(f"modelled {k:<32} {v:.4f} s")
-        times: dict[str, list[float]] = {k: [] for k in orders}
-        files = {}
+        # an order equal to one listed before it is timed once, under the first name
+        same: dict[str, str] = {}
         for k, o in orders.items():
+            same[k] = next(f for f, q in orders.items() if np.array_equal(q, o))
+        timed = [k for k in orders if same[k] == k]
+        times: dict[str, list[float]] = {k: [] for k in timed}
+        files = {}
+        for k in timed:
             files[k] = work / f"order-{len(files)}.txt"
-            save_order(files[k], o)
+            save_order(files[k], orders[k])
         for _ in range(args.rounds):
-            for k in orders:
+            for k in timed:
                 env = {"LD_PRELOAD": str(lib), "RANKOPT_ORDER": str(files[k])}
                 out = testbed_exec(
                     args.prefix, args.launch, args.seed, _with_env(env, [str(exe), *calls])
@@ -136,17 +141,19 @@ def main(argv: list[str] | None = None) -> int:
         base = statistics.median(times["launch"])
         report = []
         for k, o in orders.items():
-            med = statistics.median(times[k])
+            med = statistics.median(times[same[k]])
             row = {
                 "order": k,
+                "same_as": None if same[k] == k else same[k],
                 "median_total_s": med,
-                "totals_s": times[k],
+                "totals_s": times[same[k]],
                 "speedup_vs_launch": base / med,
                 "modelled": modelled[k],
                 "permutation": [int(x) for x in o],
             }
             report.append(row)
-            print(f"{k:<32} {med:8.3f} s  x{base / med:5.2f}  {times[k]}")
+            alias = f"  (the {same[k]} order)" if same[k] != k else ""
+            print(f"{k:<32} {med:8.3f} s  x{base / med:5.2f}  {times[same[k]]}{alias}")
         if args.output:
             Path(args.output).write_text(json.dumps({"args": vars(args), "rows": report}, indent=1))
     finally:
