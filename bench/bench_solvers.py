@@ -6,7 +6,9 @@
 Groups: ``ring`` (methods on synthetic clouds), ``tsplib`` (gap to the
 optimum), ``auto`` (the auto rule on every model kind), ``step`` (recursive
 doubling / Rabenseifner at n = 256), ``greedy`` (greedy vs annealing on a
-two-level cloud). ``bench/compare.py`` runs the external solvers.
+two-level cloud), ``starts`` (annealing's default starts on testbed-shaped
+networks of uneven racks: how often one start and four miss the best order
+found with eight). ``bench/compare.py`` runs the external solvers.
 """
 
 from __future__ import annotations
@@ -96,3 +98,55 @@ def test_greedy_vs_anneal(benchmark):
     benchmark.extra_info["greedy_over_anneal"] = g.cost / a.cost
     assert g.cost <= 1.05 * a.cost
     assert np.isfinite(g.cost)
+
+
+#: Racks of uneven sizes, 9-16 hosts: the testbed's 1 Gbit/s hosts, 200 Mbit/s uplinks.
+UNEVEN = [(5, 4, 3), (5, 3, 2), (4, 4, 3), (4, 3, 3), (3, 3, 2, 2), (4, 3, 3, 2), (6, 4, 3, 3),
+          (5, 5, 4, 2)]  # fmt: skip
+
+
+def _uneven_cases():
+    from rankopt.models import make_model
+    from rankopt.models.workload import as_workload, price_calls
+    from rankopt.testbed.fidelity import truth_network
+    from rankopt.testbed.topology import Topology
+
+    cases = []
+    for racks in UNEVEN:
+        top = Topology(racks=racks, rates=("1gbit", "200mbit"))
+        net = truth_network(top, np.random.default_rng(0).permutation(top.n_hosts))
+        kw = {k: net[k] for k in ("bandwidth", "groups", "uplink_bandwidth")}
+        for size in (1 << 20, 16 << 20):
+            wl = as_workload([("allreduce", size, 1)])
+            model = make_model(
+                net["latency"], workload=price_calls(wl, top.n_hosts, "openmpi"), **kw
+            )
+            cases.append((net["latency"], kw, wl, model))
+    return cases
+
+
+def _solve_all(cases, starts, seeds=(0, 1)):
+    return [
+        c[3].cost(np.asarray(rankopt.solve(c[0], workload=c[2], engine="openmpi", rng=s,
+                                           options={"starts": starts}, **c[1]).order))
+        for c in cases
+        for s in seeds
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def uneven():
+    cases = _uneven_cases()
+    return cases, _solve_all(cases, 8)
+
+
+@pytest.mark.benchmark(group="starts")
+@pytest.mark.parametrize("starts", [1, 4])
+def test_anneal_starts_on_uneven_racks(benchmark, uneven, starts):
+    cases, best = uneven
+    costs = benchmark.pedantic(_solve_all, args=(cases, starts), rounds=1, iterations=1)
+    ratio = np.asarray(costs) / np.minimum(best, costs)
+    benchmark.extra_info["missed"] = int(np.sum(ratio > 1 + 1e-9))
+    benchmark.extra_info["solves"] = len(costs)
+    benchmark.extra_info["worst"] = float(ratio.max())
+    assert np.all(np.isfinite(costs))

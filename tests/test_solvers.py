@@ -366,3 +366,31 @@ def test_swap_search_ends_when_the_cost_reaches_zero(collective, algorithm):
     res = solve(lat, collective, algorithm, objective="time", method="swap", rng=2000)
     assert res.stop_reason in ("local_optimum", "launch_order_kept")
     assert res.cost == pytest.approx(rankopt.cost(lat, res.order, collective, algorithm))
+
+
+def test_anneal_default_starts_small_generic_models_only():
+    from rankopt.solvers.anneal import SMALL_N, SMALL_STARTS, default_starts
+
+    rng = np.random.default_rng(3)
+    lat = rng.uniform(1e-6, 1e-4, (12, 12))
+    step = make_model(lat, "allreduce", "rabenseifner_ompi", bandwidth=1e9, nbytes=1e6)
+    assert default_starts(step) == SMALL_STARTS
+    assert default_starts(make_model(lat)) == 1  # ring sum: the compiled kernel
+    big = rng.uniform(1e-6, 1e-4, (SMALL_N + 1, SMALL_N + 1))
+    assert default_starts(make_model(big, "allreduce", "recursive_doubling")) == 1
+
+
+def test_anneal_default_starts_never_worse_than_one_start():
+    # the first of the default starts is the one a single-start run makes
+    rng = np.random.default_rng(5)
+    n = 12
+    racks = np.repeat([0, 1, 2], [5, 4, 3])[rng.permutation(n)]
+    bw = np.where(racks[:, None] == racks[None, :], 1.25e8, 2.5e7)
+    lat = np.full((n, n), 2e-5)
+    kw = {"bandwidth": bw, "nbytes": 16e6, "method": "anneal"}
+    for seed in range(3):
+        one = rankopt.solve(lat, "allreduce", "rabenseifner_ompi", rng=seed,
+                            options={"starts": 1}, **kw)  # fmt: skip
+        default = rankopt.solve(lat, "allreduce", "rabenseifner_ompi", rng=seed, **kw)
+        assert default.cost <= one.cost * (1 + 1e-12)
+        assert default.iterations == 4 * one.iterations  # four starts ran

@@ -28,7 +28,9 @@ accepted with probability 1e-3. Both come from deltas sampled at the start.
 Budgets: ``max_iter`` (proposals per start) and ``options={"max_evals": m}``
 (cost or delta evaluations, all starts together) are reproducible;
 ``time_limit`` is a guard. ``options={"starts": k}`` runs k independent
-starts with generators from ``Generator.spawn`` and keeps the best.
+starts with generators from ``Generator.spawn`` and keeps the best
+(default: :func:`default_starts`; the first start is the one a single-start
+run makes, so more starts are never worse).
 
     Rings of fewer than ``RING_KERNEL_MIN_N`` processes take the generic loop:
     the ring kernel's moves cannot change a 3-ring, and at n = 4 the few
@@ -79,6 +81,7 @@ _ring_search = require_extension("rankopt.solvers._ring_search")
 __all__ = [
     "anneal",
     "default_iterations",
+    "default_starts",
     "temperatures",
     "RING_KERNEL_MIN_N",
     "ACCEPT_START",
@@ -104,6 +107,29 @@ def default_iterations(model: CostModel) -> int:
     if caps.kernel is not None:
         return int(min(max(1000 * n, 20_000), 1_000_000))
     return int(min(max(50 * n, 2_000), 200_000))
+
+
+#: Starts of the generic swap/insert loop up to :data:`SMALL_N` processes.
+SMALL_STARTS = 4
+SMALL_N = 64
+
+
+def default_starts(model: CostModel) -> int:
+    """Independent starts when ``options["starts"]`` is not given.
+
+    The generic loop (step-based algorithms, workloads, ring ``bottleneck``)
+    on at most ``SMALL_N`` processes: ``SMALL_STARTS``. On 8 testbed-shaped
+    networks (9-16 hosts in racks of uneven sizes, Rabenseifner at 1 and 16
+    MiB, 2 seeds; ``bench/bench_solvers.py``, group ``starts``) one start
+    missed the best order that eight found in 8 of 32 solves (up to 19%
+    dearer), four starts in none, at 3-4x the time (0.13 s a solve).
+    With ``options["max_evals"]`` (a reproducible budget): 1. Otherwise 1: the
+    ring and Numba kernels' longer runs, and larger jobs, where a start costs more.
+    """
+    caps = model.capabilities
+    if caps.ring == "sum" or caps.kernel is not None or model.n > SMALL_N:
+        return 1
+    return SMALL_STARTS
 
 
 def _ring_kernel(model: CostModel) -> bool:
@@ -137,7 +163,10 @@ class _Budget:
         self.iters = ctx.max_iter if ctx.max_iter is not None else default_iterations(model)
         m = ctx.options.get("max_evals")
         self.evals_left = None if m is None else check_positive(m, "max_evals", integer=True)
-        self.starts = check_positive(ctx.options.get("starts", 1), "starts", integer=True)
+        starts = ctx.options.get("starts")
+        if starts is None:
+            starts = 1 if ctx.options.get("max_evals") is not None else default_starts(model)
+        self.starts = check_positive(starts, "starts", integer=True)
         self.k = check_positive(ctx.options.get("neighbors", 10), "neighbors", integer=True)
         self.evaluations = 0
         self.iterations = 0
