@@ -484,7 +484,6 @@ def split_launch(command: Sequence[str]) -> tuple[list[str], list[str]]:
     RankoptInputError
         When no program follows the launcher's options.
     """
-
     takes = _VALUE_OPTIONS
     i = 1
     while i < len(command):

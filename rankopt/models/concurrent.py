@@ -57,15 +57,14 @@ def concurrent_time(
             float(np.bincount(b, weights=t, minlength=net.n).max()),
         )
     if objective == "contention":
+        g = net.uplink.shape[1]
         for lev in range(net.levels):
             ga, gb = net.labels[lev, a], net.labels[lev, b]
             cross = ga != gb
-            g = net.uplink.shape[1]
-            for side in (ga, gb):
-                load = np.bincount(side[cross], weights=nbytes[cross], minlength=g)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    t_up = np.where(load > 0, load / net.uplink[lev, : len(load)], 0.0)
-                busiest = max(busiest, float(t_up.max(initial=0.0)))
+            for side in (ga[cross], gb[cross]):  # out of a's group, into b's
+                load = np.bincount(side, weights=nbytes[cross], minlength=g)
+                used = load > 0  # padding groups carry nothing (and may have no rate)
+                busiest = max(busiest, float((load[used] / net.uplink[lev, used]).max(initial=0)))
     return lat + busiest
 
 
@@ -91,11 +90,9 @@ class ConcurrentTime(CostModel):
         self.network = net
         self.n = sched.n
         self.objective = objective
-        ident = np.arange(self.n, dtype=np.int64)
-        self._cost = concurrent_time(sched, net, ident, objective)
-        pairs = int(sched.step_ptr[1])
-        if pairs != self.n * (self.n - 1):  # the cost below holds for all pairs only
+        if int(sched.step_ptr[1]) != self.n * (self.n - 1):  # order-free for all pairs only
             raise AssertionError("ConcurrentTime prices a step of every ordered pair")
+        self._cost = concurrent_time(sched, net, np.arange(self.n, dtype=np.int64), objective)
         self.capabilities = Capabilities(
             rotation_invariant=True,
             directed=False,

@@ -165,7 +165,7 @@ class _Budget:
         self.evals_left = None if m is None else check_positive(m, "max_evals", integer=True)
         starts = ctx.options.get("starts")
         if starts is None:
-            starts = 1 if ctx.options.get("max_evals") is not None else default_starts(model)
+            starts = 1 if self.evals_left is not None else default_starts(model)
         self.starts = check_positive(starts, "starts", integer=True)
         self.k = check_positive(ctx.options.get("neighbors", 10), "neighbors", integer=True)
         self.evaluations = 0
