@@ -274,6 +274,56 @@ def test_gloo_is_a_ring_at_every_size():
     assert {gloo.algorithm("allreduce", s, 8)[0] for s in (8, 4e3, 25e6, 1e9)} == {"ring"}
 
 
+def test_gloo_tree_collectives_follow_its_sources():
+    for size in (8, 25e6):
+        assert gloo.algorithm("broadcast", size, 8)[0] == "binomial_gloo"
+        assert gloo.algorithm("reduce", size, 8)[0] == "ring_gather"
+        assert gloo.algorithm("alltoall", size, 8)[0] == "linear"
+    params = gloo.algorithm("broadcast", 1e6, 8)[1]
+    assert params["rule"] == "fixed" and "gloo/broadcast.cc" in params["engine_algorithm"]
+
+
+def _gloo_broadcast_edges(n):
+    """The (sender, receiver, loop index) of gloo/broadcast.cc's loop, root 0."""
+    dim = max(n - 1, 0).bit_length()
+    edges = set()
+    for vrank in range(n):
+        mask = (1 << dim) - 1
+        for i in range(dim):
+            mask ^= 1 << i
+            if vrank & mask:
+                continue
+            vpeer = vrank ^ (1 << i)
+            if vpeer < n and not vrank & (1 << i):
+                edges.add((vrank, vpeer, i))
+    return edges
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 11, 16])
+def test_gloo_broadcast_schedule_is_the_tree_gloo_builds(n):
+    s = schedule("broadcast", "binomial_gloo", n)
+    ours = {(a, b, k) for k, step in enumerate(s.steps()) for a, b, _ in step}
+    assert ours == _gloo_broadcast_edges(n)
+
+
+def test_gloo_broadcast_prefers_other_orders_than_mpich_binomial():
+    # two racks of four behind a slow shared uplink: MPICH's tree crosses once
+    # with racks contiguous, Gloo's sends four copies across at its last step
+    racks = np.repeat([0, 1], 4)
+    lat = np.where(racks[:, None] == racks[None, :], 1e-5, 1e-4)
+    bw = np.where(racks[:, None] == racks[None, :], 1e9, 2e8)
+    contiguous, interleaved = np.arange(8), np.array([0, 4, 1, 5, 2, 6, 3, 7])
+
+    def t(order, algorithm):
+        return rankopt.cost(
+            lat, order, "broadcast", algorithm, bandwidth=bw, nbytes=1 << 24,
+            groups=racks, uplink_bandwidth=2e8,
+        )  # fmt: skip
+
+    assert t(contiguous, "binomial") < t(interleaved, "binomial")
+    assert t(interleaved, "binomial_gloo") < t(contiguous, "binomial_gloo")
+
+
 def test_nccl_tree_for_small_ring_for_large_across_nodes():
     assert nccl.algorithm("allreduce", 4 * KIB, 16, env={})[0] == "double_binary_tree"
     assert nccl.algorithm("allreduce", 256e6, 16, env={})[0] == "ring"

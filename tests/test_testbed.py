@@ -18,6 +18,7 @@ import uuid
 import numpy as np
 import pytest
 
+import rankopt
 from rankopt.testbed import Testbed, TestbedError, Topology, parse_rate, parse_time
 from rankopt.testbed import netns as topo_mod
 from rankopt.testbed.experiment import ExperimentConfig, summarize
@@ -377,6 +378,41 @@ def test_exec_gloo_environment():
     assert ranks == ["0/4", "1/4", "2/4", "3/4"]
     # interleaved over 2 racks of 2: launch ranks 0, 1 on hosts 0, 2
     assert all(w.startswith("10.213.0.1:") for w in got if ":" in w)
+
+
+@pytest.mark.root
+@pytest.mark.torch
+@pytest.mark.slow
+def test_gloo_broadcast_and_reduce_run_the_trees_its_engine_names(tmp_path):
+    """Timing signature (``bench/gloo_check.py``): the order each model calls fast is fast.
+
+    Two racks of four behind a 200 Mbit/s uplink: Gloo's binomial broadcast
+    (distance 1 first) crosses it four times at once with the racks
+    contiguous and once interleaved, MPICH's binomial the other way round;
+    Gloo's reduce is a ring (interleaved: every hop crosses).
+    """
+    _require_ns()
+    pytest.importorskip("torch")
+    from rankopt.engines import gloo
+    from rankopt.testbed.experiment import _run_worker
+
+    topo = Topology(4, 2, rates=("1gbit", "200mbit"))
+    hosts = np.arange(8)
+    orders = [list(range(8)), [0, 4, 1, 5, 2, 6, 3, 7]]  # contiguous, interleaved
+    net = truth_network(topo, hosts)
+    lat = net.pop("latency")
+    nbytes = 4 * MB
+    with Testbed(topo, prefix=_prefix()) as tb:
+        for coll in ("broadcast", "reduce"):
+            cfg = {"collective": coll, "orders": orders, "jobs": [[0, nbytes], [1, nbytes]]}
+            res = _run_worker(tb, hosts, "gloo", {**cfg, "repeats": 3}, tmp_path, 240)
+            contiguous, interleaved = (float(np.median(t)) for t in res["times"])
+            model = gloo.algorithm(coll, nbytes, 8)[0]
+            want = [rankopt.cost(lat, o, coll, model, nbytes=nbytes, **net) for o in orders]
+            # the model's ratio is about 3x either way; the measurement must side with it
+            assert (contiguous < interleaved) == (want[0] < want[1]), (coll, res["times"], want)
+            slow, fast = max(contiguous, interleaved), min(contiguous, interleaved)
+            assert slow > 1.5 * fast, (coll, res["times"])
 
 
 @pytest.mark.root

@@ -6,9 +6,26 @@ setting an algorithm (``torch/csrc/distributed/c10d/ProcessGroupGloo.cpp``,
 torch 2.x); ``gloo/allreduce.cc`` maps ``UNSPECIFIED`` to ``ring``: a ring
 reduce-scatter and allgather over process-group rank order, at every size
 (the size-based ``ring``/``ring_chunked``/``bcube`` choice belonged to
-torch 1.x's ``AlgorithmEntry`` cache and is gone). Allgather and
-reduce-scatter are rings as well; broadcast, reduce and alltoall use the
-rankopt defaults.
+torch 1.x's ``AlgorithmEntry`` cache and is gone). The other collectives
+call one Gloo function each, with no choice either (the files are those
+the torch wheel's ``libtorch_cpu.so`` names):
+
+==============  ========================================================
+allgather       ring, rank ``r`` sending to ``r + 1`` (``gloo/allgather.cc``)
+reduce_scatter  ring (the allreduce's first half)
+broadcast       binomial tree, distance 1 first: virtual rank ``v`` (the
+                root is 0) gets the message from ``v - 2**k`` (``k`` its
+                top bit) and sends it on to ``v + 2**i`` for every
+                ``2**i > v`` (``gloo/broadcast.cc``); rankopt's
+                ``binomial_gloo``, not MPICH's ``binomial`` (largest
+                distance first)
+reduce          ring reduce-scatter with rank ``r`` sending to ``r - 1``,
+                then every chunk straight to the root (``gloo/reduce.cc``);
+                rankopt's ``ring_gather``
+alltoall        every send and receive posted at once, to ``r + i`` and
+                from ``r - i`` (``gloo/alltoall.cc``); rankopt's
+                ``linear``, whose cost no order changes
+==============  ========================================================
 """
 
 from __future__ import annotations
@@ -22,26 +39,34 @@ TABLE = {
     "allreduce": ("ring", "ring (gloo/allreduce.cc, algorithm UNSPECIFIED)"),
     "allgather": ("ring", "ring (gloo/allgather.cc)"),
     "reduce_scatter": ("ring", "ring"),
+    "broadcast": ("binomial_gloo", "binomial tree, distance 1 first (gloo/broadcast.cc)"),
+    "reduce": ("ring_gather", "ring reduce-scatter, then a gather to the root (gloo/reduce.cc)"),
+    "alltoall": ("linear", "every send and receive at once (gloo/alltoall.cc)"),
 }
 
 
 class Gloo(TorchEngine):
-    """torch.distributed's Gloo backend: a ring over process-group rank order.
+    """torch.distributed's Gloo backend: rings over process-group rank order, and its trees.
 
     Examples
     --------
     >>> Gloo().algorithm("allreduce", 25e6, 8)[0]
     'ring'
+    >>> Gloo().algorithm("broadcast", 25e6, 8)[0]
+    'binomial_gloo'
     """
 
     name = "gloo"
     doc = "Gloo as torch 2.x ProcessGroupGloo uses it"
-    source = "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (torch 2.x), gloo/allreduce.cc"
+    source = (
+        "torch/csrc/distributed/c10d/ProcessGroupGloo.cpp (torch 2.x); gloo/allreduce.cc, "
+        "allgather.cc, broadcast.cc, reduce.cc, alltoall.cc"
+    )
     collectives = tuple(TABLE)
     markers = ("gloo",)
 
     def choose(self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes) -> Choice:
-        """The ring, at every size (no size-based choice left in torch 2.x)."""
+        """One algorithm per collective, at every size (no size-based choice in torch 2.x)."""
         model, name = TABLE[collective]
         return model, {"engine_algorithm": name, "rule": "fixed", "source": self.source}
 

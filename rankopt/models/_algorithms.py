@@ -453,6 +453,26 @@ def binomial_bcast(members: NDArray[np.int64], frac: float, blocks: Blocks, wb: 
     return steps
 
 
+def binomial_bcast_doubling(
+    members: NDArray[np.int64], frac: float, blocks: Blocks, wb: bool
+) -> list[Step]:
+    """Binomial broadcast from ``members[0]``, distance 1 first (Gloo's ``gloo/broadcast.cc``).
+
+    Step ``i``: every member ``v < 2**i`` sends to ``v + 2**i``. The tree is
+    the one Gloo builds (the children of ``v`` are ``v + 2**i`` above its top
+    bit); Gloo posts a rank's sends at once after its receive, which the
+    steps put one distance after another.
+    """
+    m = len(members)
+    steps = []
+    d = 1
+    while d < m:
+        s = np.arange(0, min(d, m - d))
+        steps.append(_step(members[s], members[s + d], frac, False, [blocks] * len(s), wb))
+        d *= 2
+    return steps
+
+
 def binomial_reduce(
     members: NDArray[np.int64], frac: float, blocks: Blocks, wb: bool
 ) -> list[Step]:
@@ -531,6 +551,29 @@ def _binomial_bcast(n, wb, **_):
 def _binomial_reduce(n, wb, **_):
     """MPICH binomial reduce (distance 1 first)."""
     return binomial_reduce(np.arange(n), 1.0, (0,), wb), Layout(1, 1.0)
+
+
+def _binomial_gloo_bcast(n, wb, **_):
+    """Gloo's binomial broadcast (``gloo/broadcast.cc``, what torch's Gloo
+    ``broadcast`` runs): distance 1 first (:func:`binomial_bcast_doubling`)."""
+    return binomial_bcast_doubling(np.arange(n), 1.0, (0,), wb), Layout(1, 1.0)
+
+
+def _ring_gather_reduce(n, wb, **_):
+    """Gloo's reduce (``gloo/reduce.cc``, what torch's Gloo ``reduce`` runs).
+
+    A ring reduce-scatter in which rank ``r`` sends to ``r - 1`` (rank ``r``
+    ends owning chunk ``r``), then every rank sends its chunk to the root.
+    Gloo posts the root's ``n - 1`` receives at once; they share its link,
+    which the step models price by taking them one per step (the step
+    models give every transfer of a step a link of its own).
+    """
+    members = np.array([0, *range(n - 1, 0, -1)], dtype=np.int64)  # 0 -> n-1 -> ... -> 1
+    chunks = [(int(r),) for r in members]
+    steps = ring_phase(members, chunks, 1 / n, True, wb)
+    for r in range(1, n):
+        steps.append(_step([r], [0], 1 / n, False, [(r,)], wb))
+    return steps, Layout(n, 1 / n)
 
 
 def _tree_phases(parent: NDArray[np.int64], frac: float, block: Blocks, wb: bool):
@@ -702,12 +745,14 @@ GENERATORS = {
     ("reduce_scatter", "recursive_halving"): _rh_reduce_scatter,
     ("reduce_scatter", "pairwise"): _pairwise_reduce_scatter,
     ("broadcast", "binomial"): _binomial_bcast,
+    ("broadcast", "binomial_gloo"): _binomial_gloo_bcast,
     ("broadcast", "binary_tree"): _binary_tree_bcast,
     ("broadcast", "chain"): _chain,
     ("broadcast", "scatter_ring_allgather"): _scatter_ring_bcast,
     ("broadcast", "scatter_recursive_doubling_allgather"): _scatter_rd_bcast,
     ("reduce", "binomial"): _binomial_reduce,
     ("reduce", "reduce_scatter_gather"): _reduce_scatter_gather,
+    ("reduce", "ring_gather"): _ring_gather_reduce,
     ("alltoall", "pairwise"): _pairwise,
     ("alltoall", "linear"): _linear_alltoall,
 }

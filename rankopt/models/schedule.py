@@ -41,12 +41,13 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "reduce_scatter": ("ring", "recursive_halving", "pairwise"),
     "broadcast": (
         "binomial",
+        "binomial_gloo",
         "binary_tree",
         "chain",
         "scatter_ring_allgather",
         "scatter_recursive_doubling_allgather",
     ),
-    "reduce": ("binomial", "reduce_scatter_gather"),
+    "reduce": ("binomial", "reduce_scatter_gather", "ring_gather"),
     "alltoall": ("pairwise", "linear"),
 }
 

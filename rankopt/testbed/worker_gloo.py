@@ -1,9 +1,12 @@
-"""Allreduce timing worker for torch.distributed with Gloo; started by ``run_gloo``.
+"""Collective timing worker for torch.distributed with Gloo; started by ``run_gloo``.
 
 ``python -m rankopt.testbed.worker_gloo config.json``: optionally runs rankopt's
 torch probe, then times ``all_reduce`` on one process group per order
 (``new_group(ranks=order, sort_ranks=False)``: group rank ``k`` is launch rank
-``order[k]``, so Gloo's ring follows the order).
+``order[k]``, so Gloo's ring follows the order). The configuration's
+``collective`` (default ``"allreduce"``) may instead name ``"broadcast"`` or
+``"reduce"`` (rooted at group rank 0, as rankopt's schedules are) or
+``"alltoall"``.
 """
 
 from __future__ import annotations
@@ -42,11 +45,27 @@ def main() -> None:
         for o in cfg["orders"]
     ]
 
+    collective = cfg.get("collective", "allreduce")
+    roots = [int(o[0]) for o in cfg["orders"]]  # global rank of each group's rank 0
+
+    def call(o: int, buf: torch.Tensor) -> None:
+        g = groups[o]
+        if collective == "allreduce":
+            dist.all_reduce(buf, group=g)
+        elif collective == "broadcast":
+            dist.broadcast(buf, src=roots[o], group=g)
+        elif collective == "reduce":
+            dist.reduce(buf, dst=roots[o], group=g)
+        elif collective == "alltoall":
+            dist.all_to_all_single(torch.empty_like(buf), buf, group=g)
+        else:
+            raise ValueError(f"unknown collective {collective!r} in the configuration")
+
     def allreduce(o: int, buf: torch.Tensor) -> float:
         g = groups[o]
         dist.barrier(group=g)
         t0 = time.perf_counter()
-        dist.all_reduce(buf, group=g)
+        call(o, buf)
         dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
         dist.all_reduce(dt, op=dist.ReduceOp.MAX, group=g)
         return float(dt.item())
