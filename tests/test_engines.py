@@ -324,6 +324,13 @@ def test_gloo_broadcast_prefers_other_orders_than_mpich_binomial():
     assert t(interleaved, "binomial_gloo") < t(contiguous, "binomial_gloo")
 
 
+def test_nccl_broadcast_is_its_ring_and_alltoall_every_peer_at_once():
+    for size in (8, 256e6):
+        assert nccl.algorithm("broadcast", size, 16, env={})[0] == "chain"
+        assert nccl.algorithm("alltoall", size, 16, env={})[0] == "linear"
+    assert nccl.algorithm("reduce", 1e6, 16, env={})[1]["rule"] == "untabulated"
+
+
 def test_nccl_tree_for_small_ring_for_large_across_nodes():
     assert nccl.algorithm("allreduce", 4 * KIB, 16, env={})[0] == "double_binary_tree"
     assert nccl.algorithm("allreduce", 256e6, 16, env={})[0] == "ring"

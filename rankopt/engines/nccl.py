@@ -19,6 +19,14 @@ forces the choice. Both are built over *node* order: a node's ranks are
 contiguous in NCCL's graphs, so rankopt orders nodes (``params
 ["granularity"] == "node"``); the tree is rankopt's
 ``"double_binary_tree"`` (``ncclGetDtree``).
+
+Allgather and reduce-scatter are rings. Broadcast has one algorithm, the
+ring: the root's data flows along it, pipelined in chunks (rankopt's
+``"chain"`` from new rank 0). Alltoall is no NCCL collective: torch's
+``ProcessGroupNCCL`` posts an ``ncclSend`` and an ``ncclRecv`` for every peer
+in one group, all at once (rankopt's ``"linear"``, the same cost under every
+order). Reduce (a ring ending at the root) has no rankopt model yet and gets
+the default.
 """
 
 from __future__ import annotations
@@ -69,16 +77,25 @@ class NCCL(TorchEngine):
 
     name = "nccl"
     doc = "NCCL ring/tree tuning model (simplified)"
-    source = "src/graph/tuning.cc (ncclTopoTuneModel, NCCL 2.1x), simplified: Simple protocol"
-    collectives = ("allreduce", "allgather", "reduce_scatter")
+    source = (
+        "src/graph/tuning.cc (ncclTopoTuneModel, NCCL 2.1x), simplified: Simple protocol; "
+        "alltoall: torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp"
+    )
+    collectives = ("allreduce", "allgather", "reduce_scatter", "broadcast", "alltoall")
     granularity = "node"
     markers = ("nccl",)
 
     def choose(self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes) -> Choice:
-        """Allreduce: the cheaper of ring and tree by the tuning model; the others: ring."""
+        """Allreduce: the cheaper of ring and tree by the tuning model; the others: fixed."""
         sizes = node_sizes(nodes, n)
         m = n if sizes is None else len(sizes)
         params: dict[str, Any] = {"nodes": m, "source": self.source}
+        if collective == "broadcast":
+            params.update(engine_algorithm="ring", rule="ring only")
+            return "chain", params
+        if collective == "alltoall":
+            params.update(engine_algorithm="ncclSend/ncclRecv to every peer, grouped", rule="fixed")
+            return "linear", params
         if collective != "allreduce":
             params.update(engine_algorithm="ring", rule="ring only")
             return "ring", params
