@@ -90,6 +90,25 @@ MUTANTS: tuple[Mutant, ...] = (
         SCHED_TESTS,
     ),
     Mutant(
+        "binomial_gloo_largest_first",
+        ALG,
+        "        d *= 2\n    return steps\n",
+        "        d *= 2\n    return steps[::-1]\n",
+        "Gloo's binomial broadcast run largest distance first (MPICH's step order)",
+        (
+            *SCHED_TESTS,
+            "tests/test_engines.py::test_gloo_broadcast_schedule_is_the_tree_gloo_builds",
+        ),
+    ),
+    Mutant(
+        "gloo_reduce_ring_forward",
+        ALG,
+        "members = np.array([0, *range(n - 1, 0, -1)], dtype=np.int64)",
+        "members = np.arange(n, dtype=np.int64)",
+        "Gloo's reduce ring sends to r + 1 instead of r - 1 (gloo/reduce.cc's sendRank)",
+        (*SCHED_TESTS, "tests/test_engines.py::test_gloo_reduce_ring_sends_to_the_rank_below"),
+    ),
+    Mutant(
         "tree_bcast_drops_last_level",
         ALG,
         "for d in range(1, int(depth.max()) + 1)",

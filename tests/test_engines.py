@@ -306,6 +306,16 @@ def test_gloo_broadcast_schedule_is_the_tree_gloo_builds(n):
     assert ours == _gloo_broadcast_edges(n)
 
 
+@pytest.mark.parametrize("n", [2, 5, 8])
+def test_gloo_reduce_ring_sends_to_the_rank_below(n):
+    # gloo/reduce.cc: sendRank = (size + rank - 1) % size; then a gather to the root
+    s = schedule("reduce", "ring_gather", n)
+    first = sorted((a, b) for a, b, _ in s.steps()[0])
+    assert first == sorted((r, (r - 1) % n) for r in range(n))
+    gather = [step for step in s.steps() if all(b == 0 for _, b, _ in step)][-(n - 1) :]
+    assert sorted(a for step in gather for a, _, _ in step) == list(range(1, n))
+
+
 def test_gloo_broadcast_prefers_other_orders_than_mpich_binomial():
     # two racks of four behind a slow shared uplink: MPICH's tree crosses once
     # with racks contiguous, Gloo's sends four copies across at its last step
