@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 
 def rankopt(*args: str, timeout: int = 3600) -> str:
@@ -41,3 +42,83 @@ def testbed_down(prefix: str) -> None:
     subprocess.run(
         [sys.executable, "-m", "rankopt", "testbed", "down", "--prefix", prefix], check=False
     )
+
+
+def modelled_totals(net: Any, workload: Any, engine: str | None, orders: dict[str, Any]) -> dict:
+    """Each order's modelled total for ``workload`` on ``net`` (its default model), printed."""
+    from rankopt.models import make_model
+    from rankopt.models.workload import price_calls
+
+    kw = net.default_model()
+    model = make_model(
+        net.latency,
+        workload=price_calls(workload, net.n, engine),
+        bandwidth=kw["bandwidth"],
+        groups=kw["groups"],
+        uplink_bandwidth=kw["uplink_bandwidth"],
+    )
+    modelled = {k: float(model.cost(o)) for k, o in orders.items()}
+    for k, v in modelled.items():
+        print(f"modelled {k:<32} {v:.4f} s")
+    return modelled
+
+
+def first_equal(orders: dict[str, Any]) -> dict[str, str]:
+    """Each order's name -> the first name with the same permutation (timed once, under it)."""
+    import numpy as np
+
+    return {
+        k: next(f for f, q in orders.items() if np.array_equal(q, o)) for k, o in orders.items()
+    }
+
+
+def report_rows(
+    orders: dict[str, Any],
+    same: dict[str, str],
+    times: dict[str, list[float]],
+    modelled: dict[str, float],
+) -> list[dict[str, Any]]:
+    """One printed line and one JSON row per order: median total, speedup vs ``launch``."""
+    import statistics
+
+    base = statistics.median(times["launch"])
+    rows = []
+    for k, o in orders.items():
+        ts = times[same[k]]
+        med = statistics.median(ts)
+        rows.append(
+            {
+                "order": k,
+                "same_as": None if same[k] == k else same[k],
+                "median_total_s": med,
+                "totals_s": ts,
+                "speedup_vs_launch": base / med,
+                "modelled": modelled[k],
+                "permutation": [int(x) for x in o],
+            }
+        )
+        alias = f"  (the {same[k]} order)" if same[k] != k else ""
+        print(f"{k:<32} {med:8.3f} s  x{base / med:5.2f}  {ts}{alias}")
+    return rows
+
+
+def totals(out: str) -> list[float]:
+    """The ``total_s SECONDS`` lines a timed program printed."""
+    return [float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("total_s")]
+
+
+def workload_args(p: Any, *, racks: str, seed: int, prefix: str) -> None:
+    """The testbed and timing options the workload scripts share."""
+    p.add_argument("--racks", default=racks)
+    p.add_argument("--rates", default="1gbit,200mbit")
+    p.add_argument("--launch", default="random")
+    p.add_argument("--seed", type=int, default=seed)
+    p.add_argument("--prefix", default=prefix)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("-o", "--output", default=None)
+
+
+def testbed_up(prefix: str, racks: str, rates: str, *extra: str) -> None:
+    """``rankopt testbed up`` with these racks and rates (taken down by :func:`testbed_down`)."""
+    up = [sys.executable, "-m", "rankopt", "testbed", "up", "--prefix", prefix]
+    subprocess.run([*up, "--racks", racks, "--rates", rates, *extra], check=True)

@@ -18,14 +18,22 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from _testbed_common import testbed_down, testbed_exec
+from _testbed_common import (
+    first_equal,
+    modelled_totals,
+    report_rows,
+    testbed_down,
+    testbed_exec,
+    testbed_up,
+    totals,
+    workload_args,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -38,19 +46,13 @@ def _with_env(env: dict[str, str], cmd: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--racks", default="3,3,3")
-    p.add_argument("--rates", default="1gbit,200mbit")
+    workload_args(p, racks="3,3,3", seed=1, prefix="rkw")
     p.add_argument("--latency", default="0")
-    p.add_argument("--launch", default="random")
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--prefix", default="rkw")
-    p.add_argument("--rounds", type=int, default=3)
     p.add_argument(
         "--calls",
         default="4096,300,4194304,5,1048576,5",
         help="A_BYTES,A_COUNT,B_BYTES,B_COUNT,C_BYTES,C_COUNT of mixed.c",
     )
-    p.add_argument("-o", "--output", default=None)
     args = p.parse_args(argv)
 
     import rankopt
@@ -68,9 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         check=True,
     )
     calls = args.calls.split(",")
-    up = [sys.executable, "-m", "rankopt", "testbed", "up", "--prefix", args.prefix]
-    up += ["--racks", args.racks, "--rates", args.rates, "--latency", args.latency]
-    subprocess.run(up, check=True)
+    testbed_up(args.prefix, args.racks, args.rates, "--latency", args.latency)
     try:
         net_file = work / "net.npz"
         testbed_exec(
@@ -104,24 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             orders[name] = np.asarray(one.order)
         if net.groups:  # the coarsest level's groups kept contiguous
             orders["rack-contiguous"] = np.argsort(net.groups[-1], kind="stable")
-        from rankopt.models import make_model
-        from rankopt.models.workload import price_calls
-
-        kw = net.default_model()
-        model = make_model(
-            net.latency,
-            workload=price_calls(wl, net.n, prof.engine),
-            bandwidth=kw["bandwidth"],
-            groups=kw["groups"],
-            uplink_bandwidth=kw["uplink_bandwidth"],
-        )
-        modelled = {k: float(model.cost(o)) for k, o in orders.items()}
-        for k, v in modelled.items():
-            print(f"modelled {k:<32} {v:.4f} s")
-        # an order equal to one listed before it is timed once, under the first name
-        same: dict[str, str] = {}
-        for k, o in orders.items():
-            same[k] = next(f for f, q in orders.items() if np.array_equal(q, o))
+        modelled = modelled_totals(net, wl, prof.engine, orders)
+        same = first_equal(orders)  # an order equal to an earlier one is timed once
         timed = [k for k in orders if same[k] == k]
         times: dict[str, list[float]] = {k: [] for k in timed}
         files = {}
@@ -134,26 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                 out = testbed_exec(
                     args.prefix, args.launch, args.seed, _with_env(env, [str(exe), *calls])
                 )
-                total = [
-                    float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("total_s")
-                ]
-                times[k].append(total[0])
-        base = statistics.median(times["launch"])
-        report = []
-        for k, o in orders.items():
-            med = statistics.median(times[same[k]])
-            row = {
-                "order": k,
-                "same_as": None if same[k] == k else same[k],
-                "median_total_s": med,
-                "totals_s": times[same[k]],
-                "speedup_vs_launch": base / med,
-                "modelled": modelled[k],
-                "permutation": [int(x) for x in o],
-            }
-            report.append(row)
-            alias = f"  (the {same[k]} order)" if same[k] != k else ""
-            print(f"{k:<32} {med:8.3f} s  x{base / med:5.2f}  {times[same[k]]}{alias}")
+                times[k].append(totals(out)[0])
+        report = report_rows(orders, same, times, modelled)
         if args.output:
             Path(args.output).write_text(json.dumps({"args": vars(args), "rows": report}, indent=1))
     finally:

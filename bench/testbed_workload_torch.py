@@ -28,46 +28,44 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from _testbed_common import testbed_down, testbed_exec
+from _testbed_common import (
+    first_equal,
+    modelled_totals,
+    report_rows,
+    testbed_down,
+    testbed_exec,
+    testbed_up,
+    totals,
+    workload_args,
+)
 
 HERE = Path(__file__).resolve().parent
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--racks", default="4,3,3")
-    p.add_argument("--rates", default="1gbit,200mbit")
-    p.add_argument("--launch", default="random")
-    p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--prefix", default="rkg")
-    p.add_argument("--rounds", type=int, default=3)
+    workload_args(p, racks="4,3,3", seed=7, prefix="rkg")
     p.add_argument(
         "--calls",
         default="allreduce:65536:20,allreduce:16777216:2,broadcast:16777216:4",
         help="COLLECTIVE:BYTES:COUNT,... of bench/_mixed_torch.py",
     )
-    p.add_argument("-o", "--output", default=None)
     args = p.parse_args(argv)
 
     import rankopt
     from rankopt.adapters._common import save_order
     from rankopt.adapters.profile import profile_command, read_rank_files, write_profile
-    from rankopt.models import make_model
-    from rankopt.models.workload import price_calls
     from rankopt.network import load_network
 
     work = Path(tempfile.mkdtemp(prefix="rankopt-wlt-"))
     work.chmod(0o755)
     prog = [sys.executable, str(HERE / "_mixed_torch.py"), *args.calls.split(",")]
-    up = [sys.executable, "-m", "rankopt", "testbed", "up", "--prefix", args.prefix]
-    up += ["--racks", args.racks, "--rates", args.rates]
-    subprocess.run(up, check=True)
+    testbed_up(args.prefix, args.racks, args.rates)
 
     def gloo(cmd: list[str]) -> str:
         return testbed_exec(args.prefix, args.launch, args.seed, cmd, engine="gloo")
@@ -95,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         def user_path() -> None:
             run = [sys.executable, "-m", "rankopt", "run", "--workload", str(work / "profile.json")]
             out = gloo([*run, "--save", str(saved), "--", *prog])
-            own.extend(float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("total_s"))
+            own.extend(totals(out))
 
         user_path()
         orders["workload"] = np.array([int(x) for x in saved.read_text().split()])
@@ -110,20 +108,8 @@ def main(argv: list[str] | None = None) -> int:
             lab = np.asarray(net.groups[-1])
             key = np.where(lab == lab[0], -1, lab)
             orders["rack-contiguous"] = np.lexsort((np.arange(net.n), key))
-        kw = net.default_model()
-        model = make_model(
-            net.latency,
-            workload=price_calls(wl, net.n, prof.engine),
-            bandwidth=kw["bandwidth"],
-            groups=kw["groups"],
-            uplink_bandwidth=kw["uplink_bandwidth"],
-        )
-        modelled = {k: float(model.cost(o)) for k, o in orders.items()}
-        for k, v in modelled.items():
-            print(f"modelled {k:<32} {v:.4f} s")
-        same = {
-            k: next(f for f, q in orders.items() if np.array_equal(q, o)) for k, o in orders.items()
-        }
+        modelled = modelled_totals(net, wl, prof.engine, orders)
+        same = first_equal(orders)  # an order equal to an earlier one is timed once
         timed = [k for k in orders if same[k] == k]
         files = {}
         for k in timed:
@@ -134,41 +120,11 @@ def main(argv: list[str] | None = None) -> int:
             if r:
                 user_path()  # the user's own job once per round as well
             for k in timed:
-                out = gloo(
-                    [
-                        sys.executable,
-                        "-m",
-                        "rankopt",
-                        "run",
-                        "-q",
-                        "--order",
-                        str(files[k]),
-                        "--",
-                        *prog,
-                    ]
-                )
-                total = [
-                    float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("total_s")
-                ]
-                times[k].append(total[0])
-        base = statistics.median(times["launch"])
-        report = []
-        for k, o in orders.items():
-            med = statistics.median(times[same[k]])
-            report.append(
-                {
-                    "order": k,
-                    "same_as": None if same[k] == k else same[k],
-                    "median_total_s": med,
-                    "totals_s": times[same[k]],
-                    "speedup_vs_launch": base / med,
-                    "modelled": modelled[k],
-                    "permutation": [int(x) for x in o],
-                }
-            )
-            alias = f"  (the {same[k]} order)" if same[k] != k else ""
-            print(f"{k:<32} {med:8.3f} s  x{base / med:5.2f}  {times[same[k]]}{alias}")
+                replay = [sys.executable, "-m", "rankopt", "run", "-q", "--order", str(files[k])]
+                times[k].append(totals(gloo([*replay, "--", *prog]))[0])
+        report = report_rows(orders, same, times, modelled)
         med = statistics.median(own)
+        base = statistics.median(times["launch"])
         print(f"{'workload, own job (user path)':<32} {med:8.3f} s  x{base / med:5.2f}  {own}")
         report.append({"order": "user path", "median_total_s": med, "totals_s": own})
         if args.output:
