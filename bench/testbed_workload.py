@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.output).write_text(json.dumps({"args": vars(args), "rows": report}, indent=1))
     finally:
         testbed_down(args.prefix)
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

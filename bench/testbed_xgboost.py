@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -151,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.output).write_text(json.dumps(report, indent=1))
     finally:
         testbed_down(args.prefix)
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
