@@ -19,6 +19,8 @@ def main() -> None:
     import torch
     import torch.distributed as dist
 
+    from rankopt.adapters.torch import run_collective
+
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     n = dist.get_world_size()
@@ -26,22 +28,10 @@ def main() -> None:
     for arg in sys.argv[1:]:
         coll, nbytes, count = arg.split(":")
         elems = max(int(nbytes) // 4 // n, 1) * n  # alltoall splits evenly
-        calls.append((coll, torch.ones(elems), int(count)))
+        calls.append((coll, (torch.ones(elems), torch.empty(elems)), int(count)))
 
-    def run(coll: str, buf: torch.Tensor) -> None:
-        if coll == "allreduce":
-            dist.all_reduce(buf)
-        elif coll == "broadcast":
-            dist.broadcast(buf, src=0)
-        elif coll == "reduce":
-            dist.reduce(buf, dst=0)
-        elif coll == "alltoall":
-            dist.all_to_all_single(torch.empty_like(buf), buf)
-        else:
-            raise SystemExit(f"unknown collective {coll!r}")
-
-    for coll, buf, _ in calls:
-        run(coll, buf)
+    for coll, (send, recv), _ in calls:
+        run_collective(coll, send, recv)
     # interleave: call k of a collective with count c runs at slot k * total / c
     total = sum(c for _, _, c in calls)
     sched = sorted(
@@ -50,7 +40,8 @@ def main() -> None:
     dist.barrier()
     t0 = time.perf_counter()
     for _, i in sched:
-        run(calls[i][0], calls[i][1])
+        coll, (send, recv), _ = calls[i]
+        run_collective(coll, send, recv)
     dist.barrier()
     dt = time.perf_counter() - t0
     if dist.get_rank() == 0:

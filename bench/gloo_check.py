@@ -38,7 +38,7 @@ import rankopt
 from rankopt._files import atomic_write_text
 from rankopt.engines import gloo
 from rankopt.testbed import Topology
-from rankopt.testbed.experiment import _run_worker
+from rankopt.testbed.experiment import time_orders
 from rankopt.testbed.fidelity import truth_network
 from rankopt.testbed.netns import Testbed
 
@@ -109,16 +109,17 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with Testbed(topo) as tb, tempfile.TemporaryDirectory(prefix="rankopt-gloo-check-") as d:
         for coll in args.collectives.split(","):
-            cfg = {
-                "collective": coll,
-                "orders": [o.tolist() for o in orders.values()],
-                "jobs": [[k, nbytes] for k in range(len(orders))],
-                "repeats": args.repeats,
-            }
-            res = _run_worker(tb, hosts, "gloo", cfg, Path(d), 1200)
-            measured = {
-                name: statistics.median(ts) for name, ts in zip(orders, res["times"], strict=True)
-            }
+            times = time_orders(
+                tb,
+                hosts,
+                "gloo",
+                list(orders.values()),
+                [(k, nbytes) for k in range(len(orders))],
+                repeats=args.repeats,
+                workdir=Path(d),
+                collective=coll,
+            )
+            measured = {name: statistics.median(ts) for name, ts in zip(orders, times, strict=True)}
             chosen = gloo.algorithm(coll, nbytes, n)[0]
             print(f"\n{coll}, {nbytes / MIB:g} MiB, {topo.describe()}; rankopt's Gloo: {chosen}")
             print(

@@ -394,7 +394,7 @@ def test_gloo_broadcast_and_reduce_run_the_trees_its_engine_names(tmp_path):
     _require_ns()
     pytest.importorskip("torch")
     from rankopt.engines import gloo
-    from rankopt.testbed.experiment import _run_worker
+    from rankopt.testbed.experiment import time_orders
 
     topo = Topology(4, 2, rates=("1gbit", "200mbit"))
     hosts = np.arange(8)
@@ -404,15 +404,17 @@ def test_gloo_broadcast_and_reduce_run_the_trees_its_engine_names(tmp_path):
     nbytes = 4 * MB
     with Testbed(topo, prefix=_prefix()) as tb:
         for coll in ("broadcast", "reduce"):
-            cfg = {"collective": coll, "orders": orders, "jobs": [[0, nbytes], [1, nbytes]]}
-            res = _run_worker(tb, hosts, "gloo", {**cfg, "repeats": 3}, tmp_path, 240)
-            contiguous, interleaved = (float(np.median(t)) for t in res["times"])
+            times = time_orders(
+                tb, hosts, "gloo", orders, [(0, nbytes), (1, nbytes)],
+                workdir=tmp_path, timeout=240, collective=coll,
+            )  # fmt: skip
+            contiguous, interleaved = (float(np.median(t)) for t in times)
             model = gloo.algorithm(coll, nbytes, 8)[0]
             want = [rankopt.cost(lat, o, coll, model, nbytes=nbytes, **net) for o in orders]
             # the model's ratio is about 3x either way; the measurement must side with it
-            assert (contiguous < interleaved) == (want[0] < want[1]), (coll, res["times"], want)
+            assert (contiguous < interleaved) == (want[0] < want[1]), (coll, times, want)
             slow, fast = max(contiguous, interleaved), min(contiguous, interleaved)
-            assert slow > 1.5 * fast, (coll, res["times"])
+            assert slow > 1.5 * fast, (coll, times)
 
 
 @pytest.mark.root

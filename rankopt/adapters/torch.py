@@ -29,7 +29,7 @@ from rankopt.adapters._common import as_order
 if TYPE_CHECKING:
     from torch.distributed import ProcessGroup
 
-__all__ = ["ordered_group", "reinit"]
+__all__ = ["ordered_group", "reinit", "run_collective"]
 
 logger = logging.getLogger("rankopt")
 
@@ -145,3 +145,30 @@ def reinit(
     group = dist.group.WORLD
     assert group is not None
     return group
+
+
+def run_collective(collective: str, send: Any, recv: Any, group: Any = None) -> None:
+    """One call of ``collective`` on ``group`` (default: the world), rooted at its rank 0.
+
+    ``send`` is the input (allreduce and reduce work in place on it); ``recv``
+    the output of allgather and alltoall and the buffer a broadcast fills
+    (pass the same tensor as ``send`` where there is none).
+    """
+    import torch.distributed as dist
+
+    root = 0 if group is None else dist.get_global_rank(group, 0)
+    if collective == "allreduce":
+        dist.all_reduce(send, group=group)
+    elif collective == "allgather":
+        dist.all_gather_into_tensor(recv, send, group=group)
+    elif collective == "broadcast":
+        dist.broadcast(recv, src=root, group=group)
+    elif collective == "reduce":
+        dist.reduce(send, dst=root, group=group)
+    elif collective == "alltoall":
+        dist.all_to_all_single(recv, send, group=group)
+    else:
+        raise ValueError(
+            f"`collective` must be allreduce, allgather, broadcast, reduce or alltoall; "
+            f"got {collective!r}."
+        )

@@ -167,18 +167,13 @@ class GlooTimer:
         import torch
         import torch.distributed as dist
 
+        from rankopt.adapters.torch import run_collective
+
         group = self.groups[which]
         send, recv = self._buffer(nbytes)
         dist.barrier(group=group)
         t0 = time.perf_counter()
-        if self.collective == "allreduce":
-            dist.all_reduce(send, group=group)
-        elif self.collective == "allgather":
-            dist.all_gather_into_tensor(recv, send, group=group)
-        elif self.collective == "broadcast":
-            dist.broadcast(recv, src=dist.get_global_rank(group, 0), group=group)
-        else:
-            dist.all_to_all_single(recv, send, group=group)
+        run_collective(self.collective, send, recv, group)
         dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
         dist.all_reduce(dt, op=dist.ReduceOp.MAX, group=group)
         return float(dt[0])

@@ -154,16 +154,22 @@ def time_orders(
     repeats: int = 3,
     workdir: Path,
     timeout: float = 1200.0,
+    collective: str = "allreduce",
 ) -> list[list[float]]:
-    """Time allreduce for each job ``(order index, nbytes)``; one list of times per job.
+    """Time ``collective`` for each job ``(order index, nbytes)``; one list of times per job.
 
-    One engine launch; repeats are interleaved over the jobs.
+    One engine launch; repeats are interleaved over the jobs. Collectives other
+    than allreduce need the Gloo worker (``engine="gloo"``).
     """
-    cfg = {
+    cfg: dict[str, Any] = {
         "orders": [[int(x) for x in o] for o in orders],
         "jobs": [[int(o), int(b)] for o, b in jobs],
         "repeats": repeats,
     }
+    if collective != "allreduce":
+        if engine != "gloo":
+            raise ValueError(f"`collective` {collective!r} is timed by the gloo worker only.")
+        cfg["collective"] = collective
     return _run_worker(tb, hosts, engine, cfg, workdir, timeout)["times"]
 
 

@@ -45,33 +45,23 @@ def main() -> None:
         for o in cfg["orders"]
     ]
 
+    from rankopt.adapters.torch import run_collective
+
     collective = cfg.get("collective", "allreduce")
-    roots = [int(o[0]) for o in cfg["orders"]]  # global rank of each group's rank 0
 
-    def call(o: int, buf: torch.Tensor) -> None:
-        g = groups[o]
-        if collective == "allreduce":
-            dist.all_reduce(buf, group=g)
-        elif collective == "broadcast":
-            dist.broadcast(buf, src=roots[o], group=g)
-        elif collective == "reduce":
-            dist.reduce(buf, dst=roots[o], group=g)
-        elif collective == "alltoall":
-            dist.all_to_all_single(torch.empty_like(buf), buf, group=g)
-        else:
-            raise ValueError(f"unknown collective {collective!r} in the configuration")
-
-    def allreduce(o: int, buf: torch.Tensor) -> float:
+    def allreduce(o: int, buf: tuple[torch.Tensor, torch.Tensor]) -> float:
         g = groups[o]
         dist.barrier(group=g)
         t0 = time.perf_counter()
-        call(o, buf)
+        run_collective(collective, buf[0], buf[1], g)
         dt = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
         dist.all_reduce(dt, op=dist.ReduceOp.MAX, group=g)
         return float(dt.item())
 
     if cfg["jobs"]:
-        result["times"] = timing_loop(cfg, allreduce, lambda b: torch.ones(b // 4))
+        result["times"] = timing_loop(
+            cfg, allreduce, lambda b: (torch.ones(b // 4), torch.empty(b // 4))
+        )
     if rank == 0:
         write_result(cfg, result)
     dist.destroy_process_group()
