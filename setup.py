@@ -33,6 +33,7 @@ KERNELS = [
     ("rankopt.models._schedule_eval", "src_ext/_schedule_eval.pyx"),
     ("rankopt.models._step_contention", "src_ext/_step_contention.pyx"),
     ("rankopt.models._pairwise_eval", "src_ext/_pairwise_eval.pyx"),
+    ("rankopt.models._flow_eval", "src_ext/_flow_eval.pyx"),
     ("rankopt.solvers._anneal_ring", "src_ext/_anneal_ring.pyx"),
 ]
 

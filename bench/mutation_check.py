@@ -421,6 +421,30 @@ MUTANTS: tuple[Mutant, ...] = (
         "compiled step evaluator: K flows leaving a group get 1/(K-1) of its uplink",
         ("tests/test_models.py::test_compiled_matches_reference",),
     ),
+    Mutant(
+        "cython_flow_sends_do_not_share_the_link",
+        "src_ext/_flow_eval.pyx",
+        "                cap[ne + a] = self.capout[a]",
+        "                cap[ne + a] = INF",
+        "compiled flow model: a process's concurrent sends each get its whole link",
+        ("tests/test_flow.py",),
+    ),
+    Mutant(
+        "cython_flow_forward_skips_latency",
+        "src_ext/_flow_eval.pyx",
+        "                            start[x] = now + elat[x]",
+        "                            start[x] = now",
+        "compiled flow model: a forwarded send starts moving bytes with no latency",
+        ("tests/test_flow.py",),
+    ),
+    Mutant(
+        "flow_spec_no_refill",
+        "rankopt/models/flow.py",
+        "                    left[c] = max(left[c] - level, 0.0)",
+        "                    left[c] = 0.0",
+        "flow spec: a filled flow takes all that is left of its other links (no max-min refill)",
+        ("tests/test_flow.py",),
+    ),
 )
 
 #: A pytest plugin written into each copy: the run stops unless rankopt comes from the copy.

@@ -15,7 +15,9 @@ is strictly faster when the slow transfers of different steps involve
 different ranks (recursive doubling, trees, all-to-all).
 The linear all-to-all is left out of the agreement: its model shares each
 rank's link among the rank's concurrent transfers, which the simulator does
-not, so there the simulator is only never slower.
+not, so there the simulator is only never slower. Gloo's broadcast is not
+priced by steps at all (its flow model, tested in ``tests/test_flow.py``,
+already drops the barrier and shares links), so it is left out here.
 """
 
 import numpy as np
@@ -25,7 +27,12 @@ from hypothesis import strategies as st
 
 from rankopt.models import ALGORITHMS, make_model
 
-PAIRS = [(c, a) for c, algs in ALGORITHMS.items() for a in algs if a != "hierarchical"]
+PAIRS = [
+    (c, a)
+    for c, algs in ALGORITHMS.items()
+    for a in algs
+    if a not in ("hierarchical", "binomial_gloo")
+]
 STEPPED = [p for p in PAIRS if p != ("alltoall", "linear")]
 
 

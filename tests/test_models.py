@@ -47,8 +47,10 @@ def closed_form(c, a, p, seg=None):
         return lg * A + (p - 1) / p * M / B
     if a == "bruck":
         return math.ceil(lg) * A + (p - 1) / p * M / B
-    if a in ("binomial", "binomial_gloo"):
+    if a == "binomial":
         return lg * (A + M / B)
+    if a == "binomial_gloo":  # a rank's lg p - h sends share its link: path 0 -> 1 -> 3 -> 7 ...
+        return lg * A + lg * (lg + 1) / 2 * M / B
     if a == "ring_gather":  # ring reduce-scatter, then the root takes p - 1 chunks in turn
         return 2 * (p - 1) * (A + M / (p * B))
     if a == "binary_tree":

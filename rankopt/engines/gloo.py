@@ -18,7 +18,10 @@ broadcast       binomial tree, distance 1 first: virtual rank ``v`` (the
                 top bit) and sends it on to ``v + 2**i`` for every
                 ``2**i > v`` (``gloo/broadcast.cc``); rankopt's
                 ``binomial_gloo``, not MPICH's ``binomial`` (largest
-                distance first)
+                distance first). A process posts all of its sends
+                at once as soon as it has the message, so they share
+                its link: the model is :class:`~rankopt.models.flow.FlowTime`,
+                not a step model
 reduce          ring reduce-scatter with rank ``r`` sending to ``r - 1``,
                 then every chunk straight to the root (``gloo/reduce.cc``);
                 rankopt's ``ring_gather``

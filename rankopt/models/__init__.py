@@ -20,6 +20,12 @@ Objectives
 ``"contention"``
     ``"time"`` plus shared uplinks: needs ``groups``, ``uplink_bandwidth``
     and ``nbytes``.
+
+Two algorithms have no steps, and their models say what they do instead
+under both objectives: the all-at-once all-to-all (``"linear"``,
+:mod:`rankopt.models.concurrent`: the busiest link's time) and Gloo's
+broadcast (``"binomial_gloo"``, :mod:`rankopt.models.flow`: every send posted
+once its data is there, concurrent flows sharing links max-min fairly).
 """
 
 from __future__ import annotations

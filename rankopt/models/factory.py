@@ -161,6 +161,10 @@ def make_model(
         from rankopt.models.concurrent import ConcurrentTime
 
         return ConcurrentTime(sched, net, objective)
+    if (collective, algorithm) == ("broadcast", "binomial_gloo"):
+        from rankopt.models.flow import FlowTime
+
+        return FlowTime(sched, net, objective)
     if (collective, algorithm) == ("alltoall", "pairwise") and not net.levels:
         from rankopt.models.pairwise import PairwiseTime
 

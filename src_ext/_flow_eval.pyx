@@ -1,0 +1,259 @@
+# Compiled twin of rankopt.models.flow.flow_time: a schedule run as eager
+# flows (a transfer starts once the transfers into its sender from earlier
+# steps have ended), rates max-min fair under pair, process-link and uplink
+# capacities, events at every start and end.
+#
+# Constraints are numbered: transfer e's pair is e; process p's outgoing link
+# ne + p, its incoming link ne + n + p; then, per level and group, the uplink
+# out of the group and the one into it (ne + 2n + 2 * (lev * G + g) + 0 / 1).
+
+from libc.math cimport INFINITY as INF
+
+import numpy as np
+
+cdef double TIE = 1e-12
+
+
+cdef void fair_rates(Py_ssize_t nm, const long long[::1] mv, const long long[:, ::1] cons,
+                     const long long[::1] ncons, const double[::1] cap,
+                     double[::1] left, long long[::1] count, long long[::1] touched,
+                     unsigned char[::1] mark, unsigned char[::1] live,
+                     double[::1] rate) noexcept nogil:
+    """Max-min fair rates of the moving flows mv[:nm] (progressive filling)."""
+    cdef Py_ssize_t i, j, nt = 0, nlive = nm
+    cdef long long f, c, best
+    cdef double level, share
+    for i in range(nm):
+        f = mv[i]
+        live[f] = 1
+        for j in range(ncons[f]):
+            c = cons[f, j]
+            if not mark[c]:
+                mark[c] = 1
+                touched[nt] = c
+                nt += 1
+                left[c] = cap[c]
+                count[c] = 0
+            count[c] += 1
+    while nlive > 0:
+        best = -1
+        level = INF
+        for i in range(nt):
+            c = touched[i]
+            if count[c] > 0:
+                share = left[c] / count[c]
+                if share < level:
+                    level = share
+                    best = c
+        if best < 0:  # nothing limits the rest
+            for i in range(nm):
+                f = mv[i]
+                if live[f]:
+                    rate[f] = INF
+                    live[f] = 0
+            break
+        for i in range(nm):
+            f = mv[i]
+            if not live[f]:
+                continue
+            for j in range(ncons[f]):
+                if cons[f, j] == best:
+                    break
+            else:
+                continue
+            rate[f] = level
+            live[f] = 0
+            nlive -= 1
+            for j in range(ncons[f]):
+                c = cons[f, j]
+                left[c] = left[c] - level if left[c] > level else 0.0
+                count[c] -= 1
+    for i in range(nt):
+        mark[touched[i]] = 0
+
+
+cdef class FlowEval:
+    """The flow model of one schedule on one network; ``cost(order)`` runs it.
+
+    Built once per model: every scratch buffer is allocated here, so a run
+    allocates nothing.
+    """
+
+    cdef const double[:, ::1] lat
+    cdef const double[:, ::1] bw
+    cdef const double[::1] capout
+    cdef const double[::1] capin
+    cdef const long long[:, ::1] labels
+    cdef const double[:, ::1] uplink
+    cdef const long long[::1] src
+    cdef const long long[::1] dst
+    cdef const double[::1] frac
+    cdef const long long[::1] dep_count
+    cdef const long long[::1] dnt_ptr
+    cdef const long long[::1] dnt_idx
+    cdef long long[:, ::1] cons
+    cdef long long[::1] ncons
+    cdef double[::1] cap
+    cdef double[::1] left_c
+    cdef long long[::1] count
+    cdef long long[::1] touched
+    cdef unsigned char[::1] mark
+    cdef unsigned char[::1] live
+    cdef double[::1] rate
+    cdef double[::1] left
+    cdef double[::1] elat
+    cdef double[::1] start
+    cdef double[::1] end
+    cdef long long[::1] wait
+    cdef unsigned char[::1] status
+    cdef long long[::1] mv
+    cdef double nbytes
+    cdef bint has_bw
+    cdef Py_ssize_t n, ne, nlev, G
+
+    def __init__(self, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
+                 const double[::1] capout, const double[::1] capin,
+                 double nbytes, bint contention,
+                 const long long[:, ::1] labels, const double[:, ::1] uplink,
+                 const long long[::1] src, const long long[::1] dst, const double[::1] frac,
+                 const long long[::1] dep_count, const long long[::1] dnt_ptr,
+                 const long long[::1] dnt_idx):
+        self.lat = lat
+        self.bw = bw
+        self.has_bw = has_bw
+        self.capout = capout
+        self.capin = capin
+        self.nbytes = nbytes
+        self.labels = labels
+        self.uplink = uplink
+        self.src = src
+        self.dst = dst
+        self.frac = frac
+        self.dep_count = dep_count
+        self.dnt_ptr = dnt_ptr
+        self.dnt_idx = dnt_idx
+        self.n = lat.shape[0]
+        self.ne = src.shape[0]
+        self.nlev = labels.shape[0] if contention else 0
+        self.G = uplink.shape[1]
+        cdef Py_ssize_t m = max(self.ne, 1)
+        cdef Py_ssize_t ncap = self.ne + 2 * self.n + 2 * self.nlev * self.G
+        self.cons = np.zeros((m, 3 + 2 * self.nlev), dtype=np.int64)
+        self.ncons = np.zeros(m, dtype=np.int64)
+        self.cap = np.zeros(ncap)
+        self.left_c = np.zeros(ncap)
+        self.count = np.zeros(ncap, dtype=np.int64)
+        self.touched = np.zeros(ncap, dtype=np.int64)
+        self.mark = np.zeros(ncap, dtype=np.uint8)
+        self.live = np.zeros(m, dtype=np.uint8)
+        self.rate = np.zeros(m)
+        self.left = np.zeros(m)
+        self.elat = np.zeros(m)
+        self.start = np.zeros(m)
+        self.end = np.zeros(m)
+        self.wait = np.zeros(m, dtype=np.int64)
+        self.status = np.zeros(m, dtype=np.uint8)  # 0 waiting, 1 due, 2 moving, 3 done
+        self.mv = np.zeros(m, dtype=np.int64)
+
+    def cost(self, const long long[::1] order):
+        """Seconds until the last transfer ends under ``order`` (see rankopt.models.flow)."""
+        cdef double t
+        with nogil:
+            t = self._run(order)
+        return t
+
+    cdef double _run(self, const long long[::1] order) noexcept nogil:
+        cdef Py_ssize_t n = self.n, ne = self.ne, G = self.G
+        cdef Py_ssize_t e, lev, i, j, k, nm = 0, ndone = 0
+        cdef long long a, b, ga, gb, x
+        cdef double now = 0.0, finish = 0.0, t_end, t_start, nxt, dt, tol
+        cdef long long[:, ::1] cons = self.cons
+        cdef double[::1] cap = self.cap
+        cdef double[::1] left = self.left
+        cdef double[::1] rate = self.rate
+        cdef double[::1] start = self.start
+        cdef double[::1] end = self.end
+        cdef double[::1] elat = self.elat
+        cdef long long[::1] wait = self.wait
+        cdef unsigned char[::1] status = self.status
+        cdef long long[::1] mv = self.mv
+        if ne == 0:
+            return 0.0
+        for e in range(ne):
+            a = order[self.src[e]]
+            b = order[self.dst[e]]
+            elat[e] = self.lat[a, b]
+            left[e] = self.frac[e] * self.nbytes
+            k = 0
+            if self.has_bw:
+                cons[e, 0] = e
+                cap[e] = self.bw[a, b]
+                cons[e, 1] = ne + a
+                cap[ne + a] = self.capout[a]
+                cons[e, 2] = ne + n + b
+                cap[ne + n + b] = self.capin[b]
+                k = 3
+            for lev in range(self.nlev):
+                ga = self.labels[lev, a]
+                gb = self.labels[lev, b]
+                if ga != gb:
+                    x = ne + 2 * n + 2 * (lev * G + ga)
+                    cons[e, k] = x
+                    cap[x] = self.uplink[lev, ga]
+                    x = ne + 2 * n + 2 * (lev * G + gb) + 1
+                    cons[e, k + 1] = x
+                    cap[x] = self.uplink[lev, gb]
+                    k += 2
+            self.ncons[e] = k
+            wait[e] = self.dep_count[e]
+            status[e] = 0
+            if wait[e] == 0:
+                status[e] = 1
+                start[e] = elat[e]
+        while ndone < ne:
+            if nm:
+                fair_rates(nm, mv, cons, self.ncons, cap, self.left_c, self.count,
+                           self.touched, self.mark, self.live, rate)
+            t_end = INF
+            for i in range(nm):
+                e = mv[i]
+                end[e] = now + (left[e] / rate[e] if left[e] > 0 else 0.0)
+                if end[e] < t_end:
+                    t_end = end[e]
+            t_start = INF
+            for e in range(ne):
+                if status[e] == 1 and start[e] < t_start:
+                    t_start = start[e]
+            nxt = t_end if t_end < t_start else t_start
+            dt = nxt - now
+            for i in range(nm):
+                e = mv[i]
+                if rate[e] != INF:
+                    left[e] -= rate[e] * dt
+            now = nxt
+            tol = now * (1 + TIE)
+            j = 0
+            for i in range(nm):
+                e = mv[i]
+                if end[e] <= tol:
+                    status[e] = 3
+                    left[e] = 0.0
+                    ndone += 1
+                    if now > finish:
+                        finish = now
+                    for k in range(self.dnt_ptr[e], self.dnt_ptr[e + 1]):
+                        x = self.dnt_idx[k]
+                        wait[x] -= 1
+                        if wait[x] == 0:
+                            status[x] = 1
+                            start[x] = now + elat[x]
+                else:
+                    mv[j] = e
+                    j += 1
+            nm = j
+            for e in range(ne):
+                if status[e] == 1 and start[e] <= tol:
+                    status[e] = 2
+                    mv[nm] = e
+                    nm += 1
+        return finish
