@@ -14,62 +14,46 @@ import numpy as np
 cdef double TIE = 1e-12
 
 
-cdef void fair_rates(Py_ssize_t nm, const long long[::1] mv, const long long[:, ::1] cons,
-                     const long long[::1] ncons, const double[::1] cap,
-                     double[::1] left, long long[::1] count, long long[::1] touched,
-                     unsigned char[::1] mark, unsigned char[::1] live,
-                     double[::1] rate) noexcept nogil:
-    """Max-min fair rates of the moving flows mv[:nm] (progressive filling)."""
-    cdef Py_ssize_t i, j, nt = 0, nlive = nm
-    cdef long long f, c, best
-    cdef double level, share
-    for i in range(nm):
-        f = mv[i]
-        live[f] = 1
-        for j in range(ncons[f]):
-            c = cons[f, j]
-            if not mark[c]:
-                mark[c] = 1
-                touched[nt] = c
-                nt += 1
-                left[c] = cap[c]
-                count[c] = 0
-            count[c] += 1
-    while nlive > 0:
-        best = -1
-        level = INF
-        for i in range(nt):
-            c = touched[i]
-            if count[c] > 0:
-                share = left[c] / count[c]
-                if share < level:
-                    level = share
-                    best = c
-        if best < 0:  # nothing limits the rest
-            for i in range(nm):
-                f = mv[i]
-                if live[f]:
-                    rate[f] = INF
-                    live[f] = 0
+cdef inline void heap_push(double[::1] hkey, long long[::1] hc, long long[::1] hs,
+                           Py_ssize_t *hn, double key, long long c, long long st) noexcept nogil:
+    cdef Py_ssize_t i = hn[0], up
+    hn[0] += 1
+    while i > 0:
+        up = (i - 1) >> 1
+        if hkey[up] <= key:
             break
-        for i in range(nm):
-            f = mv[i]
-            if not live[f]:
-                continue
-            for j in range(ncons[f]):
-                if cons[f, j] == best:
-                    break
-            else:
-                continue
-            rate[f] = level
-            live[f] = 0
-            nlive -= 1
-            for j in range(ncons[f]):
-                c = cons[f, j]
-                left[c] = left[c] - level if left[c] > level else 0.0
-                count[c] -= 1
-    for i in range(nt):
-        mark[touched[i]] = 0
+        hkey[i] = hkey[up]
+        hc[i] = hc[up]
+        hs[i] = hs[up]
+        i = up
+    hkey[i] = key
+    hc[i] = c
+    hs[i] = st
+
+
+cdef inline void heap_pop(double[::1] hkey, long long[::1] hc, long long[::1] hs,
+                          Py_ssize_t *hn) noexcept nogil:
+    """Drop the smallest entry (read it from index 0 first)."""
+    cdef Py_ssize_t n = hn[0] - 1, i = 0, k
+    cdef double key = hkey[n]
+    cdef long long c = hc[n], st = hs[n]
+    hn[0] = n
+    while True:
+        k = 2 * i + 1
+        if k >= n:
+            break
+        if k + 1 < n and hkey[k + 1] < hkey[k]:
+            k += 1
+        if hkey[k] >= key:
+            break
+        hkey[i] = hkey[k]
+        hc[i] = hc[k]
+        hs[i] = hs[k]
+        i = k
+    if n > 0:
+        hkey[i] = key
+        hc[i] = c
+        hs[i] = st
 
 
 cdef class FlowEval:
@@ -107,6 +91,14 @@ cdef class FlowEval:
     cdef long long[::1] wait
     cdef unsigned char[::1] status
     cdef long long[::1] mv
+    cdef long long[::1] pos
+    cdef long long[::1] mptr
+    cdef long long[::1] fill
+    cdef long long[::1] mem
+    cdef long long[::1] stamp
+    cdef double[::1] hkey
+    cdef long long[::1] hc
+    cdef long long[::1] hs
     cdef double nbytes
     cdef bint has_bw
     cdef Py_ssize_t n, ne, nlev, G
@@ -154,6 +146,89 @@ cdef class FlowEval:
         self.wait = np.zeros(m, dtype=np.int64)
         self.status = np.zeros(m, dtype=np.uint8)  # 0 waiting, 1 due, 2 moving, 3 done
         self.mv = np.zeros(m, dtype=np.int64)
+        cdef Py_ssize_t mcons = 3 + 2 * self.nlev
+        self.pos = np.zeros(ncap, dtype=np.int64)
+        self.mptr = np.zeros(ncap + 1, dtype=np.int64)
+        self.fill = np.zeros(ncap, dtype=np.int64)
+        self.mem = np.zeros(m * mcons, dtype=np.int64)
+        self.stamp = np.zeros(ncap, dtype=np.int64)
+        self.hkey = np.zeros(ncap)
+        self.hc = np.zeros(ncap, dtype=np.int64)
+        self.hs = np.zeros(ncap, dtype=np.int64)
+
+    cdef void fair_rates(self, Py_ssize_t nm) noexcept nogil:
+        """Max-min fair rates of the moving flows mv[:nm] (progressive filling).
+
+        The constraint with the smallest share (capacity left / flows not yet
+        frozen) fills first. Shares only grow as flows freeze, so a heap holds
+        one entry per constraint: an entry whose constraint has changed since
+        (its stamp) goes back in with its current share when it reaches the top.
+        """
+        cdef Py_ssize_t i, j, k, p, nt = 0, nlive = nm, hn = 0
+        cdef long long f, c, c2
+        cdef double level
+        for i in range(nm):
+            f = self.mv[i]
+            self.live[f] = 1
+            for j in range(self.ncons[f]):
+                c = self.cons[f, j]
+                if not self.mark[c]:
+                    self.mark[c] = 1
+                    self.pos[c] = nt
+                    self.touched[nt] = c
+                    nt += 1
+                    self.left_c[c] = self.cap[c]
+                    self.count[c] = 0
+                self.count[c] += 1
+        self.mptr[0] = 0
+        for p in range(nt):
+            self.mptr[p + 1] = self.mptr[p] + self.count[self.touched[p]]
+            self.fill[p] = self.mptr[p]
+        for i in range(nm):
+            f = self.mv[i]
+            for j in range(self.ncons[f]):
+                p = self.pos[self.cons[f, j]]
+                self.mem[self.fill[p]] = f
+                self.fill[p] += 1
+        for p in range(nt):
+            c = self.touched[p]
+            self.stamp[c] = 0
+            if self.left_c[c] < INF:
+                heap_push(self.hkey, self.hc, self.hs, &hn, self.left_c[c] / self.count[c], c, 0)
+        while nlive > 0 and hn > 0:
+            c = self.hc[0]
+            level = self.hkey[0]
+            k = self.hs[0]
+            heap_pop(self.hkey, self.hc, self.hs, &hn)
+            if self.count[c] == 0:
+                continue
+            if k != self.stamp[c]:  # changed since pushed: shares only grow, so put it back
+                heap_push(self.hkey, self.hc, self.hs, &hn,
+                          self.left_c[c] / self.count[c], c, self.stamp[c])
+                continue
+            p = self.pos[c]
+            for k in range(self.mptr[p], self.mptr[p + 1]):
+                f = self.mem[k]
+                if not self.live[f]:
+                    continue
+                self.rate[f] = level
+                self.live[f] = 0
+                nlive -= 1
+                for j in range(self.ncons[f]):
+                    c2 = self.cons[f, j]
+                    if self.left_c[c2] > level:
+                        self.left_c[c2] = self.left_c[c2] - level
+                    else:
+                        self.left_c[c2] = 0.0
+                    self.count[c2] -= 1
+                    self.stamp[c2] += 1
+        for i in range(nm):  # nothing limits the rest
+            f = self.mv[i]
+            if self.live[f]:
+                self.rate[f] = INF
+                self.live[f] = 0
+        for p in range(nt):
+            self.mark[self.touched[p]] = 0
 
     def cost(self, const long long[::1] order):
         """Seconds until the last transfer ends under ``order`` (see rankopt.models.flow)."""
@@ -212,8 +287,7 @@ cdef class FlowEval:
                 start[e] = elat[e]
         while ndone < ne:
             if nm:
-                fair_rates(nm, mv, cons, self.ncons, cap, self.left_c, self.count,
-                           self.touched, self.mark, self.live, rate)
+                self.fair_rates(nm)
             t_end = INF
             for i in range(nm):
                 e = mv[i]
