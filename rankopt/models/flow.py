@@ -182,7 +182,8 @@ class FlowTime(CostModel):
 
     Used for Gloo's broadcast (``"binomial_gloo"``). :meth:`cost` calls the
     compiled ``FlowEval``, one event-driven run per order (``O(events x
-    flows x capacities per flow)``); swap deltas are two full runs.
+    flows x capacities per flow)``), and remembers the last few orders' costs,
+    so a swap delta from a search's current order is one run.
 
     Examples
     --------
@@ -227,6 +228,7 @@ class FlowTime(CostModel):
             dnt_ptr,
             dnt_idx,
         )
+        self._memo: dict[bytes, float] = {}
         self.capabilities = Capabilities(
             latency=net.latency, bandwidth=net.bandwidth, nbytes=net.nbytes
         )
@@ -234,8 +236,21 @@ class FlowTime(CostModel):
     def reference_cost(self, order: NDArray[np.int64]) -> float:
         return flow_time(self.schedule, self.network, np.asarray(order), self.objective)
 
+    #: Orders whose cost is remembered (a search asks for its current order and
+    #: its last proposal again and again: a swap delta then costs one run).
+    _MEMO = 4
+
     def cost(self, order: NDArray[np.int64]) -> float:
-        return float(self.evaluator.cost(np.ascontiguousarray(order, dtype=np.int64)))
+        o = np.ascontiguousarray(order, dtype=np.int64)
+        key = o.tobytes()
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        c = float(self.evaluator.cost(o))
+        if len(self._memo) >= self._MEMO:
+            self._memo.pop(next(iter(self._memo)))
+        self._memo[key] = c
+        return c
 
     def swap_deltas(
         self, order: NDArray[np.int64], pairs: NDArray[np.int64]
