@@ -28,9 +28,10 @@ one after the other at full rate instead of together at a fraction.
 
 A process's link is its fastest pair rate: a pair that is slower than that
 (a cross-rack pair limited by its rack's uplink) is limited elsewhere and
-leaves the rest of the link to the other flows. With one transfer per
-process per step and no shared uplinks, the model is the step model without
-its barrier (what ``tests/test_des.py`` simulates).
+leaves the rest of the link to the other flows. Only the sender's data
+holds a transfer back: unlike the barrier-free simulator of
+``tests/test_des.py``, a transfer does not wait for its ranks' other
+transfers of earlier steps, which is what Gloo's unawaited sends do.
 
 :func:`flow_time` is the spec, written plainly; ``FlowEval`` in
 ``src_ext/_flow_eval.pyx`` is the compiled twin the model calls.
