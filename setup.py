@@ -8,8 +8,12 @@ import os
 
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 DEBUG = os.environ.get("RANKOPT_DEBUG_CYTHON", "0") not in ("", "0")
+
+#: Kernels translated and compiled at once (one per core; ``build_ext -j N`` overrides).
+JOBS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 DIRECTIVES = {
     "language_level": 3,
@@ -47,8 +51,21 @@ extensions = [
     for name, src in KERNELS
 ]
 
+
+class ParallelBuildExt(build_ext):
+    """``build_ext`` that compiles the kernels in parallel unless given ``-j``."""
+
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = JOBS
+
+
 # src_ext holds the header-only .pxd files; "." finds rankopt/models/_swap_eval.pxd,
 # the declaration of the evaluators' base class, beside its compiled module.
 setup(
-    ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, include_path=["src_ext", "."])
+    ext_modules=cythonize(
+        extensions, compiler_directives=DIRECTIVES, include_path=["src_ext", "."], nthreads=JOBS
+    ),
+    cmdclass={"build_ext": ParallelBuildExt},
 )
