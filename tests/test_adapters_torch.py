@@ -32,9 +32,17 @@ def _torch():
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port P free now with P + 1 free too: the launcher's default probe port is P + 1."""
+    for _ in range(100):
+        with socket.socket() as s, socket.socket() as nxt:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            try:
+                nxt.bind(("127.0.0.1", port + 1))
+            except (OSError, OverflowError):
+                continue
+            return port
+    raise RuntimeError("no two consecutive free ports on 127.0.0.1")
 
 
 def _env(out: Path) -> dict[str, str]:
