@@ -430,6 +430,14 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/test_flow.py",),
     ),
     Mutant(
+        "cython_flow_in_link_left_out",
+        "src_ext/_flow_eval.pyx",
+        "                if self.in_shared[self.dst[e]]:",
+        "                if False:",
+        "compiled flow model: a process's concurrent receives each get its whole link",
+        ("tests/test_flow.py",),
+    ),
+    Mutant(
         "cython_flow_forward_skips_latency",
         "src_ext/_flow_eval.pyx",
         "                            start[x] = now + elat[x]",

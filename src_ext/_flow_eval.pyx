@@ -6,6 +6,9 @@
 # Constraints are numbered: transfer e's pair is e; process p's outgoing link
 # ne + p, its incoming link ne + n + p; then, per level and group, the uplink
 # out of the group and the one into it (ne + 2n + 2 * (lev * G + g) + 0 / 1).
+# A process link that can carry only one flow (its new rank sends, or
+# receives, one transfer in the schedule) never binds and is left out; the
+# transfers waiting for their start are kept in a list of their own.
 
 from libc.math cimport INFINITY as INF
 
@@ -91,6 +94,9 @@ cdef class FlowEval:
     cdef long long[::1] wait
     cdef unsigned char[::1] status
     cdef long long[::1] mv
+    cdef long long[::1] due
+    cdef unsigned char[::1] out_shared
+    cdef unsigned char[::1] in_shared
     cdef long long[::1] pos
     cdef long long[::1] mptr
     cdef long long[::1] fill
@@ -146,6 +152,12 @@ cdef class FlowEval:
         self.wait = np.zeros(m, dtype=np.int64)
         self.status = np.zeros(m, dtype=np.uint8)  # 0 waiting, 1 due, 2 moving, 3 done
         self.mv = np.zeros(m, dtype=np.int64)
+        self.due = np.zeros(m, dtype=np.int64)
+        # A process link carries one flow at a time when its new rank sends (receives)
+        # one transfer in the whole schedule: its capacity, the fastest pair rate, is
+        # then never below the flow's pair rate, so it never binds and is left out.
+        self.out_shared = (np.bincount(np.asarray(src), minlength=self.n) > 1).astype(np.uint8)
+        self.in_shared = (np.bincount(np.asarray(dst), minlength=self.n) > 1).astype(np.uint8)
         cdef Py_ssize_t mcons = 3 + 2 * self.nlev
         self.pos = np.zeros(ncap, dtype=np.int64)
         self.mptr = np.zeros(ncap + 1, dtype=np.int64)
@@ -239,7 +251,7 @@ cdef class FlowEval:
 
     cdef double _run(self, const long long[::1] order) noexcept nogil:
         cdef Py_ssize_t n = self.n, ne = self.ne, G = self.G
-        cdef Py_ssize_t e, lev, i, j, k, nm = 0, ndone = 0
+        cdef Py_ssize_t e, lev, i, j, k, nm = 0, ndone = 0, nd = 0, m0
         cdef long long a, b, ga, gb, x
         cdef double now = 0.0, finish = 0.0, t_end, t_start, nxt, dt, tol
         cdef long long[:, ::1] cons = self.cons
@@ -252,6 +264,7 @@ cdef class FlowEval:
         cdef long long[::1] wait = self.wait
         cdef unsigned char[::1] status = self.status
         cdef long long[::1] mv = self.mv
+        cdef long long[::1] due = self.due
         if ne == 0:
             return 0.0
         for e in range(ne):
@@ -263,11 +276,15 @@ cdef class FlowEval:
             if self.has_bw:
                 cons[e, 0] = e
                 cap[e] = self.bw[a, b]
-                cons[e, 1] = ne + a
-                cap[ne + a] = self.capout[a]
-                cons[e, 2] = ne + n + b
-                cap[ne + n + b] = self.capin[b]
-                k = 3
+                k = 1
+                if self.out_shared[self.src[e]]:
+                    cons[e, k] = ne + a
+                    cap[ne + a] = self.capout[a]
+                    k += 1
+                if self.in_shared[self.dst[e]]:
+                    cons[e, k] = ne + n + b
+                    cap[ne + n + b] = self.capin[b]
+                    k += 1
             for lev in range(self.nlev):
                 ga = self.labels[lev, a]
                 gb = self.labels[lev, b]
@@ -285,6 +302,8 @@ cdef class FlowEval:
             if wait[e] == 0:
                 status[e] = 1
                 start[e] = elat[e]
+                due[nd] = e
+                nd += 1
         while ndone < ne:
             if nm:
                 self.fair_rates(nm)
@@ -295,9 +314,9 @@ cdef class FlowEval:
                 if end[e] < t_end:
                     t_end = end[e]
             t_start = INF
-            for e in range(ne):
-                if status[e] == 1 and start[e] < t_start:
-                    t_start = start[e]
+            for i in range(nd):
+                if start[due[i]] < t_start:
+                    t_start = start[due[i]]
             nxt = t_end if t_end < t_start else t_start
             dt = nxt - now
             for i in range(nm):
@@ -321,13 +340,26 @@ cdef class FlowEval:
                         if wait[x] == 0:
                             status[x] = 1
                             start[x] = now + elat[x]
+                            due[nd] = x
+                            nd += 1
                 else:
                     mv[j] = e
                     j += 1
             nm = j
-            for e in range(ne):
-                if status[e] == 1 and start[e] <= tol:
+            m0 = nm  # the flows that start moving now join in transfer order, as in the spec
+            j = 0
+            for i in range(nd):
+                e = due[i]
+                if start[e] <= tol:
                     status[e] = 2
-                    mv[nm] = e
+                    k = nm
+                    while k > m0 and mv[k - 1] > e:
+                        mv[k] = mv[k - 1]
+                        k -= 1
+                    mv[k] = e
                     nm += 1
+                else:
+                    due[j] = e
+                    j += 1
+            nd = j
         return finish

@@ -133,6 +133,32 @@ def test_kernel_matches_spec(n, seed, contention, with_bw):
         assert m.cost(o) == pytest.approx(m.reference_cost(o), rel=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(
+        [("reduce", "binomial"), ("broadcast", "chain"), ("allgather", "recursive_doubling")]
+    ),
+    st.integers(2, 17),
+    st.integers(0, 2**31),
+    st.booleans(),
+)
+def test_kernel_matches_spec_when_links_carry_several_flows(alg, n, seed, contention):
+    # the kernel leaves out a process link whose rank sends (receives) one transfer in the
+    # whole schedule; a reduce tree receives several, a chain one, recursive doubling several
+    # of both: each must price as the spec, which keeps every link
+    rng = np.random.default_rng(seed)
+    lat = rng.uniform(1e-6, 1e-4, (n, n))
+    bw = rng.uniform(1e8, 1e10, (n, n))
+    rack = rng.integers(0, 3, n)
+    kw = {"groups": [rack], "uplink_bandwidth": [rng.uniform(1e8, 1e9)]} if contention else {}
+    net = make_network(lat, bandwidth=bw, nbytes=float(rng.uniform(1e3, 1e8)), **kw)
+    objective = "contention" if contention else "time"
+    m = FlowTime(schedule(*alg, n), net, objective)
+    for _ in range(3):
+        o = rng.permutation(n)
+        assert m.cost(o) == pytest.approx(flow_time(m.schedule, net, o, objective), rel=1e-12)
+
+
 def test_solve_prefers_sending_across_the_uplink_late():
     # 2 racks of 4 behind a slow uplink: the solved order beats the launch
     # order that interleaves the racks badly for Gloo's tree
