@@ -8,7 +8,10 @@
 # out of the group and the one into it (ne + 2n + 2 * (lev * G + g) + 0 / 1).
 # A process link that can carry only one flow (its new rank sends, or
 # receives, one transfer in the schedule) never binds and is left out; the
-# transfers waiting for their start are kept in a list of their own.
+# uplink of a group of one process carries the same flows as that process's
+# link and is folded into it (into the pair when the link is left out), with
+# bandwidth. Neither changes a rate. The transfers waiting for their start
+# are kept in a list of their own.
 
 from libc.math cimport INFINITY as INF
 
@@ -97,6 +100,7 @@ cdef class FlowEval:
     cdef long long[::1] due
     cdef unsigned char[::1] out_shared
     cdef unsigned char[::1] in_shared
+    cdef unsigned char[:, ::1] alone
     cdef long long[::1] pos
     cdef long long[::1] mptr
     cdef long long[::1] fill
@@ -158,6 +162,13 @@ cdef class FlowEval:
         # then never below the flow's pair rate, so it never binds and is left out.
         self.out_shared = (np.bincount(np.asarray(src), minlength=self.n) > 1).astype(np.uint8)
         self.in_shared = (np.bincount(np.asarray(dst), minlength=self.n) > 1).astype(np.uint8)
+        # A group of one process: its uplink carries exactly that process's flows out
+        # (in), the same flows as the process's link, so the two are one constraint
+        # whose capacity is the smaller (with bandwidth; one flow: its pair's).
+        alone = np.zeros((max(self.nlev, 1), self.G), dtype=np.uint8)
+        for lv in range(self.nlev):
+            alone[lv] = np.bincount(np.asarray(labels[lv]), minlength=self.G) == 1
+        self.alone = alone
         cdef Py_ssize_t mcons = 3 + 2 * self.nlev
         self.pos = np.zeros(ncap, dtype=np.int64)
         self.mptr = np.zeros(ncap + 1, dtype=np.int64)
@@ -252,8 +263,8 @@ cdef class FlowEval:
     cdef double _run(self, const long long[::1] order) noexcept nogil:
         cdef Py_ssize_t n = self.n, ne = self.ne, G = self.G
         cdef Py_ssize_t e, lev, i, j, k, nm = 0, ndone = 0, nd = 0, m0
-        cdef long long a, b, ga, gb, x
-        cdef double now = 0.0, finish = 0.0, t_end, t_start, nxt, dt, tol
+        cdef long long a, b, ga, gb, x, xo, xi
+        cdef double now = 0.0, finish = 0.0, t_end, t_start, nxt, dt, tol, pc, u
         cdef long long[:, ::1] cons = self.cons
         cdef double[::1] cap = self.cap
         cdef double[::1] left = self.left
@@ -274,28 +285,55 @@ cdef class FlowEval:
             left[e] = self.frac[e] * self.nbytes
             k = 0
             if self.has_bw:
+                pc = self.bw[a, b]
+                xo = ne + a if self.out_shared[self.src[e]] else -1
+                xi = ne + n + b if self.in_shared[self.dst[e]] else -1
+                if xo >= 0:
+                    cap[xo] = self.capout[a]
+                if xi >= 0:
+                    cap[xi] = self.capin[b]
+                for lev in range(self.nlev):  # fold the uplinks of groups of one
+                    ga = self.labels[lev, a]
+                    gb = self.labels[lev, b]
+                    if ga == gb:
+                        continue
+                    if self.alone[lev, ga]:
+                        u = self.uplink[lev, ga]
+                        if xo >= 0:
+                            if u < cap[xo]:
+                                cap[xo] = u
+                        elif u < pc:
+                            pc = u
+                    if self.alone[lev, gb]:
+                        u = self.uplink[lev, gb]
+                        if xi >= 0:
+                            if u < cap[xi]:
+                                cap[xi] = u
+                        elif u < pc:
+                            pc = u
                 cons[e, 0] = e
-                cap[e] = self.bw[a, b]
+                cap[e] = pc
                 k = 1
-                if self.out_shared[self.src[e]]:
-                    cons[e, k] = ne + a
-                    cap[ne + a] = self.capout[a]
+                if xo >= 0:
+                    cons[e, k] = xo
                     k += 1
-                if self.in_shared[self.dst[e]]:
-                    cons[e, k] = ne + n + b
-                    cap[ne + n + b] = self.capin[b]
+                if xi >= 0:
+                    cons[e, k] = xi
                     k += 1
             for lev in range(self.nlev):
                 ga = self.labels[lev, a]
                 gb = self.labels[lev, b]
                 if ga != gb:
-                    x = ne + 2 * n + 2 * (lev * G + ga)
-                    cons[e, k] = x
-                    cap[x] = self.uplink[lev, ga]
-                    x = ne + 2 * n + 2 * (lev * G + gb) + 1
-                    cons[e, k + 1] = x
-                    cap[x] = self.uplink[lev, gb]
-                    k += 2
+                    if not (self.has_bw and self.alone[lev, ga]):
+                        x = ne + 2 * n + 2 * (lev * G + ga)
+                        cons[e, k] = x
+                        cap[x] = self.uplink[lev, ga]
+                        k += 1
+                    if not (self.has_bw and self.alone[lev, gb]):
+                        x = ne + 2 * n + 2 * (lev * G + gb) + 1
+                        cons[e, k] = x
+                        cap[x] = self.uplink[lev, gb]
+                        k += 1
             self.ncons[e] = k
             wait[e] = self.dep_count[e]
             status[e] = 0

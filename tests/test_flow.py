@@ -145,12 +145,17 @@ def test_kernel_matches_spec(n, seed, contention, with_bw):
 def test_kernel_matches_spec_when_links_carry_several_flows(alg, n, seed, contention):
     # the kernel leaves out a process link whose rank sends (receives) one transfer in the
     # whole schedule; a reduce tree receives several, a chain one, recursive doubling several
-    # of both: each must price as the spec, which keeps every link
+    # of both: each must price as the spec, which keeps every link and every uplink
+    # under contention every process is a host of its own (a group of one, whose uplink
+    # the kernel folds into the process's link or the pair), under racks of 0-3 hosts
     rng = np.random.default_rng(seed)
     lat = rng.uniform(1e-6, 1e-4, (n, n))
     bw = rng.uniform(1e8, 1e10, (n, n))
     rack = rng.integers(0, 3, n)
-    kw = {"groups": [rack], "uplink_bandwidth": [rng.uniform(1e8, 1e9)]} if contention else {}
+    kw = {}
+    if contention:
+        host_up = rng.uniform(5e7, 2e10, n)  # some slower than every pair, some faster
+        kw = {"groups": [np.arange(n), rack], "uplink_bandwidth": [host_up, rng.uniform(1e8, 1e9)]}
     net = make_network(lat, bandwidth=bw, nbytes=float(rng.uniform(1e3, 1e8)), **kw)
     objective = "contention" if contention else "time"
     m = FlowTime(schedule(*alg, n), net, objective)
