@@ -440,8 +440,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "cython_flow_alone_uplink_dropped",
         "src_ext/_flow_eval.pyx",
-        "                        elif u < pc:\n                            pc = u\n                    if self.alone[lev, gb]:",
-        "                        elif u < 0:\n                            pc = u\n                    if self.alone[lev, gb]:",
+        "    return u if u < pc else pc",
+        "    return pc",
         "compiled flow model: a lone process's uplink is not folded into its one flow",
         ("tests/test_flow.py",),
     ),

@@ -62,6 +62,18 @@ cdef inline void heap_pop(double[::1] hkey, long long[::1] hc, long long[::1] hs
         hs[i] = st
 
 
+cdef inline double fold(double[::1] cap, long long x, double pc, double u) noexcept nogil:
+    """Fold the rate ``u`` into constraint ``x`` when there is one, else into the pair's ``pc``.
+
+    Returns the pair's rate.
+    """
+    if x >= 0:
+        if u < cap[x]:
+            cap[x] = u
+        return pc
+    return u if u < pc else pc
+
+
 cdef class FlowEval:
     """The flow model of one schedule on one network; ``cost(order)`` runs it.
 
@@ -264,7 +276,7 @@ cdef class FlowEval:
         cdef Py_ssize_t n = self.n, ne = self.ne, G = self.G
         cdef Py_ssize_t e, lev, i, j, k, nm = 0, ndone = 0, nd = 0, m0
         cdef long long a, b, ga, gb, x, xo, xi
-        cdef double now = 0.0, finish = 0.0, t_end, t_start, nxt, dt, tol, pc, u
+        cdef double now = 0.0, finish = 0.0, t_end, t_start, nxt, dt, tol, pc
         cdef long long[:, ::1] cons = self.cons
         cdef double[::1] cap = self.cap
         cdef double[::1] left = self.left
@@ -298,19 +310,9 @@ cdef class FlowEval:
                     if ga == gb:
                         continue
                     if self.alone[lev, ga]:
-                        u = self.uplink[lev, ga]
-                        if xo >= 0:
-                            if u < cap[xo]:
-                                cap[xo] = u
-                        elif u < pc:
-                            pc = u
+                        pc = fold(cap, xo, pc, self.uplink[lev, ga])
                     if self.alone[lev, gb]:
-                        u = self.uplink[lev, gb]
-                        if xi >= 0:
-                            if u < cap[xi]:
-                                cap[xi] = u
-                        elif u < pc:
-                            pc = u
+                        pc = fold(cap, xi, pc, self.uplink[lev, gb])
                 cons[e, 0] = e
                 cap[e] = pc
                 k = 1
