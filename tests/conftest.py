@@ -1,4 +1,6 @@
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +36,27 @@ def shared_data() -> Path:
     if d is None:
         pytest.skip("shared reference data (../shared/data) not found; set RANKOPT_SHARED_DATA")
     return d
+
+
+@pytest.fixture(scope="session", autouse=True)
+def own_tmpdir():
+    """``TMPDIR`` of every program the tests start: a folder of the run's own, removed after.
+
+    Open MPI and PRRTE keep session folders there, and the jobs the tests end
+    on purpose leave theirs behind. The path is kept short: PRRTE puts Unix
+    sockets in it, whose paths may not exceed about 100 characters.
+    """
+    old = os.environ.get("TMPDIR")
+    folder = tempfile.mkdtemp(prefix="rkt-", dir=old or "/tmp")
+    os.environ["TMPDIR"] = folder
+    try:
+        yield Path(folder)
+    finally:
+        if old is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = old
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
