@@ -25,7 +25,7 @@ def instance(n):
 
 
 @functools.cache
-def best_known(n, kicks_per_process=200):
+def best_known(n, kicks_per_process):
     return rankopt.solve(instance(n), method="ils", max_iter=kicks_per_process * n, rng=1).cost
 
 

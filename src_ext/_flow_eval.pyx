@@ -275,8 +275,8 @@ cdef class FlowEval:
     cdef double _run(self, const long long[::1] order) noexcept nogil:
         cdef Py_ssize_t n = self.n, ne = self.ne, G = self.G
         cdef Py_ssize_t e, lev, i, j, k, nm = 0, ndone = 0, nd = 0, m0
-        cdef long long a, b, ga, gb, x, xo, xi
-        cdef double now = 0.0, finish = 0.0, t_end, t_start, nxt, dt, tol, pc
+        cdef long long a, b, ga, gb, x, xo = -1, xi = -1
+        cdef double now = 0.0, finish = 0.0, t_end, t_start, nxt, dt, tol, pc = 0.0
         cdef long long[:, ::1] cons = self.cons
         cdef double[::1] cap = self.cap
         cdef double[::1] left = self.left
@@ -296,46 +296,41 @@ cdef class FlowEval:
             elat[e] = self.lat[a, b]
             left[e] = self.frac[e] * self.nbytes
             k = 0
-            if self.has_bw:
+            if self.has_bw:  # the pair, then the process links that can bind
                 pc = self.bw[a, b]
+                cons[e, 0] = e
+                k = 1
                 xo = ne + a if self.out_shared[self.src[e]] else -1
                 xi = ne + n + b if self.in_shared[self.dst[e]] else -1
                 if xo >= 0:
-                    cap[xo] = self.capout[a]
-                if xi >= 0:
-                    cap[xi] = self.capin[b]
-                for lev in range(self.nlev):  # fold the uplinks of groups of one
-                    ga = self.labels[lev, a]
-                    gb = self.labels[lev, b]
-                    if ga == gb:
-                        continue
-                    if self.alone[lev, ga]:
-                        pc = fold(cap, xo, pc, self.uplink[lev, ga])
-                    if self.alone[lev, gb]:
-                        pc = fold(cap, xi, pc, self.uplink[lev, gb])
-                cons[e, 0] = e
-                cap[e] = pc
-                k = 1
-                if xo >= 0:
                     cons[e, k] = xo
+                    cap[xo] = self.capout[a]
                     k += 1
                 if xi >= 0:
                     cons[e, k] = xi
+                    cap[xi] = self.capin[b]
                     k += 1
-            for lev in range(self.nlev):
+            for lev in range(self.nlev):  # the uplinks crossed; a group of one's is folded
                 ga = self.labels[lev, a]
                 gb = self.labels[lev, b]
-                if ga != gb:
-                    if not (self.has_bw and self.alone[lev, ga]):
-                        x = ne + 2 * n + 2 * (lev * G + ga)
-                        cons[e, k] = x
-                        cap[x] = self.uplink[lev, ga]
-                        k += 1
-                    if not (self.has_bw and self.alone[lev, gb]):
-                        x = ne + 2 * n + 2 * (lev * G + gb) + 1
-                        cons[e, k] = x
-                        cap[x] = self.uplink[lev, gb]
-                        k += 1
+                if ga == gb:
+                    continue
+                if self.has_bw and self.alone[lev, ga]:
+                    pc = fold(cap, xo, pc, self.uplink[lev, ga])
+                else:
+                    x = ne + 2 * n + 2 * (lev * G + ga)
+                    cons[e, k] = x
+                    cap[x] = self.uplink[lev, ga]
+                    k += 1
+                if self.has_bw and self.alone[lev, gb]:
+                    pc = fold(cap, xi, pc, self.uplink[lev, gb])
+                else:
+                    x = ne + 2 * n + 2 * (lev * G + gb) + 1
+                    cons[e, k] = x
+                    cap[x] = self.uplink[lev, gb]
+                    k += 1
+            if self.has_bw:
+                cap[e] = pc
             self.ncons[e] = k
             wait[e] = self.dep_count[e]
             status[e] = 0
@@ -386,7 +381,7 @@ cdef class FlowEval:
                     mv[j] = e
                     j += 1
             nm = j
-            m0 = nm  # the flows that start moving now join in transfer order, as in the spec
+            m0 = nm  # those that start now join in transfer order (the rounding follows it)
             j = 0
             for i in range(nd):
                 e = due[i]
