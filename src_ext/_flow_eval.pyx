@@ -5,7 +5,8 @@
 #
 # Constraints are numbered: transfer e's pair is e; process p's outgoing link
 # ne + p, its incoming link ne + n + p; then, per level and group, the uplink
-# out of the group and the one into it (ne + 2n + 2 * (lev * G + g) + 0 / 1).
+# out of the group and the one into it (ne + 2n + 2 * (lev * G + g) + 0 / 1),
+# of capacity uplink[lev, g] and uplink_in[lev, g].
 # A process link that can carry only one flow (its new rank sends, or
 # receives, one transfer in the schedule) never binds and is left out; the
 # uplink of a group of one process carries the same flows as that process's
@@ -87,6 +88,7 @@ cdef class FlowEval:
     cdef const double[::1] capin
     cdef const long long[:, ::1] labels
     cdef const double[:, ::1] uplink
+    cdef const double[:, ::1] uplink_in
     cdef const long long[::1] src
     cdef const long long[::1] dst
     cdef const double[::1] frac
@@ -129,7 +131,8 @@ cdef class FlowEval:
                  const double[::1] capout, const double[::1] capin,
                  double nbytes, bint contention,
                  const long long[:, ::1] labels, const double[:, ::1] uplink,
-                 const long long[::1] src, const long long[::1] dst, const double[::1] frac,
+                 const double[:, ::1] uplink_in, const long long[::1] src,
+                 const long long[::1] dst, const double[::1] frac,
                  const long long[::1] dep_count, const long long[::1] dnt_ptr,
                  const long long[::1] dnt_idx):
         self.lat = lat
@@ -140,6 +143,7 @@ cdef class FlowEval:
         self.nbytes = nbytes
         self.labels = labels
         self.uplink = uplink
+        self.uplink_in = uplink_in
         self.src = src
         self.dst = dst
         self.frac = frac
@@ -323,11 +327,11 @@ cdef class FlowEval:
                     cap[x] = self.uplink[lev, ga]
                     k += 1
                 if self.has_bw and self.alone[lev, gb]:
-                    pc = fold(cap, xi, pc, self.uplink[lev, gb])
+                    pc = fold(cap, xi, pc, self.uplink_in[lev, gb])
                 else:
                     x = ne + 2 * n + 2 * (lev * G + gb) + 1
                     cons[e, k] = x
-                    cap[x] = self.uplink[lev, gb]
+                    cap[x] = self.uplink_in[lev, gb]
                     k += 1
             if self.has_bw:
                 cap[e] = pc

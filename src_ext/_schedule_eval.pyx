@@ -28,6 +28,7 @@ cdef class StepEval(SwapEval):
     cdef const double[:, ::1] bw
     cdef const long long[:, ::1] lab
     cdef const double[:, ::1] up
+    cdef const double[:, ::1] upi
     cdef const long long[::1] src
     cdef const long long[::1] dst
     cdef const double[::1] frac
@@ -56,8 +57,8 @@ cdef class StepEval(SwapEval):
 
     def __init__(self, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
                  double nbytes, bint has_rate, const long long[:, ::1] labels,
-                 const double[:, ::1] uplink, const long long[::1] src,
-                 const long long[::1] dst, const double[::1] frac,
+                 const double[:, ::1] uplink, const double[:, ::1] uplink_in,
+                 const long long[::1] src, const long long[::1] dst, const double[::1] frac,
                  const long long[::1] step_ptr, const long long[::1] repeat,
                  const long long[::1] tstep, const long long[::1] rptr,
                  const long long[::1] rtr, long long bufsize):
@@ -69,6 +70,7 @@ cdef class StepEval(SwapEval):
         self.has_rate = has_rate
         self.lab = labels
         self.up = uplink
+        self.upi = uplink_in
         self.nlev = labels.shape[0]
         self.src = src
         self.dst = dst
@@ -97,12 +99,14 @@ cdef class StepEval(SwapEval):
     # ---------------------------------------------------------------- core
     cdef void _count(self, const long long[::1] o, Py_ssize_t s) noexcept nogil:
         """Uplink transfer counts of step ``s`` and each used uplink's share
-        ``up / K``; :meth:`_uncount` clears them."""
+        ``up / K`` (out of the group) or ``upi / K`` (into it); :meth:`_uncount`
+        clears them."""
         cdef Py_ssize_t e, L, q, G = self.up.shape[1]
         cdef long long a, b, f
         cdef long long *co = &self.cout[0, 0]
         cdef long long *ci = &self.cin[0, 0]
         cdef const double *up = &self.up[0, 0]
+        cdef const double *upi = &self.upi[0, 0]
         cdef double *po = &self.capo[0, 0]
         cdef double *pi = &self.capi[0, 0]
         self.ntout = 0
@@ -127,7 +131,7 @@ cdef class StepEval(SwapEval):
             po[f] = up[f] / co[f]
         for q in range(self.ntin):
             f = self.tin[q]
-            pi[f] = up[f] / ci[f]
+            pi[f] = upi[f] / ci[f]
 
     cdef void _uncount(self) noexcept nogil:
         cdef Py_ssize_t q

@@ -8,6 +8,9 @@
 #          max over (level L, group g, direction d) with K > 0 of
 #              (max lat of the transfers leaving / entering g at L) + c / (up / K) )
 #
+# where up is the uplink out of g (d = 0, transfers leaving g) or into g
+# (d = 1, transfers entering g)
+#
 # (division and addition round monotonically, so the two forms are equal to
 # the last bit). Each (step, L, g, d) is a "slot" holding a multiset of
 # transfer values; a slot keeps its count K and its top values, sorted (every
@@ -37,6 +40,7 @@ cdef class StepContention(SwapEval):
     cdef const double[:, ::1] bw
     cdef const long long[:, ::1] lab
     cdef const double[:, ::1] up
+    cdef const double[:, ::1] upi
     cdef const long long[:, ::1] gptr
     cdef const long long[::1] gmem
     cdef const long long[::1] src
@@ -74,8 +78,8 @@ cdef class StepContention(SwapEval):
 
     def __init__(self, full, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
                  const long long[:, ::1] labels, const double[:, ::1] uplink,
-                 const long long[:, ::1] gptr, const long long[::1] gmem,
-                 const long long[::1] src, const long long[::1] dst,
+                 const double[:, ::1] uplink_in, const long long[:, ::1] gptr,
+                 const long long[::1] gmem, const long long[::1] src, const long long[::1] dst,
                  const long long[::1] step_ptr, const double[::1] c, const double[::1] reps,
                  const long long[::1] sptr, const long long[::1] sidx,
                  const long long[::1] rptr, const long long[::1] ridx, long long maxe):
@@ -86,6 +90,7 @@ cdef class StepContention(SwapEval):
         self.has_bw = has_bw
         self.lab = labels
         self.up = uplink
+        self.upi = uplink_in
         self.gptr = gptr
         self.gmem = gmem
         self.src = src
@@ -157,6 +162,8 @@ cdef class StepContention(SwapEval):
             return -INF
         g = (sl >> 1) & (self.G - 1)
         L = sl >> (self.gbits + 1)
+        if sl & 1:  # transfers entering g: its uplink into the group
+            return mx + self.c[s] / (self.upi[L, g] / count)
         return mx + self.c[s] / (self.up[L, g] / count)
 
     cdef void _tset(self, Py_ssize_t s, Py_ssize_t sl, double v) noexcept nogil:

@@ -19,6 +19,7 @@ class StepContention(SwapEval):
         has_bw: bool,
         labels: NDArray[np.int64],
         uplink: NDArray[np.float64],
+        uplink_in: NDArray[np.float64],
         gptr: NDArray[np.int64],
         gmem: NDArray[np.int64],
         src: NDArray[np.int64],

@@ -61,10 +61,11 @@ def concurrent_time(
         for lev in range(net.levels):
             ga, gb = net.labels[lev, a], net.labels[lev, b]
             cross = ga != gb
-            for side in (ga[cross], gb[cross]):  # out of a's group, into b's
+            # out of a's group over its uplink, into b's over b's uplink in
+            for side, cap in ((ga[cross], net.uplink[lev]), (gb[cross], net.uplink_in[lev])):
                 load = np.bincount(side, weights=nbytes[cross], minlength=g)
                 used = load > 0  # padding groups carry nothing (and may have no rate)
-                busiest = max(busiest, float((load[used] / net.uplink[lev, used]).max(initial=0)))
+                busiest = max(busiest, float((load[used] / cap[used]).max(initial=0)))
     return lat + busiest
 
 

@@ -74,6 +74,7 @@ def make_step_contention(sched: Schedule, net: Network, full: Any, *, alike: boo
         net.bandwidth is not None,
         net.labels,
         net.uplink,
+        net.uplink_in,
         gptr,
         gmem,
         np.ascontiguousarray(src),

@@ -139,7 +139,7 @@ def flow_time(sched: Schedule, net: Network, order: NDArray[np.int64], objective
                 ga, gb = int(net.labels[lev, a[e]]), int(net.labels[lev, b[e]])
                 if ga != gb:
                     keys.append((("up", lev, ga), float(net.uplink[lev, ga])))
-                    keys.append((("down", lev, gb), float(net.uplink[lev, gb])))
+                    keys.append((("down", lev, gb), float(net.uplink_in[lev, gb])))
         for c, cap in keys:
             members.setdefault(c, []).append(e)
             caps[c] = cap
@@ -222,6 +222,7 @@ class FlowTime(CostModel):
             objective == "contention",
             net.labels,
             net.uplink,
+            net.uplink_in,
             sched.src,
             sched.dst,
             sched.frac,

@@ -6,7 +6,8 @@
     over steps. Without bandwidth (or without ``nbytes``) only latency counts.
 ``objective="contention"``
     As ``"time"``, and the transfers of a step that leave (enter) a group
-    share its uplink in that direction: K of them get ``uplink / K`` each.
+    share its uplink in that direction: K of them get ``uplink / K`` each
+    (``uplink`` out of the group, ``uplink_in`` into it).
 
 See :func:`rankopt.models.network.reference_time` for the exact spec, which
 the compiled kernel (``src_ext/_schedule_eval.pyx``) is tested against.
@@ -65,6 +66,7 @@ def make_evaluator(sched: Schedule, net: Network, *, index: bool = True):
         net.has_rate,
         net.labels,
         net.uplink,
+        net.uplink_in,
         sched.src,
         sched.dst,
         sched.frac,
