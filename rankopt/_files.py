@@ -527,20 +527,45 @@ def hierarchy_arrays(
 ) -> dict[str, NDArray[Any]]:
     """``groups`` (levels x n) and ``uplinks`` (levels x groups, NaN-padded) for a file.
 
-    The layout the network and measurement files share; empty levels write nothing.
+    The layout the network and measurement files share; empty levels write
+    nothing. Uplinks given per direction (a level of shape ``(2, G)``) write
+    the out capacities as ``uplinks`` and the in capacities as ``uplinks_in``
+    (a file without ``uplinks_in`` has the same capacity both ways).
     """
     out: dict[str, NDArray[Any]] = {}
     if groups:
         out["groups"] = np.array(groups, dtype=np.int64)
     if uplinks:
-        gmax = max(u.size for u in uplinks)
-        pad = np.full((len(uplinks), gmax), np.nan)
-        for k, u in enumerate(uplinks):
-            pad[k, : u.size] = u
-        out["uplinks"] = pad
+        levels = [np.asarray(u, dtype=np.float64) for u in uplinks]
+        gmax = max(u.shape[-1] for u in levels)
+        pad = np.full((2, len(levels), gmax), np.nan)
+        for k, u in enumerate(levels):
+            pad[:, k, : u.shape[-1]] = u if u.ndim == 2 else u[None, :]
+        out["uplinks"] = pad[0]
+        if any(u.ndim == 2 for u in levels):
+            out["uplinks_in"] = pad[1]
     return out
 
 
-def uplinks_from_array(arr: Any) -> tuple[NDArray[np.float64], ...]:
-    """The per-level uplinks of :func:`hierarchy_arrays`'s padded ``uplinks`` array."""
-    return tuple(row[np.isfinite(row)] for row in np.atleast_2d(np.asarray(arr, dtype=float)))
+def uplinks_from_array(arr: Any, arr_in: Any = None) -> tuple[NDArray[np.float64], ...]:
+    """The per-level uplinks of :func:`hierarchy_arrays`'s padded arrays.
+
+    With ``arr_in`` (the file's ``uplinks_in``), levels whose two directions
+    differ come back as ``(2, G)`` (out, in) arrays.
+    """
+    rows = np.atleast_2d(np.asarray(arr, dtype=float))
+    if arr_in is None:
+        return tuple(row[np.isfinite(row)] for row in rows)
+    rows_in = np.atleast_2d(np.asarray(arr_in, dtype=float))
+    if rows_in.shape != rows.shape:
+        from rankopt._validation import RankoptInputError
+
+        raise RankoptInputError(
+            f"`uplinks_in` must have the shape of `uplinks` {rows.shape}; got {rows_in.shape}."
+        )
+    out = []
+    for row, row_in in zip(rows, rows_in, strict=True):
+        keep = np.isfinite(row)
+        a, b = row[keep], row_in[keep]
+        out.append(a if np.array_equal(a, b) else np.stack([a, b]))
+    return tuple(out)

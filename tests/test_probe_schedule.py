@@ -319,14 +319,20 @@ def test_uplink_capacity_from_concurrent_round_trips():
     alone = np.full((8, 8), 24e6)
     # four flows through a 24 MB/s uplink, their round trips out of step: 10-11 MB/s each
     slowed = [(10.5e6, 10e6, 0.0, 0.0), (11e6, 10e6, 0.0, 0.0)] * 2
-    assert planner._capacity(flows, slowed, alone) == pytest.approx(24e6)
+    assert planner._capacity(flows, slowed, alone) == pytest.approx((24e6, 24e6))
     # a wide uplink: each flow keeps its own rate, the capacity is at least their sum
-    assert planner._capacity(flows, [(120e6, 118e6, 0.0, 0.0)] * 4, np.full((8, 8), 120e6)) == (
-        pytest.approx(480e6)
-    )
+    wide = planner._capacity(flows, [(120e6, 118e6, 0.0, 0.0)] * 4, np.full((8, 8), 120e6))
+    assert wide == pytest.approx((480e6, 472e6))
     # contended but wider than one flow: half the sum
     got = [(60e6, 50e6, 0.0, 0.0)] * 4
-    assert planner._capacity(flows, got, np.full((8, 8), 120e6)) == pytest.approx(120e6)
+    assert planner._capacity(flows, got, np.full((8, 8), 120e6)) == pytest.approx((120e6, 120e6))
+    # another tenant loads the uplink out of the group: 10 of 24 MB/s are left that way,
+    # as the transfers alone from hosts 0-3 to hosts 4-7 showed
+    alone = np.full((8, 8), 24e6)
+    alone[:4, 4:] = 10e6
+    loaded = [(4.5e6, 11e6, 0.0, 0.0)] * 4
+    out, back = planner._capacity(flows, loaded, alone)
+    assert out == pytest.approx(10e6) and back == pytest.approx(24e6)
 
 
 def test_fill_bandwidth_is_the_widest_path():

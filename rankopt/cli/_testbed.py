@@ -76,6 +76,13 @@ def _tenant_args(p: argparse.ArgumentParser, required: bool = False) -> None:
         metavar="ON,OFF",
         help="seconds on and off, for traffic that varies in time (default: always on)",
     )
+    g.add_argument(
+        "--tenant-proto",
+        choices=("tcp", "udp"),
+        default="tcp",
+        help="TCP shares a full link; UDP (needs --tenant-rate) keeps its rate whatever the "
+        "load (default: tcp)",
+    )
 
 
 def _tenant(args: argparse.Namespace, topology):  # type: ignore[no-untyped-def]
@@ -89,7 +96,13 @@ def _tenant(args: argparse.Namespace, topology):  # type: ignore[no-untyped-def]
         if args.tenant_on_off:
             on, off = (float(x) for x in args.tenant_on_off.split(","))
         return parse_tenant(
-            args.tenant, topology, count=args.tenant_count, rate=args.tenant_rate, on=on, off=off
+            args.tenant,
+            topology,
+            count=args.tenant_count,
+            rate=args.tenant_rate,
+            on=on,
+            off=off,
+            proto=args.tenant_proto,
         )
     except ValueError as exc:
         raise CLIError(f"--tenant: {exc}") from None

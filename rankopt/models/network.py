@@ -47,7 +47,10 @@ class Network:
         Group of each process per level (finest first), relabelled 0..G-1 in
         the order of the sorted input labels.
     uplink : ndarray (levels, max G) of float64
-        Uplink capacity of each group per direction (bytes/s); ``inf`` pads.
+        Capacity of each group's uplink out of the group (bytes/s); ``inf`` pads.
+    uplink_in : ndarray (levels, max G) of float64
+        Capacity of each group's uplink into the group (bytes/s); the same
+        array as ``uplink`` when the capacities were given without direction.
     """
 
     latency: NDArray[np.float64]
@@ -55,6 +58,7 @@ class Network:
     nbytes: float | None
     labels: NDArray[np.int64]
     uplink: NDArray[np.float64]
+    uplink_in: NDArray[np.float64]
 
     @property
     def n(self) -> int:
@@ -70,10 +74,18 @@ class Network:
         return self.nbytes is not None and (self.bandwidth is not None or self.levels > 0)
 
 
-def _check_uplinks(uplink_bandwidth: Any, labels: list[NDArray[np.int64]]) -> NDArray[np.float64]:
+def _check_uplinks(
+    uplink_bandwidth: Any, labels: list[NDArray[np.int64]]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(out, in) capacities, each (levels, max G) with ``inf`` padding.
+
+    Per level: a number (every group, both directions), one rate per group
+    (both directions) or a ``(2, G)`` array (row 0 out of the group, row 1 in).
+    """
     nlev = len(labels)
     gmax = max(int(lab.max()) + 1 for lab in labels)
     up = np.full((nlev, gmax), np.inf)
+    down = np.full((nlev, gmax), np.inf)
     if isinstance(uplink_bandwidth, (list, tuple)):
         per = list(uplink_bandwidth)
     elif np.ndim(uplink_bandwidth) == 0:
@@ -94,21 +106,25 @@ def _check_uplinks(uplink_bandwidth: Any, labels: list[NDArray[np.int64]]) -> ND
             ) from None
         if vals.ndim == 0:
             vals = np.full(g, float(vals))
-        if vals.shape != (g,):
+        if vals.shape == (g,):
+            vals = np.stack([vals, vals])
+        if vals.shape != (2, g):
             raise RankoptInputError(
-                f"`uplink_bandwidth` level {k} must be a number or one rate per group ({g}); "
-                f"got shape {vals.shape}."
+                f"`uplink_bandwidth` level {k} must be a number, one rate per group ({g}) or "
+                f"(out, in) rates per group, shape (2, {g}); got shape {vals.shape}."
             )
         rng = RANGES["bandwidth"]
         ok = np.isfinite(vals) & (vals >= rng.low) & (vals <= rng.high)
         if not ok.all():
-            bad = int(np.flatnonzero(~ok)[0])
+            d, bad = (int(x[0]) for x in np.nonzero(~ok))
+            where = "" if np.array_equal(vals[0], vals[1]) else (" out", " in")[d]
             raise RankoptInputError(
                 f"`uplink_bandwidth` must be finite, between {rng.low:g} and {rng.high:g} "
-                f"{rng.unit}; level {k} group {bad} is {float(vals[bad])!r}."
+                f"{rng.unit}; level {k} group {bad}{where} is {float(vals[d, bad])!r}."
             )
-        up[k, :g] = vals
-    return up
+        up[k, :g] = vals[0]
+        down[k, :g] = vals[1]
+    return up, down
 
 
 def make_network(
@@ -144,18 +160,18 @@ def make_network(
             "bytes); pass bandwidth=None for a latency-only model."
         )
     labels = np.zeros((0, n), dtype=np.int64)
-    up = np.zeros((0, 1))
+    up = down = np.zeros((0, 1))
     if uplink_bandwidth is not None:
         if groups is None:
             raise RankoptInputError(
                 "`uplink_bandwidth` needs `groups` (which group each process is in)."
             )
         labs = check_groups(groups, n)
-        up = _check_uplinks(uplink_bandwidth, labs)
+        up, down = _check_uplinks(uplink_bandwidth, labs)
         labels = np.ascontiguousarray(np.array(labs, dtype=np.int64))
-    return Network(
-        np.ascontiguousarray(latency, dtype=np.float64), bw, nb, labels, np.ascontiguousarray(up)
-    )
+    up = np.ascontiguousarray(up)
+    down = up if np.array_equal(up, down) else np.ascontiguousarray(down)
+    return Network(np.ascontiguousarray(latency, dtype=np.float64), bw, nb, labels, up, down)
 
 
 def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> float:
@@ -165,7 +181,7 @@ def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> f
     ``b = order[j]`` and takes ``latency[a, b] + frac * nbytes / rate`` where
     ``rate`` is the smallest of ``bandwidth[a, b]`` and, at every level where
     ``a`` and ``b`` are in different groups, ``uplink[g(a)] / K_out`` and
-    ``uplink[g(b)] / K_in`` -- ``K_out`` (``K_in``) being the number of
+    ``uplink_in[g(b)] / K_in`` -- ``K_out`` (``K_in``) being the number of
     transfers of this step that leave (enter) that group. A step lasts as
     long as its slowest transfer and runs ``repeat`` times; the total is the
     sum over steps. Without bandwidth and uplinks only latency counts.
@@ -193,7 +209,7 @@ def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> f
                         rate = min(
                             rate,
                             net.uplink[lev, ga] / out_cnt[lev, ga],
-                            net.uplink[lev, gb] / in_cnt[lev, gb],
+                            net.uplink_in[lev, gb] / in_cnt[lev, gb],
                         )
                 t += float(sched.frac[e]) * float(net.nbytes) / rate  # type: ignore[arg-type]
             longest = max(longest, t)

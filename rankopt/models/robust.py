@@ -37,7 +37,16 @@ from numpy.typing import ArrayLike, NDArray
 from rankopt._validation import RankoptInputError
 from rankopt.models.base import Capabilities, CostModel
 
-__all__ = ["RobustModel", "robust_model", "ROBUST_DRAWS", "speedup_interval", "INTERVAL_MAX_N"]
+__all__ = [
+    "RobustModel",
+    "robust_model",
+    "ROBUST_DRAWS",
+    "speedup_interval",
+    "speedup_draws",
+    "keep_launch_order",
+    "INTERVAL_MAX_N",
+    "LOSS_TOLERANCE",
+]
 
 #: Networks the robust objective averages over by default (the measured one included).
 ROBUST_DRAWS = 16
@@ -162,7 +171,12 @@ INTERVAL_LEVEL = 0.90
 INTERVAL_MAX_N = 4096
 
 
-def speedup_interval(
+#: The order found is kept only if it is at most this much slower than the launch
+#: order in the worst 5% of the drawn networks (see :func:`keep_launch_order`).
+LOSS_TOLERANCE = 0.02
+
+
+def speedup_draws(
     network: Any,
     order: ArrayLike,
     collective: str = "allreduce",
@@ -171,15 +185,13 @@ def speedup_interval(
     model: Mapping[str, Any],
     samples: int = INTERVAL_SAMPLES,
     rng: int = 0,
-) -> tuple[float, float]:
-    """The interval of ``cost(launch) / cost(order)`` that the measurement supports.
+) -> NDArray[np.float64]:
+    """``cost(launch) / cost(order)`` on ``samples`` networks drawn from the measurement.
 
-    Every entry of the latency and bandwidth matrices (and every uplink) is
-    redrawn ``samples`` times with log-normal noise of its own uncertainty
-    (:func:`_log_sigma`: its median's standard error and the spread of the
-    entries the hierarchy says are alike); both orders are priced on every
-    draw with the same model. Returns the 5th and 95th percentiles of the
-    speedup.
+    Every entry of the latency and bandwidth matrices (and every uplink,
+    per direction) is redrawn with log-normal noise of its own uncertainty
+    (:class:`rankopt.network.Redraw`); both orders are priced on every
+    draw with the same model, so what is uncertain in both cancels.
 
     Parameters
     ----------
@@ -192,7 +204,7 @@ def speedup_interval(
         ``uplink_bandwidth``), as ``solve()`` used them.
     samples : int
     rng : int
-        Seed of the draws (the interval is reproducible).
+        Seed of the draws (they are reproducible).
     """
     from rankopt.models.factory import make_model
     from rankopt.network.core import Redraw
@@ -209,6 +221,62 @@ def speedup_interval(
         c_new = m.cost(order)
         c_old = m.cost(ident)
         ratios[s] = c_old / c_new if c_new > 0 else (1.0 if c_old == 0 else np.inf)
+    return ratios
+
+
+def speedup_interval(
+    network: Any,
+    order: ArrayLike,
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    *,
+    model: Mapping[str, Any],
+    samples: int = INTERVAL_SAMPLES,
+    rng: int = 0,
+) -> tuple[float, float]:
+    """The interval of ``cost(launch) / cost(order)`` that the measurement supports.
+
+    The 5th and 95th percentiles of :func:`speedup_draws` (same parameters).
+    """
+    ratios = speedup_draws(
+        network, order, collective, algorithm, model=model, samples=samples, rng=rng
+    )
+    return interval_of(ratios)
+
+
+def interval_of(ratios: NDArray[np.float64]) -> tuple[float, float]:
+    """The :data:`INTERVAL_LEVEL` interval (central) of drawn speedups."""
     tail = (1.0 - INTERVAL_LEVEL) / 2.0
     lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
     return float(lo), float(hi)
+
+
+def keep_launch_order(ratios: NDArray[np.float64]) -> str | None:
+    """Why the launch order must be kept over an order with these drawn speedups, or None.
+
+    The order found replaces the launch order unless it *could be slower*:
+    when, on the worst 5% of the networks the measurement cannot tell from
+    the one measured, it is more than :data:`LOSS_TOLERANCE` slower than
+    the launch order, or when it is not faster on most of them (the drawn
+    speedups' median is not above 1). A wide interval alone is no reason:
+    when the launch order's own cost is what the measurement cannot pin down
+    (a loaded uplink it crosses many times, the order found once), the
+    speedup is uncertain only in how large it is.
+
+    Examples
+    --------
+    >>> keep_launch_order(np.array([0.996, 1.2, 1.4, 1.78])) is None
+    True
+    >>> keep_launch_order(np.array([0.9, 1.0, 1.01, 1.1]))
+    'the order found could be 9% slower than the launch order (5th percentile of the drawn speedups 0.915x)'
+    """
+    lo = float(np.quantile(ratios, (1.0 - INTERVAL_LEVEL) / 2.0))
+    mid = float(np.median(ratios))
+    if lo < 1.0 - LOSS_TOLERANCE:
+        return (
+            f"the order found could be {1.0 / lo - 1.0:.0%} slower than the launch order "
+            f"(5th percentile of the drawn speedups {lo:.3g}x)"
+        )
+    if not mid > 1.0:
+        return f"the order found is not faster on most drawn networks (median {mid:.3g}x)"
+    return None

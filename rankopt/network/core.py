@@ -38,6 +38,9 @@ from rankopt._validation import RankoptInputError, check_groups
 
 __all__ = [
     "Network",
+    "uplink_directions",
+    "measured_variability",
+    "VARYING_SPREAD",
     "as_network",
     "load_network",
     "DEFAULT_NBYTES",
@@ -108,6 +111,45 @@ def _frozen_levels(groups: Any, n: int) -> tuple[NDArray[np.int64], ...]:
     return tuple(out)
 
 
+def _check_uplink_level(u: Any, lab: NDArray[np.int64], k: int) -> NDArray[np.float64]:
+    """One level's uplinks as a read-only ``(G,)`` or ``(2, G)`` (out, in) array."""
+    g = int(lab.max()) + 1
+    arr = np.array(u, dtype=np.float64, copy=True)
+    if arr.size == 1:
+        arr = np.full(g, float(arr.reshape(-1)[0]))
+    if arr.shape == (2, g) and np.array_equal(arr[0], arr[1]):
+        arr = arr[0].copy()
+    if arr.shape not in ((g,), (2, g)):
+        raise RankoptInputError(
+            f"`uplinks` level {k} must give one rate per group ({g}), or (out, in) rates "
+            f"of shape (2, {g}); got shape {arr.shape}."
+        )
+    if not np.all(arr > 0) or np.any(np.isnan(arr)):
+        bad = np.argwhere(~(arr > 0))[0]
+        where = f"group {int(bad[-1])}" + ("" if arr.ndim == 1 else (" out", " in")[int(bad[0])])
+        raise RankoptInputError(
+            f"`uplinks` must be positive; level {k} {where} is {float(arr[tuple(bad)])!r}."
+        )
+    arr.setflags(write=False)
+    return arr
+
+
+def uplink_directions(u: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(out, in)`` capacities of one level's uplinks, given as ``(G,)`` or ``(2, G)``.
+
+    Examples
+    --------
+    >>> [x.tolist() for x in uplink_directions([3.0, 4.0])]
+    [[3.0, 4.0], [3.0, 4.0]]
+    >>> [x.tolist() for x in uplink_directions([[3.0, 4.0], [5.0, 6.0]])]
+    [[3.0, 4.0], [5.0, 6.0]]
+    """
+    arr = np.asarray(u, dtype=np.float64)
+    if arr.ndim == 2:
+        return arr[0], arr[1]
+    return arr, arr
+
+
 @dataclass(frozen=True, eq=False)
 class Network:
     """A measured, loaded or synthetic network, indexed by original rank.
@@ -128,9 +170,12 @@ class Network:
         Group labels per level, finest first (hosts first when ``hosts`` is
         known), each level nested in the next.
     uplinks : sequence of array_like, optional
-        ``uplinks[k][g]``: capacity (bytes/s, per direction) of the uplink of
-        group ``g`` of level ``k`` (groups in order of their sorted labels);
-        one entry per level of ``groups``.
+        One entry per level of ``groups``: the capacity (bytes/s) of every
+        group's uplink (groups in order of their sorted labels), either one
+        rate per group for both directions, shape ``(G,)``, or per direction,
+        shape ``(2, G)``: row 0 out of the group, row 1 into it. Another
+        tenant's traffic loads one direction of an uplink; a probe reports
+        both (:func:`rankopt.probe.hierarchy.infer_uplinks`).
     source : str
         Where the numbers came from (``"probe:mpi"``, ``"cloud"``,
         ``"file:net.csv"``, ``"matrix"``...).
@@ -216,30 +261,15 @@ class Network:
             set_(self, "hosts", hosts)
         levels = _frozen_levels(self.groups, n)
         set_(self, "groups", levels)
-        ups = tuple(np.array(u, dtype=np.float64, copy=True).reshape(-1) for u in self.uplinks)
-        if ups and len(ups) != len(levels):
+        ups = tuple(
+            _check_uplink_level(u, lab, k)
+            for k, (u, lab) in enumerate(zip(self.uplinks, levels, strict=False))
+        )
+        if self.uplinks and len(self.uplinks) != len(levels):
             raise RankoptInputError(
                 f"`uplinks` must give one entry per level of `groups` ({len(levels)}); "
-                f"got {len(ups)}."
+                f"got {len(self.uplinks)}."
             )
-        for k, (u, lab) in enumerate(zip(ups, levels, strict=False)):
-            g = int(lab.max()) + 1
-            if u.size == 1:
-                u = np.full(g, float(u[0]))
-            if u.shape != (g,):
-                raise RankoptInputError(
-                    f"`uplinks` level {k} must give one rate per group ({g}); got {u.size}."
-                )
-            if not np.all(u > 0) or np.any(np.isnan(u)):
-                bad = int(np.flatnonzero(~(u > 0))[0])
-                raise RankoptInputError(
-                    f"`uplinks` must be positive; level {k} group {bad} is {float(u[bad])!r}."
-                )
-            u.setflags(write=False)
-        ups = tuple(
-            np.full(int(lab.max()) + 1, float(u[0])) if u.size == 1 else u
-            for u, lab in zip(ups, levels, strict=False)
-        )
         set_(self, "uplinks", ups)
         set_(self, "source", str(self.source))
         set_(self, "provenance", dict(self.provenance))
@@ -341,12 +371,17 @@ class Network:
         levels = [np.asarray(groups[k], dtype=np.int64) for k in keep]
         net = self.with_hierarchy(levels)
         if capacity and net.uplinks:
-            ups = [np.array(u) for u in net.uplinks]
+            ups = []
             for pos, k in enumerate(keep):
+                both = np.stack([np.array(d) for d in uplink_directions(net.uplinks[pos])])
                 row = capacity[k] if k < len(capacity) else None
                 for g, value in enumerate(row or []):
-                    if value is not None and np.isfinite(value) and value > 0 and g < ups[pos].size:
-                        ups[pos][g] = float(value)
+                    # [out, in] per group (a number, in older probe files: both directions)
+                    pair = value if isinstance(value, (list, tuple)) else [value, value]
+                    for d, v in enumerate(pair[:2]):
+                        if v is not None and np.isfinite(v) and v > 0 and g < both.shape[1]:
+                            both[d, g] = float(v)
+                ups.append(both)
             net = replace(net, uplinks=tuple(ups))
         prov = dict(net.provenance)
         prov["hierarchy"] = "linear probe" + (", k-flow uplinks" if capacity else "")
@@ -498,12 +533,18 @@ def describe_levels(groups: Sequence[NDArray[np.int64]], uplinks: Sequence[Any] 
         else:
             size_txt = f"{sizes.size} groups of " + ", ".join(str(int(s)) for s in sizes)
         if k < len(uplinks):
-            u = np.asarray(uplinks[k], dtype=float)
-            lo, hi = float(np.min(u)), float(np.max(u))
-            rate = _fmt_rate(lo) if hi <= 1.05 * lo else f"{_fmt_rate(lo)}-{_fmt_rate(hi)}"
-            size_txt += f" (uplink {rate})"
+            u_out, u_in = uplink_directions(uplinks[k])
+            if u_out is u_in:
+                size_txt += f" (uplink {_fmt_span(u_out)})"
+            else:
+                size_txt += f" (uplink out {_fmt_span(u_out)}, in {_fmt_span(u_in)})"
         out.append(size_txt)
     return "; ".join(out)
+
+
+def _fmt_span(u: NDArray[np.float64]) -> str:
+    lo, hi = float(np.min(u)), float(np.max(u))
+    return _fmt_rate(lo) if hi <= 1.05 * lo else f"{_fmt_rate(lo)}-{_fmt_rate(hi)}"
 
 
 def _fmt_rate(x: float) -> str:
@@ -546,7 +587,11 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
 
         m = measurement_from_arrays(z, name)  # the arrays read once above
         if {"groups", "uplinks"} <= files:  # the probe stored the hierarchy it inferred
-            groups, ups = list(np.atleast_2d(z["groups"])), uplinks_from_array(z["uplinks"])
+            groups = list(np.atleast_2d(z["groups"]))
+            try:
+                ups = uplinks_from_array(z["uplinks"], z.get("uplinks_in"))
+            except RankoptInputError as exc:
+                raise RankoptInputError(f"{name}: {exc}") from None
             net = Network.from_measurement(m, infer=False).with_hierarchy(groups, ups)
             return replace(net, provenance={**net.provenance, "hierarchy": "stored by the probe"})
         return Network.from_measurement(m)
@@ -558,8 +603,8 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
 
 
 def _network_from_npz(z: Mapping[str, Any], name: str) -> Network:
-    ups = uplinks_from_array(z["uplinks"]) if "uplinks" in z else ()
     try:
+        ups = uplinks_from_array(z["uplinks"], z.get("uplinks_in")) if "uplinks" in z else ()
         prov = json.loads(str(z["provenance"])) if "provenance" in z else {}
     except json.JSONDecodeError:
         prov = {}
@@ -722,6 +767,67 @@ def _log_sigma(
     return sigma
 
 
+#: Relative spread of the measured rates across an uplink above which the network
+#: counts as varying in time (see :func:`measured_variability`).
+VARYING_SPREAD = 0.25
+
+
+def measured_variability(network: Network) -> float:
+    """How much the rates across the network's uplinks varied while it was probed.
+
+    Another tenant whose traffic comes and goes (on/off every few seconds,
+    bursty TCP) makes the transfers that cross one uplink in one direction
+    -- entries the hierarchy says are alike (:func:`alike_blocks`) -- come
+    out fast or slow depending on when each was measured, and a transfer's
+    own repeats scatter. Returns the larger of: the widest such block's
+    spread between its 10th and 90th percentiles, as the standard deviation
+    of a log-normal of that width (``log(q90 / q10) / 2.563``; blocks of at
+    least :data:`MIN_BLOCK` entries; a MAD would read 0 for a link loaded
+    during a third of its transfers), and the median relative spread of the
+    repeats (1.4826 MAD / median) of the entries that cross an uplink. 0
+    without bandwidth, spreads or a hierarchy above the hosts. A quiet
+    network, or a steady neighbour, measures well below
+    :data:`VARYING_SPREAD`.
+
+    Examples
+    --------
+    >>> import numpy as np, rankopt
+    >>> rack = np.repeat([0, 1, 2], 3)
+    >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 20e6)
+    >>> net = rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw,
+    ...                                     bandwidth_spread=0.02 * bw)
+    >>> measured_variability(net) < VARYING_SPREAD
+    True
+    >>> gen = np.random.default_rng(1)
+    >>> on_off = np.where(rack[:, None] == rack[None, :], 1.0, gen.choice([1.0, 0.3], (9, 9)))
+    >>> net2 = rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw * on_off,
+    ...                                      groups=[rack], bandwidth_spread=0.02 * bw)
+    >>> measured_variability(net2) > VARYING_SPREAD
+    True
+    """
+    bw = network.bandwidth
+    if bw is None or not network.groups or network.bandwidth_spread is None:
+        return 0.0
+    n = network.n
+    meet = meet_levels(network.groups, n)
+    host_level = network.hosts is not None and _same_partition(network.groups[0], network.hosts)
+    cross = (meet >= (2 if host_level else 1)) & np.isfinite(bw) & (bw > 0)
+    if not cross.any():
+        return 0.0
+    blocks = alike_blocks(network.groups, n, network.hosts)
+    logs = np.log(np.where(cross, bw, 1.0))
+    widest = 0.0
+    flat_b, flat_l = blocks[cross], logs[cross]
+    order = np.argsort(flat_b, kind="stable")
+    cuts = np.flatnonzero(np.diff(flat_b[order])) + 1
+    for part in np.split(order, cuts):
+        if part.size >= MIN_BLOCK:
+            q10, q90 = np.quantile(flat_l[part], [0.1, 0.9])
+            widest = max(widest, float(q90 - q10) / 2.563)
+    rel = 1.4826 * network.bandwidth_spread[cross] / bw[cross]
+    return max(widest, float(np.median(rel)))
+
+
 class Redraw:
     """Draw networks the measurement cannot tell from the one measured.
 
@@ -790,6 +896,7 @@ class Redraw:
             if int(np.sum(flat == b)) >= MIN_BLOCK
         ]
         self.ups = model.get("uplink_bandwidth")
+        self.s_ups = _uplink_sigmas(self.ups, self.groups, self.s_bw, self.meet)
         self.base_kw = {
             k: v for k, v in model.items() if k not in ("bandwidth", "uplink_bandwidth")
         }
@@ -836,9 +943,7 @@ class Redraw:
                 else self.bw_in
             )
         if self.ups is not None:
-            kw["uplink_bandwidth"] = _perturb_uplinks(
-                self.ups, self.groups, self.bw, self.s_bw, self.meet, gen
-            )
+            kw["uplink_bandwidth"] = _perturb_uplinks(self.ups, self.s_ups, gen)
         return lat_s, kw
 
 
@@ -854,23 +959,58 @@ def redraw(
     return Redraw(network, network.default_model() if model is None else model)(gen)
 
 
-def _perturb_uplinks(
+def _uplink_sigmas(
     ups: Any,
     groups: Sequence[NDArray[np.int64]],
-    bw: NDArray[np.float64] | None,
     s_bw: NDArray[np.float64] | None,
     meet: NDArray[np.int64],
-    gen: np.random.Generator,
-) -> Any:
-    """Uplinks redrawn with the uncertainty of the pairs that cross them."""
+) -> list[NDArray[np.float64]] | None:
+    """Log-scale uncertainty of every uplink, per direction: ``(2, G)`` per level.
+
+    An uplink's capacity is estimated from the pairs that cross it (leaving,
+    or entering, its group towards a sibling); its uncertainty is the median
+    uncertainty of those entries (:func:`_log_sigma`: the spread of their
+    alike block and their own medians' standard errors). An uplink another
+    tenant loaded for part of the probe has pairs measured fast and slow, a
+    wide block spread, and so draws of its capacity as wide.
+    """
     if not isinstance(ups, (list, tuple)) or len(ups) != len(groups) or s_bw is None:
+        return None
+    out = []
+    for k, lab in enumerate(groups):
+        lab = np.asarray(lab, dtype=np.int64)
+        g_count = int(lab.max()) + 1
+        rows, cols = np.nonzero(meet == k + 1)  # pairs that cross level k's uplinks
+        sig = np.zeros((2, g_count))
+        values = s_bw[rows, cols]
+        for d, side in enumerate((rows, cols)):
+            grp = lab[side]
+            order = np.argsort(grp, kind="stable")
+            cuts = np.flatnonzero(np.diff(grp[order])) + 1
+            for part in np.split(order, cuts) if order.size else ():
+                sig[d, grp[part[0]]] = float(np.median(values[part]))
+        out.append(sig)
+    return out
+
+
+def _perturb_uplinks(
+    ups: Any, sigmas: list[NDArray[np.float64]] | None, gen: np.random.Generator
+) -> Any:
+    """Uplinks redrawn with the uncertainty of the pairs that cross them, per direction.
+
+    A level given per direction (``(2, G)``) draws each direction on its own;
+    one given for both directions draws one factor per group with the larger
+    of its two uncertainties.
+    """
+    if sigmas is None:
         return ups
     out = []
-    for k, u in enumerate(ups):
+    for u, sig in zip(ups, sigmas, strict=True):
         u = np.asarray(u, dtype=np.float64)
-        sel = meet == k + 1
-        sig = float(np.median(s_bw[sel])) if sel.any() else 0.0
-        out.append(u * np.exp(sig * gen.standard_normal(u.shape)))
+        if u.ndim == 2:
+            out.append(u * np.exp(sig * gen.standard_normal(u.shape)))
+        else:
+            out.append(u * np.exp(sig.max(axis=0) * gen.standard_normal(u.shape)))
     return out
 
 

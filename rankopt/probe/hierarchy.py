@@ -34,7 +34,19 @@ from numpy.typing import ArrayLike, NDArray
 
 from rankopt._validation import RankoptInputError, check_matrix, check_options, check_positive
 
-__all__ = ["infer_hierarchy", "infer_uplinks", "block_max", "host_labels", "DEFAULT_GAP"]
+__all__ = [
+    "infer_hierarchy",
+    "infer_uplinks",
+    "block_max",
+    "block_quantile",
+    "host_labels",
+    "DEFAULT_GAP",
+    "UPLINK_QUANTILE",
+]
+
+#: Quantile of the rates between two groups that :func:`infer_uplinks` takes as
+#: what one transfer across their uplinks gets.
+UPLINK_QUANTILE = 0.75
 
 logger = logging.getLogger("rankopt")
 
@@ -347,40 +359,92 @@ def block_max(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray
     return np.maximum.reduceat(np.maximum.reduceat(m, starts, axis=0), starts, axis=1)
 
 
-def infer_uplinks(bandwidth: ArrayLike, levels: Sequence[ArrayLike]) -> list[NDArray[np.float64]]:
-    """Uplink capacity of every group per level (bytes/s), from probed pair bandwidth.
+def block_quantile(
+    matrix: NDArray[np.float64], labels: NDArray[np.int64], q: float
+) -> NDArray[np.float64]:
+    """``out[g, h]``: the ``q`` quantile of the entries of ``matrix`` from group ``g`` to ``h``.
 
-    A single transfer between two groups that share a parent at the next
-    level crosses both groups' uplinks and nothing slower, so the fastest
-    such pair measures the uplink. For group ``g`` of level ``k``: for every
-    sibling ``h`` (another group of ``k`` with the same parent at ``k + 1``;
-    the whole network is the parent of the top level), the best pair rate
-    between ``g`` and ``h`` in either direction; the estimate is the median
-    over siblings. A group without a sibling shares its parent's uplink: it
-    gets the estimate of the nearest ancestor that has siblings (the largest
-    rate leaving it when none has).
+    Labels must be 0..G-1; the diagonal of ``matrix`` is left out (a block
+    of one process to itself is ``nan``). Cost: one sort of the ``n^2``
+    entries.
+
+    Examples
+    --------
+    >>> m = np.array([[0, 1, 5, 7], [2, 0, 6, 9], [3, 4, 0, 8], [1, 1, 1, 0.]])
+    >>> block_quantile(m, np.array([0, 0, 1, 1]), 0.5)
+    array([[1.5, 6.5],
+           [2. , 4.5]])
+    """
+    n = labels.size
+    g_count = int(labels.max()) + 1
+    off = ~np.eye(n, dtype=bool)
+    key = (labels[:, None] * g_count + labels[None, :])[off]
+    vals = np.asarray(matrix, dtype=np.float64)[off]
+    # one sort on block + value in [0, 1): a float64 keeps 2^-32 of the value's
+    # range below a block index of up to 2^20 (G up to 1024), else two sorts
+    top = float(np.max(np.abs(vals), initial=0.0)) * 2.0 + 1e-300
+    if g_count <= 1024 and np.all(vals >= 0):
+        order = np.argsort(key + vals / top, kind="stable")
+    else:
+        order = np.lexsort((vals, key))
+    key, vals = key[order], vals[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ends = np.r_[starts[1:], key.size]
+    pos = starts + q * (ends - 1 - starts)  # linear interpolation, as numpy.quantile
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, ends - 1)
+    frac = pos - lo
+    out = np.full(g_count * g_count, np.nan)
+    out[key[starts]] = vals[lo] * (1.0 - frac) + vals[hi] * frac
+    return out.reshape(g_count, g_count)
+
+
+def infer_uplinks(bandwidth: ArrayLike, levels: Sequence[ArrayLike]) -> list[NDArray[np.float64]]:
+    """Uplink capacity of every group per level and direction (bytes/s), from pair bandwidth.
+
+    A single transfer from group ``g`` to a group ``h`` that shares its
+    parent at the next level leaves through ``g``'s uplink and enters through
+    ``h``'s, and crosses nothing slower, so it runs at most at the smaller of
+    the two. For group ``g`` of level ``k``: its capacity *out* is the best
+    rate from ``g`` to any sibling (another group of ``k`` with the same
+    parent at ``k + 1``; the whole network is the parent of the top level),
+    its capacity *in* the best rate from any sibling into ``g``. Each
+    direction is its own estimate: another tenant's traffic that loads one
+    direction of one uplink shows as every transfer through that direction
+    running slow, and neither the other direction nor the siblings outvote
+    it. A group without a sibling shares its parent's uplink: it gets the
+    estimate of the nearest ancestor that has siblings (the largest rate
+    leaving, or entering, it when none has).
 
     Parameters
     ----------
     bandwidth : array_like (n, n)
-        Pair bandwidth (bytes/s); the diagonal is ignored.
+        Pair bandwidth (bytes/s), ``bandwidth[i, j]`` from ``i`` to ``j``;
+        the diagonal is ignored.
     levels : sequence of array_like (n,)
         Group labels per level, finest first, each nested in the next.
 
     Returns
     -------
     list of ndarray of float64
-        ``out[k][g]``: capacity of group ``g``'s uplink at level ``k``, per
-        direction, for groups labelled 0..G-1 in order of the sorted labels
-        (the order :func:`rankopt.cost` reads ``uplink_bandwidth`` in).
+        ``out[k]``: the capacities of level ``k``'s groups, labelled 0..G-1
+        in order of the sorted labels (the order :func:`rankopt.cost` reads
+        ``uplink_bandwidth`` in): shape ``(G,)`` when every group's two
+        directions came out equal (symmetric bandwidth), else ``(2, G)``,
+        row 0 out of the group and row 1 into it.
 
     Notes
     -----
-    The best pair, not the mean, because a probe's transfers that shared a
-    link only ever come out slower than the link. A pair is limited by the
-    slowest link on its path, so the estimate is a lower bound on the
-    uplink's capacity when hosts are slower than the uplink; that is the
-    rate one transfer gets, which is what the contention model divides.
+    Between two groups, the upper quartile of their pairs'
+    rates (:data:`UPLINK_QUANTILE`), not the mean, because a probe's
+    transfers that shared a link only ever come out slower than the link,
+    and not the best pair, which one transfer lucky in its timing sets
+    alone; the best over siblings, not their median, because a sibling
+    whose own uplink is loaded is slow for a reason that is not ``g``'s.
+    A pair is limited by the slowest link
+    on its path, so the estimate is a lower bound on the uplink's capacity
+    when hosts are slower than the uplink; that is the rate one transfer
+    gets, which is what the contention model divides.
 
     Examples
     --------
@@ -391,38 +455,44 @@ def infer_uplinks(bandwidth: ArrayLike, levels: Sequence[ArrayLike]) -> list[NDA
     >>> hosts, racks = np.arange(4), np.array([0, 0, 1, 1])
     >>> [u.tolist() for u in infer_uplinks(bw, [hosts, racks])]
     [[100.0, 100.0, 100.0, 100.0], [20.0, 20.0]]
+
+    Another tenant loads rack 0's uplink out of the rack: 8 left of 20.
+
+    >>> bw[:2, 2:] = 8.0
+    >>> infer_uplinks(bw, [hosts, racks])[1].tolist()
+    [[8.0, 20.0], [20.0, 8.0]]
     """
     bw = np.array(bandwidth, dtype=np.float64)
     n = bw.shape[0]
     np.fill_diagonal(bw, 0.0)
-    best = np.maximum(bw, bw.T)
     labs = [np.unique(np.asarray(lv), return_inverse=True)[1].reshape(-1) for lv in levels]
-    out: list[NDArray[np.float64]] = []
+    est: list[NDArray[np.float64]] = []  # (2, G) per level: out, in
     for k, lab in enumerate(labs):
         parent = labs[k + 1] if k + 1 < len(labs) else np.zeros(n, dtype=np.int64)
         g_count = int(lab.max()) + 1
-        m = block_max(best, lab)
+        m = block_quantile(bw, lab, UPLINK_QUANTILE)
         parent_of = np.zeros(g_count, dtype=np.int64)
         parent_of[lab] = parent
-        est = np.full(g_count, np.nan)
-        for g in range(g_count):
-            sib = np.flatnonzero((parent_of == parent_of[g]) & (np.arange(g_count) != g))
-            if sib.size:
-                est[g] = float(np.median(m[g, sib]))
-        out.append(est)
+        sib = (parent_of[:, None] == parent_of[None, :]) & ~np.eye(g_count, dtype=bool)
+        both = np.full((2, g_count), np.nan)
+        has = sib.any(axis=1)
+        both[0, has] = np.where(sib, m, -np.inf).max(axis=1)[has]
+        both[1, has] = np.where(sib, m.T, -np.inf).max(axis=1)[has]
+        est.append(both)
     # groups without siblings: the nearest ancestor's estimate
     for k in range(len(labs) - 1, -1, -1):
-        est = out[k]
-        missing = np.flatnonzero(np.isnan(est))
-        for g in missing.tolist():
+        for g in np.flatnonzero(np.isnan(est[k][0])).tolist():
             members = labs[k] == g
-            value = np.nan
-            for j in range(k + 1, len(labs)):
-                value = out[j][int(labs[j][members][0])]
-                if np.isfinite(value):
-                    break
-            if not np.isfinite(value):
-                leaving = best[np.ix_(members, ~members)]
-                value = float(leaving.max()) if leaving.size else np.inf
-            est[g] = value
-    return out
+            for d in range(2):
+                value = np.nan
+                for j in range(k + 1, len(labs)):
+                    value = est[j][d, int(labs[j][members][0])]
+                    if np.isfinite(value):
+                        break
+                if not np.isfinite(value):
+                    cross = (
+                        bw[np.ix_(members, ~members)] if d == 0 else bw[np.ix_(~members, members)]
+                    )
+                    value = float(cross.max()) if cross.size else np.inf
+                est[k][d, g] = value
+    return [e[0].copy() if np.array_equal(e[0], e[1]) else e for e in est]

@@ -364,7 +364,7 @@ class LinearPlanner:
         self.tasks: list[_Task] = []
         self.groups: list[NDArray[np.int64]] | None = None
         self.uplink_tests: list[tuple[int, int, list[Pair]]] = []  # (level, group, flows)
-        self.capacity: dict[tuple[int, int], float] = {}
+        self.capacity: dict[tuple[int, int], tuple[float, float]] = {}
         self.interference: dict[str, Any] = {}
         self._pending: list[Pair] = []
         self._rep_groups: list[list[Pair]] = []
@@ -500,7 +500,7 @@ class LinearPlanner:
         if name == "discovery":
             self._record_discovery(rates)
         elif name == "uplinks":
-            single = self._host_matrix()[0]
+            single = self._directed_host_matrix()
             for level, group, flows in self.uplink_tests:
                 got = [rates.get((min(a, b), max(a, b))) for a, b in flows]
                 self.capacity[(level, group)] = self._capacity(flows, got, single)
@@ -524,29 +524,55 @@ class LinearPlanner:
         flows: Sequence[Pair],
         got: Sequence[tuple[float, float, float, float] | None],
         alone: NDArray[np.float64],
-    ) -> float:
-        """An uplink's capacity from its ``k`` concurrent flows (bytes/s, one direction).
+    ) -> tuple[float, float]:
+        """An uplink's capacity out of and into its group from its ``k`` concurrent flows.
 
-        Every timed transfer is a round trip, one direction then the other, and
-        the flows of a test are not in step: while they slow each other, only
-        about half of them send out of the group at any moment, so the sum of
-        their rates counts the uplink about twice. A test whose flows each kept
-        their rate alone shows no shared limit: the capacity is at least their
-        sum. Otherwise half the sum, and never less than one flow's rate alone
-        across the uplink (which that flow had to itself).
+        Every flow ``(a, b)`` runs from a member ``a`` of the group to a
+        process ``b`` of a sibling, then back: its two rates load the two
+        directions of the uplink, each estimated on its own (another tenant
+        may load only one), against ``alone[h, h']``, the rate from host
+        ``h`` to host ``h'`` of a transfer alone. Every timed transfer is a
+        round trip, one direction then the other, and the flows of a test are
+        not in step: while they slow each other, only about half of them send
+        out of the group at any moment, so the sum of their rates counts the
+        uplink about twice. A direction whose flows each kept their rate alone
+        shows no shared limit: its capacity is at least their sum. Otherwise
+        half the sum, and never less than one flow's rate alone in that
+        direction (which that flow had to itself).
         """
-        rate, solo = [], []
+        out: list[tuple[float, float]] = []
+        back: list[tuple[float, float]] = []
         for (a, b), r in zip(flows, got, strict=True):
             if r is None:
                 continue
-            rate.append(max(r[0], r[1]))
-            solo.append(float(alone[int(self.host_of[a]), int(self.host_of[b])]))
-        if not rate:
+            ha, hb = int(self.host_of[a]), int(self.host_of[b])
+            forward = a < b  # the gathered rates are (low -> high, high -> low)
+            out.append((r[0] if forward else r[1], float(alone[ha, hb])))
+            back.append((r[1] if forward else r[0], float(alone[hb, ha])))
+        return self._direction_capacity(out), self._direction_capacity(back)
+
+    def _direction_capacity(self, flows: Sequence[tuple[float, float]]) -> float:
+        """One direction's capacity from its flows' (rate together, rate alone)."""
+        if not flows:
             return 0.0
-        total = float(sum(rate))
-        if all(r * self.gap > s for r, s in zip(rate, solo, strict=True)):
+        total = float(sum(r for r, _ in flows))
+        if all(r * self.gap > s for r, s in flows):
             return total  # no flow slowed down: nothing shared was full
-        return max(total / 2.0, max(solo))
+        return max(total / 2.0, max(s for _, s in flows))
+
+    def _directed_host_matrix(self) -> NDArray[np.float64]:
+        """Host-pair rates alone, per direction where a transfer measured it.
+
+        The filled host matrix holds the better direction of every measured
+        pair; a direction measured slower (another tenant's load on one
+        direction of an uplink) keeps its own rate here.
+        """
+        rate = self._host_matrix()[0].copy()
+        for (a, b), (r_ab, r_ba, _, _) in self.solo.items():
+            ha, hb = int(self.host_of[a]), int(self.host_of[b])
+            if ha != hb:
+                rate[ha, hb], rate[hb, ha] = r_ab, r_ba
+        return rate
 
     def _record_discovery(self, rates: dict[Pair, tuple[float, float, float, float]]) -> None:
         for (a, b), value in rates.items():
@@ -684,8 +710,8 @@ class LinearPlanner:
         Measured directions keep their own rate and count 1; every other
         entry is filled (count 0). The returned dictionary holds
         ``groups`` (list of per-level process labels, finest first),
-        ``uplink_capacity`` (per level, per group: bytes/s summed over
-        ``uplink_flows`` concurrent flows, ``None`` where not tested),
+        ``uplink_capacity`` (per level, per group: ``[out, in]`` bytes/s
+        from ``uplink_flows`` concurrent flows, ``None`` where not tested),
         ``uplink_flows``, ``interference``, ``bandwidth_stages`` and
         ``bandwidth_pairs``.
         """
@@ -696,9 +722,10 @@ class LinearPlanner:
             spread[a, b], spread[b, a] = s_ab, s_ba
             counts[a, b] = counts[b, a] = 1
         levels = self._final_groups()
-        capacity: list[list[float | None]] = []
+        capacity: list[list[list[float] | None]] = []
         for k, lab in enumerate(levels):
-            capacity.append([self.capacity.get((k, int(g))) for g in range(int(lab.max()) + 1)])
+            row = [self.capacity.get((k, int(g))) for g in range(int(lab.max()) + 1)]
+            capacity.append([None if c is None else list(c) for c in row])
         info: dict[str, Any] = {
             "groups": [lv.tolist() for lv in levels],
             "uplink_capacity": capacity,

@@ -134,7 +134,7 @@ def solve(
     options: Mapping[str, Any] | None = None,
     workload: Any = None,
     engine: Any = None,
-    robust: bool | int | Mapping[str, Any] = False,
+    robust: bool | int | str | Mapping[str, Any] = "auto",
 ) -> SolveResult:
     """Find the rank order that minimises the modelled cost of a collective.
 
@@ -205,10 +205,15 @@ def solve(
         no ``workload``, the workload is the one call ``(collective,
         nbytes)``. The engine and each call's algorithm are recorded in
         ``result.extra["workload"]`` and ``result.notes``.
-    robust : bool, int or mapping, default False
+    robust : bool, int, mapping or "auto", default "auto"
         Minimise the model's mean cost over networks the measurement cannot
         tell apart instead of its cost on the median network
-        (:mod:`rankopt.models.robust`): ``True`` uses
+        (:mod:`rankopt.models.robust`). ``"auto"``: robust when the
+        network was measured while the rates across its uplinks varied
+        (:func:`rankopt.network.core.measured_variability` above
+        :data:`~rankopt.network.core.VARYING_SPREAD`: another tenant's
+        traffic coming and going), up to
+        :data:`ROBUST_AUTO_MAX_N` processes, with a note saying so; ``True`` uses
         :data:`~rankopt.models.robust.ROBUST_DRAWS` networks (the measured
         one and redraws from every entry's uncertainty), an int that many,
         a mapping ``{"draws": 16, "statistic": "mean" | 0.9}`` a quantile.
@@ -236,8 +241,10 @@ def solve(
     spreads, up to :data:`rankopt.models.robust.INTERVAL_MAX_N` processes) the
     result carries ``speedup_interval``, the 90% interval of
     the modelled speedup that the measurement supports
-    (:func:`rankopt.models.robust.speedup_interval`); an order whose interval does
-    not lie above 1 is a gain within the noise, and the launch order is kept.
+    (:func:`rankopt.models.robust.speedup_interval`); an order that could be
+    slower than the launch order on the networks drawn from that spread
+    (:func:`rankopt.models.robust.keep_launch_order`) is a gain within the
+    noise, and the launch order is kept.
     The baseline is the launch order
     (identity). ``solve`` never returns an order whose modelled cost is not
     below the launch order's: when the method found none, the launch order
@@ -285,7 +292,7 @@ def solve(
                 "init": init,
                 "workload": workload,
                 "engine": engine,
-                "robust": robust or None,
+                "robust": None if isinstance(robust, str) and robust == "auto" else robust or None,
                 "nan": None if nan == "raise" else nan,
             },
         )
@@ -349,6 +356,8 @@ def solve(
         )
     )
     robust_info: dict[str, Any] | None = None
+    if isinstance(robust, str) and robust == "auto":
+        robust = _auto_robust(network, callable(objective), n, notes)
     if robust is not False and robust is not None:
         model, robust_info = _robust(
             model, callable(objective), network, lat, collective, algorithm, robust, seed,
@@ -424,9 +433,9 @@ def solve(
             "arrays each): the modelled gain is not checked against the measured spread"
         )
     elif network is not None and network.measured and not callable(objective):
-        from rankopt.models.robust import speedup_interval
+        from rankopt.models.robust import interval_of, keep_launch_order, speedup_draws
 
-        interval = speedup_interval(
+        ratios = speedup_draws(
             network,
             order,
             collective,
@@ -441,17 +450,25 @@ def solve(
             },
             rng=seed,
         )
-        if not kept and not interval[0] > 1.0:
+        interval = interval_of(ratios)
+        why = None if kept else keep_launch_order(ratios)
+        if why is not None:
             extra["found_cost"] = float(cost)
             extra["method_stop_reason"] = stop_reason
             extra["found_interval"] = interval
             notes.append(
-                f"the order found is modelled {baseline / cost:.3g}x faster, but the "
-                f"measurement supports {interval[0]:.3g}-{interval[1]:.3g}x: a gain within "
-                "the measured spread, so the launch order is kept"
+                f"the order found is modelled {baseline / cost:.3g}x faster (90% interval "
+                f"{interval[0]:.3g}-{interval[1]:.3g}x from the measured spread), but {why}: "
+                "the launch order is kept"
             )
             order, cost, stop_reason = identity(n), baseline, LAUNCH_KEPT
             interval = (1.0, 1.0)
+        elif not kept and not interval[0] > 1.0:
+            notes.append(
+                f"the order found is slower than the launch order on some drawn networks "
+                f"(5th percentile {interval[0]:.3g}x), by at most the tolerance; it is faster "
+                f"on most (median {float(np.median(ratios)):.3g}x), so it is applied"
+            )
     if robust_info is not None:
         median_model = model.models[0]  # type: ignore[attr-defined]
         robust_info["median_cost"] = float(median_model.cost(order))
@@ -513,6 +530,27 @@ def _solve_hierarchical(
     return solve_hierarchical(network, collective, algorithm, host_solve=solve, **kw)
 
 
+#: Largest job ``robust="auto"`` turns the robust objective on for (it prices
+#: every order on :data:`~rankopt.models.robust.ROBUST_DRAWS` networks).
+ROBUST_AUTO_MAX_N = 256
+
+
+def _auto_robust(network: Any, custom: bool, n: int, notes: list[str]) -> bool:
+    """``robust="auto"``: whether the measurement shows rates that varied in time."""
+    from rankopt.network.core import VARYING_SPREAD, measured_variability
+
+    if network is None or custom or n > ROBUST_AUTO_MAX_N or not network.measured:
+        return False
+    spread = measured_variability(network)
+    if spread <= VARYING_SPREAD:
+        return False
+    notes.append(
+        f"the rates across the uplinks varied while probed (spread {spread:.2f} > "
+        f"{VARYING_SPREAD:g}: traffic that comes and goes): robust objective by default"
+    )
+    return True
+
+
 def _robust(
     model: CostModel,
     custom: bool,
@@ -545,7 +583,7 @@ def _robust(
         draws, statistic = int(robust), "mean"
     else:
         raise RankoptInputError(
-            f"`robust` must be a bool, a number of networks or a mapping; got {robust!r}."
+            f"`robust` must be a bool, a number of networks, a mapping or 'auto'; got {robust!r}."
         )
     try:
         out = robust_model(
@@ -782,7 +820,7 @@ def _network_info(network: Any) -> dict[str, Any]:
         "source": network.source,
         "hosts": None if network.hosts is None else list(network.hosts),
         "level_sizes": network.level_sizes(),
-        "uplinks": [[float(x) for x in u] for u in network.uplinks],
+        "uplinks": [np.asarray(u, dtype=float).tolist() for u in network.uplinks],
         "has_bandwidth": network.bandwidth is not None,
         "hierarchy": network.provenance.get("hierarchy", "given"),
     }

@@ -5,8 +5,12 @@ fast and imports nothing of rankopt.
 
     sink   ADDR PORT                       accept any number of flows, discard
     source ADDR PORT RATE ON OFF SEED      one TCP flow to ADDR:PORT
+    usink  ADDR PORT                       receive UDP datagrams, discard
+    usource ADDR PORT RATE ON OFF SEED     one paced UDP flow to ADDR:PORT
 
-``RATE`` is bytes/s (0: as fast as TCP goes: unfair, bursty); ``ON``/``OFF``
+``RATE`` is bytes/s (TCP 0: as fast as TCP goes: unfair, bursty; UDP needs a
+rate and does not back off when the link is full, as a media stream or
+another tenant's unresponsive traffic); ``ON``/``OFF``
 seconds give an on/off pattern (``OFF`` 0: always on). ``SEED`` jitters the
 first on-period's start so that flows do not switch in lockstep. A paced
 source sends 16 KiB chunks on a fixed schedule (token bucket without burst),
@@ -22,6 +26,7 @@ import threading
 import time
 
 _CHUNK = 16 << 10
+_DATAGRAM = 1400  # below the testbed links' MTU: no IP fragments
 
 
 def _drain(conn: socket.socket) -> None:
@@ -42,6 +47,15 @@ def sink(addr: str, port: int) -> None:
             threading.Thread(target=_drain, args=(conn,), daemon=True).start()
 
 
+def usink(addr: str, port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as srv:
+        srv.bind((addr, port))
+        print("ready", flush=True)
+        buf = bytearray(1 << 16)
+        while True:
+            srv.recv_into(buf)
+
+
 def _connect(addr: str, port: int) -> socket.socket:
     for _ in range(500):
         try:
@@ -51,9 +65,17 @@ def _connect(addr: str, port: int) -> socket.socket:
     raise SystemExit(f"tenant source: cannot connect to {addr}:{port}")
 
 
-def source(addr: str, port: int, rate: float, on: float, off: float, seed: int) -> None:
-    s = _connect(addr, port)
-    data = bytes(_CHUNK)
+def source(
+    addr: str, port: int, rate: float, on: float, off: float, seed: int, udp: bool = False
+) -> None:
+    if udp:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.connect((addr, port))
+        chunk = _DATAGRAM
+    else:
+        s = _connect(addr, port)
+        chunk = _CHUNK
+    data = bytes(chunk)
     gen = random.Random(seed)
     start = time.monotonic() + (gen.uniform(0, on + off) if off > 0 else 0.0)
     sent = 0.0
@@ -70,14 +92,17 @@ def source(addr: str, port: int, rate: float, on: float, off: float, seed: int) 
             due = epoch + sent / rate
             if due > now:
                 time.sleep(due - now)
-        s.sendall(data)
-        sent += _CHUNK
+        try:
+            s.sendall(data)
+        except OSError:  # UDP: a full queue drops the datagram, as on a real link
+            pass
+        sent += chunk
 
 
 if __name__ == "__main__":
     role = sys.argv[1]
-    if role == "sink":
-        sink(sys.argv[2], int(sys.argv[3]))
+    if role in ("sink", "usink"):
+        (usink if role == "usink" else sink)(sys.argv[2], int(sys.argv[3]))
     else:
         a, p, r, on_s, off_s, sd = sys.argv[2:8]
-        source(a, int(p), float(r), float(on_s), float(off_s), int(sd))
+        source(a, int(p), float(r), float(on_s), float(off_s), int(sd), udp=role == "usource")

@@ -60,6 +60,10 @@ class TenantSpec:
         On/off pattern in seconds (``off=0``: always on).
     label : str
         How reports name it.
+    proto : "tcp" or "udp"
+        TCP flows (paced, or as fast as TCP goes) share a full link with the
+        job's transfers; UDP flows (paced only) keep their rate whatever the
+        load, as unresponsive traffic does.
 
     Examples
     --------
@@ -68,7 +72,7 @@ class TenantSpec:
     >>> [(f.src, f.dst) for f in spec.flows], spec.rate
     ([(0, 3), (1, 4), (2, 5)], 6250000.0)
     >>> spec.describe()
-    '3 flows rack0->rack1, paced 50 Mbit/s each'
+    '3 flows rack0->rack1, TCP paced 50 Mbit/s each'
     """
 
     flows: tuple[Flow, ...]
@@ -76,10 +80,15 @@ class TenantSpec:
     on: float = 0.0
     off: float = 0.0
     label: str = ""
+    proto: str = "tcp"
 
     def __post_init__(self) -> None:
         if not self.flows:
             raise ValueError("a tenant needs at least one flow.")
+        if self.proto not in ("tcp", "udp"):
+            raise ValueError(f"`proto` must be 'tcp' or 'udp'; got {self.proto!r}.")
+        if self.proto == "udp" and self.rate is None:
+            raise ValueError("a UDP tenant needs a `rate` (UDP has no congestion control).")
         if self.rate is not None and not self.rate > 0:
             raise ValueError(f"`rate` must be positive; got {self.rate!r}.")
         if self.off < 0 or (self.off > 0 and not self.on > 0):
@@ -90,7 +99,11 @@ class TenantSpec:
 
     def describe(self) -> str:
         """One line: flows, rate, pattern."""
-        how = "TCP unpaced" if self.rate is None else f"paced {self.rate * 8 / 1e6:g} Mbit/s each"
+        how = (
+            "TCP unpaced"
+            if self.rate is None
+            else f"{self.proto.upper()} paced {self.rate * 8 / 1e6:g} Mbit/s each"
+        )
         text = f"{len(self.flows)} flows {self.label or 'custom'}, {how}"
         if self.off > 0:
             text += f", on {self.on:g} s / off {self.off:g} s"
@@ -104,6 +117,7 @@ class TenantSpec:
             "on": self.on,
             "off": self.off,
             "label": self.label,
+            "proto": self.proto,
             "describe": self.describe(),
         }
 
@@ -130,6 +144,7 @@ def parse_tenant(
     rate: str | float | None = None,
     on: float = 0.0,
     off: float = 0.0,
+    proto: str = "tcp",
 ) -> TenantSpec:
     """Flows from text: ``"rack0->rack1"``, ``"h0->h5"``, several joined by ``,``.
 
@@ -150,6 +165,7 @@ def parse_tenant(
         on=on,
         off=off,
         label=spec,
+        proto=proto,
     )
 
 
@@ -174,9 +190,16 @@ class Tenant:
         t = self.tb.topology
         try:
             for dst in sorted({f.dst for f in self.spec.flows}):
+                udp = self.spec.proto == "udp"
                 p = self.tb.popen(
                     dst,
-                    [sys.executable, _SCRIPT, "sink", t.address(dst), str(_PORT)],
+                    [
+                        sys.executable,
+                        _SCRIPT,
+                        "usink" if udp else "sink",
+                        t.address(dst),
+                        str(_PORT),
+                    ],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.DEVNULL,
                     text=True,
@@ -186,7 +209,8 @@ class Tenant:
                     raise TestbedError(f"the tenant's sink on host {dst} did not start.")
             rate = 0.0 if self.spec.rate is None else self.spec.rate
             for k, f in enumerate(self.spec.flows):
-                cmd = [sys.executable, _SCRIPT, "source", t.address(f.dst), str(_PORT)]
+                role = "usource" if self.spec.proto == "udp" else "source"
+                cmd = [sys.executable, _SCRIPT, role, t.address(f.dst), str(_PORT)]
                 cmd += [repr(rate), repr(self.spec.on), repr(self.spec.off), str(self.seed + k)]
                 self._procs.append(
                     self.tb.popen(f.src, cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
