@@ -1,0 +1,105 @@
+"""Another tenant on the emulated testbed: the user path against the best order, per case.
+
+Every row launches the user's entry point (``python -m rankopt.mpi``, default
+flags, through ``rankopt testbed run``) on a network with a random launch,
+while another tenant's flows run (or, with ``--no-tenant``, on the quiet
+network), and times it against the launch order, its own order replayed and
+the rack-contiguous order. Each (network, tenant) case is launched twice: the
+probe, and so the order, may differ between launches. Needs root (network
+namespaces); writes only under a temporary folder it removes.
+
+    python bench/testbed_tenants.py                 # every case, table at the end
+    python bench/testbed_tenants.py --no-tenant     # the same networks, quiet
+    python bench/testbed_tenants.py --quick         # one network, one case
+
+The table: launch, user path and best order measured (seconds, median of
+``--repeats``), the user path's fraction of the best, the modelled speedup
+with its 90% interval as printed, the measured speedup, whether the interval
+holds it, and the modelled speedup's error against the measured one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+#: Networks no test uses: racks (hosts each), host and rack-uplink rates, launch seed.
+NETWORKS = (
+    ("3,3,3", "1gbit,250mbit", 5),
+    ("4,3,2", "1gbit,200mbit", 7),
+    ("2,4,3", "1gbit,300mbit", 9),
+)
+#: Tenant cases: label, flows, extra options of ``rankopt testbed run``.
+TENANTS = (
+    ("one uplink, one way, TCP paced", "rack0->rack1", ["--tenant-count", "3", "--tenant-rate", "50mbit"]),
+    ("two uplinks, UDP paced", "rack0->rack1,rack2->rack0",
+     ["--tenant-count", "2", "--tenant-rate", "40mbit", "--tenant-proto", "udp"]),
+    ("one uplink, TCP unpaced", "rack1->rack2", ["--tenant-count", "2"]),
+    ("on/off 2 s, TCP paced", "rack0->rack1",
+     ["--tenant-count", "3", "--tenant-rate", "50mbit", "--tenant-on-off", "2,2"]),
+)  # fmt: skip
+
+
+def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> dict:
+    out = work / f"{tag}.json"
+    cmd = [sys.executable, "-m", "rankopt", "testbed", "-q", "run", "--racks", racks,
+           "--rates", rates, "--launch", "random", "--seed", str(seed), "--engines",
+           args.engine, "--sizes", str(args.size), "--random", "0", "--repeats",
+           str(args.repeats), "-o", str(out)]  # fmt: skip
+    if tenant is not None:
+        cmd += ["--tenant", tenant, *opts, "--tenant-only"]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    report = json.loads(out.read_text())
+    row = [r for r in report["summary"] if (r["tenant"] is None) == (tenant is None)][0]
+    return row
+
+
+def fmt(label: str, net: str, launch: int, row: dict) -> str:
+    lo, hi = row["modelled_interval"] or (float("nan"),) * 2
+    meas = row["speedup_user"]
+    inside = lo - 0.005 <= meas <= hi + 0.005
+    err = row["modelled_speedup"] / meas - 1.0
+    return (
+        f"| {label} | {net} | {launch} | {row['launch']:.2f} | {row['user']:.2f} | "
+        f"{row['best']:.2f} ({row['best_label']}) | {row['fraction_of_best']:.0%} | "
+        f"{row['modelled_speedup']:.2f}x ({lo:.2f}-{hi:.2f}) | {meas:.2f}x | "
+        f"{'yes' if inside else 'no'} | {err:+.0%} |"
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--no-tenant", action="store_true", help="the networks without a tenant")
+    p.add_argument("--quick", action="store_true", help="one network, one tenant case")
+    p.add_argument("--engine", default="mpi-ring", help="testbed engine (default: mpi-ring)")
+    p.add_argument("--size", type=int, default=16, help="allreduce MB (default: 16)")
+    p.add_argument("--repeats", type=int, default=3, help="timed runs per order (default: 3)")
+    p.add_argument("--launches", type=int, default=2, help="user-path launches per case")
+    p.add_argument("-o", "--output", help="also write the rows as JSON here")
+    args = p.parse_args()
+    nets = NETWORKS[:1] if args.quick else NETWORKS
+    cases = [(None, None, [])] if args.no_tenant else TENANTS[: 1 if args.quick else None]
+    print("| tenant | racks, uplink | launch | launch s | user path s | best s | of best | "
+          "modelled (90%) | measured | in interval | modelled error |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="rankopt-tenants-") as tmp:
+        for racks, rates, seed in nets:
+            for label, tenant, opts in cases:
+                for launch in range(1, args.launches + 1):
+                    tag = f"{racks}-{label}-{launch}".replace(",", "_").replace(" ", "_")
+                    tag = tag.replace("/", "_")
+                    row = run_case(racks, rates, seed, tenant, opts, args, Path(tmp), tag)
+                    net = f"{racks}, {rates.split(',')[1]}, seed {seed}"
+                    print(fmt(label or "none", net, launch, row), flush=True)
+                    rows.append({"tenant": label, "network": net, "launch": launch, **row})
+    if args.output:
+        Path(args.output).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
