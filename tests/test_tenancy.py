@@ -86,7 +86,8 @@ def test_infer_uplinks_is_not_outvoted_by_a_sibling_or_one_lucky_pair():
     np.fill_diagonal(bw, 0.0)
     out, into = infer_uplinks(bw, [np.arange(9), rack])[1]
     assert out.tolist() == [30.0, 30.0, 30.0]  # rack 0 out: to rack 2 at 30 (not the median)
-    assert into.tolist() == [30.0, 10.0, 30.0]
+    assert into[0] == into[2] == 30.0
+    assert 10.0 <= into[1] < 15.0  # the one lucky transfer does not set rack 1's way in
 
 
 def test_block_quantile_matches_numpy():

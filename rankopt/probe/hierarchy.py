@@ -46,7 +46,7 @@ __all__ = [
 
 #: Quantile of the rates between two groups that :func:`infer_uplinks` takes as
 #: what one transfer across their uplinks gets.
-UPLINK_QUANTILE = 0.75
+UPLINK_QUANTILE = 0.9
 
 logger = logging.getLogger("rankopt")
 
@@ -435,11 +435,13 @@ def infer_uplinks(bandwidth: ArrayLike, levels: Sequence[ArrayLike]) -> list[NDA
 
     Notes
     -----
-    Between two groups, the upper quartile of their pairs'
+    Between two groups, the 90th percentile of their pairs'
     rates (:data:`UPLINK_QUANTILE`), not the mean, because a probe's
-    transfers that shared a link only ever come out slower than the link,
-    and not the best pair, which one transfer lucky in its timing sets
-    alone; the best over siblings, not their median, because a sibling
+    transfers that ran side by side and shared a link only ever come out
+    slower than the link (the all-pairs schedule puts a third or more of
+    a block's pairs in such slots when latency does not show the racks),
+    and not the best pair alone, which one transfer lucky in its timing
+    sets; the best over siblings, not their median, because a sibling
     whose own uplink is loaded is slow for a reason that is not ``g``'s.
     A pair is limited by the slowest link
     on its path, so the estimate is a lower bound on the uplink's capacity
