@@ -15,7 +15,7 @@ import pytest
 from rankopt import RankoptInputError
 from rankopt.probe import ProbeTimeoutError
 from rankopt.probe._common import ProbeParams
-from rankopt.probe._engine import run_probe
+from rankopt.probe._engine import RECHECK_PASSES, recheck_pairs, run_probe
 
 
 class _Hub:
@@ -156,6 +156,7 @@ def test_engine_measures_every_pair_once(n):
     for other in ms[1:]:
         np.testing.assert_array_equal(other.latency, m.latency)
         assert other.started_at == m.started_at and other.finished_at == m.finished_at
+        assert other.parameters.get("recheck") == m.parameters.get("recheck")
 
 
 def test_engine_reports_progress_per_round_and_slot():
@@ -168,9 +169,11 @@ def test_engine_reports_progress_per_round_and_slot():
         phases = [(p.phase, p.step, p.steps) for p in seen[r]]
         rounds = m.parameters["latency_rounds"]
         slots = m.parameters["bandwidth_slots"]
+        again = len(m.parameters.get("recheck", [])) // RECHECK_PASSES  # groups the rates show
         assert phases == [("latency", i + 1, rounds) for i in range(rounds)] + [
             ("bandwidth", i + 1, slots) for i in range(slots)
-        ]
+        ] + [("recheck", i + 1, again) for _ in range(RECHECK_PASSES if again else 0)
+             for i in range(again)]  # fmt: skip
         assert all(b.elapsed >= a.elapsed for a, b in zip(seen[r], seen[r][1:], strict=False))
 
 
@@ -241,3 +244,15 @@ def test_engine_linear_mode_fills_the_matrix_and_records_the_groups():
         np.testing.assert_array_equal(other.bandwidth, m.bandwidth)
         assert other.parameters == m.parameters
     assert Network.from_measurement(m).level_sizes()[0] == [3, 3]
+
+
+def test_recheck_pairs_one_per_two_sibling_groups():
+    # two pods of two racks: racks pair up inside their pod, pods pair once
+    rack = np.repeat([0, 1, 2, 3], 2)
+    pod = rack // 2
+    bw = np.where(
+        rack[:, None] == rack[None, :], 100.0, np.where(pod[:, None] == pod[None, :], 30.0, 5.0)
+    )
+    assert recheck_pairs(bw, [f"h{i}" for i in range(8)]) == [(0, 2), (4, 6), (0, 4)]
+    # no hierarchy above the hosts: nothing to recheck
+    assert recheck_pairs(np.full((4, 4), 50.0), ["a", "b", "c", "d"]) == []

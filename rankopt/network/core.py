@@ -40,7 +40,7 @@ __all__ = [
     "Network",
     "uplink_directions",
     "measured_variability",
-    "VARYING_SPREAD",
+    "VARYING_SLOWDOWN",
     "as_network",
     "load_network",
     "DEFAULT_NBYTES",
@@ -767,65 +767,62 @@ def _log_sigma(
     return sigma
 
 
-#: Relative spread of the measured rates across an uplink above which the network
-#: counts as varying in time (see :func:`measured_variability`).
-VARYING_SPREAD = 0.25
+#: A recheck this many times slower than its groups' rate marks a network whose
+#: load varied while it was probed (see :func:`measured_variability`).
+VARYING_SLOWDOWN = 1.5
 
 
 def measured_variability(network: Network) -> float:
-    """How much the rates across the network's uplinks varied while it was probed.
+    """How much slower than before a transfer across an uplink ran when probed again alone.
 
-    Another tenant whose traffic comes and goes (on/off every few seconds,
-    bursty TCP) makes the transfers that cross one uplink in one direction
-    -- entries the hierarchy says are alike (:func:`alike_blocks`) -- come
-    out fast or slow depending on when each was measured, and a transfer's
-    own repeats scatter. Returns the larger of: the widest such block's
-    spread between its 10th and 90th percentiles, as the standard deviation
-    of a log-normal of that width (``log(q90 / q10) / 2.563``; blocks of at
-    least :data:`MIN_BLOCK` entries; a MAD would read 0 for a link loaded
-    during a third of its transfers), and the median relative spread of the
-    repeats (1.4826 MAD / median) of the entries that cross an uplink. 0
-    without bandwidth, spreads or a hierarchy above the hosts. A quiet
-    network, or a steady neighbour, measures well below
-    :data:`VARYING_SPREAD`.
+    The all-pairs probe ends with a *recheck*: one pair of every two sibling
+    groups, alone in its slot, twice (``provenance["probe"]["recheck"]``,
+    :func:`rankopt.probe._engine.recheck_pairs`). A transfer alone is not
+    slowed by the probe's own side-by-side transfers, which only ever lower
+    a measured rate; so a recheck well below the rate its two groups reached
+    in the bandwidth phase (their second-best pair) means traffic that was
+    not there before: another tenant whose load comes and goes (on/off,
+    bursty TCP). Returns the largest such factor, ``rate before / recheck``
+    over every direction rechecked (1.0 when none is slower, or without a
+    recheck: a linear probe, matrices from a file). A quiet network or a
+    steady neighbour stays near 1; :data:`VARYING_SLOWDOWN` marks the line.
 
     Examples
     --------
     >>> import numpy as np, rankopt
     >>> rack = np.repeat([0, 1, 2], 3)
     >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 20e6)
-    >>> net = rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw,
-    ...                                     bandwidth_spread=0.02 * bw)
-    >>> measured_variability(net) < VARYING_SPREAD
-    True
-    >>> gen = np.random.default_rng(1)
-    >>> on_off = np.where(rack[:, None] == rack[None, :], 1.0, gen.choice([1.0, 0.3], (9, 9)))
-    >>> net2 = rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw * on_off,
-    ...                                      groups=[rack], bandwidth_spread=0.02 * bw)
-    >>> measured_variability(net2) > VARYING_SPREAD
-    True
+    >>> prov = {"probe": {"recheck": [[0, 3, 20e6, 19e6], [0, 6, 8e6, 20e6]]}}
+    >>> net = rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw, provenance=prov)
+    >>> round(measured_variability(net), 2)
+    2.5
     """
+    probe = network.provenance.get("probe") if network.provenance else None
+    rows = probe.get("recheck") if isinstance(probe, Mapping) else None
     bw = network.bandwidth
-    if bw is None or not network.groups or network.bandwidth_spread is None:
-        return 0.0
+    if not rows or bw is None or not network.groups:
+        return 1.0
+    from rankopt.probe.hierarchy import block_runner_up
+
     n = network.n
     meet = meet_levels(network.groups, n)
-    host_level = network.hosts is not None and _same_partition(network.groups[0], network.hosts)
-    cross = (meet >= (2 if host_level else 1)) & np.isfinite(bw) & (bw > 0)
-    if not cross.any():
-        return 0.0
-    blocks = alike_blocks(network.groups, n, network.hosts)
-    logs = np.log(np.where(cross, bw, 1.0))
-    widest = 0.0
-    flat_b, flat_l = blocks[cross], logs[cross]
-    order = np.argsort(flat_b, kind="stable")
-    cuts = np.flatnonzero(np.diff(flat_b[order])) + 1
-    for part in np.split(order, cuts):
-        if part.size >= MIN_BLOCK:
-            q10, q90 = np.quantile(flat_l[part], [0.1, 0.9])
-            widest = max(widest, float(q90 - q10) / 2.563)
-    rel = 1.4826 * network.bandwidth_spread[cross] / bw[cross]
-    return max(widest, float(np.median(rel)))
+    est: dict[int, NDArray[np.float64]] = {}
+    worst = 1.0
+    for row in rows:
+        a, b = int(row[0]), int(row[1])
+        if not (0 <= a < n and 0 <= b < n) or a == b:
+            continue
+        level = int(meet[a, b]) - 1
+        if level < 0:
+            continue
+        lab = network.groups[level]
+        if level not in est:
+            est[level] = block_runner_up(bw, lab)
+        for x, y, rate in ((a, b, float(row[2])), (b, a, float(row[3]))):
+            before = float(est[level][lab[x], lab[y]])
+            if rate > 0 and np.isfinite(before) and before > 0:
+                worst = max(worst, before / rate)
+    return worst
 
 
 class Redraw:

@@ -11,7 +11,14 @@ engine runs the phases:
 3. **bandwidth** -- the slots of :func:`~rankopt.probe.schedule.bandwidth_slots`;
    in each, both processes of a pair send ``warmup + bandwidth_repeats`` large
    messages in turn, each answered by a small acknowledgement;
-4. **gather** -- allgather of every process's rows of the matrices.
+4. **gather** -- allgather of every process's rows of the matrices;
+5. **recheck** (all-pairs bandwidth only) -- one pair of every two sibling
+   groups that the gathered bandwidth shows, alone in its slot, measured
+   again in :data:`RECHECK_PASSES` passes (:func:`recheck_pairs`). A transfer
+   alone cannot be slowed by the probe's own side-by-side transfers, so a
+   recheck far from what its groups measured before is another tenant whose
+   traffic comes and goes (``parameters["recheck"]``,
+   :func:`rankopt.network.core.measured_variability`).
 
 Every round and slot ends with a consensus: an allreduce of a failure flag with
 a deadline. When it fails or times out, all processes still alive exchange
@@ -68,7 +75,13 @@ PAIR_SHARE, CONSENSUS_SHARE, FAILURE_SHARE = 0.6, 0.8, 0.95
 MAX_SKEW_SHARE = 0.5  # the common start of a round is at most this much before the local one
 HOST_BYTES = 256
 _Rows = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], float]
-_UNIT = {"latency": "round", "bandwidth": "slot", "start": "step", "gather": "step"}
+_UNIT = {
+    "latency": "round",
+    "bandwidth": "slot",
+    "recheck": "slot",
+    "start": "step",
+    "gather": "step",
+}
 
 
 class Transport(Protocol):
@@ -169,7 +182,7 @@ class _Probe:
                 continue
             if q in partner:
                 parts.append(f"rank {q} (paired with {partner[q]}) did not report")
-            elif phase in ("latency", "bandwidth"):
+            elif phase in ("latency", "bandwidth", "recheck"):
                 parts.append(f"rank {q} (no pair this {unit}) did not report")
             else:
                 parts.append(f"rank {q} did not report")
@@ -344,7 +357,12 @@ class _Probe:
             "latency", rounds, self.small_out, self.small_in, tags, self.p.repeats, one_way
         )
 
-    def _bandwidth(self, latency: NDArray, slots: Sequence[Sequence[tuple[int, int]]]) -> _Rows:
+    def _bandwidth(
+        self,
+        latency: NDArray,
+        slots: Sequence[Sequence[tuple[int, int]]],
+        phase: str = "bandwidth",
+    ) -> _Rows:
         nbytes = self.p.bandwidth_bytes
         me = self.me
 
@@ -356,7 +374,7 @@ class _Probe:
         out = np.ones(nbytes, dtype=np.uint8)
         inbox = np.zeros(nbytes, dtype=np.uint8)
         tags = (TAG_BW, TAG_ACK)
-        return self._phase("bandwidth", slots, out, inbox, tags, self.p.bandwidth_repeats, rate)
+        return self._phase(phase, slots, out, inbox, tags, self.p.bandwidth_repeats, rate)
 
     def _linear_bandwidth(
         self, lat: NDArray, hosts: Sequence[str], levels: Sequence[NDArray[np.int64]]
@@ -376,6 +394,17 @@ class _Probe:
         rate, rate_spread, counts, found = planner.result()
         return rate, rate_spread, counts, finished, found
 
+    def _recheck(self, lat: NDArray, bw: NDArray, hosts: Sequence[str]) -> list[list[float]]:
+        """Every recheck pair alone, :data:`RECHECK_PASSES` times: ``[a, b, r_ab, r_ba]`` rows."""
+        pairs = recheck_pairs(bw, hosts)
+        rows: list[list[float]] = []
+        for _ in range(RECHECK_PASSES if pairs else 0):
+            again, _, _, _ = self._bandwidth(lat, [[p] for p in pairs], "recheck")
+            rows.extend(
+                [float(a), float(b), float(again[a, b]), float(again[b, a])] for a, b in pairs
+            )
+        return rows
+
     def run(self) -> Measurement:
         hosts, started = self._start()
         rounds = round_robin(self.n)
@@ -390,6 +419,10 @@ class _Probe:
         elif self.p.bandwidth:
             slots = bandwidth_slots(lat, hosts, concurrency=self.p.bw_concurrency, levels=levels)
             bw, bw_spread, bw_counts, finished = self._bandwidth(lat, slots)
+            recheck = self._recheck(lat, bw, hosts)
+            if recheck:
+                found = {"recheck": recheck}
+                finished = self.timings[-1][2]
         parameters = self.p.as_dict() | {
             "n": self.n,
             "latency_rounds": len(rounds),
@@ -400,6 +433,7 @@ class _Probe:
         }
         if found:
             parameters |= found
+        if "bandwidth_stages" in found:
             parameters["bandwidth_slots"] = sum(s for _, s in found["bandwidth_stages"])
         return Measurement(
             latency=lat,
@@ -414,6 +448,47 @@ class _Probe:
             backend=self.backend,
             parameters=parameters,
         )
+
+
+#: Passes of the recheck stage (every recheck pair alone, once per pass).
+RECHECK_PASSES = 2
+#: Most groups the recheck stage pairs up (their sibling pairs run one at a time).
+RECHECK_MAX_GROUPS = 8
+
+
+def recheck_pairs(bandwidth: NDArray[np.float64], hosts: Sequence[str]) -> list[tuple[int, int]]:
+    """One process pair per two sibling groups above the hosts, for the recheck stage.
+
+    The groups are those :meth:`rankopt.Network.infer_hierarchy` finds in the
+    gathered bandwidth (single linkage, hosts first), so every process
+    computes the same list. Levels with more than :data:`RECHECK_MAX_GROUPS`
+    groups are left out (their sibling pairs would cost too many slots);
+    the pair of groups ``g < h`` is their lowest ranks.
+
+    Examples
+    --------
+    >>> rack = np.array([0, 1, 0, 1, 2, 2])
+    >>> bw = np.where(rack[:, None] == rack[None, :], 100.0, 20.0)
+    >>> recheck_pairs(bw, [f"h{i}" for i in range(6)])
+    [(0, 1), (0, 4), (1, 4)]
+    """
+    from rankopt.probe.hierarchy import infer_hierarchy
+
+    levels = infer_hierarchy(bandwidth=bandwidth, hosts=hosts, linkage="single")
+    pairs: list[tuple[int, int]] = []
+    n = len(hosts)
+    for k, lab in enumerate(levels[1:], start=1):
+        parent = levels[k + 1] if k + 1 < len(levels) else np.zeros(n, dtype=np.int64)
+        groups = np.unique(lab)
+        if groups.size < 2 or groups.size > RECHECK_MAX_GROUPS:
+            continue
+        first = {int(g): int(np.flatnonzero(lab == g)[0]) for g in groups}
+        for i, g in enumerate(groups):
+            for h in groups[i + 1 :]:
+                a, b = first[int(g)], first[int(h)]
+                if parent[a] == parent[b]:
+                    pairs.append((min(a, b), max(a, b)))
+    return pairs
 
 
 def _phase_seconds(started: float, timings: Sequence[tuple[str, int, float]]) -> list[list[Any]]:

@@ -39,14 +39,10 @@ __all__ = [
     "infer_uplinks",
     "block_max",
     "block_quantile",
+    "block_runner_up",
     "host_labels",
     "DEFAULT_GAP",
-    "UPLINK_QUANTILE",
 ]
-
-#: Quantile of the rates between two groups that :func:`infer_uplinks` takes as
-#: what one transfer across their uplinks gets.
-UPLINK_QUANTILE = 0.9
 
 logger = logging.getLogger("rankopt")
 
@@ -359,6 +355,28 @@ def block_max(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray
     return np.maximum.reduceat(np.maximum.reduceat(m, starts, axis=0), starts, axis=1)
 
 
+def _block_sorted(
+    matrix: NDArray[np.float64], labels: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]:
+    """Off-diagonal entries sorted by (block, value): keys, values, block starts and ends."""
+    n = labels.size
+    g_count = int(labels.max()) + 1
+    off = ~np.eye(n, dtype=bool)
+    key = (labels[:, None] * g_count + labels[None, :])[off]
+    vals = np.asarray(matrix, dtype=np.float64)[off]
+    # one sort on block + value in [0, 1): a float64 keeps 2^-32 of the value's
+    # range below a block index of up to 2^20 (G up to 1024), else two sorts
+    top = float(np.max(np.abs(vals), initial=0.0)) * 2.0 + 1e-300
+    if g_count <= 1024 and np.all(vals >= 0):
+        order = np.argsort(key + vals / top, kind="stable")
+    else:
+        order = np.lexsort((vals, key))
+    key, vals = key[order], vals[order]
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    ends = np.r_[starts[1:], key.size]
+    return key, vals, starts, ends, g_count
+
+
 def block_quantile(
     matrix: NDArray[np.float64], labels: NDArray[np.int64], q: float
 ) -> NDArray[np.float64]:
@@ -375,27 +393,32 @@ def block_quantile(
     array([[1.5, 6.5],
            [2. , 4.5]])
     """
-    n = labels.size
-    g_count = int(labels.max()) + 1
-    off = ~np.eye(n, dtype=bool)
-    key = (labels[:, None] * g_count + labels[None, :])[off]
-    vals = np.asarray(matrix, dtype=np.float64)[off]
-    # one sort on block + value in [0, 1): a float64 keeps 2^-32 of the value's
-    # range below a block index of up to 2^20 (G up to 1024), else two sorts
-    top = float(np.max(np.abs(vals), initial=0.0)) * 2.0 + 1e-300
-    if g_count <= 1024 and np.all(vals >= 0):
-        order = np.argsort(key + vals / top, kind="stable")
-    else:
-        order = np.lexsort((vals, key))
-    key, vals = key[order], vals[order]
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    ends = np.r_[starts[1:], key.size]
+    key, vals, starts, ends, g_count = _block_sorted(matrix, labels)
     pos = starts + q * (ends - 1 - starts)  # linear interpolation, as numpy.quantile
     lo = np.floor(pos).astype(np.int64)
     hi = np.minimum(lo + 1, ends - 1)
     frac = pos - lo
     out = np.full(g_count * g_count, np.nan)
     out[key[starts]] = vals[lo] * (1.0 - frac) + vals[hi] * frac
+    return out.reshape(g_count, g_count)
+
+
+def block_runner_up(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``out[g, h]``: the second largest entry of ``matrix`` from group ``g`` to ``h``.
+
+    The largest where the block has one entry; ``nan`` for a block of one
+    process to itself. Labels must be 0..G-1.
+
+    Examples
+    --------
+    >>> m = np.array([[0, 1, 5, 7], [2, 0, 6, 9], [3, 4, 0, 8], [1, 1, 1, 0.]])
+    >>> block_runner_up(m, np.array([0, 0, 1, 1]))
+    array([[1., 7.],
+           [3., 1.]])
+    """
+    key, vals, starts, ends, g_count = _block_sorted(matrix, labels)
+    out = np.full(g_count * g_count, np.nan)
+    out[key[starts]] = vals[np.maximum(ends - 2, starts)]
     return out.reshape(g_count, g_count)
 
 
@@ -435,13 +458,14 @@ def infer_uplinks(bandwidth: ArrayLike, levels: Sequence[ArrayLike]) -> list[NDA
 
     Notes
     -----
-    Between two groups, the 90th percentile of their pairs'
-    rates (:data:`UPLINK_QUANTILE`), not the mean, because a probe's
-    transfers that ran side by side and shared a link only ever come out
-    slower than the link (the all-pairs schedule puts a third or more of
-    a block's pairs in such slots when latency does not show the racks),
-    and not the best pair alone, which one transfer lucky in its timing
-    sets; the best over siblings, not their median, because a sibling
+    Between two groups, the second best of their pairs' rates
+    (:func:`block_runner_up`), not the mean nor a lower quantile, because
+    a probe's transfers that ran side by side and shared a link only ever
+    come out slower than the link (the all-pairs schedule puts most of a
+    block's pairs in such slots when latency does not show the racks:
+    on a quiet 250 Mbit/s uplink 2 of 12 pairs measured its 30 MB/s, the
+    others 9-29), and not the best pair alone, which one transfer lucky in
+    its timing sets (a pair at 20 MB/s through a way in loaded down to 11); the best over siblings, not their median, because a sibling
     whose own uplink is loaded is slow for a reason that is not ``g``'s.
     A pair is limited by the slowest link
     on its path, so the estimate is a lower bound on the uplink's capacity
@@ -472,7 +496,7 @@ def infer_uplinks(bandwidth: ArrayLike, levels: Sequence[ArrayLike]) -> list[NDA
     for k, lab in enumerate(labs):
         parent = labs[k + 1] if k + 1 < len(labs) else np.zeros(n, dtype=np.int64)
         g_count = int(lab.max()) + 1
-        m = block_quantile(bw, lab, UPLINK_QUANTILE)
+        m = block_runner_up(bw, lab)
         parent_of = np.zeros(g_count, dtype=np.int64)
         parent_of[lab] = parent
         sib = (parent_of[:, None] == parent_of[None, :]) & ~np.eye(g_count, dtype=bool)

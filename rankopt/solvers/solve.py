@@ -209,9 +209,9 @@ def solve(
         Minimise the model's mean cost over networks the measurement cannot
         tell apart instead of its cost on the median network
         (:mod:`rankopt.models.robust`). ``"auto"``: robust when the
-        network was measured while the rates across its uplinks varied
-        (:func:`rankopt.network.core.measured_variability` above
-        :data:`~rankopt.network.core.VARYING_SPREAD`: another tenant's
+        probe's recheck found the load across an uplink varied
+        (:func:`rankopt.network.core.measured_variability` at least
+        :data:`~rankopt.network.core.VARYING_SLOWDOWN`: another tenant's
         traffic coming and going), up to
         :data:`ROBUST_AUTO_MAX_N` processes, with a note saying so; ``True`` uses
         :data:`~rankopt.models.robust.ROBUST_DRAWS` networks (the measured
@@ -532,21 +532,22 @@ def _solve_hierarchical(
 
 #: Largest job ``robust="auto"`` turns the robust objective on for (it prices
 #: every order on :data:`~rankopt.models.robust.ROBUST_DRAWS` networks).
-ROBUST_AUTO_MAX_N = 256
+ROBUST_AUTO_MAX_N = 64
 
 
 def _auto_robust(network: Any, custom: bool, n: int, notes: list[str]) -> bool:
     """``robust="auto"``: whether the measurement shows rates that varied in time."""
-    from rankopt.network.core import VARYING_SPREAD, measured_variability
+    from rankopt.network.core import VARYING_SLOWDOWN, measured_variability
 
     if network is None or custom or n > ROBUST_AUTO_MAX_N or not network.measured:
         return False
-    spread = measured_variability(network)
-    if spread <= VARYING_SPREAD:
+    slowdown = measured_variability(network)
+    if slowdown < VARYING_SLOWDOWN:
         return False
     notes.append(
-        f"the rates across the uplinks varied while probed (spread {spread:.2f} > "
-        f"{VARYING_SPREAD:g}: traffic that comes and goes): robust objective by default"
+        f"the load across the uplinks varied while probed (a transfer measured again alone "
+        f"ran {slowdown:.2f}x slower than its groups had: traffic that comes and goes): "
+        "robust objective by default"
     )
     return True
 
