@@ -190,3 +190,45 @@ def test_a_large_gain_is_not_thrown_away_for_a_wide_interval():
     assert res.stop_reason != LAUNCH_KEPT and res.speedup > 1.5
     lo, hi = res.speedup_interval
     assert lo <= res.speedup <= hi * 1.05
+
+
+def test_a_recheck_alone_raises_an_uplink_the_first_pass_read_low():
+    # every transfer out of rack 2 ran beside another that shared its uplink: 10-20 of 30
+    m, rack = _tenant_probe((3, 3, 3), seed=9, factor=1.0, recheck="off")
+    bw = m.bandwidth.copy()
+    slowed = (rack[:, None] == 2) & (rack[None, :] != 2)
+    bw[slowed] *= np.random.default_rng(0).uniform(0.33, 0.66, int(slowed.sum()))
+    rows = [[a, b, 31e6, 31e6] for a, b, _, _ in m.parameters["recheck"]]  # above the level
+    m2 = Measurement(
+        m.latency, bw, m.hosts, latency_spread=m.latency_spread,
+        bandwidth_spread=m.bandwidth_spread, pair_counts=m.pair_counts,
+        bandwidth_counts=m.bandwidth_counts, backend="mpi",
+        parameters={**m.parameters, "recheck": rows},
+    )  # fmt: skip
+    net = Network.from_measurement(m2)
+    out, into = uplink_directions(net.uplinks[-1])
+    fastest = float(bw[rack[:, None] != rack[None, :]].max())
+    assert np.all(out >= 29e6) and np.all(into >= 29e6)  # rack 2's way out too
+    assert out.max() <= fastest and into.max() <= fastest  # capped at what the level showed
+    no_recheck = Network.from_measurement(
+        Measurement(m.latency, bw, m.hosts, bandwidth_spread=m.bandwidth_spread)
+    )
+    assert uplink_directions(no_recheck.uplinks[-1])[0].min() < 21e6
+
+
+def test_a_slow_recheck_widens_only_the_narrower_uplink_it_crossed():
+    from rankopt.network.core import Redraw
+
+    steady, _ = _tenant_probe((3, 3, 3), seed=10, recheck="on")
+    varying, rack = _tenant_probe((3, 3, 3), seed=10, on_off=0.5, recheck="on")
+    for m, expect in ((steady, False), (varying, True)):
+        net = Network.from_measurement(m)
+        drift = Redraw(net, net.default_model()).drift
+        if not expect:
+            assert drift is None or max(float(d.max()) for d in drift) < 0.1
+            continue
+        lab = net.groups[-1]
+        loaded = int(lab[np.flatnonzero(rack == 0)[0]])
+        top = drift[-1]
+        assert top[0, loaded] > 0.5  # the loaded rack's way out
+        assert np.delete(top[0], loaded).max() < 0.1 and top[1].max() < 0.1

@@ -40,6 +40,7 @@ __all__ = [
     "Network",
     "uplink_directions",
     "measured_variability",
+    "recheck_rows",
     "VARYING_SLOWDOWN",
     "as_network",
     "load_network",
@@ -358,7 +359,33 @@ class Network:
         )
         if probed_groups:
             net = net._with_probed_hierarchy(probed_groups, params.get("uplink_capacity"))
-        return net
+        return net._with_recheck()
+
+    def _with_recheck(self) -> Network:
+        """Uplinks raised to what the probe's recheck measured alone across them.
+
+        A recheck is one transfer alone in its slot (:func:`recheck_rows`):
+        its rate is a lower bound of every uplink it left and entered, which
+        the bandwidth phase may have read low when most of a block's pairs ran
+        side by side and shared a link.
+        """
+        rows = recheck_rows(self)
+        if not rows or not self.has_uplinks:
+            return self
+        ups = [np.stack([np.array(d) for d in uplink_directions(u)]) for u in self.uplinks]
+        bw = self.bandwidth
+        meet = meet_levels(self.groups, self.n)
+        for k, (lab, both) in enumerate(zip(self.groups, ups, strict=True)):
+            # never above the fastest transfer the bandwidth phase saw across this level:
+            # a recheck's own error (an acknowledgement's latency misjudged) stays out
+            across = meet > k
+            cap = float(np.max(bw[across])) if bw is not None and across.any() else np.inf
+            for a, b, r_ab, r_ba in rows:
+                if lab[a] != lab[b]:
+                    for x, y, rate in ((a, b, min(r_ab, cap)), (b, a, min(r_ba, cap))):
+                        both[0, lab[x]] = max(both[0, lab[x]], rate)
+                        both[1, lab[y]] = max(both[1, lab[y]], rate)
+        return replace(self, uplinks=tuple(ups))
 
     def _with_probed_hierarchy(self, groups: Sequence[Any], capacity: Any) -> Network:
         """The groups a linear probe found, and its k-flow uplink capacities where measured.
@@ -605,6 +632,9 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
 def _network_from_npz(z: Mapping[str, Any], name: str) -> Network:
     try:
         ups = uplinks_from_array(z["uplinks"], z.get("uplinks_in")) if "uplinks" in z else ()
+    except RankoptInputError as exc:
+        raise RankoptInputError(f"{name}: {exc}") from None
+    try:
         prov = json.loads(str(z["provenance"])) if "provenance" in z else {}
     except json.JSONDecodeError:
         prov = {}
@@ -767,6 +797,29 @@ def _log_sigma(
     return sigma
 
 
+def recheck_rows(network: Network) -> list[tuple[int, int, float, float]]:
+    """The probe's recheck: ``(a, b, rate a -> b, rate b -> a)`` of every pair measured again alone.
+
+    Read from ``provenance["probe"]["recheck"]`` (the all-pairs probe's last
+    stage, :func:`rankopt.probe._engine.recheck_pairs`); rows that are not
+    two processes of this network and two positive finite rates are left
+    out (a stored network's provenance is a file's content).
+    """
+    probe = network.provenance.get("probe") if network.provenance else None
+    rows = probe.get("recheck") if isinstance(probe, Mapping) else None
+    out: list[tuple[int, int, float, float]] = []
+    n = network.n
+    for row in rows if isinstance(rows, list) else ():
+        try:
+            a, b, r_ab, r_ba = int(row[0]), int(row[1]), float(row[2]), float(row[3])
+        except (TypeError, ValueError, IndexError, OverflowError):
+            continue
+        rates_ok = all(np.isfinite(r) and r > 0 for r in (r_ab, r_ba))
+        if 0 <= a < n and 0 <= b < n and a != b and rates_ok:
+            out.append((a, b, r_ab, r_ba))
+    return out
+
+
 #: A recheck this many times slower than its groups' rate marks a network whose
 #: load varied while it was probed (see :func:`measured_variability`).
 VARYING_SLOWDOWN = 1.5
@@ -797,8 +850,7 @@ def measured_variability(network: Network) -> float:
     >>> round(measured_variability(net), 2)
     2.5
     """
-    probe = network.provenance.get("probe") if network.provenance else None
-    rows = probe.get("recheck") if isinstance(probe, Mapping) else None
+    rows = recheck_rows(network)
     bw = network.bandwidth
     if not rows or bw is None or not network.groups:
         return 1.0
@@ -808,19 +860,16 @@ def measured_variability(network: Network) -> float:
     meet = meet_levels(network.groups, n)
     est: dict[int, NDArray[np.float64]] = {}
     worst = 1.0
-    for row in rows:
-        a, b = int(row[0]), int(row[1])
-        if not (0 <= a < n and 0 <= b < n) or a == b:
-            continue
+    for a, b, r_ab, r_ba in rows:
         level = int(meet[a, b]) - 1
         if level < 0:
             continue
         lab = network.groups[level]
         if level not in est:
             est[level] = block_runner_up(bw, lab)
-        for x, y, rate in ((a, b, float(row[2])), (b, a, float(row[3]))):
+        for x, y, rate in ((a, b, r_ab), (b, a, r_ba)):
             before = float(est[level][lab[x], lab[y]])
-            if rate > 0 and np.isfinite(before) and before > 0:
+            if np.isfinite(before) and before > 0:
                 worst = max(worst, before / rate)
     return worst
 
@@ -894,6 +943,7 @@ class Redraw:
         ]
         self.ups = model.get("uplink_bandwidth")
         self.s_ups = _uplink_sigmas(self.ups, self.groups, self.s_bw, self.meet)
+        self.drift = _recheck_drift(network, self.ups, self.groups, self.meet)
         self.base_kw = {
             k: v for k, v in model.items() if k not in ("bandwidth", "uplink_bandwidth")
         }
@@ -940,7 +990,7 @@ class Redraw:
                 else self.bw_in
             )
         if self.ups is not None:
-            kw["uplink_bandwidth"] = _perturb_uplinks(self.ups, self.s_ups, gen)
+            kw["uplink_bandwidth"] = _perturb_uplinks(self.ups, self.s_ups, gen, self.drift)
         return lat_s, kw
 
 
@@ -990,24 +1040,64 @@ def _uplink_sigmas(
     return out
 
 
+def _recheck_drift(
+    network: Network, ups: Any, groups: Sequence[NDArray[np.int64]], meet: NDArray[np.int64]
+) -> list[NDArray[np.float64]] | None:
+    """How far below its capacity each uplink direction was found when rechecked: ``(2, G)``.
+
+    ``log(capacity / recheck)`` of every recheck (:func:`recheck_rows`) that
+    ran slower than the narrower of the two uplinks it left and entered at
+    the level its pair meets, charged to that one: another tenant's load
+    that came after (or went before) the bandwidth phase. 0 where nothing
+    was rechecked slower.
+    """
+    rows = recheck_rows(network)
+    if not rows or not isinstance(ups, (list, tuple)) or len(ups) != len(groups):
+        return None
+    out = [np.zeros((2, int(np.max(lab)) + 1)) for lab in groups]
+    for a, b, r_ab, r_ba in rows:
+        k = int(meet[a, b]) - 1
+        if k < 0:
+            continue
+        lab = groups[k]
+        u_out, u_in = uplink_directions(ups[k])
+        if u_out.ndim != 1:
+            continue  # a scalar per level: no group to attribute the drift to
+        for x, y, rate in ((a, b, r_ab), (b, a, r_ba)):
+            gx, gy = int(lab[x]), int(lab[y])
+            side, g = (0, gx) if u_out[gx] <= u_in[gy] else (1, gy)  # the binding direction
+            cap = float(u_out[gx] if side == 0 else u_in[gy])
+            out[k][side, g] = max(out[k][side, g], float(np.log(max(cap / rate, 1.0))))
+    return out if any(d.any() for d in out) else None
+
+
 def _perturb_uplinks(
-    ups: Any, sigmas: list[NDArray[np.float64]] | None, gen: np.random.Generator
+    ups: Any,
+    sigmas: list[NDArray[np.float64]] | None,
+    gen: np.random.Generator,
+    drift: list[NDArray[np.float64]] | None = None,
 ) -> Any:
     """Uplinks redrawn with the uncertainty of the pairs that cross them, per direction.
 
     A level given per direction (``(2, G)``) draws each direction on its own;
     one given for both directions draws one factor per group with the larger
-    of its two uncertainties.
+    of its two uncertainties. ``drift`` (:func:`_recheck_drift`) adds a
+    one-sided factor ``exp(-|z| drift)``: a load that came and went only
+    ever lowers an uplink's capacity.
     """
-    if sigmas is None:
+    if sigmas is None and drift is None:
         return ups
     out = []
-    for u, sig in zip(ups, sigmas, strict=True):
+    for k, u in enumerate(ups):
         u = np.asarray(u, dtype=np.float64)
-        if u.ndim == 2:
-            out.append(u * np.exp(sig * gen.standard_normal(u.shape)))
-        else:
-            out.append(u * np.exp(sig.max(axis=0) * gen.standard_normal(u.shape)))
+        log_f = np.zeros(u.shape)
+        if sigmas is not None:
+            sig = sigmas[k] if u.ndim == 2 else sigmas[k].max(axis=0)
+            log_f = log_f + sig * gen.standard_normal(u.shape)
+        if drift is not None and u.ndim >= 1:
+            d = drift[k] if u.ndim == 2 else drift[k].max(axis=0)
+            log_f = log_f - d * np.abs(gen.standard_normal(u.shape))
+        out.append(u * np.exp(log_f))
     return out
 
 

@@ -45,6 +45,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rankopt._validation import RankoptInputError
 from rankopt.probe._common import ProbeParams, resolve_bandwidth_mode
+from rankopt.probe._engine import RECHECK_PASSES, recheck_pairs
 from rankopt.probe._topology import infer_link_levels
 from rankopt.probe.linear import LinearPlanner
 from rankopt.probe.schedule import bandwidth_slots, partner_table, round_robin
@@ -177,7 +178,10 @@ def plan_probe(
         Pair rate in bytes/s where ``bandwidth`` is not given.
     bandwidth : array_like, shape (n, n), optional
         A model of every pair's rate; the adaptive linear schedule reacts to
-        its tiers as it would to measured ones.
+        its tiers as it would to measured ones, and the all-pairs schedule's
+        recheck stage pairs up the groups it shows (without it, the recheck
+        is not counted: at most ``RECHECK_PASSES`` slots per two sibling
+        groups).
     step_overhead : float
         Seconds per round or slot for the processes' own work.
 
@@ -259,6 +263,11 @@ def plan_probe(
         slots_all = bandwidth_slots(lat, hosts, concurrency=params.bw_concurrency, levels=levels)
         stages = [("all-pairs", len(slots_all))]
         found = [int(lv.max()) + 1 for lv in levels]
+        # the recheck of the groups the bandwidth shows (known only when it is given)
+        again = recheck_pairs(rate, list(hosts)) if bandwidth is not None else []
+        if again:
+            stages.append(("recheck", RECHECK_PASSES * len(again)))
+            slots_all = slots_all + [[p] for _ in range(RECHECK_PASSES) for p in again]
     elif mode == "linear":
         planner = LinearPlanner(lat, hosts, levels, uplink_flows=params.uplink_flows)
         while (stage := planner.next_stage()) is not None:
