@@ -79,6 +79,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "kubectl get nodes -o json, `host rack pod` text): they replace the inferred groups, "
         "the probe gives the capacities, disagreements are printed",
     )
+    p.add_argument(
+        "--topology-aliases",
+        type=Path,
+        metavar="FILE",
+        help="`aws ec2 describe-instances` JSON: matches the hosts' DNS names and addresses "
+        "to the instance IDs of an AWS --topology",
+    )
     plan = p.add_argument_group("dry run (--plan: no engine, nothing measured)")
     plan.add_argument(
         "--plan",
@@ -255,20 +262,32 @@ def _probe_and_save(
         sys.stdout.flush()
         abort()
         return 1
+    status = 0
     if rank == 0:
+        from rankopt._validation import RankoptInputError
         from rankopt.network.core import Network
 
         net = Network.from_measurement(m)
         if args.topology is not None:
             from rankopt.probe.topology_sources import apply_topology, read_topology
 
-            net = apply_topology(net, read_topology(args.topology))
-            for line in net.provenance["topology"]["disagreements"]:
-                print(f"topology disagrees with the probe: {line}", file=sys.stderr)
+            try:
+                topology = read_topology(args.topology, aliases=args.topology_aliases)
+                net = apply_topology(net, topology)
+            except RankoptInputError as exc:  # the hosts do not match: keep the measurement
+                print(
+                    f"rankopt probe: error: --topology {args.topology}: {exc} "
+                    "(saved without the topology)",
+                    file=sys.stderr,
+                )
+                status = 1
+            else:
+                for line in net.provenance["topology"]["disagreements"]:
+                    print(f"topology disagrees with the probe: {line}", file=sys.stderr)
         m.save(args.output, network=net)
         print(_summary(m, args.output))
         print(f"network: {net.describe()}")
-    return 0
+    return status
 
 
 def _run_mpi(args: argparse.Namespace, options: dict[str, Any]) -> int:
@@ -431,10 +450,12 @@ def _plan_bandwidth(path: Path, n: int) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.topology_aliases is not None and args.topology is None:
+        raise CLIError("--topology-aliases needs --topology")
     if args.topology is not None and not args.plan:  # a bad file fails before the probe
         from rankopt.probe.topology_sources import read_topology
 
-        read_topology(args.topology)
+        read_topology(args.topology, aliases=args.topology_aliases)
     options = _options(args)
     check_params(callback=None, **options)  # reject bad settings before starting the engine
     if args.plan:

@@ -63,15 +63,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="groups from the provider or scheduler (Slurm, AWS, GCP, Kubernetes, `host rack "
         "pod` text; see rankopt.probe.topology_sources); uplinks from the file's bandwidth",
     )
+    p.add_argument(
+        "--topology-aliases",
+        metavar="FILE",
+        help="`aws ec2 describe-instances` JSON: matches the hosts' DNS names and addresses "
+        "to the instance IDs of an AWS --topology",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.topology_aliases is not None and args.topology is None:
+        raise CLIError("--topology-aliases needs --topology")
     net, hosts = read_network(args)
     if args.topology is not None:  # the provider's groups, the probe's capacities
         from rankopt.probe.topology_sources import apply_topology, read_topology
 
-        net = apply_topology(net, read_topology(args.topology))
+        net = apply_topology(net, read_topology(args.topology, aliases=args.topology_aliases))
         for line in net.provenance["topology"]["disagreements"]:
             print(f"rankopt solve: topology disagrees with bandwidth: {line}", file=sys.stderr)
     kwargs = problem_kwargs(args, net)

@@ -10,6 +10,9 @@ TopologyLabels
     nested integer labels of :class:`rankopt.Network`.
 from_slurm_conf, from_slurm_yaml, from_slurm_env, from_aws, from_gcp, from_kubernetes, from_text
     The readers, one per source (text in, labels out).
+from_aws_instances
+    Other names of EC2 instances (private DNS names, IPs) from
+    ``DescribeInstances``, to match the job's host names to instance IDs.
 apply_topology
     A :class:`rankopt.Network` with the provider's groups and the probe's
     uplink capacities.
@@ -24,24 +27,40 @@ Sources and what they give (finest level first)
   ``SwitchName=... Nodes=...``/``Switches=...``; topology/block:
   ``BlockName=... Nodes=...`` and ``BlockSizes=``): the leaf switch, then
   every switch above it; or the block, then the aggregated blocks of
-  ``BlockSizes``.
-- Slurm ``topology.yaml`` (23.11+): the ``cluster_default`` topology (else
-  the first), ``tree.switches`` (``switch``, ``children``, ``nodes``) or
-  ``block.blocks`` (``block``, ``nodes``) with ``block.block_sizes``.
+  ``BlockSizes``. Keys are case-insensitive, as Slurm reads them.
+- Slurm ``topology.yaml`` (23.11+), read with PyYAML's safe loader: the
+  ``cluster_default`` topology (else the first), ``tree.switches``
+  (``switch``, ``children``, ``nodes``) or ``block.blocks`` (``block``,
+  ``nodes``) with ``block.block_sizes``.
 - ``SLURM_TOPOLOGY_ADDR`` / ``SLURM_TOPOLOGY_ADDR_PATTERN``: one
   ``host addr [pattern]`` line per host (each process knows only its own;
   gather them), the address being the switches from the top down to the
   node, separated by dots.
 - AWS EC2 ``DescribeInstanceTopology`` JSON: ``Instances[].NetworkNodes``
-  (top layer first); hosts are instance IDs unless ``aliases`` map them.
+  (top layer first); hosts are instance IDs, matched to the job's host
+  names through a ``DescribeInstances`` JSON (``aliases``).
 - GCP: instances JSON with ``resourceStatus.physicalHostTopology``
-  (``host``, ``subblock``, ``block``, ``cluster``).
+  (``host``, ``subblock``, ``block``, ``cluster``): ``gcloud compute
+  instances list --format=json``, the API's ``list`` (``{"items": [...]}``)
+  or ``aggregatedList`` (``{"items": {"zones/...": {"instances": [...]}}}``).
 - Kubernetes ``kubectl get nodes -o json``: node labels; known keys
   (GKE ``cloud.google.com/gce-topology-{host,subblock,block}``, EKS
   ``topology.k8s.aws/network-node-layer-N``, Topograph
   ``network.topology.nvidia.com/{accelerator,leaf,spine,core}``,
   ``topology.kubernetes.io/{zone,region}``) or the ``keys`` given.
 - Plain text: ``host rack pod ...`` per line (``#`` comments).
+
+Host names
+----------
+The job's host names (as MPI or torchrun report them) are matched to the
+source's names by :meth:`TopologyLabels.match`: the exact name; else the
+same name up to case and a trailing dot; else the same short name (the part
+before the first dot: ``node1`` and ``node1.cluster.local``) when it is
+unique on both sides. The source's names include its aliases (an EC2
+instance's private DNS names and IPs). A short name that matches two of the
+source's names, or two job hosts that match one, is an error naming both;
+so is a job host name that is neither an RFC 1123 host name nor an IP
+address.
 
 Labels give the groups; the probe gives the capacities: apply_topology
 keeps the network's bandwidth and infers each group's uplink from it.
@@ -54,7 +73,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from numpy.typing import NDArray
@@ -68,16 +87,22 @@ __all__ = [
     "from_slurm_yaml",
     "from_slurm_env",
     "from_aws",
+    "from_aws_instances",
     "from_gcp",
     "from_kubernetes",
     "from_text",
     "apply_topology",
     "compare_with_bandwidth",
     "expand_hostlist",
+    "check_host_name",
     "KUBERNETES_KEYS",
 ]
 
 MAX_BYTES = 64 << 20
+#: Most characters of a ``topology.yaml`` (a YAML parser needs several times the text).
+MAX_YAML_CHARS = 8 << 20
+#: Most names one hostlist expression may expand to.
+MAX_HOSTLIST = 1 << 20
 
 #: Kubernetes node label keys read by default, finest first.
 KUBERNETES_KEYS = (
@@ -111,6 +136,10 @@ class TopologyLabels:
         ``labels[host][k]``: the group of ``host`` at level ``k``.
     notes : tuple of str
         What the reader noticed (hosts without a label, levels dropped).
+    aliases : tuple of (str, str)
+        ``(other name, name)`` pairs: other names of the source's hosts (an
+        EC2 instance's private DNS names and IPs, see
+        :func:`from_aws_instances`), used by :meth:`match`.
 
     Examples
     --------
@@ -124,6 +153,85 @@ class TopologyLabels:
     levels: tuple[str, ...]
     labels: dict[str, tuple[str, ...]]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    aliases: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+    def match(
+        self, hosts: Sequence[str], *, aliases: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """The source's name for every distinct job host.
+
+        A host matches the source's name that equals it; else the one equal
+        up to case and a trailing dot; else the one with the same short name
+        (the part before the first dot), if only one has it. Other names of
+        the source's hosts (:attr:`aliases`, then ``aliases``) are matched
+        the same way and stand for the host they name.
+
+        Parameters
+        ----------
+        hosts : sequence of str
+            Host of every process, as MPI or torchrun report them.
+        aliases : mapping, optional
+            Other name -> the source's name for it (an instance ID).
+
+        Returns
+        -------
+        dict of str -> str
+            Job host -> the source's name (a key of :attr:`labels`).
+
+        Raises
+        ------
+        RankoptInputError
+            If a host name is neither an RFC 1123 host name nor an IP address;
+            if a short name matches two of the source's hosts, or two job
+            hosts match one; or if the source does not know some host (the
+            first few named).
+
+        Examples
+        --------
+        >>> from rankopt.probe.topology_sources import from_text
+        >>> t = from_text("node1.cluster.local r1\\nnode2.cluster.local r2\\n")
+        >>> t.match(["node2", "node1"])
+        {'node2': 'node2.cluster.local', 'node1': 'node1.cluster.local'}
+        """
+        distinct = list(dict.fromkeys(hosts))
+        for h in distinct:
+            check_host_name(h, "job host")
+        found: dict[str, str] = {}
+        index: _NameIndex | None = None
+        missing: list[str] = []
+        for h in distinct:
+            if h in self.labels:
+                found[h] = h
+                continue
+            if index is None:  # built only when some host is not named exactly
+                index = _NameIndex(self, aliases)
+            key = index.find(h)
+            if key is None:
+                missing.append(h)
+            else:
+                found[h] = key
+        if missing:
+            missing.sort()
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            hint = ""
+            if self.source == "aws" and not self.aliases and not aliases:
+                hint = (
+                    " (the topology names instance IDs: give the EC2 DescribeInstances JSON "
+                    "with --topology-aliases)"
+                )
+            raise RankoptInputError(
+                f"the {self.source} topology does not name {len(missing)} of the job's hosts: "
+                f"{shown}{hint}."
+            )
+        taken: dict[str, str] = {}
+        for h, key in found.items():
+            other = taken.setdefault(key, h)
+            if other != h:
+                raise RankoptInputError(
+                    f"job hosts {other!r} and {h!r} both match {key!r} of the {self.source} "
+                    "topology; expected one source host per job host (give full host names)."
+                )
+        return found
 
     def groups(
         self, hosts: Sequence[str], *, aliases: Mapping[str, str] | None = None
@@ -133,13 +241,14 @@ class TopologyLabels:
         Level 0 labels the hosts; each provider level follows, made nested
         (a group is the tuple of its names on that level and every coarser
         one); levels that split nothing among these hosts are left out.
+        Host names are matched to the source's as :meth:`match` does.
 
         Parameters
         ----------
         hosts : sequence of str
             Host of every process.
         aliases : mapping, optional
-            Host name -> the name the source uses (an instance ID).
+            Other name -> the name the source uses (an instance ID).
 
         Returns
         -------
@@ -148,19 +257,13 @@ class TopologyLabels:
         Raises
         ------
         RankoptInputError
-            If the source does not know some host (the first few named).
+            If a host name is invalid or ambiguous, or the source does not
+            know some host (see :meth:`match`).
         """
         from rankopt.probe.hierarchy import host_labels
 
-        aliases = dict(aliases or {})
-        keys = [aliases.get(h, h) for h in hosts]
-        missing = sorted({k for k in keys if k not in self.labels})
-        if missing:
-            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
-            raise RankoptInputError(
-                f"the {self.source} topology does not name {len(missing)} of the job's hosts: "
-                f"{shown}."
-            )
+        found = self.match(hosts, aliases=aliases)
+        keys = [found[h] for h in hosts]
         out = [host_labels(hosts)]
         for k in range(len(self.levels)):
             # a group is named by its names on this level and every coarser one: nested
@@ -168,6 +271,105 @@ class TopologyLabels:
             if 1 < int(lab.max()) + 1 < int(out[-1].max()) + 1:
                 out.append(lab)
         return out
+
+
+_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
+_IP_LIKE = re.compile(r"[0-9.]+\Z|.*:")
+
+
+def check_host_name(name: str, what: str = "host name") -> None:
+    """Refuse a name that is neither an RFC 1123 host name nor an IP address.
+
+    Parameters
+    ----------
+    name : str
+        A host name (``node1``, ``node1.cluster.local``, ``10.0.0.5``).
+    what : str
+        How the error names it.
+
+    Raises
+    ------
+    RankoptInputError
+        If ``name`` is not dot-separated labels of 1 to 63 letters, digits
+        and hyphens (not first or last), 253 characters at most, nor an IPv4
+        or IPv6 address.
+
+    Examples
+    --------
+    >>> from rankopt.probe.topology_sources import check_host_name
+    >>> check_host_name("ip-10-0-0-5.ec2.internal")
+    >>> check_host_name("node_1")
+    Traceback (most recent call last):
+    ...
+    rankopt._validation.RankoptInputError: host name 'node_1': expected an RFC 1123 host name ...
+    """
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(name)
+        return
+    except ValueError:
+        pass
+    body = name[:-1] if name.endswith(".") else name
+    if 0 < len(body) <= 253 and all(_LABEL.match(part) for part in body.split(".")):
+        return
+    raise RankoptInputError(
+        f"{what} {name!r}: expected an RFC 1123 host name (dot-separated labels of 1-63 "
+        "letters, digits and '-', not starting or ending with '-') or an IP address."
+    )
+
+
+class _NameIndex:
+    """The source's names and aliases by full and short name, each with the key it stands for."""
+
+    def __init__(self, topo: TopologyLabels, extra: Mapping[str, str] | None) -> None:
+        labels = topo.labels
+        pairs = list(topo.aliases) + list((extra or {}).items())
+        # an alias stands for a host the source knows: by its target, or by another of its names
+        names_of: dict[str, set[str]] = {}
+        for alias, target in pairs:
+            names_of.setdefault(target, {target}).add(alias)
+        key_of: dict[str, str] = {}
+        for target, names in names_of.items():
+            known = [target] if target in labels else sorted(n for n in names if n in labels)
+            if known:
+                key_of[target] = known[0]
+        self.source = topo.source
+        self.full: dict[str, dict[str, set[str]]] = {}
+        self.short: dict[str, dict[str, set[str]]] = {}
+        for name in labels:
+            self._add(name, name)
+        for alias, target in pairs:
+            if target in key_of:
+                self._add(alias, key_of[target])
+
+    @staticmethod
+    def _norm(name: str) -> str:
+        return name.lower().rstrip(".")
+
+    def _add(self, name: str, key: str) -> None:
+        norm = self._norm(name)
+        self.full.setdefault(norm, {}).setdefault(key, set()).add(name)
+        if not _IP_LIKE.match(norm):
+            self.short.setdefault(norm.split(".", 1)[0], {}).setdefault(key, set()).add(name)
+
+    def find(self, host: str) -> str | None:
+        norm = self._norm(host)
+        for table, name, how in (
+            (self.full, norm, "name"),
+            (None if _IP_LIKE.match(norm) else self.short, norm.split(".", 1)[0], "short name"),
+        ):
+            hits = table.get(name) if table is not None else None
+            if not hits:
+                continue
+            if len(hits) > 1:
+                a, b = (sorted(hits[k])[0] for k in sorted(hits)[:2])
+                raise RankoptInputError(
+                    f"job host {host!r} matches both {a!r} and {b!r} of the {self.source} "
+                    f"topology by {how}; expected one (give full host names)."
+                )
+            return next(iter(hits))
+        return None
 
 
 # ---------------------------------------------------------------------- helpers
@@ -182,7 +384,8 @@ def expand_hostlist(expr: str) -> list[str]:
     """Expand a Slurm hostlist expression.
 
     Commas outside brackets separate names; ``[a-b,c]`` ranges keep the
-    zero padding of ``a``; several bracket groups multiply.
+    zero padding of ``a``; several bracket groups multiply. At most
+    :data:`MAX_HOSTLIST` names.
 
     Examples
     --------
@@ -213,13 +416,25 @@ def expand_hostlist(expr: str) -> list[str]:
             continue
         head, tail = part[: m.start()], part[m.end() :]
         for item in m.group(1).split(","):
-            lo, _, hi = item.partition("-")
-            if not lo.isdigit() or (hi and not hi.isdigit()):
-                raise RankoptInputError(f"hostlist {expr!r}: bad range {item!r}.")
+            lo, _, hi = item.strip().partition("-")
+            if not lo.isdigit() or (hi and not hi.isdigit()) or int(hi or lo) < int(lo):
+                raise RankoptInputError(
+                    f"hostlist {expr!r}: bad range {item!r}; expected `a-b` with a <= b."
+                )
             width = len(lo)
+            if int(hi or lo) - int(lo) >= MAX_HOSTLIST:
+                _too_many(expr)
             for v in range(int(lo), int(hi or lo) + 1):
                 out.extend(expand_hostlist(f"{head}{v:0{width}d}{tail}"))
+                if len(out) > MAX_HOSTLIST:
+                    _too_many(expr)
     return out
+
+
+def _too_many(expr: str) -> NoReturn:
+    raise RankoptInputError(
+        f"hostlist {expr[:80]!r}: more than {MAX_HOSTLIST} names; expected a cluster's nodes."
+    )
 
 
 def _tree_labels(parent: dict[str, str], leaf_of: dict[str, str], source: str) -> TopologyLabels:
@@ -259,8 +474,46 @@ def _block_labels(
 
 
 # ---------------------------------------------------------------------- readers
+_CONF_PAIR = re.compile(r'([A-Za-z][\w.]*)\s*=\s*(?:"([^"]*)"|(\S+))')
+
+
+def _conf_records(text: str) -> list[dict[str, str]]:
+    """``key=value`` fields of every line (keys lower-cased), as Slurm reads its conf files.
+
+    ``#`` starts a comment, a trailing ``\\`` continues the line, spaces may
+    surround ``=``, values may be double-quoted; keys are case-insensitive.
+    """
+    lines, pending = [], ""
+    for raw in text.splitlines():
+        line = pending + raw.split("#", 1)[0].rstrip()
+        pending = line[:-1] + " " if line.endswith("\\") else ""
+        if not pending:
+            lines.append(line)
+    lines.append(pending)
+    records = []
+    for line in lines:
+        fields = {
+            m.group(1).lower(): m.group(2) if m.group(2) is not None else m.group(3)
+            for m in _CONF_PAIR.finditer(line)
+        }
+        if fields:
+            records.append(fields)
+    return records
+
+
+def _conf_int(fields: dict[str, str], key: str) -> int:
+    value = fields[key]
+    if not value.strip().isdigit():
+        raise RankoptInputError(f"topology.conf: {key}={value!r}; expected a whole number.")
+    return int(value)
+
+
 def from_slurm_conf(text: str) -> TopologyLabels:
     """``topology.conf`` or ``scontrol show topology`` (tree or block).
+
+    Keys are case-insensitive (``SwitchName``, ``switchname``, ``SWITCHES``),
+    spaces may surround ``=`` and a trailing backslash continues a line, as
+    in Slurm's own parser.
 
     Examples
     --------
@@ -268,124 +521,139 @@ def from_slurm_conf(text: str) -> TopologyLabels:
     >>> t = from_slurm_conf('''
     ... SwitchName=s0 Nodes=tux[0-1]
     ... SwitchName=s1 Nodes=tux[2-3]
-    ... SwitchName=top Switches=s[0-1]
+    ... switchname=top switches=s[0-1]
     ... ''')
     >>> t.labels["tux2"]
     ('s1', 'top')
+    >>> from_slurm_conf("BlockName=b1 Nodes=n[1-2]\\nblockname=b2 nodes=n[3-4]\\n"
+    ...                 "BLOCKSIZES=2,4\\n").labels["n3"]
+    ('b2', 'aggregate2:0')
     """
     parent: dict[str, str] = {}
-    leaf_of: dict[str, str] = {}
-    levels: dict[str, int] = {}
+    switches: list[tuple[str, list[str], bool, int | None]] = []
     blocks: list[tuple[str, list[str]]] = []
     sizes: list[int] = []
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].strip()
-        if not line:
-            continue
-        fields = {}
-        for tok in line.split():
-            key, eq, value = tok.partition("=")
-            if eq:
-                fields[key.lower()] = value
+    for fields in _conf_records(text):
         if "blocksizes" in fields:
-            sizes = [int(s) for s in fields["blocksizes"].split(",") if s]
+            parts = [x.strip() for x in fields["blocksizes"].split(",") if x.strip()]
+            if not all(x.isdigit() for x in parts):
+                raise RankoptInputError(
+                    f"topology.conf: BlockSizes={fields['blocksizes']!r}; expected whole "
+                    "numbers separated by commas."
+                )
+            sizes = [int(x) for x in parts]
         if "blockname" in fields and "nodes" in fields:
             blocks.append((fields["blockname"], expand_hostlist(fields["nodes"])))
             if "blocksize" in fields and not sizes:
-                sizes = [int(fields["blocksize"])]
+                sizes = [_conf_int(fields, "blocksize")]
         if "switchname" in fields:
             name = fields["switchname"]
-            if "level" in fields:
-                levels[name] = int(fields["level"])
             for child in expand_hostlist(fields.get("switches", "")):
                 parent[child] = name
-            if "nodes" in fields and (not fields.get("switches") or levels.get(name) == 0):
-                for node in expand_hostlist(fields["nodes"]):
-                    leaf_of.setdefault(node, name)
+            level = _conf_int(fields, "level") if "level" in fields else None
+            nodes = expand_hostlist(fields.get("nodes", ""))
+            switches.append((name, nodes, bool(fields.get("switches")), level))
+    # scontrol lists every node under every switch above it (with Level=): keep level 0's
+    leveled = any(level is not None for *_, level in switches)
+    leaf_of: dict[str, str] = {}
+    for name, nodes, has_switches, level in switches:
+        is_leaf = (level or 0) == 0 if leveled else not has_switches
+        if is_leaf:
+            for node in nodes:
+                leaf_of.setdefault(node, name)
     if leaf_of:
-        # scontrol lists every node under every switch above it: keep the lowest level's
-        if levels:
-            best: dict[str, str] = {}
-            for raw in text.splitlines():
-                m = re.search(r"SwitchName=(\S+).*?Nodes=(\S+)", raw, re.IGNORECASE)
-                if m and levels.get(m.group(1), 0) == 0:
-                    for node in expand_hostlist(m.group(2)):
-                        best.setdefault(node, m.group(1))
-            leaf_of = best or leaf_of
         return _tree_labels(parent, leaf_of, "slurm-tree")
     if blocks:
         return _block_labels(blocks, sizes, "slurm-block")
     raise RankoptInputError("no SwitchName= or BlockName= line with Nodes= found.")
 
 
-def _yaml_scalar(text: str) -> Any:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if text.startswith("[") and text.endswith("]"):
-        return [_yaml_scalar(t) for t in text[1:-1].split(",") if t.strip()]
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    return text
+def _load_yaml(text: str, what: str = "topology.yaml") -> Any:
+    """``yaml.safe_load`` (libyaml's when there), its errors one line naming ``what``."""
+    if len(text) > MAX_YAML_CHARS:
+        raise RankoptInputError(
+            f"{what} has {len(text)} characters; rankopt reads at most {MAX_YAML_CHARS}."
+        )
+    import yaml  # lazily: start-up time
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the same safe schema, faster
+    try:
+        return yaml.load(text, Loader=loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        context = ""
+        if exc.context:
+            context = f" ({exc.context}"
+            if exc.context_mark is not None and exc.context_mark is not mark:
+                context += f" started at line {exc.context_mark.line + 1}"
+            context += ")"
+        problem = " ".join(str(exc.problem or "malformed").split())
+        raise RankoptInputError(f"{what} is not valid YAML{where}: {problem}{context}.") from None
+    except yaml.YAMLError as exc:
+        problem = " ".join(str(exc).split())
+        raise RankoptInputError(f"{what} is not valid YAML: {problem}.") from None
+    except RecursionError:
+        raise RankoptInputError(f"{what} is nested too deeply to be a topology.") from None
 
 
-def _parse_yaml(text: str) -> Any:
-    """The YAML subset of ``topology.yaml``: block mappings, block lists, flow lists."""
-    lines = []
-    for raw in text.splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", raw).rstrip()
-        if line.strip() and line.strip() not in ("---", "..."):
-            lines.append((len(line) - len(line.lstrip()), line.strip()))
-    pos = 0
+def _yaml_kind(value: Any) -> str:
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return f"the boolean {value}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {str(value)[:40]!r}"
 
-    def block(indent: int) -> Any:
-        nonlocal pos
-        if pos >= len(lines):
-            return None
-        is_list = lines[pos][1].startswith("- ") or lines[pos][1] == "-"
-        out: Any = [] if is_list else {}
-        while pos < len(lines):
-            ind, body = lines[pos]
-            if ind < indent:
-                break
-            if is_list:
-                if not (body.startswith("- ") or body == "-") or ind != indent:
-                    break
-                rest = body[1:].strip()
-                if not rest:
-                    pos += 1
-                    out.append(block(indent + 1))
-                elif re.match(r"^[^\s:]+:(\s|$)", rest):
-                    # a mapping that starts on the dash line: treat "- " as indentation
-                    lines[pos] = (ind + 2, rest)
-                    out.append(block(ind + 2))
-                else:
-                    pos += 1
-                    out.append(_yaml_scalar(rest))
-            else:
-                if ind != indent:
-                    break
-                key, _, value = body.partition(":")
-                pos += 1
-                if value.strip():
-                    out[key.strip()] = _yaml_scalar(value)
-                elif (
-                    pos < len(lines)
-                    and lines[pos][0] >= indent
-                    and (lines[pos][0] > indent or lines[pos][1].startswith("-"))
-                ):
-                    out[key.strip()] = block(lines[pos][0])
-                else:
-                    out[key.strip()] = None
-        return out
 
-    return block(lines[0][0] if lines else 0)
+def _yaml_name(value: Any, where: str) -> str:
+    """A switch or block name: a string or a number."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise RankoptInputError(f"topology.yaml: {where} is {_yaml_kind(value)}; expected a name.")
+    return str(value)
+
+
+def _yaml_hostlist(value: Any, where: str) -> list[str]:
+    """``nodes`` / ``children``: a hostlist expression or a list of them; absent: none."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, (str, int)):
+            raise RankoptInputError(
+                f"topology.yaml: {where} holds {_yaml_kind(item)}; expected a hostlist "
+                "(`n[1-4]`) or a list of names."
+            )
+        out.extend(expand_hostlist(str(item)))
+    return out
+
+
+def _yaml_entries(value: Any, where: str) -> list[dict[str, Any]]:
+    """A list of mappings (switches, blocks); absent: none."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise RankoptInputError(f"topology.yaml: {where} must be a list of mappings.")
+    return value
 
 
 def from_slurm_yaml(text: str) -> TopologyLabels:
     """Slurm ``topology.yaml`` (23.11+): the default topology's tree or blocks.
+
+    The file is read with PyYAML's safe loader (every YAML form: flow and
+    block lists, quoting, comments, ``---``); the topology with
+    ``cluster_default: true`` is used, else the first. ``nodes`` and
+    ``children`` are hostlist expressions or lists of them.
+
+    Raises
+    ------
+    RankoptInputError
+        If the text is not YAML (the message gives the parser's line), is
+        longer than :data:`MAX_YAML_CHARS`, or is not a list of topologies.
 
     Examples
     --------
@@ -399,38 +667,53 @@ def from_slurm_yaml(text: str) -> TopologyLabels:
     ...         children: s[1-2]
     ...       - switch: s1
     ...         nodes: n[1-2]
-    ...       - switch: s2
-    ...         nodes: n[3-4]
+    ...       - {switch: s2, nodes: [n3, n4]}
     ... ''')
     >>> t.labels["n3"], t.levels
     (('s2', 'root'), ('leaf switch', 'switch level 1'))
     """
-    doc = _parse_yaml(text)
+    doc = _load_yaml(text)
     if isinstance(doc, dict):
         doc = [doc]
     if not isinstance(doc, list) or not doc:
         raise RankoptInputError("topology.yaml: expected a list of topologies.")
-    topo = next((t for t in doc if isinstance(t, dict) and t.get("cluster_default")), doc[0])
-    if not isinstance(topo, dict):
+    if not all(isinstance(t, dict) for t in doc):
         raise RankoptInputError("topology.yaml: a topology must be a mapping.")
+    topo = next((t for t in doc if t.get("cluster_default") is True), doc[0])
+    name = str(topo.get("topology", "the topology"))[:40]
     if isinstance(topo.get("tree"), dict):
         parent: dict[str, str] = {}
         leaf_of: dict[str, str] = {}
-        for sw in topo["tree"].get("switches") or []:
-            name = str(sw.get("switch"))
-            for child in expand_hostlist(str(sw.get("children") or "")):
-                parent[child] = name
-            for node in expand_hostlist(str(sw.get("nodes") or "")):
-                leaf_of.setdefault(node, name)
+        entries = _yaml_entries(topo["tree"].get("switches"), f"{name}: tree.switches")
+        for i, sw in enumerate(entries):
+            where = f"{name}: switch {i + 1}"
+            if "switch" not in sw:
+                raise RankoptInputError(f"topology.yaml: {where} has no `switch` name.")
+            switch = _yaml_name(sw["switch"], f"{where} `switch`")
+            for child in _yaml_hostlist(sw.get("children"), f"{where} `children`"):
+                parent[child] = switch
+            for node in _yaml_hostlist(sw.get("nodes"), f"{where} `nodes`"):
+                leaf_of.setdefault(node, switch)
         return _tree_labels(parent, leaf_of, "slurm-tree")
     if isinstance(topo.get("block"), dict):
         spec = topo["block"]
-        sizes = spec.get("block_sizes") or []
-        sizes = [int(s) for s in (sizes if isinstance(sizes, list) else str(sizes).split(","))]
-        blocks = [
-            (str(b.get("block")), expand_hostlist(str(b.get("nodes") or "")))
-            for b in spec.get("blocks") or []
-        ]
+        raw = spec.get("block_sizes")
+        items = raw if isinstance(raw, list) else [] if raw is None else str(raw).split(",")
+        try:
+            sizes = [int(str(s).strip()) for s in items if not isinstance(s, bool)]
+        except ValueError:
+            sizes = []
+        if len(sizes) != len(items) or any(s <= 0 for s in sizes):
+            raise RankoptInputError(
+                f"topology.yaml: {name}: block_sizes {raw!r}; expected positive whole numbers."
+            )
+        blocks = []
+        for i, b in enumerate(_yaml_entries(spec.get("blocks"), f"{name}: block.blocks")):
+            where = f"{name}: block {i + 1}"
+            if "block" not in b:
+                raise RankoptInputError(f"topology.yaml: {where} has no `block` name.")
+            nodes = _yaml_hostlist(b.get("nodes"), f"{where} `nodes`")
+            blocks.append((_yaml_name(b["block"], f"{where} `block`"), nodes))
         return _block_labels(blocks, sizes, "slurm-block")
     if topo.get("flat"):
         raise RankoptInputError("topology.yaml: the default topology is flat (no groups).")
@@ -475,7 +758,8 @@ def from_aws(text: str) -> TopologyLabels:
     """EC2 ``DescribeInstanceTopology`` JSON: ``NetworkNodes`` of each instance.
 
     ``NetworkNodes`` lists the network nodes from the top layer down; the
-    levels are returned bottom first. Keys are instance IDs.
+    levels are returned bottom first. Keys are instance IDs: the job's host
+    names reach them through :func:`from_aws_instances` (``aliases``).
 
     Examples
     --------
@@ -486,6 +770,12 @@ def from_aws(text: str) -> TopologyLabels:
     (('nn-c', 'nn-b', 'nn-a'), ('layer 3', 'layer 2', 'layer 1'))
     """
     doc = json.loads(text)
+    if isinstance(doc, dict) and "Reservations" in doc:
+        raise RankoptInputError(
+            "this is EC2 DescribeInstances output (no NetworkNodes); expected "
+            "DescribeInstanceTopology (give DescribeInstances as the aliases, "
+            "--topology-aliases)."
+        )
     instances = doc.get("Instances", []) if isinstance(doc, dict) else doc
     labels: dict[str, tuple[str, ...]] = {}
     notes = []
@@ -501,12 +791,110 @@ def from_aws(text: str) -> TopologyLabels:
     return TopologyLabels("aws", names, labels, tuple(notes))
 
 
+def from_aws_instances(text: str) -> tuple[tuple[str, str], ...]:
+    """Other names of EC2 instances from ``aws ec2 describe-instances`` JSON.
+
+    ``DescribeInstanceTopology`` names instances by ``InstanceId``, while MPI
+    and torchrun report a host name (``ip-10-0-0-5.ec2.internal``,
+    ``ip-10-0-0-5`` or, with resource-based naming,
+    ``i-0abc.us-west-2.compute.internal``) or an address. This reads every
+    instance's ``PrivateDnsName``, ``PrivateIpAddress``, public DNS name and
+    address, and the private names, addresses and IPv6 addresses of its
+    network interfaces. Accepts the whole answer (``{"Reservations":
+    [...]}``), a list of reservations or of instances (``--query``).
+
+    Parameters
+    ----------
+    text : str
+        The JSON.
+
+    Returns
+    -------
+    tuple of (str, str)
+        ``(other name, InstanceId)`` pairs, for :attr:`TopologyLabels.aliases`
+        (a name two instances share is kept for both: matching it is an error).
+
+    Raises
+    ------
+    RankoptInputError
+        If the JSON holds no instance.
+
+    Examples
+    --------
+    >>> from rankopt.probe.topology_sources import from_aws_instances
+    >>> from_aws_instances('{"Reservations": [{"Instances": [{"InstanceId": "i-1", '
+    ...     '"PrivateDnsName": "ip-10-0-0-5.ec2.internal", "PrivateIpAddress": "10.0.0.5", '
+    ...     '"PublicDnsName": ""}]}]}')
+    (('ip-10-0-0-5.ec2.internal', 'i-1'), ('10.0.0.5', 'i-1'))
+    """
+    doc = json.loads(text)
+    pending: list[Any] = [doc]
+    instances: list[dict[str, Any]] = []
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(reversed(item))
+        elif isinstance(item, dict) and "InstanceId" in item:
+            instances.append(item)
+        elif isinstance(item, dict):
+            pending.extend(reversed([item.get("Reservations"), item.get("Instances")]))
+    if not instances:
+        raise RankoptInputError(
+            "no EC2 instance (InstanceId) found; expected `aws ec2 describe-instances` JSON."
+        )
+    pairs: dict[tuple[str, str], None] = {}
+    for inst in instances:
+        iid = str(inst["InstanceId"])
+        names = [inst.get(k) for k in _AWS_NAME_KEYS]
+        for nic in inst.get("NetworkInterfaces") or []:
+            names += [nic.get("PrivateDnsName"), nic.get("PrivateIpAddress")]
+            names += [a.get("PrivateDnsName") for a in nic.get("PrivateIpAddresses") or []]
+            names += [a.get("PrivateIpAddress") for a in nic.get("PrivateIpAddresses") or []]
+            names += [a.get("Ipv6Address") for a in nic.get("Ipv6Addresses") or []]
+            names += [(nic.get("Association") or {}).get(k) for k in ("PublicDnsName", "PublicIp")]
+        for name in names:
+            if isinstance(name, str) and name and name != iid:
+                pairs[(name, iid)] = None
+    return tuple(pairs)
+
+
+_AWS_NAME_KEYS = (
+    "PrivateDnsName",
+    "PrivateIpAddress",
+    "Ipv6Address",
+    "PublicDnsName",
+    "PublicIpAddress",
+)
+
+
+def _gcp_instances(doc: Any) -> list[Any]:
+    """The instances of a gcloud list, an API ``list`` or ``aggregatedList``, or one instance."""
+    if isinstance(doc, list):
+        return doc
+    if not isinstance(doc, dict):
+        raise RankoptInputError("GCP instances: expected a JSON list or object.")
+    if "items" not in doc:
+        return [doc]  # one instance (gcloud compute instances describe)
+    items = doc["items"]
+    if isinstance(items, list):  # instances.list
+        return items
+    if isinstance(items, dict):  # instances.aggregatedList: scope -> instances, or a warning
+        out: list[Any] = []
+        for scope in items.values():
+            out.extend((scope or {}).get("instances") or [])
+        return out
+    raise RankoptInputError("GCP instances: `items` must be a list or a mapping of zones.")
+
+
 def from_gcp(text: str) -> TopologyLabels:
     """GCP instances JSON with ``resourceStatus.physicalHostTopology``.
 
     Accepts one instance, a list (``gcloud compute instances list
-    --format=json``) or an API list (``{"items": [...]}``). Keys are instance
-    names. Levels: host, subblock, block, cluster.
+    --format=json``), the API's ``instances.list`` (``{"items": [...]}``) or
+    ``instances.aggregatedList`` (``{"items": {"zones/ZONE": {"instances":
+    [...]}}}``, a zone without instances carrying a ``warning``). Keys are
+    instance names (an instance's host name is its name). Levels: host,
+    subblock, block, cluster.
 
     Examples
     --------
@@ -516,18 +904,22 @@ def from_gcp(text: str) -> TopologyLabels:
     >>> t.labels["vm1"]
     ('h', 's', 'b', 'c')
     """
-    doc = json.loads(text)
-    if isinstance(doc, dict):
-        doc = doc.get("items", [doc])
     order = ("host", "subblock", "block", "cluster")
     labels: dict[str, tuple[str, ...]] = {}
+    zone_of: dict[str, str] = {}
     notes = []
-    for inst in doc:
+    for inst in _gcp_instances(json.loads(text)):
         topo = (inst.get("resourceStatus") or {}).get("physicalHostTopology") or {}
         if not topo:
             notes.append(f"{inst.get('name')} has no physicalHostTopology")
             continue
-        labels[str(inst["name"])] = tuple(str(topo.get(k, "")) for k in order)
+        name, zone = str(inst["name"]), str(inst.get("zone", "")).rsplit("/", 1)[-1]
+        if name in labels and zone_of[name] != zone:
+            raise RankoptInputError(
+                f"GCP instances: two instances named {name!r} (zones {zone_of[name]!r} and "
+                f"{zone!r}); expected one name per host (give one zone's instances)."
+            )
+        labels[name], zone_of[name] = tuple(str(topo.get(k, "")) for k in order), zone
     return TopologyLabels("gcp", order, labels, tuple(notes))
 
 
@@ -598,7 +990,11 @@ def from_text(text: str) -> TopologyLabels:
 
 
 def read_topology(
-    path: str | os.PathLike[str], kind: str = "auto", *, keys: Sequence[str] | None = None
+    path: str | os.PathLike[str],
+    kind: str = "auto",
+    *,
+    keys: Sequence[str] | None = None,
+    aliases: str | os.PathLike[str] | None = None,
 ) -> TopologyLabels:
     """Read a topology file; ``kind="auto"`` tells the source from the content.
 
@@ -610,15 +1006,33 @@ def read_topology(
         The source.
     keys : sequence of str, optional
         Kubernetes label keys, finest first.
+    aliases : path-like, optional
+        EC2 ``describe-instances`` JSON: the instances' private DNS names and
+        addresses, so that the job's host names match the instance IDs of a
+        ``DescribeInstanceTopology`` file (see :func:`from_aws_instances`).
 
     Returns
     -------
     TopologyLabels
+        With :attr:`TopologyLabels.aliases` from ``aliases``.
 
     Raises
     ------
     RankoptInputError
         If the file cannot be read as that kind; the message names the file.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from rankopt.probe.topology_sources import read_topology
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "topology.yaml").write_text(
+    ...     "- topology: racks\\n  tree:\\n    switches:\\n"
+    ...     "      - {switch: s1, nodes: 'node[1-2]'}\\n"
+    ...     "      - {switch: s2, nodes: 'node[3-4]'}\\n")
+    >>> t = read_topology(folder / "topology.yaml")
+    >>> [g.tolist() for g in t.groups(["node1.cluster.local", "node3.cluster.local"])]
+    [[0, 1]]
     """
     name = os.fspath(path)
     text = read_text(path, "--topology")
@@ -634,12 +1048,32 @@ def read_topology(
             "text": from_text,
         }
         if kind == "kubernetes":
-            return from_kubernetes(text, keys)
-        if kind not in readers:
-            raise RankoptInputError(f"unknown topology kind {kind!r}.")
-        return readers[kind](text)  # type: ignore[no-any-return]
+            labels = from_kubernetes(text, keys)
+        elif kind in readers:
+            labels = readers[kind](text)
+        else:
+            raise RankoptInputError(
+                f"unknown topology kind {kind!r}; expected auto, {', '.join(readers)} or "
+                "kubernetes."
+            )
+    except RankoptInputError as exc:
+        raise RankoptInputError(f"{name}: {exc}") from None
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
         raise RankoptInputError(f"{name}: not a valid {kind} topology ({exc}).") from None
+    if aliases is None:
+        return labels
+    alias_name = os.fspath(aliases)
+    try:
+        pairs = from_aws_instances(read_text(aliases, "--topology-aliases"))
+    except RankoptInputError as exc:
+        raise RankoptInputError(f"{alias_name}: {exc}") from None
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise RankoptInputError(
+            f"{alias_name}: not valid EC2 describe-instances JSON ({exc})."
+        ) from None
+    from dataclasses import replace
+
+    return replace(labels, aliases=labels.aliases + pairs)
 
 
 def _detect(text: str) -> str:
@@ -651,10 +1085,12 @@ def _detect(text: str) -> str:
             return "gcp"
         if '"metadata"' in text:
             return "kubernetes"
+        if re.search(r'"topology"\s*:', text):
+            return "slurm-yaml"  # a topology.yaml written as JSON
         raise RankoptInputError("JSON that is neither AWS, GCP nor Kubernetes topology.")
     if re.search(r"(?im)^\s*(switchname|blockname)\s*=", text):
         return "slurm"
-    if re.search(r"(?m)^\s*-?\s*topology\s*:", text):
+    if re.search(r"""(?m)^\s*(-\s*)?\{?\s*["']?topology["']?\s*:""", text):
         return "slurm-yaml"
     first = next((ln.split() for ln in text.splitlines() if ln.split("#")[0].strip()), [])
     if len(first) >= 2 and "." in first[1] and (len(first) == 3 and "node" in first[2]):
@@ -674,23 +1110,27 @@ def apply_topology(
         A network with host names (a probe's).
     labels : TopologyLabels
     aliases : mapping, optional
-        Host name -> the source's name for it.
+        Other name -> the source's name for it (added to ``labels.aliases``).
 
     Returns
     -------
     rankopt.Network
         ``network.with_hierarchy(groups)`` with ``provenance["topology"]``
-        naming the source and its disagreements with the bandwidth.
+        naming the source, the hosts matched under another name
+        (``"matched"``: job host -> source name) and its disagreements with
+        the bandwidth.
 
     Raises
     ------
     RankoptInputError
-        If the network has no host names or the source misses a host.
+        If the network has no host names, or a host name is invalid,
+        ambiguous or unknown to the source (see :meth:`TopologyLabels.match`).
     """
     from dataclasses import replace
 
     if network.hosts is None:
         raise RankoptInputError("apply_topology needs a network with host names (a probe's).")
+    matched = labels.match(network.hosts, aliases=aliases)
     groups = labels.groups(network.hosts, aliases=aliases)
     out = network.with_hierarchy(groups)
     report = []
@@ -698,6 +1138,7 @@ def apply_topology(
         report = compare_with_bandwidth(groups, network.bandwidth)
     prov = dict(out.provenance)
     prov["topology"] = {"source": labels.source, "levels": list(labels.levels)}
+    prov["topology"]["matched"] = {h: k for h, k in matched.items() if h != k}
     prov["topology"]["disagreements"] = report
     prov["hierarchy"] = f"topology: {labels.source}"
     return replace(out, provenance=prov)
