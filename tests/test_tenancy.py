@@ -232,3 +232,28 @@ def test_a_slow_recheck_widens_only_the_narrower_uplink_it_crossed():
         top = drift[-1]
         assert top[0, loaded] > 0.5  # the loaded rack's way out
         assert np.delete(top[0], loaded).max() < 0.1 and top[1].max() < 0.1
+
+
+def test_pairs_the_probe_slowed_itself_take_their_path_rate_a_loaded_uplink_stays():
+    m, rack = _tenant_probe((3, 3, 3), seed=12)  # rack 0's way out loaded to 0.35
+    bw = m.bandwidth.copy()
+    # two pairs per block ran beside another across the same uplink: a third of their rate
+    gen = np.random.default_rng(1)
+    cross = np.argwhere((rack[:, None] != rack[None, :]) & (rack[:, None] != 0))
+    hit = cross[gen.choice(len(cross), 6, replace=False)]
+    bw[hit[:, 0], hit[:, 1]] /= 3.0
+    m2 = Measurement(m.latency, bw, m.hosts, bandwidth_spread=0.03 * bw)
+    net = Network.from_measurement(m2)
+    assert net.provenance["pairs_raised"] == 6
+    for a, b in hit:
+        assert net.bandwidth[a, b] == pytest.approx(30e6, rel=0.1)
+        assert net.bandwidth_spread[a, b] == pytest.approx(0.03 * net.bandwidth[a, b])
+    loaded = (rack[:, None] == 0) & (rack[None, :] != 0)
+    np.testing.assert_array_equal(net.bandwidth[loaded], bw[loaded])  # the tenant's load is real
+    # the same through a probe file: the stored hierarchy gives the same network
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = m2.save(f"{d}/m.npz")
+        back = rankopt.load_network(path)
+    np.testing.assert_allclose(back.bandwidth, net.bandwidth)

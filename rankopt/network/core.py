@@ -359,7 +359,44 @@ class Network:
         )
         if probed_groups:
             net = net._with_probed_hierarchy(probed_groups, params.get("uplink_capacity"))
-        return net._with_recheck()
+        return net._with_recheck()._with_path_rates()
+
+    def _with_path_rates(self) -> Network:
+        """Pair rates the probe's own side-by-side transfers slowed, raised to their path's.
+
+        A transfer alone runs at most at the narrowest link on its path: the
+        uplinks it leaves and enters at every level where its two processes
+        are in different groups (a host's link first). The all-pairs probe
+        runs several pairs at once, and when latency does not show the racks
+        they share rack uplinks and come out slow: two pairs of one rack pair
+        then differ by 3x, and an order that happens to use the slowed one is
+        priced (and its draws drawn) as if that pair were slow. A pair
+        measured more than :data:`~rankopt.probe.hierarchy.DEFAULT_GAP` times
+        below its path's capacity takes that capacity (its spread scaled
+        alike); a pair that another tenant's load slowed is slow on its
+        uplink too, and keeps its rate. ``provenance["pairs_raised"]`` counts
+        them.
+        """
+        from rankopt.probe.hierarchy import DEFAULT_GAP
+
+        if self.bandwidth is None or not self.has_uplinks:
+            return self
+        bw = self.bandwidth
+        cap = np.full(bw.shape, np.inf)
+        for lab, u in zip(self.groups, self.uplinks, strict=True):
+            out, into = uplink_directions(u)
+            path = np.minimum(out[lab][:, None], into[lab][None, :])
+            cap = np.where(lab[:, None] != lab[None, :], np.minimum(cap, path), cap)
+        slowed = np.isfinite(cap) & (bw * DEFAULT_GAP < cap) & (bw > 0)
+        np.fill_diagonal(slowed, False)
+        if not slowed.any():
+            return self
+        raised = np.where(slowed, cap, bw)
+        factor = np.ones(bw.shape)
+        factor[slowed] = cap[slowed] / bw[slowed]
+        spread = None if self.bandwidth_spread is None else self.bandwidth_spread * factor
+        prov = {**self.provenance, "pairs_raised": int(slowed.sum())}
+        return replace(self, bandwidth=raised, bandwidth_spread=spread, provenance=prov)
 
     def _with_recheck(self) -> Network:
         """Uplinks raised to what the probe's recheck measured alone across them.
@@ -620,7 +657,8 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
             except RankoptInputError as exc:
                 raise RankoptInputError(f"{name}: {exc}") from None
             net = Network.from_measurement(m, infer=False).with_hierarchy(groups, ups)
-            return replace(net, provenance={**net.provenance, "hierarchy": "stored by the probe"})
+            net = replace(net, provenance={**net.provenance, "hierarchy": "stored by the probe"})
+            return net._with_path_rates()
         return Network.from_measurement(m)
     from rankopt.network.io import load_matrix_and_labels
 
