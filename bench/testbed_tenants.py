@@ -100,7 +100,9 @@ def main() -> None:
                     row = run_case(racks, rates, seed, tenant, opts, args, Path(tmp), tag)
                     net = f"{racks}, {rates.split(',')[1]}, seed {seed}"
                     print(fmt(label or "none", net, launch, row), flush=True)
-                    rows.append({"tenant": label, "network": net, "launch": launch, **row})
+                    rows.append(
+                        {**row, "case": label or "none", "network": net, "launch_no": launch}
+                    )
     if args.output:
         Path(args.output).write_text(json.dumps(rows, indent=1))
 
