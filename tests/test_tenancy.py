@@ -257,3 +257,33 @@ def test_pairs_the_probe_slowed_itself_take_their_path_rate_a_loaded_uplink_stay
         path = m2.save(f"{d}/m.npz")
         back = rankopt.load_network(path)
     np.testing.assert_allclose(back.bandwidth, net.bandwidth)
+
+
+def test_cost_reuses_the_model_of_the_same_inputs(monkeypatch):
+    from rankopt.models import factory
+
+    built = []
+    real = factory.make_model
+
+    def counting(*a, **k):
+        built.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(factory, "make_model", counting)
+    rack = np.array([0, 0, 1, 1])
+    lat = np.full((4, 4), 1e-5)
+    kw = dict(
+        bandwidth=1e9,
+        nbytes=4e6,
+        groups=rack,
+        uplink_bandwidth=[np.array([[1e8, 2e8], [3e8, 4e8]])],
+    )
+    a = rankopt.cost(lat, [0, 1, 2, 3], **kw)
+    b = rankopt.cost(lat, [0, 2, 1, 3], **kw)
+    assert len(built) == 1 and b > a
+    lat2 = lat + 1e-3  # other contents: a new model, never a stale cost
+    c = rankopt.cost(lat2, [0, 1, 2, 3], **kw)
+    assert len(built) == 2 and c > a
+    kw["uplink_bandwidth"] = [np.array([[1e8, 2e8], [3e8, 5e8]])]
+    rankopt.cost(lat2, [0, 1, 2, 3], **kw)
+    assert len(built) == 3

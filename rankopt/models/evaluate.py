@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from typing import Any
 
 import numpy as np
@@ -46,9 +48,10 @@ def cost(
     groups : array_like of int (n,) or list of them, optional
         Group of each process per level, finest first (host, rack, pod).
     uplink_bandwidth : float or sequence, optional
-        Capacity of each group's uplink per direction (bytes/s): one number
-        for all levels, or one entry per level (a number, or one rate per
-        group in the order of the sorted labels).
+        Capacity of each group's uplink (bytes/s): one number for all
+        levels, or one entry per level: a number, one rate per group in the
+        order of the sorted labels (both directions), or a ``(2, G)`` array
+        of the rates out of (row 0) and into (row 1) every group.
     objective : str, optional
         Default: the rule :func:`solve` follows,
         :func:`rankopt.models.default_objective` with the same arguments
@@ -74,6 +77,9 @@ def cost(
     uplinks, the K transfers of a step that leave (enter) a group share its
     uplink: each gets at most ``uplink / K`` (see
     :func:`rankopt.models.network.reference_time`).
+
+    The model of the last call is kept, keyed by a digest of every input
+    but the order: pricing many orders on one network builds it once.
 
     Examples
     --------
@@ -109,17 +115,58 @@ def cost(
             "`nbytes` is required with `bandwidth` or `uplink_bandwidth` (the message size in "
             "bytes); pass bandwidth=None for a latency-only model."
         )
-    # objective=None: make_model applies default_objective, the rule solve() follows
-    model = make_model(
-        lat,
-        collective,
-        algorithm,
-        objective=objective,
-        bandwidth=bandwidth,
-        nbytes=nbytes,
-        groups=groups,
-        uplink_bandwidth=uplink_bandwidth,
-        segment_size=segment_size,
-        inter=inter,
-    )
-    return float(model.cost(np.ascontiguousarray(o, dtype=np.int64)))
+    kw = {
+        "objective": objective,
+        "bandwidth": bandwidth,
+        "nbytes": nbytes,
+        "groups": groups,
+        "uplink_bandwidth": uplink_bandwidth,
+        "segment_size": segment_size,
+        "inter": inter,
+    }
+    key = _digest(lat, collective, algorithm, kw)
+    with _LOCK:
+        cached = _LAST.get(key) if key is not None else None
+    if cached is None:
+        # objective=None: make_model applies default_objective, the rule solve() follows
+        cached = make_model(lat, collective, algorithm, **kw)
+        if key is not None:
+            with _LOCK:
+                _LAST.clear()
+                _LAST[key] = cached
+    return float(cached.cost(np.ascontiguousarray(o, dtype=np.int64)))
+
+
+#: The model of the last :func:`cost` call, by the digest of its inputs.
+_LAST: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def _digest(lat: np.ndarray, collective: str, algorithm: str, kw: dict[str, Any]) -> str | None:
+    """A digest of the model's inputs (contents, not identities), or None if one is opaque."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((str(collective), str(algorithm), lat.shape, str(lat.dtype))).encode())
+    h.update(np.ascontiguousarray(lat).tobytes())
+    for name in sorted(kw):
+        h.update(name.encode())
+        if not _feed(h, kw[name]):
+            return None
+    return h.hexdigest()
+
+
+def _feed(h: Any, value: Any) -> bool:
+    """Add ``value`` to the digest; False for what has no stable content (a custom object)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        h.update(repr((type(value).__name__, value)).encode())
+        return True
+    if isinstance(value, (list, tuple)):
+        h.update(f"seq{len(value)}".encode())
+        return all(_feed(h, v) for v in value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+        if arr.dtype == object:
+            return False
+        h.update(repr((arr.shape, str(arr.dtype))).encode())
+        h.update(np.ascontiguousarray(arr).tobytes())
+        return True
+    return False
