@@ -487,3 +487,101 @@ def test_auto_bandwidth_mode_measures_every_pair_up_to_32_hosts():
         assert auto.bandwidth_slots == explicit.bandwidth_slots
         assert auto.bandwidth_stages == explicit.bandwidth_stages
     assert plan_probe(lat[:32, :32], names[:32]).bandwidth_slots == 32 * 31 // 2
+
+
+def _reference_uplink_tests(planner):
+    """The uplink tests as first written: a scan of every label per group and flow depth."""
+    levels = planner.groups
+    tests = []
+    for k, lab in enumerate(levels):
+        parent = levels[k + 1] if k + 1 < len(levels) else np.zeros(planner.n, dtype=np.int64)
+        for g in np.unique(lab):
+            inside = lab == g
+            sib = (parent == parent[inside][0]) & ~inside
+            if k == 0:
+                sources = np.flatnonzero(inside).tolist()
+            else:
+                child = levels[k - 1]
+                sources = [
+                    int(np.flatnonzero(inside & (child == c))[0]) for c in np.unique(child[inside])
+                ]
+            dests = []
+            for depth in range(planner.flows):
+                for s in np.unique(lab[sib]):
+                    members = np.flatnonzero(lab == s)
+                    if depth < members.size:
+                        dests.append(int(members[depth]))
+            f = min(planner.flows, len(sources), len(dests))
+            if f >= 2:
+                tests.append((k, int(g), [(sources[i], dests[i]) for i in range(f)]))
+    return tests
+
+
+def _reference_representatives(planner):
+    """The representative host pairs as first written (and their groups)."""
+    from rankopt.probe.linear import _matchings
+
+    pairs, groups = [], []
+    nh = planner.n_hosts
+    for k, lab in enumerate(planner.host_levels):
+        parent = (
+            planner.host_levels[k + 1] if k + 1 < len(planner.host_levels) else np.zeros(nh, int)
+        )
+        for p in np.unique(parent):
+            kids = [
+                int(np.flatnonzero((lab == g) & (parent == p))[0])
+                for g in np.unique(lab[parent == p])
+            ]
+            if len(kids) < 2:
+                continue
+            star = [(kids[0], h) for h in kids[1:]]
+            extra = [pr for pr in _matchings(kids[1:]) if pr not in star]
+            pairs.extend(star + extra)
+            groups.append([(min(a, b), max(a, b)) for a, b in star + extra])
+    return pairs, groups
+
+
+def _random_levels(rng, n_items, depth, nested):
+    """``depth`` label arrays over ``n_items``: unequal groups, scattered label values."""
+    levels = []
+    lab = np.arange(n_items)
+    for _ in range(depth):
+        if nested:  # merge the current groups into fewer, of unequal sizes
+            distinct = np.unique(lab)
+            up = rng.integers(0, max(1, distinct.size // 3), size=distinct.size)
+            lab = up[np.searchsorted(distinct, lab)]
+        else:
+            lab = rng.integers(0, max(1, n_items // 4), size=n_items)
+        levels.append((lab * 7 + 3).astype(np.int64))  # labels need not be 0..G-1
+    return levels
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_linear_planner_uplinks_and_representatives_match_the_scan(seed):
+    from rankopt.probe.linear import LinearPlanner, pack
+
+    rng = np.random.default_rng(seed)
+    n_hosts = int(rng.integers(2, 40))
+    host_of = np.sort(rng.integers(0, n_hosts, size=int(rng.integers(n_hosts, 4 * n_hosts))))
+    host_of = np.unique(host_of, return_inverse=True)[1]
+    host_of = host_of[rng.permutation(host_of.size)]  # a shuffled launch order
+    hosts = [f"h{k}" for k in host_of]
+    n = len(hosts)
+    nested = seed % 4 != 3
+    planner = LinearPlanner(
+        np.full((n, n), 3e-5), hosts, [host_of], uplink_flows=int(rng.integers(2, 6))
+    )
+    planner.host_levels = _random_levels(rng, planner.n_hosts, int(rng.integers(1, 4)), nested)
+    above = [lv[planner.host_of] for lv in planner.host_levels]
+    planner.groups = [planner.host_of.astype(np.int64), *above] if nested else above
+
+    assert planner._representatives() == _reference_representatives(planner)[0]
+    assert planner._rep_groups == _reference_representatives(planner)[1]
+    slots = planner._uplink_stage()
+    expected = _reference_uplink_tests(planner)
+    assert planner.uplink_tests == expected
+    keys = [
+        list({key for a, b in flows for key in planner._known_keys(planner.groups, a, b)})
+        for _, _, flows in expected
+    ]
+    assert slots == pack([flows for _, _, flows in expected], keys)

@@ -90,6 +90,7 @@ it does show in its row).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,6 +160,40 @@ def _tiers(rates: NDArray[np.float64], gap: float) -> list[NDArray[np.int64]]:
     r = rates[order]
     cuts = np.flatnonzero(r[:-1] >= gap * np.maximum(r[1:], 1e-300)) + 1
     return [np.sort(part) for part in np.split(order, cuts)]
+
+
+def _members(lab: NDArray[np.int64]) -> tuple[list[int], list[list[int]]]:
+    """The sorted distinct labels of ``lab`` and the indices holding each, ascending."""
+    labels, inverse = np.unique(lab, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    cuts = np.cumsum(np.bincount(inverse, minlength=labels.size))[:-1]
+    return labels.tolist(), [m.tolist() for m in np.split(order, cuts)]
+
+
+def _groups_under(
+    parent: NDArray[np.int64], lab: NDArray[np.int64]
+) -> tuple[list[int], list[list[int]]]:
+    """The sorted distinct parents and, for each, the distinct labels of ``lab`` under it."""
+    pv, pi = np.unique(parent, return_inverse=True)
+    lv, li = np.unique(lab, return_inverse=True)
+    pairs = np.unique(pi.astype(np.int64) * lv.size + li)
+    cuts = np.flatnonzero(np.diff(pairs // lv.size)) + 1
+    return pv.tolist(), [lv[part % lv.size].tolist() for part in np.split(pairs, cuts)]
+
+
+def _first_of_children(parent: NDArray[np.int64], lab: NDArray[np.int64]) -> list[list[int]]:
+    """Per distinct value of ``parent`` (sorted): the lowest index of each label under it.
+
+    Entry ``i`` lists, for the ``i``-th parent value and every distinct value
+    ``c`` of ``lab`` among its indices (ascending), the lowest index ``x`` with
+    ``parent[x]`` that value and ``lab[x] == c``.
+    """
+    _, pi = np.unique(parent, return_inverse=True)
+    lv, li = np.unique(lab, return_inverse=True)
+    key = pi.astype(np.int64) * lv.size + li
+    pairs, first = np.unique(key, return_index=True)
+    cuts = np.flatnonzero(np.diff(pairs // lv.size)) + 1
+    return [part.tolist() for part in np.split(first, cuts)]
 
 
 #: Tiers of at most this many hosts are tested on every pair: a perfect matching
@@ -454,17 +489,18 @@ class LinearPlanner:
         return self._last_slots
 
     def _representatives(self) -> list[Pair]:
-        """Host pairs joining the children of every latency group (star + matching)."""
+        """Host pairs joining the children of every latency group (star + matching).
+
+        Per group ``p`` of a level, its children in label order, each by its
+        lowest host: a star from the first child's host and matchings of the
+        others (:func:`_matchings`). One sort per level.
+        """
         pairs: list[Pair] = []
         self._rep_groups = []
         nh = self.n_hosts
         for k, lab in enumerate(self.host_levels):
             parent = self.host_levels[k + 1] if k + 1 < len(self.host_levels) else np.zeros(nh, int)
-            for p in np.unique(parent):
-                kids = [
-                    int(np.flatnonzero((lab == g) & (parent == p))[0])
-                    for g in np.unique(lab[parent == p])
-                ]
+            for kids in _first_of_children(parent, lab):
                 if len(kids) < 2:
                     continue
                 star = [(kids[0], h) for h in kids[1:]]
@@ -637,35 +673,37 @@ class LinearPlanner:
         return self.groups
 
     def _uplink_stage(self) -> list[list[Pair]]:
+        """One capacity test per group of every level (see the module docstring).
+
+        A group's ``k`` sources are its members (level 0), else the lowest
+        process of each of its child groups, in label order; its ``k``
+        destinations are the ``depth``-th processes of its sibling groups, in
+        label order, depth 0 first. Members, children and siblings come from
+        one sort per level, and destinations stop at ``k``: the stage costs
+        ``O(n log n)`` plus its output, not a scan of the job per sibling.
+        """
         levels = self._final_groups()
         bundles: list[list[Pair]] = []
         keys: list[list[Hashable]] = []
         self.uplink_tests = []
         for k, lab in enumerate(levels):
             parent = levels[k + 1] if k + 1 < len(levels) else np.zeros(self.n, dtype=np.int64)
-            for g in np.unique(lab):
-                inside = lab == g
-                sib = (parent == parent[inside][0]) & ~inside
-                if k == 0:
-                    sources = np.flatnonzero(inside).tolist()
+            labels, members = _members(lab)
+            # the groups under every parent, in label order (parents keyed by value)
+            under = dict(zip(*_groups_under(parent, lab), strict=True))
+            first_kids = _first_of_children(lab, levels[k - 1]) if k > 0 else None
+            for i, g in enumerate(labels):
+                inside = members[i]
+                if first_kids is None:
+                    sources = inside
                 else:  # one host per child group, so the children's uplinks are not the limit
-                    child = levels[k - 1]
-                    sources = [
-                        int(np.flatnonzero(inside & (child == c))[0])
-                        for c in np.unique(child[inside])
-                    ]
-                # destinations: one process per sibling group, then further processes of them
-                sib_groups = np.unique(lab[sib])
-                dests: list[int] = []
-                for depth in range(self.flows):
-                    for s in sib_groups:
-                        members = np.flatnonzero(lab == s)
-                        if depth < members.size:
-                            dests.append(int(members[depth]))
+                    sources = first_kids[i]
+                siblings = under[int(parent[inside[0]])]
+                dests = self._destinations(siblings, int(g), labels, members)
                 f = min(self.flows, len(sources), len(dests))
                 if f < 2:
                     continue
-                flows = [(sources[i], dests[i]) for i in range(f)]
+                flows = [(sources[j], dests[j]) for j in range(f)]
                 self.uplink_tests.append((k, int(g), flows))
                 bundle_keys: set[Hashable] = set()
                 for a, b in flows:
@@ -673,6 +711,26 @@ class LinearPlanner:
                 bundles.append(flows)
                 keys.append(list(bundle_keys))
         return pack(bundles, keys)
+
+    def _destinations(
+        self,
+        siblings: list[int],
+        g: int,
+        labels: list[int],
+        members: list[list[int]],
+    ) -> list[int]:
+        """Up to ``flows`` processes of the groups ``siblings`` (but ``g``), depth by depth."""
+        dests: list[int] = []
+        for depth in range(self.flows):
+            for s in siblings:
+                if s == g:
+                    continue
+                ms = members[bisect_left(labels, s)]
+                if depth < len(ms):
+                    dests.append(ms[depth])
+                    if len(dests) == self.flows:
+                        return dests
+        return dests
 
     def _interference_stage(self) -> list[list[Pair]]:
         used: set[int] = set()
