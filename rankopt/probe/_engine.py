@@ -479,13 +479,11 @@ def recheck_pairs(bandwidth: NDArray[np.float64], hosts: Sequence[str]) -> list[
     n = len(hosts)
     for k, lab in enumerate(levels[1:], start=1):
         parent = levels[k + 1] if k + 1 < len(levels) else np.zeros(n, dtype=np.int64)
-        groups = np.unique(lab)
-        if groups.size < 2 or groups.size > RECHECK_MAX_GROUPS:
+        first = np.unique(lab, return_index=True)[1].tolist()  # lowest rank of each group
+        if not 2 <= len(first) <= RECHECK_MAX_GROUPS:
             continue
-        first = {int(g): int(np.flatnonzero(lab == g)[0]) for g in groups}
-        for i, g in enumerate(groups):
-            for h in groups[i + 1 :]:
-                a, b = first[int(g)], first[int(h)]
+        for i, a in enumerate(first):
+            for b in first[i + 1 :]:
                 if parent[a] == parent[b]:
                     pairs.append((min(a, b), max(a, b)))
     return pairs

@@ -38,7 +38,6 @@ __all__ = [
     "infer_hierarchy",
     "infer_uplinks",
     "block_max",
-    "block_quantile",
     "block_runner_up",
     "host_labels",
     "DEFAULT_GAP",
@@ -355,10 +354,20 @@ def block_max(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray
     return np.maximum.reduceat(np.maximum.reduceat(m, starts, axis=0), starts, axis=1)
 
 
-def _block_sorted(
-    matrix: NDArray[np.float64], labels: NDArray[np.int64]
-) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], int]:
-    """Off-diagonal entries sorted by (block, value): keys, values, block starts and ends."""
+def block_runner_up(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``out[g, h]``: the second largest entry of ``matrix`` from group ``g`` to ``h``.
+
+    The largest where the block has one entry; ``nan`` for a block of one
+    process to itself. Labels must be 0..G-1; the diagonal of ``matrix`` is
+    left out. Cost: one sort of the ``n^2`` entries.
+
+    Examples
+    --------
+    >>> m = np.array([[0, 1, 5, 7], [2, 0, 6, 9], [3, 4, 0, 8], [1, 1, 1, 0.]])
+    >>> block_runner_up(m, np.array([0, 0, 1, 1]))
+    array([[1., 7.],
+           [3., 1.]])
+    """
     n = labels.size
     g_count = int(labels.max()) + 1
     off = ~np.eye(n, dtype=bool)
@@ -374,49 +383,6 @@ def _block_sorted(
     key, vals = key[order], vals[order]
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     ends = np.r_[starts[1:], key.size]
-    return key, vals, starts, ends, g_count
-
-
-def block_quantile(
-    matrix: NDArray[np.float64], labels: NDArray[np.int64], q: float
-) -> NDArray[np.float64]:
-    """``out[g, h]``: the ``q`` quantile of the entries of ``matrix`` from group ``g`` to ``h``.
-
-    Labels must be 0..G-1; the diagonal of ``matrix`` is left out (a block
-    of one process to itself is ``nan``). Cost: one sort of the ``n^2``
-    entries.
-
-    Examples
-    --------
-    >>> m = np.array([[0, 1, 5, 7], [2, 0, 6, 9], [3, 4, 0, 8], [1, 1, 1, 0.]])
-    >>> block_quantile(m, np.array([0, 0, 1, 1]), 0.5)
-    array([[1.5, 6.5],
-           [2. , 4.5]])
-    """
-    key, vals, starts, ends, g_count = _block_sorted(matrix, labels)
-    pos = starts + q * (ends - 1 - starts)  # linear interpolation, as numpy.quantile
-    lo = np.floor(pos).astype(np.int64)
-    hi = np.minimum(lo + 1, ends - 1)
-    frac = pos - lo
-    out = np.full(g_count * g_count, np.nan)
-    out[key[starts]] = vals[lo] * (1.0 - frac) + vals[hi] * frac
-    return out.reshape(g_count, g_count)
-
-
-def block_runner_up(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray[np.float64]:
-    """``out[g, h]``: the second largest entry of ``matrix`` from group ``g`` to ``h``.
-
-    The largest where the block has one entry; ``nan`` for a block of one
-    process to itself. Labels must be 0..G-1.
-
-    Examples
-    --------
-    >>> m = np.array([[0, 1, 5, 7], [2, 0, 6, 9], [3, 4, 0, 8], [1, 1, 1, 0.]])
-    >>> block_runner_up(m, np.array([0, 0, 1, 1]))
-    array([[1., 7.],
-           [3., 1.]])
-    """
-    key, vals, starts, ends, g_count = _block_sorted(matrix, labels)
     out = np.full(g_count * g_count, np.nan)
     out[key[starts]] = vals[np.maximum(ends - 2, starts)]
     return out.reshape(g_count, g_count)
