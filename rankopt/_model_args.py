@@ -195,6 +195,38 @@ def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
         help=f"time the order against the launch order first (rankopt verify over {engine}, "
         "default sizes) and run with the launch order unless the order measurably wins",
     )
+    g = p.add_argument_group(
+        "probe cache",
+        "the probe of these hosts is kept (rank 0's user cache folder, or $RANKOPT_CACHE_DIR) "
+        "and the next launch on the same hosts reuses it after a drift check of a few pairs",
+    )
+    g.add_argument("--no-cache", action="store_true", help="neither reuse nor keep a probe")
+    g.add_argument(
+        "--reprobe", action="store_true", help="probe in full whatever is kept, and keep that"
+    )
+    g.add_argument(
+        "--cache-max-age",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="oldest kept probe reused (default: one day)",
+    )
+    g.add_argument("--cache-dir", metavar="DIR", default=None, help="the cache folder")
+
+
+def cache_option(args: argparse.Namespace) -> dict[str, Any] | bool:
+    """The probe's ``cache`` argument from the flags of :func:`add_entry_outputs`."""
+    if getattr(args, "no_cache", False):
+        return False
+    out: dict[str, Any] = {"reprobe": bool(getattr(args, "reprobe", False))}
+    if getattr(args, "cache_max_age", None) is not None:
+        age = args.cache_max_age
+        if not age >= 0 or age == float("inf"):
+            raise RankoptInputError(f"--cache-max-age must be finite and >= 0; got {age!r}.")
+        out["max_age"] = age
+    if getattr(args, "cache_dir", None):
+        out["directory"] = args.cache_dir
+    return out
 
 
 def parse_uplinks(text: str | None, option: str = "--uplink-bandwidth") -> list[float] | None:
@@ -345,6 +377,11 @@ def report(result: Any, hosts: Sequence[str] | None = None, *, table_max: int = 
     The table is left out above ``table_max`` processes (pass a larger one).
     """
     text = result.summary()
+    cache = result.extra.get("probe_cache") if hasattr(result, "extra") else None
+    if cache:
+        from rankopt.probe.cache import describe_cache
+
+        text += "\n" + describe_cache(cache)
     if len(result.order) <= table_max:
         text += "\n" + result.rank_table(hosts)
     else:

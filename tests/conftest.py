@@ -49,6 +49,8 @@ def own_tmpdir():
     old = os.environ.get("TMPDIR")
     folder = tempfile.mkdtemp(prefix="rkt-", dir=old or "/tmp")
     os.environ["TMPDIR"] = folder
+    # the probe cache of the entry points the tests run: under the run's own folder
+    os.environ["RANKOPT_CACHE_DIR"] = os.path.join(folder, "cache")
     try:
         yield Path(folder)
     finally:

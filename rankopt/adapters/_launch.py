@@ -144,9 +144,11 @@ class LaunchOptions:
         The model options are checked here, on every rank, before any
         communication (a bad ``--workload`` is an error everywhere at once).
         """
-        from rankopt._model_args import launcher_model_options
+        from rankopt._model_args import cache_option, launcher_model_options
 
         solve = launcher_model_options(args)
+        probe = parse_options(getattr(args, "probe_option", []))
+        probe.setdefault("cache", cache_option(args))
         return cls(
             backend=args.backend,
             collective=args.collective,
@@ -155,7 +157,7 @@ class LaunchOptions:
             granularity=args.granularity,
             order=args.order,
             latency=args.latency,
-            probe=parse_options(getattr(args, "probe_option", [])),
+            probe=probe,
             master_addr=args.master_addr,
             master_port=args.master_port,
             probe_port=args.probe_port,
@@ -470,6 +472,8 @@ def _solve(
         network = Network.from_measurement(measurement)
     opts.setdefault("nbytes", DDP_BUCKET_BYTES)
     res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
+    if not isinstance(measurement, _Matrix):
+        res.extra["probe_cache"] = measurement.parameters.get("cache")
     if args.json:
         from rankopt._files import atomic_write_text
 

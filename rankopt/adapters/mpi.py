@@ -455,6 +455,8 @@ def optimize(
     _agree(private, err, digest, "solve", timeout=timeout, suspects=[] if digest else [root])
     if rank == root and network is not None:  # on the root only: what order files record
         result.extra["network_object"] = network
+    if rank == root and result is not None and measurement is not None:
+        result.extra["probe_cache"] = measurement.parameters.get("cache")
     del measurement  # no rank keeps the probe's n x n matrices past this point
     logger.info("rankopt: %d ranks, %s", comm.Get_size(), _summary(result))
     new = _split(comm, check_order(result.order, comm.Get_size()), "rankopt_reordered")

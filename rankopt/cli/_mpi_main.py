@@ -145,12 +145,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(opts)
     if not program:
         parser.error("missing program: pyfile | -m mod | -c cmd")
+    from rankopt._model_args import cache_option
     from rankopt._validation import RankoptInputError
     from rankopt.adapters import mpi as adapter
     from rankopt.adapters._common import parse_options
 
     try:
         probe_options = parse_options(args.probe_option)
+        probe_options.setdefault("cache", cache_option(args))
     except RankoptInputError as exc:
         parser.error(str(exc))
 

@@ -182,6 +182,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "one string, e.g. '--nbytes 67108864' (default: none)",
     )
     r.add_argument(
+        "--cache-dir",
+        default=None,
+        metavar="DIR",
+        help="the user path's probe cache folder (default: a new one per run, so each run's "
+        "user path is a first launch; pass the same folder to time cached launches)",
+    )
+    r.add_argument(
         "--fidelity",
         type=int,
         default=0,
@@ -419,6 +426,7 @@ def _run_experiment(args: argparse.Namespace, quiet: bool) -> int:
         repeats=args.repeats,
         probe_engine=args.probe_engine,
         user_args=_user_args(args),
+        cache_dir=args.cache_dir,
         fidelity_orders=args.fidelity,
         fidelity_size=int(args.fidelity_size * mb),
         ddp=args.ddp,

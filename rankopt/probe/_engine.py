@@ -80,6 +80,7 @@ _UNIT = {
     "bandwidth": "slot",
     "recheck": "slot",
     "start": "step",
+    "cache": "step",
     "gather": "step",
 }
 

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from rankopt._validation import RankoptInputError
 from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, params_from, probe_hostname
 from rankopt.probe._engine import CONSENSUS_SHARE, run_probe
+from rankopt.probe.cache import probe_with_cache, resolve_cache
 from rankopt.probe.measurement import Measurement
 
 __all__ = ["measure"]
@@ -95,6 +96,7 @@ def measure(
     bandwidth_mode: str = "auto",
     uplink_flows: int = 4,
     callback: Callable[[ProbeProgress], Any] | None = None,
+    cache: Any = None,
 ) -> Measurement:
     """Measure latency and bandwidth between every pair of ranks of ``comm``.
 
@@ -138,6 +140,13 @@ def measure(
         Called on every rank after each round and slot with a
         :class:`~rankopt.probe.ProbeProgress`. An exception raised by it
         aborts the probe on that rank only (the others then time out).
+    cache : bool, path, mapping or ProbeCache, optional
+        Keep the probe for the next launch on the same hosts and reuse a
+        kept one after a drift check (:mod:`rankopt.probe.cache`): ``True``
+        for the user cache folder, a folder, or
+        :class:`~rankopt.probe.cache.ProbeCache` settings (``max_age``,
+        ``reprobe``). Default: no cache. ``parameters["cache"]`` says
+        whether the probe was reused or measured, and why.
 
     Returns
     -------
@@ -206,6 +215,7 @@ def measure(
     ((4, 4), 12)
     """
     params = params_from(locals())  # before anything else: no communication yet
+    store = resolve_cache(cache)
     from mpi4py import MPI
 
     if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
@@ -223,10 +233,21 @@ def measure(
             step=1,
         )
     try:
-        result = run_probe(
+        result = _run(store)(
             transport, params, callback, backend="mpi", hostname=probe_hostname(transport.rank)
         )
     except ProbeTimeoutError:
         raise  # the private communicator stays: freeing it would wait for the dead peer
     private.Free()
     return result
+
+
+def _run(store: Any) -> Callable[..., Measurement]:
+    """The probe: in full, or through the cache ``store`` when there is one."""
+    if store is None:
+        return run_probe
+
+    def cached(tr: Any, params: Any, callback: Any, **kw: Any) -> Measurement:
+        return probe_with_cache(tr, params, store, callback, **kw)
+
+    return cached

@@ -184,5 +184,6 @@ class SolveResult:
             "modelled": True,
             "network": self.network,
             "robust": self.extra.get("robust"),
+            "probe_cache": self.extra.get("probe_cache"),
             "notes": list(self.notes),
         }

@@ -74,6 +74,10 @@ class ExperimentConfig:
     user_args : tuple of str
         Flags added to the user's entry point (none by default: what a user
         who passes no flags gets), e.g. ``("--objective", "time")``.
+    cache_dir : str, optional
+        The user path's probe cache folder; default: one of the experiment's
+        own, so that its first launch of each engine probes (pass one folder to
+        several experiments on the same network to time cached launches).
     probe_engine : {"mpi", "gloo"}
         Engine of the probe the fidelity study models from.
     probe_kwargs : dict
@@ -104,6 +108,7 @@ class ExperimentConfig:
     n_random: int = 3
     repeats: int = 3
     user_args: tuple[str, ...] = ()
+    cache_dir: str | None = None
     probe_engine: str = "mpi"
     probe_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
     fidelity_orders: int = 0
@@ -337,6 +342,7 @@ def _time_engine(
         workdir=wd,
         timeout=cfg.timeout,
         extra=cfg.user_args,
+        cache_dir=None if cfg.cache_dir is None else Path(cfg.cache_dir),
     )
     report["user"][key] = user
     for size, ts in zip(cfg.sizes, user["times"], strict=True):

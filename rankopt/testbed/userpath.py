@@ -72,6 +72,9 @@ def user_argv(
     return [sys.executable, "-m", "rankopt.mpi", "--save", str(save), *extra, *prog]
 
 
+_CACHE = re.compile(r"^probe: (.*)$", re.M)
+
+
 def parse_report(text: str) -> dict[str, Any]:
     """Modelled speedup, its 90% interval and the solve time from a printed report.
 
@@ -92,6 +95,9 @@ def parse_report(text: str) -> dict[str, Any]:
     s = _SOLVE_MS.search(text)
     if s:
         out["solve_s"] = float(s.group(1)) * 1e-3
+    c = _CACHE.search(text)
+    if c:
+        out["probe_cache"] = c.group(1).strip()
     return out
 
 
@@ -112,6 +118,7 @@ def run_user_path(
     workdir: Path,
     timeout: float,
     extra: Sequence[str] = (),
+    cache_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Time allreduce in a job started through the user's entry point.
 
@@ -128,6 +135,10 @@ def run_user_path(
     timeout : float
     extra : sequence of str
         Flags added to the entry point (none: what a user gets).
+    cache_dir : Path, optional
+        The entry point's probe cache folder (``RANKOPT_CACHE_DIR``); default
+        ``workdir / "probe-cache"``, new with every experiment: each
+        experiment's first launch of an engine is a first launch.
 
     Returns
     -------
@@ -153,12 +164,13 @@ def run_user_path(
     atomic_write_text(cfg_path, json.dumps(cfg), what="worker configuration")
     argv = user_argv(engine, worker_argv(engine, cfg_path), save, extra)
     t0 = time.time()
+    env = {"RANKOPT_CACHE_DIR": str(cache_dir or workdir / "probe-cache")}
     if engine == "gloo":
-        done = run_gloo(tb, hosts, argv, timeout=timeout)
+        done = run_gloo(tb, hosts, argv, env=env, timeout=timeout)
         stderr = "\n".join(p.stderr or "" for p in done)
     else:
         mca = RING_MCA if engine == "mpi-ring" else None
-        stderr = run_mpi(tb, hosts, argv, mca=mca, timeout=timeout).stderr or ""
+        stderr = run_mpi(tb, hosts, argv, mca=mca, env=env, timeout=timeout).stderr or ""
     res = json.loads(Path(str(cfg["out"])).read_text())
     order = _read_order(save, n)
     names = res.get("hostnames")

@@ -1,0 +1,628 @@
+"""The probe cache: a finished probe kept for the next launch on the same machines.
+
+A probe costs seconds to minutes; the network of a set of machines changes far
+less often than a job is launched on them. With a cache, the first launch
+probes as usual and its root stores the measurement; a later launch of the same
+engine on the same hosts (the same number of processes on each) reuses it after
+a cheap **drift check**, the pairs that ``rankopt check`` samples: one pair per
+block of alike pairs of the stored network (same host, same rack, rack to rack
+in each direction ...), each measured alone -- a few ping-pongs and a few
+transfers of about :data:`CHECK_SECONDS` at the stored rate. The stored
+measurement is used when every sampled pair agrees with it; the probe runs in
+full (and replaces the entry) when one moved, when the entry is older than
+``max_age``, or when asked to (``reprobe``). The measurement returned says
+which happened in ``parameters["cache"]``.
+
+Contents
+--------
+ProbeCache
+    Where the entries live, how old one may be, whether to re-probe anyway.
+resolve_cache
+    Normalise a ``cache=`` argument (None, bool, folder, mapping, ProbeCache).
+cache_key
+    The key of an entry: engine, the sorted host names of all processes and
+    the probe settings that change what it measures.
+probe_with_cache
+    The collective: look up, check, reuse or probe and store.
+
+Entries are ``.npz`` measurement files (:meth:`Measurement.save`), written
+atomically by the root alone, so a crash never leaves a partial entry. The
+processes of one host are taken as interchangeable: the k-th process of host
+``h`` now takes the stored rows of the k-th process of ``h`` then.
+
+Drift rule
+----------
+A sampled bandwidth moved when ``|log(now / stored)|`` exceeds
+``max(log(1 + TOLERANCE), 3 sigma)``, ``sigma`` the stored entry's relative
+noise (the rule of :func:`rankopt.adapters.drift.compare`); a sampled latency
+moved when it is more than :data:`LATENCY_FACTOR` times off in either direction
+and by more than :data:`LATENCY_FLOOR` (a handful of ping-pongs is noisy, a
+changed route is a step of that size), and counts only when it changes what
+the job pays: the launch order's time on the network's default model, with
+each moved pair's block of alike pairs scaled, off by more than
+:data:`TOLERANCE` (the rule of ``rankopt check``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._validation import RankoptInputError
+from rankopt.probe._common import ProbeParams, ProbeProgress
+from rankopt.probe.measurement import Measurement
+
+__all__ = [
+    "ProbeCache",
+    "resolve_cache",
+    "cache_key",
+    "probe_with_cache",
+    "default_directory",
+    "CACHE_ENV",
+    "DEFAULT_MAX_AGE",
+]
+
+logger = logging.getLogger("rankopt.probe")
+
+#: Environment variable naming the cache folder (overrides the user cache folder).
+CACHE_ENV = "RANKOPT_CACHE_DIR"
+#: Default oldest entry reused, in seconds (one day).
+DEFAULT_MAX_AGE = 24 * 3600.0
+#: Most pairs the drift check samples.
+CHECK_PAIRS = 12
+#: Target duration of one sampled transfer, in seconds (at the stored rate).
+CHECK_SECONDS = 0.015
+#: Timed ping-pongs per sampled pair (after one warm-up), as many as the probe's default.
+CHECK_PINGS = 10
+#: Timed transfers per sampled pair (after one warm-up).
+CHECK_REPEATS = 2
+#: Relative change below which a sampled bandwidth holds whatever its noise.
+TOLERANCE = 0.25
+#: Factor beyond which a sampled latency moved ...
+LATENCY_FACTOR = 2.0
+#: ... when it moved by more than this many seconds too (timer and scheduling noise
+#: of a few ping-pongs on a busy host; a changed route or zone is far larger).
+LATENCY_FLOOR = 25e-6
+FORMAT = "rankopt.probe-cache/1"
+_TAGS_LAT, _TAGS_BW = (0x7A20, 0x7A21), (0x7A22, 0x7A23)
+_MISS, _CHECK = 0, 1
+#: Settings that change what a probe measures (the rest only change its cost).
+_KEYED = (
+    "bandwidth",
+    "bandwidth_mode",
+    "latency_bytes",
+    "bandwidth_bytes",
+    "bw_concurrency",
+    "uplink_flows",
+)
+
+
+def default_directory() -> Path:
+    """``$RANKOPT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rankopt/probes``, else ``~/.cache/...``."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rankopt" / "probes"
+
+
+@dataclass(frozen=True)
+class ProbeCache:
+    """Where probe results are kept and when one is reused.
+
+    Parameters
+    ----------
+    directory : path-like, optional
+        Folder of the entries (default: :func:`default_directory`).
+    max_age : float
+        Oldest entry reused, in seconds (default one day); older ones are
+        probed again and replaced.
+    reprobe : bool
+        Probe in full whatever the entry, and replace it.
+
+    Examples
+    --------
+    >>> from rankopt.probe.cache import ProbeCache
+    >>> ProbeCache("/tmp/x", max_age=3600).max_age
+    3600.0
+    """
+
+    directory: Path | str | None = None
+    max_age: float = DEFAULT_MAX_AGE
+    reprobe: bool = False
+
+    def __post_init__(self) -> None:
+        directory = default_directory() if self.directory is None else Path(self.directory)
+        object.__setattr__(self, "directory", directory)
+        age = self.max_age
+        if isinstance(age, bool) or not isinstance(age, (int, float, np.integer, np.floating)):
+            raise RankoptInputError(f"`max_age` must be a number of seconds; got {age!r}.")
+        if not age >= 0 or not math.isfinite(float(age)):
+            raise RankoptInputError(f"`max_age` must be finite and >= 0; got {age!r}.")
+        object.__setattr__(self, "max_age", float(age))
+        object.__setattr__(self, "reprobe", bool(self.reprobe))
+
+    def path(self, key: str) -> Path:
+        """The entry file of ``key``."""
+        return Path(str(self.directory)) / f"{key}.npz"
+
+
+def resolve_cache(value: Any) -> ProbeCache | None:
+    """A :class:`ProbeCache` from a ``cache=`` argument, or None (no cache).
+
+    ``None``/``False``: no cache; ``True``: the default folder; a path: that
+    folder; a mapping: :class:`ProbeCache` keywords; a :class:`ProbeCache`.
+
+    Examples
+    --------
+    >>> from rankopt.probe.cache import resolve_cache
+    >>> resolve_cache(False) is None, resolve_cache({"directory": "/tmp/c"}).directory.name
+    (True, 'c')
+    """
+    if value is None or value is False:
+        return None
+    if value is True:
+        return ProbeCache()
+    if isinstance(value, ProbeCache):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        return ProbeCache(os.fspath(value))
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"directory", "max_age", "reprobe"}
+        if unknown:
+            raise RankoptInputError(
+                f"`cache` takes the keys directory, max_age and reprobe; got {sorted(unknown)}."
+            )
+        return ProbeCache(**dict(value))
+    raise RankoptInputError(
+        f"`cache` must be None, a bool, a folder, a mapping or a ProbeCache; got {value!r}."
+    )
+
+
+def cache_key(backend: str, hosts: tuple[str, ...] | list[str], params: ProbeParams) -> str:
+    """The entry key: engine, the sorted host names of all processes, the keyed settings.
+
+    Examples
+    --------
+    >>> from rankopt.probe._common import ProbeParams
+    >>> a = cache_key("mpi", ["b", "a", "a"], ProbeParams())
+    >>> a == cache_key("mpi", ["a", "b", "a"], ProbeParams(repeats=3)), len(a)
+    (True, 32)
+    >>> a == cache_key("gloo", ["a", "a", "b"], ProbeParams())
+    False
+    """
+    import hashlib
+
+    settings = params.as_dict()
+    payload = {
+        "format": FORMAT,
+        "backend": str(backend),
+        "hosts": sorted(str(h) for h in hosts),
+        "settings": {k: settings[k] for k in _KEYED},
+    }
+    blob = json.dumps(payload, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:32]
+
+
+def match_ranks(stored: tuple[str, ...], now: tuple[str, ...]) -> NDArray[np.int64] | None:
+    """``idx[r]``: the stored process whose rows rank ``r`` takes now (None if none fits).
+
+    The k-th process of each host now is the k-th process of that host then.
+
+    Examples
+    --------
+    >>> match_ranks(("a", "b", "a"), ("b", "a", "a")).tolist()
+    [1, 0, 2]
+    >>> match_ranks(("a", "b"), ("a", "a")) is None
+    True
+    """
+    if len(stored) != len(now) or sorted(stored) != sorted(now):
+        return None
+    slots: dict[str, list[int]] = {}
+    for q, h in enumerate(stored):
+        slots.setdefault(h, []).append(q)
+    taken: dict[str, int] = {}
+    idx = np.empty(len(now), dtype=np.int64)
+    for r, h in enumerate(now):
+        k = taken.get(h, 0)
+        idx[r] = slots[h][k]
+        taken[h] = k + 1
+    return idx
+
+
+def _remapped(m: Measurement, idx: NDArray[np.int64], hosts: tuple[str, ...]) -> Measurement:
+    ix = np.ix_(idx, idx)
+
+    def sub(a: Any) -> Any:
+        return None if a is None else np.asarray(a)[ix]
+
+    return Measurement(
+        latency=m.latency[ix],
+        bandwidth=sub(m.bandwidth),
+        hosts=hosts,
+        latency_spread=sub(m.latency_spread),
+        bandwidth_spread=sub(m.bandwidth_spread),
+        pair_counts=sub(m.pair_counts),
+        bandwidth_counts=sub(m.bandwidth_counts),
+        started_at=m.started_at,
+        finished_at=m.finished_at,
+        backend=m.backend,
+        parameters=dict(m.parameters),
+    )
+
+
+def _lookup(
+    cache: ProbeCache, key: str, hosts: tuple[str, ...], backend: str
+) -> tuple[Measurement | None, str]:
+    """The stored measurement in the ranks of now, or None and why not."""
+    from rankopt.probe.measurement import load_measurement
+
+    if cache.reprobe:
+        return None, "a fresh probe was asked for (reprobe)"
+    path = cache.path(key)
+    if not path.exists():
+        return None, "no entry for these hosts"
+    try:
+        stored = load_measurement(path)
+    except (OSError, RankoptInputError) as exc:
+        return None, f"the entry could not be read ({exc})"
+    age = time.time() - stored.finished_at
+    if age > cache.max_age:
+        return None, f"the entry is {age:.0f} s old, more than the {cache.max_age:g} s allowed"
+    if stored.backend and stored.backend != backend:
+        return None, f"the entry was probed over {stored.backend}, not {backend}"
+    idx = match_ranks(stored.hosts, hosts)
+    if idx is None:
+        return None, "the entry's processes are on other hosts"
+    return _remapped(stored, idx, hosts), ""
+
+
+def _check_plan(network: Any) -> list[tuple[int, int, int]]:
+    """``(i, j, nbytes)``: the pairs the drift check samples, nbytes 0 for latency only."""
+    from rankopt.adapters.drift import choose_pairs
+
+    pairs = choose_pairs(network, max_pairs=CHECK_PAIRS)
+    out = []
+    bandwidth = network.bandwidth
+    for i, j in pairs:
+        nbytes = 0
+        if bandwidth is not None and bandwidth[i, j] > 0:
+            nbytes = int(np.clip(CHECK_SECONDS * float(bandwidth[i, j]), 1 << 16, 8 << 20))
+        out.append((int(i), int(j), nbytes))
+    return out
+
+
+def _verdict(
+    m: Any, plan: list[tuple[int, int, int]], lat: NDArray[np.float64], bw: NDArray
+) -> tuple[bool, list[dict[str, Any]]]:
+    """Whether every sampled pair holds against the network ``m``, and a record of each.
+
+    ``m`` is the stored network (:meth:`Network.from_measurement`): its
+    bandwidth is what a pair gets alone on the network, as the check measures.
+    """
+    records, holds = [], True
+    for (i, j, nbytes), now_lat, now_bw in zip(plan, lat, bw, strict=True):
+        rec: dict[str, Any] = {"src": i, "dst": j, "latency": float(now_lat)}
+        old_lat = float(m.latency[i, j])
+        if old_lat > 0 and now_lat > 0:
+            ratio = now_lat / old_lat
+            rec["latency_ratio"] = ratio
+            far = abs(now_lat - old_lat) > LATENCY_FLOOR
+            if far and not 1.0 / LATENCY_FACTOR <= ratio <= LATENCY_FACTOR:
+                rec["moved"], holds = True, False
+        if nbytes and m.bandwidth is not None:
+            old = float(m.bandwidth[i, j])
+            ratio = float(now_bw) / old if old > 0 else math.inf
+            sigma = 0.0
+            if m.bandwidth_spread is not None:
+                count = 1.0
+                if m.bandwidth_samples is not None:
+                    count = max(float(m.bandwidth_samples[i, j]), 1.0)
+                sigma = 1.4826 * float(m.bandwidth_spread[i, j]) / old / math.sqrt(count)
+            rec.update(bandwidth=float(now_bw), bandwidth_ratio=ratio)
+            limit = max(math.log1p(TOLERANCE), 3.0 * math.sqrt(2.0) * sigma)
+            if not ratio > 0 or abs(math.log(ratio)) > limit:
+                rec["moved"] = rec["bandwidth_moved"] = True
+                holds = False
+        records.append(rec)
+    if not holds and not any(r.get("bandwidth_moved") for r in records):
+        holds = _latency_matters_not(m, plan, records)
+    return holds, records
+
+
+def _latency_matters_not(
+    m: Any, plan: list[tuple[int, int, int]], records: list[dict[str, Any]]
+) -> bool:
+    """Whether the latencies that moved leave the launch order's modelled time within tolerance.
+
+    Each moved pair scales its block of alike pairs (the stored hierarchy); the
+    launch order is priced on the network's default model before and after.
+    A latency that moved without changing what the job pays is noted, not acted on.
+    """
+    from rankopt.adapters.drift import _cost
+    from rankopt.network.core import alike_blocks
+
+    if not hasattr(m, "groups"):
+        return False
+    blocks = alike_blocks(m.groups, m.n, m.hosts)
+    latency = np.array(m.latency, dtype=np.float64)
+    for (i, j, _), rec in zip(plan, records, strict=True):
+        if rec.get("moved"):
+            latency[blocks == blocks[i, j]] *= rec["latency_ratio"]
+    launch = np.arange(m.n)
+    before = _cost(m, m.latency, launch, {})
+    after = _cost(m, latency, launch, {})
+    effect = after / before if before > 0 else 1.0
+    for rec in records:
+        if rec.get("moved"):
+            rec["modelled_effect"] = effect - 1.0
+    if abs(math.log(effect)) > math.log1p(TOLERANCE):
+        return False
+    for rec in records:
+        rec["moved"] = False
+    return True
+
+
+def _share_int64(probe: Any, values: NDArray[np.int64], phase: str) -> NDArray[np.int64]:
+    """Every process's ``values`` maxed element-wise, with the step's deadline."""
+    table = probe._allgather(np.ascontiguousarray(values, dtype=np.int64), phase)
+    return np.asarray(table.max(axis=0), dtype=np.int64)
+
+
+def _broadcast_measurement(
+    probe: Any, m: Measurement | None, hosts: tuple[str, ...]
+) -> Measurement:
+    """The root's measurement on every process (the root passes it, the others None).
+
+    The matrices travel as the bits of non-negative doubles in an element-wise
+    max of int64 words (the others contribute zeros), the rest as JSON bytes.
+    """
+    n = len(hosts)
+    names = ("latency", "bandwidth", "latency_spread", "bandwidth_spread")
+    counts = ("pair_counts", "bandwidth_counts")
+    header = np.zeros(3, dtype=np.int64)
+    if m is not None:
+        meta = {
+            "present": [getattr(m, k) is not None for k in names + counts],
+            "started_at": m.started_at,
+            "finished_at": m.finished_at,
+            "backend": m.backend,
+            "parameters": dict(m.parameters),
+        }
+        blob = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+        header[:] = (1, blob.size, 0)
+    header = _share_int64(probe, header, "cache")
+    size = int(header[1])
+    words = np.zeros(len(names + counts) * n * n + size, dtype=np.int64)
+    if m is not None:
+        parts = []
+        for k in names + counts:
+            a = getattr(m, k)
+            a = np.zeros((n, n)) if a is None else np.asarray(a, dtype=np.float64)
+            parts.append(np.maximum(a, 0.0).ravel().view(np.int64))
+        parts.append(blob.astype(np.int64))
+        words[:] = np.concatenate(parts)
+    out = np.zeros_like(words)
+    t0 = probe.epoch
+    from rankopt.probe._engine import CONSENSUS_SHARE
+
+    deadline = t0 + CONSENSUS_SHARE * probe.p.timeout
+    try:
+        ok = probe.tr.wait([probe.tr.allreduce_max(words, out)], deadline, busy=False)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        probe._fail("cache", 0, 1, t0, -1, ())
+    width = len(names + counts) * n * n
+    meta = json.loads(out[width:].astype(np.uint8).tobytes().decode())
+    arrays: dict[str, Any] = {}
+    for s, name in enumerate(names + counts):
+        block = out[s * n * n : (s + 1) * n * n].view(np.float64).reshape(n, n)
+        arrays[name] = block.copy() if meta["present"][s] else None
+    for name in counts:
+        if arrays[name] is not None:
+            arrays[name] = arrays[name].astype(np.int64)
+    return Measurement(
+        hosts=hosts,
+        started_at=float(meta["started_at"]),
+        finished_at=float(meta["finished_at"]),
+        backend=str(meta["backend"]),
+        parameters=meta["parameters"],
+        **arrays,
+    )
+
+
+def _broadcast_json(probe: Any, value: Any) -> Any:
+    """The root's JSON-able ``value`` on every process (the others pass None)."""
+    from rankopt.probe._engine import CONSENSUS_SHARE
+
+    blob = np.zeros(0, dtype=np.int64)
+    if value is not None:
+        blob = np.frombuffer(json.dumps(value).encode(), dtype=np.uint8).astype(np.int64)
+    size = int(_share_int64(probe, np.array([blob.size], dtype=np.int64), "cache")[0])
+    words = np.zeros(size, dtype=np.int64)
+    words[: blob.size] = blob
+    out = np.zeros_like(words)
+    t0 = probe.epoch
+    try:
+        ok = probe.tr.wait(
+            [probe.tr.allreduce_max(words, out)], t0 + CONSENSUS_SHARE * probe.p.timeout, busy=False
+        )
+    except RuntimeError:
+        ok = False
+    if not ok:
+        probe._fail("cache", 0, 1, t0, -1, ())
+    return json.loads(out.astype(np.uint8).tobytes().decode())
+
+
+def _sample(
+    probe: Any, plan: list[tuple[int, int, int]]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Measure every planned pair alone; the same latencies and rates on every process."""
+    from rankopt.probe._engine import PAIR_SHARE
+
+    me, p = probe.me, probe.p
+    lat = np.zeros(len(plan), dtype=np.int64)  # nanoseconds
+    bw = np.zeros(len(plan), dtype=np.int64)  # bytes/s
+    small_out = np.zeros(p.latency_bytes, dtype=np.uint8)
+    small_in = np.zeros(p.latency_bytes, dtype=np.uint8)
+    ack_out, ack_in = np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.uint8)
+    for s, (i, j, nbytes) in enumerate(plan):
+        t0 = probe.epoch
+        if probe.hooks.stall_round == s + 1:  # the test hook: this process stops here
+            probe.hooks.stall()
+        deadline = t0 + PAIR_SHARE * p.timeout
+        failed = -1
+        big = np.zeros(nbytes, dtype=np.uint8) if nbytes and me in (i, j) else None
+        if me == i:
+            rtt = probe._initiate(j, small_out, small_in, _TAGS_LAT, CHECK_PINGS, deadline)
+            took = None
+            if rtt is not None and big is not None:
+                took = probe._initiate(j, big, ack_in, _TAGS_BW, CHECK_REPEATS, deadline)
+            if rtt is None or (big is not None and took is None):
+                failed = j
+            else:
+                one_way = float(np.median(rtt)) / 2.0
+                lat[s] = max(int(one_way * 1e9), 1)
+                if took is not None:
+                    elapsed = float(np.median(took))
+                    transfer = max(elapsed - one_way, elapsed / 2.0)
+                    bw[s] = int(nbytes / transfer)
+        elif me == j:
+            ok = probe._respond(i, small_in, small_out, _TAGS_LAT, CHECK_PINGS, deadline)
+            if ok and big is not None:
+                ok = probe._respond(i, big, ack_out, _TAGS_BW, CHECK_REPEATS, deadline)
+            if not ok:
+                failed = i
+        probe._consensus("cache", s, len(plan), t0, failed, [(i, j)])
+    both = _share_int64(probe, np.concatenate([lat, bw]), "cache")
+    k = len(plan)
+    return both[:k].astype(np.float64) / 1e9, both[k:].astype(np.float64)
+
+
+def probe_with_cache(
+    tr: Any,
+    params: ProbeParams,
+    cache: ProbeCache,
+    callback: Callable[[ProbeProgress], Any] | None,
+    *,
+    backend: str,
+    hostname: str,
+) -> Measurement:
+    """Reuse the cached probe of these hosts after a drift check, else probe and store it.
+
+    Collective over the transport ``tr``, with the deadlines and failure reports
+    of the probe itself. Returns the same :class:`Measurement` on every process;
+    its ``parameters["cache"]`` says what happened: ``status`` ``"hit"`` (the
+    entry held: ``age_s``, ``check_s``, the sampled ``pairs``) or ``"probed"``
+    (with the ``reason``: no entry, too old, asked for, or the pairs that moved).
+    Only the root (rank 0) reads and writes the cache folder.
+    """
+    from rankopt.probe._engine import _Probe, run_probe
+
+    t_begin = time.perf_counter()
+    probe = _Probe(tr, params, callback, backend, hostname)
+    hosts, _ = probe._start()
+    me = probe.me
+    key = cache_key(backend, hosts, params)
+    stored: Measurement | None = None
+    network: Any = None
+    reason = ""
+    plan: list[tuple[int, int, int]] = []
+    if me == 0:
+        try:
+            stored, reason = _lookup(cache, key, hosts, backend)
+            if stored is not None:
+                from rankopt.network.core import Network
+
+                network = Network.from_measurement(stored)
+                plan = _check_plan(network)
+        except Exception as exc:  # noqa: BLE001 - a broken entry never stops the job
+            stored, reason = None, f"the entry could not be used ({type(exc).__name__}: {exc})"
+    decision = np.zeros(2 + 3 * CHECK_PAIRS, dtype=np.int64)
+    if me == 0 and stored is not None and plan:
+        decision[0], decision[1] = _CHECK, len(plan)
+        decision[2 : 2 + 3 * len(plan)] = np.array(plan, dtype=np.int64).ravel()
+    decision = _share_int64(probe, decision, "cache")
+    info: dict[str, Any] = {"key": key, "directory": str(cache.directory)}
+    if decision[0] == _CHECK:
+        count = int(decision[1])
+        rows = decision[2 : 2 + 3 * count].reshape(-1, 3)
+        plan = [(int(a), int(b), int(c)) for a, b, c in rows]
+        t_check = time.perf_counter()
+        lat, bw = _sample(probe, plan)
+        check_s = time.perf_counter() - t_check
+        verdict = np.zeros(1, dtype=np.int64)
+        if me == 0 and stored is not None:
+            holds, records = _verdict(network, plan, lat, bw)
+            verdict[0] = 1 if holds else 0
+            info |= {"age_s": time.time() - stored.finished_at, "check_s": check_s}
+            info["pairs"] = records
+            if not holds:
+                moved = [f"({r['src']}, {r['dst']})" for r in records if r.get("moved")]
+                reason = "the drift check found pairs that moved: " + ", ".join(moved)
+        verdict = _share_int64(probe, verdict, "cache")
+        if verdict[0] == 1:
+            hit = None
+            if me == 0 and stored is not None:
+                info |= {"status": "hit", "seconds": time.perf_counter() - t_begin}
+                hit = _with_cache_info(stored, info)
+            result = _broadcast_measurement(probe, hit, hosts)
+            _log(result)
+            return result
+    info |= {"status": "probed", "reason": reason or "no entry for these hosts"}
+    info = _broadcast_json(probe, info if me == 0 else None)  # the root's word on every process
+    fresh = run_probe(tr, params, callback, backend=backend, hostname=hostname)
+    result = _with_cache_info(fresh, info)
+    if me == 0:
+        try:
+            cache.path(key).parent.mkdir(parents=True, exist_ok=True)
+            fresh.save(cache.path(key))
+        except (OSError, RankoptInputError) as exc:
+            logger.warning("rankopt: the probe could not be cached in %s: %s", cache.directory, exc)
+    _log(result)
+    return result
+
+
+def _with_cache_info(m: Measurement, info: Mapping[str, Any]) -> Measurement:
+    from dataclasses import replace
+
+    return replace(m, parameters=dict(m.parameters) | {"cache": dict(info)})
+
+
+def _log(m: Measurement) -> None:
+    logger.info("rankopt: %s", describe_cache(m.parameters.get("cache")))
+
+
+def describe_cache(info: Mapping[str, Any] | None) -> str:
+    """One line on what the cache did, for the entry points' reports.
+
+    Examples
+    --------
+    >>> describe_cache({"status": "hit", "age_s": 125.0, "check_s": 0.31, "pairs": [1, 2]})
+    'probe: cached (2 min old), 2 pairs checked in 0.31 s, none moved'
+    >>> describe_cache({"status": "probed", "reason": "no entry for these hosts"})
+    'probe: measured (no entry for these hosts); stored for the next launch'
+    >>> describe_cache(None)
+    'probe: measured (cache off)'
+    """
+    if not info:
+        return "probe: measured (cache off)"
+    if info.get("status") == "hit":
+        age = float(info.get("age_s", 0.0))
+        when = f"{age / 60:.0f} min" if age >= 60 else f"{age:.0f} s"
+        return (
+            f"probe: cached ({when} old), {len(info.get('pairs', []))} pairs checked in "
+            f"{float(info.get('check_s', 0.0)):.2f} s, none moved"
+        )
+    return f"probe: measured ({info.get('reason', '?')}); stored for the next launch"
