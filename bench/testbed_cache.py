@@ -1,0 +1,70 @@
+"""Job-start overhead of the user path, first launch and cached launches, on the testbed.
+
+Runs ``rankopt testbed run`` (default flags for the user's entry points,
+``python -m rankopt.mpi`` and ``rankopt run``) ``--launches`` times on one
+network with one probe cache folder: the first launch probes and keeps the
+probe, the later ones reuse it after the drift check. Prints, per launch and
+engine, what the cache did, the job-start overhead (the user path's time to
+the program's first line less that of the plain program), the order and the
+fraction of the best order measured. Needs root (network namespaces); writes
+only under a temporary folder it removes.
+
+    python bench/testbed_cache.py
+    python bench/testbed_cache.py --racks 4,4,4 --engines mpi-default --launches 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--racks", default="3,3,3", help="hosts per rack (default: 3,3,3)")
+    p.add_argument("--rates", default="1gbit,250mbit", help="host and uplink rates")
+    p.add_argument("--seed", type=int, default=5, help="launch placement seed")
+    p.add_argument("--engines", default="mpi-default,gloo", help="testbed engines")
+    p.add_argument("--launches", type=int, default=3, help="launches (the first is cold)")
+    p.add_argument("--repeats", type=int, default=3, help="timed runs per order")
+    p.add_argument("-o", "--output", help="also write the rows as JSON here")
+    args = p.parse_args()
+    print("| launch | engine | probe | overhead s | order | of best |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="rankopt-cache-") as tmp:
+        for launch in range(1, args.launches + 1):
+            out = Path(tmp) / f"run{launch}.json"
+            cmd = [sys.executable, "-m", "rankopt", "testbed", "-q", "run", "--racks",
+                   args.racks, "--rates", args.rates, "--launch", "random", "--seed",
+                   str(args.seed), "--engines", args.engines, "--sizes", "16", "--random",
+                   "0", "--repeats", str(args.repeats), "--cache-dir", str(Path(tmp) / "cache"),
+                   "-o", str(out)]  # fmt: skip
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+            report = json.loads(out.read_text())
+            best = {s["engine"]: s["fraction_of_best"] for s in report["summary"]}
+            for engine, user in report["user"].items():
+                row = {
+                    "launch": launch,
+                    "engine": engine,
+                    "probe": user.get("probe_cache"),
+                    "overhead_s": user.get("overhead_s"),
+                    "order": user.get("order"),
+                    "fraction_of_best": best.get(engine),
+                }
+                rows.append(row)
+                print(
+                    f"| {launch} | {engine} | {row['probe']} | {row['overhead_s']:.2f} | "
+                    f"{row['order']} | {row['fraction_of_best']:.0%} |",
+                    flush=True,
+                )
+    if args.output:
+        Path(args.output).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
