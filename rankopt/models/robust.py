@@ -147,11 +147,21 @@ def robust_model(
     ``model`` holds the keyword arguments of :func:`rankopt.models.make_model`
     as ``solve()`` built them; the draws are seeded by ``seed`` (reproducible).
     """
+    from rankopt._limits import MAX_ARRAY_BYTES, MAX_DRAWS, check_bound
     from rankopt.models.factory import make_model
     from rankopt.network.core import Redraw
 
-    if int(draws) != draws or draws < 2:
+    if isinstance(draws, (bool, np.bool_)) or not isinstance(draws, (int, float, np.number)):
+        raise RankoptInputError(f"`robust` draws must be a whole number; got {draws!r}.")
+    if not np.isfinite(draws) or int(draws) != draws or draws < 2:
         raise RankoptInputError(f"`robust` must ask for at least 2 networks; got {draws!r}.")
+    n = int(np.shape(latency)[0])
+    # every draw holds its own n x n matrices: at most MAX_ARRAY_BYTES of them in all
+    limit = min(MAX_DRAWS, max(2, MAX_ARRAY_BYTES // (8 * n * n)))
+    check_bound(
+        int(draws), "robust", limit, "solve()", integer=True,
+        hint="" if limit == MAX_DRAWS else f"each draw is an n x n network; n={n}",
+    )  # fmt: skip
     gen = np.random.default_rng([int(seed), 0x0B05])
     redraw = Redraw(network, model)
     models = [make_model(latency, collective, algorithm, **model)]
@@ -249,6 +259,44 @@ def interval_of(ratios: NDArray[np.float64]) -> tuple[float, float]:
     tail = (1.0 - INTERVAL_LEVEL) / 2.0
     lo, hi = np.quantile(ratios, [tail, 1.0 - tail])
     return float(lo), float(hi)
+
+
+#: The cost models' own error on a speedup: one standard deviation of
+#: ``log(measured speedup / modelled speedup)`` between random orders timed on
+#: the emulated testbed and priced from its probe (``rankopt testbed run
+#: --fidelity 12``, two networks no test uses; ``bench/model_error.py``
+#: reproduces it). The measurement's spread cannot show it: it is what the
+#: alpha-beta-contention model leaves out (protocol overheads, TCP dynamics,
+#: the engine's pipelining).
+MODEL_ERROR = 0.10
+#: Normal quantiles that spread every drawn speedup by the model's error.
+_MODEL_QUANTILES = 33
+
+
+def modelled_interval(
+    ratios: NDArray[np.float64], model_error: float = MODEL_ERROR
+) -> tuple[float, float]:
+    """The :data:`INTERVAL_LEVEL` interval of a measured speedup, as far as it can be told.
+
+    Every drawn speedup (the measurement's spread, :func:`speedup_draws`) is
+    multiplied by the model's own error, log-normal with ``model_error``
+    (:data:`MODEL_ERROR`) at evenly spaced normal quantiles, and the central
+    interval of the products is returned. Deterministic.
+
+    Examples
+    --------
+    >>> lo, hi = modelled_interval(np.array([2.0, 2.0]))
+    >>> round(lo, 2), round(hi, 2)
+    (1.7, 2.35)
+    >>> modelled_interval(np.array([2.0, 2.0]), model_error=0.0)
+    (2.0, 2.0)
+    """
+    from scipy.stats import norm
+
+    k = _MODEL_QUANTILES
+    z = norm.ppf((np.arange(k) + 0.5) / k)
+    spread = np.exp(float(model_error) * z)
+    return interval_of((np.asarray(ratios, dtype=np.float64)[:, None] * spread[None, :]).ravel())
 
 
 def keep_launch_order(ratios: NDArray[np.float64]) -> str | None:

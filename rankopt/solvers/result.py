@@ -133,7 +133,7 @@ class SolveResult:
         speed = f"{self.speedup:.3f}x"
         if self.speedup_interval is not None:
             lo, hi = self.speedup_interval
-            speed += f" (90% interval {lo:.3g}-{hi:.3g}x from the measured spread)"
+            speed += f" (90% interval {lo:.3g}-{hi:.3g}x: measured spread, model error)"
         lines += [
             f"  launch order cost : {_fmt_seconds(self.baseline_cost)} (modelled)",
             f"  optimised cost    : {_fmt_seconds(self.cost)} (modelled)",

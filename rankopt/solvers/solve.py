@@ -433,7 +433,12 @@ def solve(
             "arrays each): the modelled gain is not checked against the measured spread"
         )
     elif network is not None and network.measured and not callable(objective):
-        from rankopt.models.robust import interval_of, keep_launch_order, speedup_draws
+        from rankopt.models.robust import (
+            interval_of,
+            keep_launch_order,
+            modelled_interval,
+            speedup_draws,
+        )
 
         ratios = speedup_draws(
             network,
@@ -450,7 +455,8 @@ def solve(
             },
             rng=seed,
         )
-        interval = interval_of(ratios)
+        # the same order as the launch has no model error: its speedup is 1 exactly
+        interval = (1.0, 1.0) if kept else modelled_interval(ratios)
         why = None if kept else keep_launch_order(ratios)
         if why is not None:
             extra["found_cost"] = float(cost)
@@ -458,15 +464,17 @@ def solve(
             extra["found_interval"] = interval
             notes.append(
                 f"the order found is modelled {baseline / cost:.3g}x faster (90% interval "
-                f"{interval[0]:.3g}-{interval[1]:.3g}x from the measured spread), but {why}: "
+                f"{interval[0]:.3g}-{interval[1]:.3g}x with the measured spread and the "
+                f"model's error), but {why}: "
                 "the launch order is kept"
             )
             order, cost, stop_reason = identity(n), baseline, LAUNCH_KEPT
             interval = (1.0, 1.0)
-        elif not kept and not interval[0] > 1.0:
+        elif not kept and not interval_of(ratios)[0] > 1.0:
             notes.append(
                 f"the order found is slower than the launch order on some drawn networks "
-                f"(5th percentile {interval[0]:.3g}x), by at most the tolerance; it is faster "
+                f"(5th percentile {interval_of(ratios)[0]:.3g}x), by at most the tolerance; "
+                "it is faster "
                 f"on most (median {float(np.median(ratios)):.3g}x), so it is applied"
             )
     if robust_info is not None:
