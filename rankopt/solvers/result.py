@@ -66,8 +66,10 @@ class SolveResult:
     nbytes : float or None
         Message size the model priced (bytes).
     speedup_interval : (float, float) or None
-        90% interval of the *modelled* speedup that the measurement's spreads
-        support (measured networks only).
+        90% interval of the measured speedup as far as the model can tell:
+        the networks the measurement's spreads allow, each speedup widened by
+        the model's own error (:data:`rankopt.models.robust.MODEL_ERROR`);
+        measured networks only.
     network : dict or None
         The network solved on: ``n``, ``source``, ``hosts``, ``level_sizes``
         (group sizes per level, finest first), ``uplinks`` (bytes/s per group
