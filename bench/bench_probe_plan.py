@@ -1,14 +1,34 @@
-"""The probe's plan at scale: ``rankopt probe --plan`` for n = 1024 on 256 hosts.
+"""The probe's plan at scale: ``rankopt probe --plan`` for n = 1,024, 4,096 and 16,384.
 
-Targets (issue 16): at most 8 n bandwidth slots and at most 60 s estimated for the
-whole probe, with a 3-level latency matrix (4 pods x 8 racks x 8 hosts x 4 ranks,
-synthetic cloud latencies) and with flat, noise-only latency (30 us x lognormal 5%);
-25 Gbit/s links, the probe's default settings. Also measures the real probe on
-loopback (``--measure N ...``: mpiexec with N ranks posing as hosts of 4) and
-prints it beside the plan's estimate for the same job.
+Networks (:func:`rankopt.probe.simulate.random_network`): two zones of unequal
+size (one-way latency between them 0.6-1.5 ms), unequal racks inside them,
+8 % congested VMs (1.5-3 times slower on all their links), lognormal noise
+and a Pareto tail on every sample; processes spread over the hosts, launch
+order shuffled. The issue's job is the first row: 1,024 processes on 342
+hosts. The plan is given what a probe would see without the samples' noise:
+the (n, n) latency of every pair (its own deviation and the congestion
+included) up to n = 4,096, the host-level (H, H) model at 16,384 (an
+(n, n) matrix of 16,384 processes is 2 GB).
 
-Run: ``python bench/bench_probe_plan.py`` (plans only) or
-``python bench/bench_probe_plan.py --measure 16 32``.
+Printed per job: the latency schedule (mode, stages, slots, pairs), the
+bandwidth slots, the estimated seconds (latency, bandwidth, control, total),
+the groups found against the model's, and the planner's own cost: wall and
+CPU seconds (CPU is what the planner needs; the wall clock also counts other
+work on a shared machine) and its peak memory (tracemalloc, a second run).
+
+Targets (issue 27): planner <= 2 s and <= 200 MB at n = 4,096, runs at
+n = 16,384; latency phase estimated <= 30 s at n = 1,024 and <= 60 s at 4,096.
+
+``--baseline DIR`` also plans the jobs up to 4,096 with the rankopt checkout
+in ``DIR`` (the all-pairs latency phase of earlier versions), in a
+subprocess, for a before/after table.
+
+It also measures the real probe on loopback (``--measure N ...``: mpiexec with N
+ranks posing as hosts of 4) and prints it beside the plan's estimate for the
+same job.
+
+Run: ``python bench/bench_probe_plan.py [--sizes 1024 4096 16384] [--baseline DIR]``
+or ``python bench/bench_probe_plan.py --sizes --measure 16 32``.
 """
 
 from __future__ import annotations
@@ -21,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -29,45 +50,70 @@ import rankopt
 
 REPO = Path(__file__).resolve().parents[1]
 LINK = 25e9 / 8
+#: (n, hosts) of the planned jobs
+JOBS = {1024: 342, 4096: 1024, 16384: 4096}
 
 
-def _plan(lat: np.ndarray, hosts: list[str], *extra: str) -> dict:
-    """``rankopt probe --plan --json`` for this job; in process if the CLI cannot start."""
+def network(n: int, seed: int = 27):  # type: ignore[no-untyped-def]
+    from rankopt.probe.simulate import random_network
+
+    return random_network(n, JOBS[n], zones=2, sigma=0.1, congested=0.08, tail=1.5, rng=seed)
+
+
+def plan_input(net) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The latency the plan is given: per process pair up to 4,096, else per host pair."""
+    if net.n <= 4096:
+        return net.latency_matrix()
+    hl = net.host_latency * np.outer(net.factor, net.factor)
+    np.fill_diagonal(hl, np.diag(net.host_latency))
+    return hl
+
+
+def timed(lat: np.ndarray, hosts: list[str]) -> tuple[dict, float, float, float]:
+    """The plan, its wall and CPU seconds, and its peak traced memory (MB, second run)."""
+    from rankopt.probe.plan import plan_probe
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    plan = plan_probe(lat, hosts, link_rate=LINK)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    tracemalloc.start()
+    plan_probe(lat, hosts, link_rate=LINK)
+    peak = tracemalloc.get_traced_memory()[1] / 1e6
+    tracemalloc.stop()
+    out = plan.to_dict()
+    return out, wall, cpu, peak
+
+
+_BASELINE = r"""
+import json, sys, time, tracemalloc
+import numpy as np
+from rankopt.probe.plan import plan_probe
+lat = np.load(sys.argv[1]); hosts = open(sys.argv[2]).read().split()
+t0, c0 = time.perf_counter(), time.process_time()
+plan = plan_probe(lat, hosts, link_rate=float(sys.argv[3]))
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+tracemalloc.start()
+plan_probe(lat, hosts, link_rate=float(sys.argv[3]))
+peak = tracemalloc.get_traced_memory()[1] / 1e6
+print(json.dumps({"plan": plan.to_dict(), "wall": wall, "cpu": cpu, "peak": peak}))
+"""
+
+
+def baseline(directory: str, lat: np.ndarray, hosts: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as d:
-        lat_path, host_path = Path(d) / "lat.npy", Path(d) / "hosts.txt"
-        np.save(lat_path, lat)
-        host_path.write_text("".join(h + "\n" for h in hosts))
-        cmd = [sys.executable, "-m", "rankopt", "probe", "--plan", "--hosts", str(host_path)]
-        cmd += ["--latency", str(lat_path), "--link-rate", str(LINK), "--json", *extra]
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode == 0:
-            plan = json.loads(proc.stdout)
-        else:  # the function behind --plan, with the probe's default settings
-            from rankopt.probe.plan import plan_probe
-
-            mode = (
-                extra[extra.index("--bandwidth-mode") + 1]
-                if "--bandwidth-mode" in extra
-                else "auto"
-            )
-            plan = plan_probe(lat, hosts, mode=mode, link_rate=LINK).to_dict()
-            plan["via"] = "plan_probe"
-        plan["plan_wall_s"] = time.perf_counter() - t0
-        return plan
-
-
-def plans() -> list[tuple[str, dict]]:
-    cloud = rankopt.synthetic_cloud(4, 8, 8, 4, congested=0.0, shuffle=True, rng=16)
-    n = cloud.n
-    rng = np.random.default_rng(16)
-    flat = 30e-6 * np.exp(0.05 * rng.standard_normal((n, n)))
-    np.fill_diagonal(flat, 0.0)
-    return [
-        # the default bandwidth mode ("auto": linear above 32 hosts)
-        ("3-level latency", _plan(cloud.latency, list(cloud.hosts))),
-        ("flat latency", _plan(flat, list(cloud.hosts))),
-    ]
+        np.save(Path(d) / "lat.npy", lat)
+        (Path(d) / "hosts.txt").write_text("\n".join(hosts))
+        env = dict(os.environ, PYTHONPATH=directory)
+        proc = subprocess.run(
+            [sys.executable, "-c", _BASELINE, f"{d}/lat.npy", f"{d}/hosts.txt", str(LINK)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=d,
+        )
+        if proc.returncode:
+            return {"error": proc.stderr.strip().splitlines()[-1]}
+        return json.loads(proc.stdout)
 
 
 def measure(n: int, mode: str) -> tuple[float, dict, object]:
@@ -114,22 +160,59 @@ def predicted(m: object, overhead: float, mode: str) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="*", default=list(JOBS), choices=list(JOBS))
+    ap.add_argument("--baseline", help="a rankopt checkout to plan the same jobs with (n <= 4096)")
     ap.add_argument("--measure", type=int, nargs="*", default=[], help="loopback ranks to probe")
     ap.add_argument("--modes", nargs="*", default=["linear"], help="bandwidth modes to measure")
     args = ap.parse_args()
     print(
-        "| latency | n | hosts | latency rounds | bandwidth slots | 8 n | stages | "
-        "estimated s | target |"
+        "| n | hosts | latency mode | latency stages / rounds | latency slots | latency pairs "
+        "| bandwidth slots | est. latency s | est. bandwidth s | est. control s | est. total s "
+        "| groups found | groups true | congested found/true | planner wall s | planner CPU s "
+        "| planner peak MB |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, p in plans():
-        ok = p["bandwidth_slots"] <= 8 * p["n"] and p["estimated_seconds"] <= 60
-        stages = ", ".join(f"{s} {k}" for s, k in p["bandwidth_stages"])
+    print("|" + "---|" * 17)
+    rows = []
+    for n in args.sizes:
+        net = network(n)
+        lat = plan_input(net)
+        hosts = list(net.hosts)
+        p, wall, cpu, peak = timed(lat, hosts)
+        true = [int(g.max()) + 1 for g in net.groups]
+        lat_stages = len(p["latency_stages"]) if p["latency_mode"] == "linear" else "-"
+        pairs = sum(s[2] for s in p["latency_stages"]) if p["latency_stages"] else n * (n - 1) // 2
         print(
-            f"| {name} | {p['n']} | {p['hosts']} | {p['latency_rounds']} | "
-            f"{p['bandwidth_slots']} | {8 * p['n']} | {stages} | "
-            f"{p['estimated_seconds']:.1f} | {'met' if ok else 'MISSED'} |"
+            f"| {n} | {p['hosts']} | {p['latency_mode']} | {lat_stages} | {p['latency_rounds']} "
+            f"| {pairs} | {p['bandwidth_slots']} | {p['latency_seconds']:.1f} "
+            f"| {p['bandwidth_seconds']:.1f} | {p['control_seconds']:.1f} "
+            f"| {p['estimated_seconds']:.1f} | {p['levels'][1:]} | {true} "
+            f"| {p['congested_hosts']}/{int(np.sum(net.factor > 1))} | {wall:.2f} | {cpu:.2f} "
+            f"| {peak:.0f} |",
+            flush=True,
         )
+        rows.append((n, lat, hosts))
+    if args.baseline:
+        print(f"\nbaseline: {args.baseline}")
+        print(
+            "| n | latency rounds | bandwidth slots | est. latency s | est. total s | groups "
+            "| planner wall s | planner CPU s | planner peak MB |"
+        )
+        print("|" + "---|" * 9)
+        for n, lat, hosts in rows:
+            if n > 4096:
+                print(f"| {n} | not run: the (n, n) plan input alone is 2 GB |")
+                continue
+            got = baseline(args.baseline, lat, hosts)
+            if "error" in got:
+                print(f"| {n} | failed: {got['error']} |")
+                continue
+            p = got["plan"]
+            print(
+                f"| {n} | {p['latency_rounds']} | {p['bandwidth_slots']} "
+                f"| {p['latency_seconds']:.1f} | {p['estimated_seconds']:.1f} | {p['levels'][1:]} "
+                f"| {got['wall']:.2f} | {got['cpu']:.2f} | {got['peak']:.0f} |",
+                flush=True,
+            )
     if args.measure:
         from rankopt.probe.plan import calibrate_step_overhead
 
@@ -156,6 +239,8 @@ def main() -> None:
                     f"| {n} | {mode} | {got:.2f} | {phases} | {est:.2f} | {got / est:.2f} | "
                     f"{seen * 1e3:.2f} ms | {cal:.2f} | {got / cal:.2f} |"
                 )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"\nload average while running: {load:.1f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

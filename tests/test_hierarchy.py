@@ -263,3 +263,59 @@ def test_single_linkage_levels_match_scipy(seed):
                 if 1 < lab.max() + 1 < n:
                     want.append(_relabel(lab.astype(np.int64)).tolist())
         assert [lv.tolist() for lv in _single_levels(d, 1.5)] == want
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_host_level_inference_is_the_process_level_one(seed):
+    from rankopt.probe.hierarchy import host_block_min, host_labels, infer_host_hierarchy
+
+    cloud = rankopt.synthetic_cloud(2, 3, 3, 1 + seed % 3, congested=0.1, shuffle=True, rng=seed)
+    lat, bw, hosts = cloud.latency, cloud.bandwidth, list(cloud.hosts)
+    h = host_labels(hosts)
+    host_lat = host_block_min(lat, h, chunk_bytes=8 * lat.shape[0] * 3)  # several chunks
+    n_hosts = int(h.max()) + 1
+    brute = np.full((n_hosts, n_hosts), np.inf)
+    for a in range(lat.shape[0]):
+        for b in range(lat.shape[0]):
+            if h[a] != h[b]:
+                brute[h[a], h[b]] = min(brute[h[a], h[b]], lat[a, b], lat[b, a])
+    np.fill_diagonal(brute, 0.0)
+    np.testing.assert_array_equal(host_lat, brute)
+    # bandwidth constant per host pair (what the linear planner's matrix is)
+    host_bw = np.maximum.reduceat(
+        np.maximum.reduceat(
+            bw[np.ix_(np.argsort(h), np.argsort(h))],
+            np.r_[0, np.flatnonzero(np.diff(np.sort(h))) + 1],
+            0,
+        ),
+        np.r_[0, np.flatnonzero(np.diff(np.sort(h))) + 1],
+        1,
+    )
+    block_bw = host_bw[np.ix_(h, h)]
+    for got, want in (
+        (infer_host_hierarchy(h, host_lat), infer_hierarchy(lat, hosts=hosts, linkage="single")),
+        (
+            infer_host_hierarchy(h, host_lat, host_bw),
+            infer_hierarchy(lat, block_bw, hosts=hosts, linkage="single"),
+        ),
+        (
+            infer_host_hierarchy(h, None, host_bw),
+            infer_hierarchy(None, block_bw, hosts=hosts, linkage="single"),
+        ),
+    ):
+        assert [lv.tolist() for lv in got] == [lv.tolist() for lv in want]
+
+
+def test_tree_levels_of_the_spanning_tree_are_the_single_linkage_levels():
+    from rankopt.probe.hierarchy import _minimum_spanning_tree, _single_levels, tree_levels
+
+    gen = np.random.default_rng(4)
+    for _ in range(10):
+        n = int(gen.integers(3, 30))
+        group = gen.integers(0, 4, n)
+        d = np.where(group[:, None] == group[None, :], 1.0, 5.0) * gen.uniform(0.9, 1.1, (n, n))
+        d = np.minimum(d, d.T)
+        np.fill_diagonal(d, 0.0)
+        a, b = _minimum_spanning_tree(d)
+        want = [lv.tolist() for lv in _single_levels(d, 1.5)]
+        assert [lv.tolist() for lv in tree_levels(a, b, d[a, b], n, 1.5)] == want

@@ -256,3 +256,158 @@ def test_recheck_pairs_one_per_two_sibling_groups():
     assert recheck_pairs(bw, [f"h{i}" for i in range(8)]) == [(0, 2), (4, 6), (0, 4)]
     # no hierarchy above the hosts: nothing to recheck
     assert recheck_pairs(np.full((4, 4), 50.0), ["a", "b", "c", "d"]) == []
+
+
+# -- the linear latency mode over a transport with modelled latency ------------------------
+
+
+class _DelayedRecv(_Recv):
+    """A receive that completes once the message's modelled delivery time has come."""
+
+    def test(self):
+        with self.hub.lock:
+            box = self.hub.mail[self.key]
+            if not box or box[0][0] > time.perf_counter():
+                return False
+            self.buf[...] = box.popleft()[1]
+        return True
+
+
+class DelayTransport(ThreadTransport):
+    """Messages from ``a`` to ``b`` arrive ``hub.latency[a, b]`` seconds after they are sent."""
+
+    def isend(self, buf, peer, tag):
+        at = time.perf_counter() + self.hub.latency[self.rank, peer]
+        with self.hub.lock:
+            self.hub.mail[(self.rank, peer, tag)].append((at, buf.copy()))
+        return _Done()
+
+    def irecv(self, buf, peer, tag):
+        return _DelayedRecv(self.hub, (peer, self.rank, tag), buf)
+
+
+def run_modelled(latency, hosts, params, *, absent=()):
+    """The engine on one thread per process, over :class:`DelayTransport`."""
+    n = len(hosts)
+    hub = _Hub(n)
+    hub.latency = latency
+    results = {}
+
+    def body(rank):
+        if rank in absent:
+            return
+        try:
+            results[rank] = run_probe(
+                DelayTransport(hub, rank), params, None, backend="threads", hostname=hosts[rank]
+            )
+        except Exception as exc:
+            results[rank] = exc
+
+    threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    return results
+
+
+def _zones(n_hosts=12, per_host=1, slow=()):
+    """Two zones of hosts: 1.5 ms inside a zone, 6 ms across, 0.3 ms inside a host."""
+    n = n_hosts * per_host
+    host = np.arange(n) // per_host
+    zone = host >= n_hosts // 2
+    lat = np.where(zone[:, None] == zone[None, :], 1.5e-3, 6e-3)
+    lat[host[:, None] == host[None, :]] = 0.3e-3
+    for h in slow:  # a congested VM: its links to other hosts twice slower
+        on = host == h
+        lat[on[:, None] & ~on[None, :]] *= 2.5
+        lat[~on[:, None] & on[None, :]] *= 2.5
+    np.fill_diagonal(lat, 0.0)
+    return lat, [f"h{h}" for h in host], zone
+
+
+LINEAR = ProbeParams(repeats=3, warmup=1, bandwidth=False, timeout=20.0, latency_mode="linear")
+
+
+def test_engine_linear_latency_fills_the_blocks_and_finds_the_zones():
+    lat, hosts, zone = _zones(12, per_host=2)
+    results = run_modelled(lat, hosts, LINEAR)
+    ms = [results[r] for r in range(24)]
+    assert all(not isinstance(m, Exception) for m in ms), ms
+    m = ms[0]
+    for other in ms[1:]:  # the same schedule and the same fill everywhere
+        np.testing.assert_array_equal(other.latency, m.latency)
+        assert other.parameters == m.parameters
+    p = m.parameters
+    assert p["latency_mode_run"] == "linear" and p["latency_mode"] == "linear"
+    off = ~np.eye(24, dtype=bool)
+    # far fewer pairs than all of them, yet every entry filled
+    assert 0 < m.pair_counts.sum() < 0.6 * off.sum()
+    assert np.all(m.latency[off] > 0) and np.all(np.isfinite(m.latency))
+    assert p["latency_rounds"] == sum(s for _, s, _ in p["latency_stages"])
+    assert p["latency_pairs"] == sum(k for _, _, k in p["latency_stages"])
+    # the zones, found from the pivots' pairs
+    zones = np.array(p["latency_groups"][-1])
+    assert len(set(zip(zones.tolist(), zone.tolist(), strict=True))) == 2
+    # the filled entries match their block within the threads' noise
+    filled = off & (m.pair_counts == 0)
+    ratio = m.latency[filled] / lat[filled]
+    assert filled.sum() > 100
+    assert 0.7 < np.median(ratio) < 1.6
+    assert np.quantile(ratio, 0.9) < 2.5
+    assert p["congested_hosts"] == []
+
+
+def test_engine_linear_latency_reports_a_congested_vm():
+    lat, hosts, _ = _zones(12, per_host=1, slow=(4,))
+    results = run_modelled(lat, hosts, LINEAR)
+    m = results[0]
+    assert not isinstance(m, Exception), m
+    congested = m.parameters["congested_hosts"]
+    assert [name for name, _ in congested] == ["h4"], congested
+    assert congested[0][1] > 1.5
+    # its filled links carry its factor: slower than its zone's other hosts'
+    others = [h for h in range(6) if h != 4]
+    assert np.median(m.latency[4, others]) > 1.5 * np.median(m.latency[np.ix_(others, others)])
+
+
+def test_engine_linear_latency_dead_peer_raises_on_every_live_rank(monkeypatch):
+    # rank 3 stops answering at the start of the second stage: every live rank
+    # raises within the stage's timeout, naming rank 3 (not the ranks it held up)
+    lat, hosts, _ = _zones(8, per_host=1)
+    monkeypatch.setenv("RANKOPT_PROBE_TEST_STALL", "3:2:4")
+    params = ProbeParams(repeats=2, bandwidth=False, timeout=1.0, latency_mode="linear")
+    results = run_modelled(lat, hosts, params)
+    live = [results[r] for r in range(8) if r != 3]
+    assert all(isinstance(exc, ProbeTimeoutError) for exc in live), results
+    for exc in live:
+        assert exc.phase == "latency" and exc.step == 2
+        assert 3 in exc.ranks
+        assert "rank 3" in str(exc)
+    assert len({str(exc) for exc in live}) == 1
+
+
+def test_engine_linear_latency_progress_per_stage():
+    n = 8
+    lat, hosts, _ = _zones(n, per_host=1)
+    hub = _Hub(n)
+    hub.latency = lat
+    seen = {r: [] for r in range(n)}
+    results = {}
+
+    def body(rank):
+        results[rank] = run_probe(
+            DelayTransport(hub, rank), LINEAR, seen[rank].append, backend="t", hostname=hosts[rank]
+        )
+
+    threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    stages = results[0].parameters["latency_stages"]
+    for r in range(n):
+        assert [(p.phase, p.step, p.steps) for p in seen[r]] == [
+            ("latency", i + 1, 0) for i in range(len(stages))
+        ]
+        assert all(r in pair for p in seen[r] for pair in p.pairs)

@@ -183,3 +183,28 @@ def test_linear_mode_on_posed_hosts(tmp_path):
     stages = [name for name, _ in m.parameters["bandwidth_stages"]]
     assert stages[0] == "discovery" and "uplinks" in stages
     assert m.parameters["groups"][0] == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def test_linear_latency_mode_over_mpi(tmp_path):
+    # 8 ranks posing as 4 hosts of 2: the linear latency stages (each process running its
+    # own pairs, each ping saying whether it is the last), measured for real over MPI
+    n = 8
+    reports = run_probe(
+        tmp_path,
+        n,
+        "timeout=20",
+        "bandwidth=false",
+        'latency_mode="linear"',
+        RANKOPT_PROBE_TEST_HOSTS="2",
+    )
+    assert all(r["error"] is None for r in reports.values()), reports
+    ms = [load_measurement(tmp_path / f"rank{r}.npz") for r in range(n)]
+    assert_identical(ms)
+    m = ms[0]
+    off = ~np.eye(n, dtype=bool)
+    assert m.parameters["latency_mode_run"] == "linear"
+    assert np.all(m.latency[off] > 0) and np.all(np.isfinite(m.latency))
+    assert 0 < m.pair_counts.sum() < off.sum()
+    assert m.pair_counts[0, 1] == m.pair_counts[1, 0] == 1  # each process to its host's first
+    assert m.parameters["latency_pairs"] == sum(p for _, _, p in m.parameters["latency_stages"])
+    assert [name for name, _, _ in m.parameters["phase_seconds"]] == ["latency"]

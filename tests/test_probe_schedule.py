@@ -181,7 +181,7 @@ def test_linear_schedule_size_flat_network(hosts, per_host):
 
     n = hosts * per_host
     names = [f"h{i // per_host}" for i in range(n)]
-    plan = plan_probe(np.full((n, n), 3e-5), names, mode="linear")
+    plan = plan_probe(np.full((n, n), 3e-5), names, mode="linear", latency_mode="all-pairs")
     found = [s for name, s in plan.bandwidth_stages if name == "discovery"]
     # star H - 1 (+1 for the bus of the star's own host), then the test of the other
     # m = H - 1 hosts: every pair up to 8, else a star and 4 (2 beyond 32) matchings of
@@ -585,3 +585,13 @@ def test_linear_planner_uplinks_and_representatives_match_the_scan(seed):
         for _, _, flows in expected
     ]
     assert slots == pack([flows for _, _, flows in expected], keys)
+
+
+@given(st.integers(1, 70))
+def test_round_partners_is_a_row_of_the_partner_table(n):
+    from rankopt.probe.schedule import round_partners
+
+    rounds = round_robin(n)
+    table = partner_table(rounds, n)
+    for r in range(len(rounds)):
+        np.testing.assert_array_equal(round_partners(n, r), table[r])

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from rankopt._limits import MAX_N, check_bound, check_probe_settings
 from rankopt.cli import CLIError
 from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, check_params
 
@@ -63,6 +64,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="bandwidth schedule: every pair, or the linear one (hierarchy, uplinks and "
         "representative pairs measured, the rest filled from the groups); auto: every "
         "pair up to 32 hosts, linear beyond (default)",
+    )
+    p.add_argument(
+        "--latency-mode",
+        choices=("auto", "all-pairs", "linear"),
+        default="auto",
+        help="latency schedule: every pair in n - 1 lockstep rounds, or the linear one (each "
+        "process to its host, hosts to pivots of their groups, sampled pairs per block, no "
+        "barrier between pairs; the rest filled from the blocks, congested hosts reported); "
+        "auto: every pair up to 64 processes, linear beyond (default)",
     )
     p.add_argument(
         "--uplink-flows",
@@ -198,6 +208,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "bw_concurrency": args.bw_concurrency,
         "bandwidth_mode": args.bandwidth_mode,
         "uplink_flows": args.uplink_flows,
+        "latency_mode": args.latency_mode,
     }
 
 
@@ -218,8 +229,12 @@ def _output_problem(path: Path) -> str:
 
 def _progress(p: ProbeProgress) -> None:
     unit = "round" if p.phase == "latency" else "slot"
+    if p.steps == 0:  # a stage of the linear latency phase: their number is not known
+        unit, of = "stage", ""
+    else:
+        of = f"/{p.steps}"
     print(
-        f"probe: {p.phase} {unit} {p.step}/{p.steps} ({p.elapsed:.2f} s)",
+        f"probe: {p.phase} {unit} {p.step}{of} ({p.elapsed:.2f} s)",
         file=sys.stderr,
         flush=True,
     )
@@ -324,7 +339,9 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
                 f"--backend gloo must run under torchrun (missing {', '.join(missing)}): "
                 "`torchrun --nproc-per-node N -m rankopt probe --backend gloo -o net.npz`"
             )
-        dist.init_process_group("gloo")
+        from rankopt.adapters._env import init_gloo
+
+        init_gloo(args.timeout, "--timeout")
         created = True
     rank, n = dist.get_rank(), dist.get_world_size()
     if n < 2:
@@ -343,6 +360,8 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
 
 def _plan_hosts(args: argparse.Namespace) -> list[str]:
     """Host of every planned process, from -n, --hosts and --ranks-per-host."""
+    if args.n is not None:  # before any list of n names is made
+        check_bound(args.n, "-n", MAX_N, minimum=2, integer=True)
     if args.hosts is not None:
         from rankopt.probe.topology_sources import read_text
 
@@ -380,8 +399,10 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
         if lat.shape != (n, n):
             raise CLIError(f"--latency {args.latency}: {lat.shape} matrix for {n} processes")
     else:
-        same = np.array([[a == b for b in hosts] for a in hosts])
-        lat = np.where(same, 2e-6, 30e-6)
+        # host-level (plan_probe takes an (H, H) model): 2 us in a host, 30 us between
+        n_hosts = len(dict.fromkeys(hosts))
+        lat = np.full((n_hosts, n_hosts), 30e-6)
+        np.fill_diagonal(lat, 2e-6)
     if not (args.link_rate > 0 and np.isfinite(args.link_rate)):
         raise CLIError(f"--link-rate must be a positive number of bytes/s; got {args.link_rate}")
     params = ProbeParams(**options)
@@ -457,6 +478,7 @@ def run(args: argparse.Namespace) -> int:
 
         read_topology(args.topology, aliases=args.topology_aliases)
     options = _options(args)
+    check_probe_settings(options, flags=True)
     check_params(callback=None, **options)  # reject bad settings before starting the engine
     if args.plan:
         return _run_plan(args, options)

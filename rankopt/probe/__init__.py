@@ -14,6 +14,10 @@ hierarchy
     it and the network object carries it.
 round_robin, bandwidth_slots
     The schedules shared by the backends.
+linear_latency, linear, plan, simulate
+    The linear latency and bandwidth schedules (O(n) pairs, the rest filled
+    from the groups), the dry-run plan of a probe, and the probe's planners
+    run against a modelled network.
 ProbeTimeoutError, ProbeProgress
     The error raised on every process when a peer does not answer, and the
     progress report passed to callbacks.

@@ -11,7 +11,8 @@ make a process misbehave on purpose:
     pair, which must show up as the slowest entries of the matrices.
 ``RANKOPT_PROBE_TEST_STALL="RANK:ROUND:SECONDS"``
     Process ``RANK`` sleeps ``SECONDS`` at the start of latency round
-    ``ROUND`` (1-based): an unresponsive peer, which must make every process
+    ``ROUND`` (1-based; a stage in the linear latency mode): an unresponsive
+    peer, which must make every process
     raise :class:`ProbeTimeoutError`. ``SECONDS`` may be ``stop``: the process
     then stops itself with ``SIGSTOP`` (a hung process that never answers again).
 ``RANKOPT_PROBE_TEST_SKEW="RANK:ROUND:SECONDS"``
@@ -43,8 +44,11 @@ __all__ = [
     "ProbeProgress",
     "ProbeParams",
     "BANDWIDTH_MODES",
+    "LATENCY_MODES",
     "AUTO_ALL_PAIRS_MAX_HOSTS",
+    "AUTO_LATENCY_ALL_PAIRS_MAX",
     "resolve_bandwidth_mode",
+    "resolve_latency_mode",
     "TestHooks",
     "check_params",
     "params_from",
@@ -63,6 +67,14 @@ BANDWIDTH_MODES = ("auto", "all-pairs", "linear")
 #: 496 host pairs: seconds), and runs the linear schedule beyond, whose cost grows
 #: like the number of hosts.
 AUTO_ALL_PAIRS_MAX_HOSTS = 32
+#: Latency schedules: the round robin of every pair (n - 1 lockstep rounds), or
+#: the linear stages of :mod:`rankopt.probe.linear_latency` (O(n) pairs, the rest
+#: filled from the groups).
+LATENCY_MODES = ("auto", "all-pairs", "linear")
+#: ``latency_mode="auto"`` measures every pair up to this many processes: 63 rounds
+#: of small messages cost well under a second on one rack, while each round lasts as
+#: long as its slowest pair, so beyond this a single congested VM sets the pace.
+AUTO_LATENCY_ALL_PAIRS_MAX = 64
 
 
 def resolve_bandwidth_mode(mode: str, n_hosts: int) -> str:
@@ -74,6 +86,17 @@ def resolve_bandwidth_mode(mode: str, n_hosts: int) -> str:
     if mode != "auto":
         return mode
     return "all-pairs" if n_hosts <= AUTO_ALL_PAIRS_MAX_HOSTS else "linear"
+
+
+def resolve_latency_mode(mode: str, n: int) -> str:
+    """The latency schedule ``mode`` runs on ``n`` processes: ``"all-pairs"`` or ``"linear"``.
+
+    >>> resolve_latency_mode("auto", 64), resolve_latency_mode("auto", 65)
+    ('all-pairs', 'linear')
+    """
+    if mode != "auto":
+        return mode
+    return "all-pairs" if n <= AUTO_LATENCY_ALL_PAIRS_MAX else "linear"
 
 
 class ProbeTimeoutError(RankoptError, RuntimeError):
@@ -111,18 +134,19 @@ class ProbeTimeoutError(RankoptError, RuntimeError):
 
 @dataclass(frozen=True)
 class ProbeProgress:
-    """Progress report passed to a probe's ``callback`` after every round or slot.
+    """Progress report passed to a probe's ``callback`` after every round, slot or stage.
 
     Attributes
     ----------
     phase : str
         ``"latency"`` or ``"bandwidth"``.
     step : int
-        The round or slot just finished (1-based).
+        The round, slot or stage just finished (1-based).
     steps : int
-        Number of rounds or slots of the phase.
+        Number of rounds or slots of the phase; 0 for the stages of the
+        linear latency phase, whose number is not known in advance.
     pairs : tuple of (int, int)
-        The pairs measured in it.
+        The pairs measured in it (in a linear latency stage: this process's).
     elapsed : float
         Seconds since the probe started.
     """
@@ -148,6 +172,7 @@ class ProbeParams:
     bw_concurrency: int = 1
     bandwidth_mode: str = "auto"
     uplink_flows: int = 4
+    latency_mode: str = "auto"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -189,13 +214,13 @@ def _check_setting(name: str, value: Any) -> Any:
         if not isinstance(value, (bool, np.bool_)):
             raise RankoptInputError(f"`bandwidth` must be True or False; got {value!r} instead.")
         return bool(value)
-    if name == "bandwidth_mode":
-        if value not in BANDWIDTH_MODES:
-            raise RankoptInputError(
-                f"`bandwidth_mode` must be one of {', '.join(map(repr, BANDWIDTH_MODES))}; "
-                f"got {value!r} instead."
-            )
-        return str(value)
+    for mode_name, modes in (("bandwidth_mode", BANDWIDTH_MODES), ("latency_mode", LATENCY_MODES)):
+        if name == mode_name:
+            if value not in modes:
+                raise RankoptInputError(
+                    f"`{name}` must be one of {', '.join(map(repr, modes))}; got {value!r} instead."
+                )
+            return str(value)
     raise AssertionError(f"ProbeParams.{name} has no rule in _check_setting")  # pragma: no cover
 
 

@@ -6,8 +6,14 @@ engine runs the phases:
 
 1. **start** -- allgather of host names, start time and a fingerprint of the
    settings (different settings on different processes are an error);
-2. **latency** -- the round-robin rounds; in each, both processes of a pair
-   start ``warmup + repeats`` ping-pongs in turn;
+2. **latency** -- all-pairs mode: the round-robin rounds; in each, both
+   processes of a pair start ``warmup + repeats`` ping-pongs in turn. Linear
+   mode (:mod:`rankopt.probe.linear_latency`): a few adaptive *stages* of
+   pairs, each process running its own pairs in slot order with no consensus
+   between them, one consensus and a gather of the measured pairs per stage;
+   an initiator whose ping-pongs take more than :data:`PAIR_BUDGET` times
+   ``repeats`` of its best round trip stops early (each ping says whether it
+   is the last, so both sides agree);
 3. **bandwidth** -- the slots of :func:`~rankopt.probe.schedule.bandwidth_slots`;
    in each, both processes of a pair send ``warmup + bandwidth_repeats`` large
    messages in turn, each answered by a small acknowledgement;
@@ -60,17 +66,28 @@ from rankopt.probe._common import (
     TestHooks,
     median_mad,
     resolve_bandwidth_mode,
+    resolve_latency_mode,
 )
 from rankopt.probe._topology import infer_link_levels
 from rankopt.probe.linear import LinearPlanner
+from rankopt.probe.linear_latency import LatencyPlanner
 from rankopt.probe.measurement import Measurement
 from rankopt.probe.schedule import bandwidth_slots, round_robin
 
-__all__ = ["Transport", "run_probe"]
+__all__ = ["Transport", "run_probe", "pair_budget_cut", "PAIR_BUDGET", "MIN_PAIR_SAMPLES"]
 
 logger = logging.getLogger("rankopt.probe")
 
 TAG_LAT, TAG_BW, TAG_ACK = 0x7A10, 0x7A11, 0x7A12
+TAG_PAIR = 0x7A14  # ping-pongs of the linear latency stages (each ping says if it is the last)
+#: An initiator stops once its timed round trips add up to this many times
+#: ``repeats`` round trips at its best -- a pair slowed by a heavy tail costs a
+#: bounded time -- keeping at least :data:`MIN_PAIR_SAMPLES` samples.
+PAIR_BUDGET = 2.0
+MIN_PAIR_SAMPLES = 3
+#: Slots of a linear latency stage per ``timeout``: a stage of S slots may take
+#: ``timeout * (1 + S // ASYNC_SLOTS_PER_TIMEOUT)`` before a peer is declared dead.
+ASYNC_SLOTS_PER_TIMEOUT = 32
 PAIR_SHARE, CONSENSUS_SHARE, FAILURE_SHARE = 0.6, 0.8, 0.95
 MAX_SKEW_SHARE = 0.5  # the common start of a round is at most this much before the local one
 HOST_BYTES = 256
@@ -129,6 +146,10 @@ class _Probe:
         self.epoch = self.t_begin  # common start of the next step, perf_counter clock
         self.small_out = np.zeros(params.latency_bytes, dtype=np.uint8)
         self.small_in = np.zeros(params.latency_bytes, dtype=np.uint8)
+        self.flag_out = np.zeros(params.latency_bytes, dtype=np.uint8)
+        self.flag_in = np.zeros(params.latency_bytes, dtype=np.uint8)
+        self._cut = 0
+        self._last_finish = 0.0
         #: (phase, steps, latest finish) of every phase run: the same on every process
         self.timings: list[tuple[str, int, float]] = []
 
@@ -145,12 +166,19 @@ class _Probe:
         self.epoch = min(now, max(entry, now - MAX_SKEW_SHARE * self.p.timeout))
 
     def _consensus(
-        self, phase: str, step: int, steps: int, t0: float, failed_peer: int, pairs: Sequence
+        self,
+        phase: str,
+        step: int,
+        steps: int,
+        t0: float,
+        failed_peer: int,
+        pairs: Sequence,
+        span: float = 1.0,
     ) -> None:
         # failure flag and entry time (microseconds): the max of both comes back
         flag = np.array([0 if failed_peer < 0 else 1, int(time.time() * 1e6)], dtype=np.int64)
         out = np.zeros(2, dtype=np.int64)
-        deadline = t0 + CONSENSUS_SHARE * self.p.timeout
+        deadline = t0 + CONSENSUS_SHARE * self.p.timeout * span
         try:
             ok = self.tr.wait([self.tr.allreduce_max(flag, out)], deadline, busy=False)
         except RuntimeError as exc:  # a backend that already gave up on the peer
@@ -159,18 +187,35 @@ class _Probe:
         if ok and out[0] == 0:
             self._set_epoch(out[1] / 1e6)
             return
-        self._fail(phase, step, steps, t0, failed_peer, pairs)
+        self._fail(phase, step, steps, t0, failed_peer, pairs, span)
 
     def _fail(
-        self, phase: str, step: int, steps: int, t0: float, failed_peer: int, pairs: Sequence
+        self,
+        phase: str,
+        step: int,
+        steps: int,
+        t0: float,
+        failed_peer: int,
+        pairs: Sequence,
+        span: float = 1.0,
     ) -> None:
-        """Exchange failure reports with everyone still alive, then raise on all of them."""
+        """Exchange failure reports with everyone still alive, then raise on all of them.
+
+        ``span`` stretches the deadlines of a linear latency stage. There, a
+        process waits on partners that may themselves wait on a dead peer: a
+        report naming a peer that reported a failure of its own is dropped
+        (that peer was alive, held up further down the chain).
+        """
         n = self.n
-        deadline = max(t0 + FAILURE_SHARE * self.p.timeout, time.perf_counter() + 0.05)
+        deadline = max(t0 + FAILURE_SHARE * self.p.timeout * span, time.perf_counter() + 0.05)
         got = self.tr.exchange_reports(f"{phase}/{step}", failed_peer, deadline)
         got[self.me] = failed_peer
         partner = {a: b for a, b in pairs} | {b: a for a, b in pairs}
         failed = sorted({(q, peer) for q, peer in enumerate(got) if peer is not None and peer >= 0})
+        if span > 1.0 or steps == 0:  # a stage: blame the end of each chain
+            own = [-1 if r is None else r for r in got]
+            blocked = [(q, p) for q, p in failed if p is not None and own[p] < 0]
+            failed = blocked or failed
         silent = [q for q in range(n) if got[q] is None]
         unit = _UNIT[phase]
         parts = [
@@ -189,8 +234,9 @@ class _Probe:
                 parts.append(f"rank {q} did not report")
         if not parts:
             parts.append("the consensus did not complete")
+        of = f" of {steps}" if steps else ""
         message = (
-            f"probe timed out in {phase} {unit} {step + 1} of {steps} "
+            f"probe timed out in {phase} {unit} {step + 1}{of} "
             f"(timeout {self.p.timeout:g} s): " + "; ".join(parts) + "."
         )
         failed_pairs = {(min(q, p), max(q, p)) for q, p in failed}
@@ -279,6 +325,138 @@ class _Probe:
             logger.debug("rank %d lost peer %d: %s", self.me, peer, exc)
             return False
         return True
+
+    def _ping_pair(self, peer: int, deadline: float) -> tuple[NDArray[np.float64], bool] | None:
+        """Initiate ``warmup + repeats`` ping-pongs, or fewer (:data:`PAIR_BUDGET`).
+
+        Returns the timed round trips and whether they were cut short; ``None``
+        when the peer did not answer by ``deadline``.
+        """
+        tr, warmup, repeats = self.tr, self.p.warmup, self.p.repeats
+        out, back = self.flag_out, self.small_in
+        delay = self.hooks.delay_to(peer)
+        samples = np.empty(repeats)
+        used, total, best = 0, 0.0, np.inf
+        count = warmup + repeats
+        for i in range(count):
+            last = i == count - 1 or (
+                used + 1 >= MIN_PAIR_SAMPLES and used > 0 and total >= PAIR_BUDGET * repeats * best
+            )
+            out[0] = 1 if last else 0
+            try:
+                rreq = tr.irecv(back, peer, TAG_PAIR)
+                t = time.perf_counter()
+                if delay:
+                    time.sleep(delay)
+                sreq = tr.isend(out, peer, TAG_PAIR)
+                ok = tr.wait([sreq, rreq], deadline, busy=True)
+            except RuntimeError as exc:  # the backend gave up on the link
+                logger.debug("rank %d lost peer %d: %s", self.me, peer, exc)
+                ok = False
+            if not ok:
+                return None
+            if i >= warmup:
+                rtt = time.perf_counter() - t
+                samples[used] = rtt
+                used += 1
+                total += rtt
+                best = min(best, rtt)
+            if last:
+                break
+        return samples[:used], used < repeats
+
+    def _answer_pair(self, peer: int, deadline: float) -> bool:
+        """Answer ``peer``'s ping-pongs until the one it marks as the last."""
+        tr, inbox = self.tr, self.flag_in
+        delay = self.hooks.delay_to(peer)
+        try:
+            while True:
+                if not tr.wait([tr.irecv(inbox, peer, TAG_PAIR)], deadline, busy=True):
+                    return False
+                if delay:
+                    time.sleep(delay)
+                if not tr.wait([tr.isend(self.small_out, peer, TAG_PAIR)], deadline, busy=True):
+                    return False
+                if inbox[0] == 1:
+                    return True
+        except RuntimeError as exc:  # the backend gave up on the link
+            logger.debug("rank %d lost peer %d: %s", self.me, peer, exc)
+            return False
+
+    def _async_stage(
+        self, index: int, a: NDArray[np.int64], b: NDArray[np.int64], slots: int
+    ) -> NDArray[np.float64]:
+        """Run one linear latency stage: this process's pairs in order, then gather them.
+
+        ``(a[k], b[k])`` are the stage's pairs in slot order. Returns their
+        values, shape (len(a), 4): latency ``a -> b``, ``b -> a`` and their
+        spreads (``nan`` where unmeasured), the same on every process.
+        """
+        n, me = self.n, self.me
+        if self.hooks.skew_round == index + 1:
+            time.sleep(self.hooks.skew_seconds)  # a late start: the deadlines stay common
+        t0 = self.epoch
+        if self.hooks.stall_round == index + 1:
+            self.hooks.stall()
+        span = 1.0 + slots // ASYNC_SLOTS_PER_TIMEOUT
+        deadline = t0 + PAIR_SHARE * self.p.timeout * span
+        mine = np.flatnonzero((a == me) | (b == me))
+        width = int(np.bincount(np.concatenate([a, b]), minlength=n).max(initial=0))
+        row = np.full((width, 4), np.nan)  # value, spread, samples, cut short
+        failed = -1
+        for j, k in enumerate(mine.tolist()):
+            peer = int(b[k]) if a[k] == me else int(a[k])
+            for first in sorted((me, peer)):
+                if first == me:
+                    got = self._ping_pair(peer, deadline)
+                    if got is None:
+                        failed = peer
+                        break
+                    samples, cut = got
+                    row[j, :2] = median_mad(samples / 2.0)
+                    row[j, 2:] = len(samples), float(cut)
+                elif not self._answer_pair(peer, deadline):
+                    failed = peer
+                    break
+            if failed >= 0:
+                break
+        mine_pairs = [(int(a[k]), int(b[k])) for k in mine.tolist()]
+        self._consensus("latency", index, 0, t0, failed, [], span)
+        self._progress("latency", index, 0, mine_pairs)
+        gathered = self._allgather(np.concatenate([row.ravel(), [time.time()]]), "gather")
+        self._last_finish = float(gathered[:, -1].max())
+        rows = gathered[:, :-1].reshape(n, width, 4)
+        # the position of every pair in each of its processes' lists
+        ends = np.concatenate([a, b])
+        idx = np.concatenate([np.arange(len(a))] * 2)
+        order = np.lexsort((idx, ends))
+        start = np.r_[0, np.cumsum(np.bincount(ends, minlength=n))[:-1]]
+        pos = np.empty(2 * len(a), dtype=np.int64)
+        pos[order] = np.arange(2 * len(a)) - start[ends[order]]
+        pa, pb = pos[: len(a)], pos[len(a) :]
+        values = np.column_stack([rows[a, pa, 0], rows[b, pb, 0], rows[a, pa, 1], rows[b, pb, 1]])
+        self._cut += int(np.nansum(rows[:, :, 3]))
+        return values
+
+    def _linear_latency(
+        self, hosts: Sequence[str]
+    ) -> tuple[NDArray, NDArray, NDArray, float, LatencyPlanner, dict[str, Any]]:
+        """The stages of :class:`~rankopt.probe.linear_latency.LatencyPlanner`, each gathered."""
+        planner = LatencyPlanner(hosts)
+        self._cut = 0
+        self._last_finish = time.time()
+        steps = 0
+        index = 0
+        while (slots := planner.next_stage()) is not None:
+            a, b = planner.stage_pairs
+            planner.record(self._async_stage(index, a, b, len(slots)))
+            steps += len(slots)
+            index += 1
+        self._set_epoch(self._last_finish)
+        self.timings.append(("latency", steps, self._last_finish))
+        lat, spread, counts, info = planner.result()
+        info["latency_pairs_cut"] = self._cut
+        return lat, spread, counts, self._last_finish, planner, info
 
     # -- phases --------------------------------------------------------------------------
     def _start(self) -> tuple[tuple[str, ...], float]:
@@ -378,10 +556,25 @@ class _Probe:
         return self._phase(phase, slots, out, inbox, tags, self.p.bandwidth_repeats, rate)
 
     def _linear_bandwidth(
-        self, lat: NDArray, hosts: Sequence[str], levels: Sequence[NDArray[np.int64]]
+        self,
+        lat: NDArray,
+        hosts: Sequence[str],
+        levels: Sequence[NDArray[np.int64]],
+        plan_lat: NDArray | None = None,
     ) -> tuple[NDArray, NDArray, NDArray, float, dict[str, Any]]:
-        """The stages of :class:`~rankopt.probe.linear.LinearPlanner`, each gathered."""
-        planner = LinearPlanner(lat, hosts, levels, uplink_flows=self.p.uplink_flows)
+        """The stages of :class:`~rankopt.probe.linear.LinearPlanner`, each gathered.
+
+        The planner works from ``plan_lat`` (host-level, from the linear latency
+        phase, whose groups are then the discovery domains) when given, else
+        from ``lat``; transfers are timed against ``lat``.
+        """
+        planner = LinearPlanner(
+            lat if plan_lat is None else plan_lat,
+            hosts,
+            levels,
+            uplink_flows=self.p.uplink_flows,
+            domains=None if plan_lat is None else levels,
+        )
         finished = time.time()
         while (slots := planner.next_stage()) is not None:
             bw, spread, _, finished = self._bandwidth(lat, slots)
@@ -408,25 +601,38 @@ class _Probe:
 
     def run(self) -> Measurement:
         hosts, started = self._start()
-        rounds = round_robin(self.n)
-        lat, lat_spread, counts, finished = self._latency(rounds)
-        bw = bw_spread = bw_counts = None
-        levels = infer_link_levels(lat, hosts)
-        slots: list[list[tuple[int, int]]] = []
+        lat_mode = resolve_latency_mode(self.p.latency_mode, self.n)
         found: dict[str, Any] = {}
+        if lat_mode == "linear":
+            lat, lat_spread, counts, finished, planner, found = self._linear_latency(hosts)
+            levels = planner.levels()
+            host_lat = planner.host_lat
+            latency_rounds = sum(planner.slots_per_stage)
+        else:
+            rounds = round_robin(self.n)
+            lat, lat_spread, counts, finished = self._latency(rounds)
+            levels = infer_link_levels(lat, hosts)
+            host_lat = None
+            latency_rounds = len(rounds)
+        bw = bw_spread = bw_counts = None
+        slots: list[list[tuple[int, int]]] = []
         mode = resolve_bandwidth_mode(self.p.bandwidth_mode, len(set(hosts)))
         if self.p.bandwidth and mode == "linear":
-            bw, bw_spread, bw_counts, finished, found = self._linear_bandwidth(lat, hosts, levels)
+            bw, bw_spread, bw_counts, finished, bw_found = self._linear_bandwidth(
+                lat, hosts, levels, host_lat
+            )
+            found |= bw_found
         elif self.p.bandwidth:
             slots = bandwidth_slots(lat, hosts, concurrency=self.p.bw_concurrency, levels=levels)
             bw, bw_spread, bw_counts, finished = self._bandwidth(lat, slots)
             recheck = self._recheck(lat, bw, hosts)
             if recheck:
-                found = {"recheck": recheck}
+                found["recheck"] = recheck
                 finished = self.timings[-1][2]
         parameters = self.p.as_dict() | {
             "n": self.n,
-            "latency_rounds": len(rounds),
+            "latency_rounds": latency_rounds,
+            "latency_mode_run": lat_mode,
             "bandwidth_slots": len(slots),
             "link_levels": len(levels),
             "bandwidth_mode_run": mode if self.p.bandwidth else "none",
@@ -488,6 +694,37 @@ def recheck_pairs(bandwidth: NDArray[np.float64], hosts: Sequence[str]) -> list[
                 if parent[a] == parent[b]:
                     pairs.append((min(a, b), max(a, b)))
     return pairs
+
+
+def pair_budget_cut(rtt: NDArray[np.float64], repeats: int) -> NDArray[np.int64]:
+    """Timed round trips an initiator keeps, per pair, under :data:`PAIR_BUDGET`.
+
+    ``rtt[k, j]`` is the ``j``-th timed round trip pair ``k`` would take. Ping
+    ``j`` is the last when ``j + 1 >= MIN_PAIR_SAMPLES`` and the ``j`` before
+    it add up to ``PAIR_BUDGET * repeats`` times their best -- the rule of
+    the engine's initiator, vectorised for the plan and the simulation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankopt.probe._engine import pair_budget_cut
+    >>> rtt = np.array([[1.0] * 10, [1.0, 30.0, 1.0, 1.0] + [1.0] * 6])
+    >>> pair_budget_cut(rtt, 10).tolist()
+    [10, 3]
+    """
+    rtt = np.asarray(rtt, dtype=np.float64)
+    m = rtt.shape[0]
+    used = np.full(m, repeats, dtype=np.int64)
+    if m == 0 or repeats < 2:
+        return used
+    cum = np.cumsum(rtt, axis=1)
+    best = np.minimum.accumulate(rtt, axis=1)
+    open_ = np.ones(m, dtype=bool)
+    for j in range(max(1, MIN_PAIR_SAMPLES - 1), repeats - 1):
+        stop = open_ & (cum[:, j - 1] >= PAIR_BUDGET * repeats * best[:, j - 1])
+        used[stop] = j + 1
+        open_ &= ~stop
+    return used
 
 
 def _phase_seconds(started: float, timings: Sequence[tuple[str, int, float]]) -> list[list[Any]]:

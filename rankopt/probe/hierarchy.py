@@ -36,6 +36,10 @@ from rankopt._validation import RankoptInputError, check_matrix, check_options, 
 
 __all__ = [
     "infer_hierarchy",
+    "infer_host_hierarchy",
+    "host_block_min",
+    "tree_levels",
+    "nest_levels",
     "infer_uplinks",
     "block_max",
     "block_runner_up",
@@ -117,11 +121,36 @@ def _single_levels(dist: NDArray[np.float64], gap: float) -> list[NDArray[np.int
     ``fcluster(criterion="distance")``), without importing it: that import costs
     every process of a probe about half a second of CPU between its phases.
     """
-    n = dist.shape[0]
     a, b = _minimum_spanning_tree(dist)
-    w = dist[a, b]
+    return tree_levels(a, b, dist[a, b], dist.shape[0], gap)
+
+
+def tree_levels(
+    a: NDArray[np.int64], b: NDArray[np.int64], w: NDArray[np.float64], n: int, gap: float
+) -> list[NDArray[np.int64]]:
+    """The single-linkage levels of a spanning tree given by its edges, finest first.
+
+    ``(a[k], b[k])`` joins two of the ``n`` items at height ``w[k]``. The
+    heights are sorted; wherever the next is at least ``gap`` times the
+    previous (zero heights count as ``1e-12`` times the largest), the
+    components of the edges below the cut are a level, kept when it has more
+    than one and fewer than ``n`` groups. For the minimum spanning tree of a
+    distance matrix this is the cut rule of :func:`infer_hierarchy` (single
+    linkage); any tree whose edges are the merge heights of a hierarchy --
+    one edge per merge -- gives that hierarchy's levels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankopt.probe.hierarchy import tree_levels
+    >>> a, b = np.array([0, 2, 0]), np.array([1, 3, 2])
+    >>> [lv.tolist() for lv in tree_levels(a, b, np.array([1.0, 1.1, 9.0]), 4, 1.5)]
+    [[0, 0, 1, 1]]
+    """
     order = np.argsort(w, kind="stable")
-    a, b, h = a[order], b[order], w[order]
+    a, b, h = a[order], b[order], np.asarray(w, dtype=np.float64)[order]
+    if h.size == 0:
+        return []
     floor = 1e-12 * max(float(h[-1]), 1e-300)
     parent = np.arange(n, dtype=np.int64)
 
@@ -132,11 +161,11 @@ def _single_levels(dist: NDArray[np.float64], gap: float) -> list[NDArray[np.int
         return i
 
     out = []
-    for k in range(n - 1):
+    for k in range(h.size):
         ra, rb = root(int(a[k])), root(int(b[k]))
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)
-        if k >= n - 2:
+        if k >= h.size - 1:
             break
         lo, hi = max(float(h[k]), floor), float(h[k + 1])
         if hi >= gap * lo:
@@ -305,17 +334,145 @@ def infer_hierarchy(
             d[start[:, None] == start[None, :]] = 0.0
         if n > 2:
             pooled.extend(_levels_of(d, gap, linkage))
-    pooled.sort(key=lambda lab: -int(lab.max()))  # finest (most groups) first
+    out = _nest(pooled, n)
+    if start is not None:
+        out = [start, *(lv for lv in out if not np.array_equal(lv, start))]
+    logger.debug("infer_hierarchy: levels of %s groups", [int(lv.max()) + 1 for lv in out])
+    return out
+
+
+def nest_levels(pooled: Sequence[NDArray[np.int64]], n: int) -> list[NDArray[np.int64]]:
+    """Levels pooled from several sources, sorted, made nested and deduplicated.
+
+    Finest first; each level is intersected with every coarser one; levels
+    of ``n`` groups (every item alone) are dropped. The pooling rule of
+    :func:`infer_hierarchy` with both matrices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankopt.probe.hierarchy import nest_levels
+    >>> [lv.tolist() for lv in nest_levels([np.array([0, 0, 1, 1]), np.array([0, 1, 2, 2])], 4)]
+    [[0, 1, 2, 2], [0, 0, 1, 1]]
+    """
+    return _nest(list(pooled), n)
+
+
+def _nest(pooled: list[NDArray[np.int64]], n: int) -> list[NDArray[np.int64]]:
+    """Levels pooled from several matrices, sorted, made nested and deduplicated."""
+    pooled = sorted(pooled, key=lambda lab: -int(lab.max()))  # finest (most groups) first
     out: list[NDArray[np.int64]] = []
     for lab in reversed(pooled):  # coarsest first: refine each by all coarser levels
         cur = _relabel(lab) if not out else _meet(lab, out[-1])
         if not any(np.array_equal(cur, o) for o in out) and cur.max() + 1 < n:
             out.append(cur)
     out.reverse()
-    if start is not None:
-        out = [start, *(lv for lv in out if not np.array_equal(lv, start))]
-    logger.debug("infer_hierarchy: levels of %s groups", [int(lv.max()) + 1 for lv in out])
     return out
+
+
+def host_block_min(
+    matrix: NDArray[np.float64], host_of: NDArray[np.int64], *, chunk_bytes: int = 1 << 24
+) -> NDArray[np.float64]:
+    """``out[g, h]``: the smallest entry between hosts ``g`` and ``h``, either direction.
+
+    The host-level distance of single linkage: processes of one host are
+    merged first, and two hosts then meet at their closest pair in the
+    better direction. The diagonal is 0.
+
+    Parameters
+    ----------
+    matrix : ndarray, shape (n, n)
+        Process-level distances (latency), read, never copied whole.
+    host_of : ndarray of int, shape (n,)
+        Host label (0..H-1) of every process.
+    chunk_bytes : int
+        Rows are reduced a block at a time, so the working memory beyond the
+        ``(H, H)`` result is about this many bytes.
+
+    Returns
+    -------
+    ndarray, shape (H, H)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankopt.probe.hierarchy import host_block_min
+    >>> m = np.array([[0, 1, 7, 8], [1, 0, 6, 9], [5, 9, 0, 2], [9, 9, 2, 0.]])
+    >>> host_block_min(m, np.array([0, 0, 1, 1])).tolist()
+    [[0.0, 5.0], [5.0, 0.0]]
+    """
+    n = matrix.shape[0]
+    n_hosts = int(host_of.max()) + 1 if n else 0
+    order = np.argsort(host_of, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(host_of[order]) != 0])
+    out = np.full((n_hosts, n_hosts), np.inf)
+    rows = max(1, chunk_bytes // (8 * max(n, 1)))
+    for i0 in range(0, n, rows):
+        block = np.asarray(matrix[i0 : i0 + rows], dtype=np.float64)[:, order]
+        reduced = np.minimum.reduceat(block, starts, axis=1)
+        np.minimum.at(out, host_of[i0 : i0 + rows], reduced)
+    out = np.minimum(out, out.T)
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
+def infer_host_hierarchy(
+    host_of: NDArray[np.int64],
+    host_latency: NDArray[np.float64] | None = None,
+    host_bandwidth: NDArray[np.float64] | None = None,
+    *,
+    gap: float = DEFAULT_GAP,
+) -> list[NDArray[np.int64]]:
+    """:func:`infer_hierarchy` with single linkage and hosts, from host-level matrices.
+
+    Parameters
+    ----------
+    host_of : ndarray of int, shape (n,)
+        Host label (0..H-1, in order of first appearance) of every process.
+    host_latency : ndarray, shape (H, H), optional
+        Host-level latency: :func:`host_block_min` of the process matrix.
+    host_bandwidth : ndarray, shape (H, H), optional
+        Host-level bandwidth: the largest rate between two hosts, either
+        direction (the process matrix's block maximum).
+
+    Returns
+    -------
+    list of ndarray of int64, shape (n,)
+        The same levels as ``infer_hierarchy(latency, bandwidth, hosts=...,
+        linkage="single", gap=gap)`` on the process matrices, host level first:
+        with processes of one host at distance 0, single linkage merges the
+        hosts first and then works on the host-level distances alone, and the
+        groups' order of first appearance is the same over hosts as over
+        processes. Cost :math:`O(H^2)` time and memory per matrix, never
+        :math:`O(n^2)`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankopt.probe.hierarchy import infer_host_hierarchy
+    >>> lat = np.array([[0, 2, 9], [2, 0, 9], [9, 9, 0.]]) * 1e-5
+    >>> [lv.tolist() for lv in infer_host_hierarchy(np.array([0, 0, 1, 1, 2, 2]), lat)]
+    [[0, 0, 1, 1, 2, 2], [0, 0, 0, 0, 1, 1]]
+    """
+    host_of = np.asarray(host_of, dtype=np.int64)
+    n_hosts = int(host_of.max()) + 1 if host_of.size else 0
+    dists = []
+    if host_latency is not None:
+        dists.append(np.asarray(host_latency, dtype=np.float64))
+    if host_bandwidth is not None:
+        bw = np.maximum(host_bandwidth, np.asarray(host_bandwidth).T).astype(np.float64)
+        np.fill_diagonal(bw, 1.0)
+        inv = 1.0 / bw
+        np.fill_diagonal(inv, 0.0)
+        dists.append(inv)
+    pooled: list[NDArray[np.int64]] = []
+    for d in dists:
+        d = np.minimum(d, d.T)
+        np.fill_diagonal(d, 0.0)
+        if n_hosts > 2:
+            pooled.extend(_single_levels(d, gap))
+    levels = [lv[host_of] for lv in _nest(pooled, n_hosts)]
+    return [host_of.copy(), *(lv for lv in levels if not np.array_equal(lv, host_of))]
 
 
 def _check_hosts(hosts: Sequence[str], n: int) -> NDArray[np.int64]:

@@ -99,7 +99,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt.probe._topology import pair_links
-from rankopt.probe.hierarchy import DEFAULT_GAP, host_labels, infer_hierarchy
+from rankopt.probe.hierarchy import (
+    DEFAULT_GAP,
+    host_block_min,
+    host_labels,
+    infer_host_hierarchy,
+    nest_levels,
+)
 
 __all__ = ["LinearPlanner", "fill_bandwidth", "pack", "DEFAULT_UPLINK_FLOWS"]
 
@@ -327,8 +333,11 @@ class LinearPlanner:
 
     Parameters
     ----------
-    latency : ndarray, shape (n, n)
-        Measured one-way latencies (s).
+    latency : ndarray, shape (n, n) or (H, H)
+        Measured one-way latencies (s), per process pair or per host pair
+        (hosts in order of first appearance; the closest pair of two hosts,
+        :func:`rankopt.probe.hierarchy.host_block_min`). Only the host-level
+        matrix is kept: the planner's memory is :math:`O(H^2 + n)`.
     hosts : sequence of str
         Host name of every process.
     levels : sequence of ndarray of int
@@ -338,6 +347,11 @@ class LinearPlanner:
         Concurrent flows per uplink test (``k``).
     gap : float
         Ratio between rates that makes two tiers.
+    domains : sequence of ndarray of int, optional
+        Latency groups to take as the discovery domains (process labels per
+        level, hosts first; the finest level above the hosts is used), such
+        as those of the linear latency phase, which already told noise from
+        tiers. Default: the latency tiers :data:`DOMAIN_GAP` apart.
 
     Examples
     --------
@@ -365,12 +379,20 @@ class LinearPlanner:
         *,
         uplink_flows: int = DEFAULT_UPLINK_FLOWS,
         gap: float = DEFAULT_GAP,
+        domains: Sequence[NDArray[np.int64]] | None = None,
     ) -> None:
-        self.latency = np.asarray(latency, dtype=np.float64)
         self.hosts = tuple(hosts)
         self.n = len(self.hosts)
         self.host_of = host_labels(self.hosts)
         self.n_hosts = int(self.host_of.max()) + 1 if self.n else 0
+        latency = np.asarray(latency, dtype=np.float64)
+        #: Host-level latency (single linkage: the closest pair of two hosts, either
+        #: direction); the planner never holds an (n, n) matrix of its own.
+        self.host_latency = (
+            latency
+            if latency.shape == (self.n_hosts, self.n_hosts) and self.n_hosts < self.n
+            else host_block_min(latency, self.host_of)
+        )
         self.procs: list[list[int]] = [[] for _ in range(self.n_hosts)]
         for p, h in enumerate(self.host_of):
             self.procs[int(h)].append(p)
@@ -380,11 +402,15 @@ class LinearPlanner:
         self.host_levels = [lv[first] for lv in self.levels[1:]]
         # domains: only latency tiers DOMAIN_GAP apart (noise makes 1.5x tiers), and only
         # while the representatives' bandwidth does not contradict them
-        strong = (
-            infer_hierarchy(self.latency, hosts=self.hosts, linkage="single", gap=DOMAIN_GAP)
-            if len(self.levels) > 1
-            else []
-        )
+        self._domains = None if domains is None else [np.asarray(lv) for lv in domains]
+        if domains is not None:
+            strong = [np.asarray(lv, dtype=np.int64) for lv in domains]
+        else:
+            strong = (
+                infer_host_hierarchy(self.host_of, self.host_latency, gap=DOMAIN_GAP)
+                if len(self.levels) > 1
+                else []
+            )
         self.domain = (
             strong[1][first] if len(strong) > 1 else np.zeros(self.n_hosts, dtype=np.int64)
         )
@@ -667,9 +693,17 @@ class LinearPlanner:
     def _final_groups(self) -> list[NDArray[np.int64]]:
         """Process group labels per level: bandwidth tiers pooled with latency tiers."""
         if self.groups is None:
-            bw = self._process_matrix()[0]
-            lat = self.latency if self.latency_trusted else None
-            self.groups = infer_hierarchy(lat, bw, hosts=self.hosts, linkage="single", gap=self.gap)
+            rate = self._host_matrix()[0]
+            if self._domains is not None and self.latency_trusted:
+                # the latency groups given, pooled with the bandwidth's own tiers
+                first = np.array([ps[0] for ps in self.procs], dtype=np.int64)
+                found = infer_host_hierarchy(self.host_of, None, rate, gap=self.gap)
+                pooled = [lv[first] for lv in [*self._domains[1:], *found[1:]]]
+                nested = nest_levels(pooled, self.n_hosts)
+                self.groups = [self.host_of.copy(), *(lv[self.host_of] for lv in nested)]
+            else:
+                lat = self.host_latency if self.latency_trusted else None
+                self.groups = infer_host_hierarchy(self.host_of, lat, rate, gap=self.gap)
         return self.groups
 
     def _uplink_stage(self) -> list[list[Pair]]:

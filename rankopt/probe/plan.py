@@ -29,14 +29,17 @@ A round or slot lasts as long as its slowest pair, plus one consensus
 (an allreduce of 16 bytes: ``2 ceil(log2 n)`` median latencies) and a fixed
 ``step_overhead`` per step for the processes' own work (Python, the MPI
 progress engine). Every phase and bandwidth stage ends with an allgather of
-``n (3 n + 1)`` doubles (ring: ``(n - 1)`` latencies plus the bytes at
-``link_rate``).
+``n (3 n + 1)`` doubles (``ceil(log2 n)`` latencies plus the bytes at
+``link_rate``); a linear latency stage gathers four doubles per pair of its
+busiest process instead, and lasts until its last process has run its pairs
+one after the other (no consensus between them,
+:func:`~rankopt.probe.linear_latency.async_makespan`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -44,15 +47,23 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._common import ProbeParams, resolve_bandwidth_mode
+from rankopt.probe._common import (
+    LATENCY_MODES,
+    ProbeParams,
+    resolve_bandwidth_mode,
+    resolve_latency_mode,
+)
 from rankopt.probe._engine import RECHECK_PASSES, recheck_pairs
-from rankopt.probe._topology import infer_link_levels
+from rankopt.probe.hierarchy import host_block_min, host_labels, infer_host_hierarchy
 from rankopt.probe.linear import LinearPlanner
-from rankopt.probe.schedule import bandwidth_slots, partner_table, round_robin
+from rankopt.probe.schedule import _round_count, bandwidth_slots, round_partners
 
 __all__ = [
     "ProbePlan",
     "plan_probe",
+    "estimate_linear_latency",
+    "LatencyEstimate",
+    "control_costs",
     "calibrate_step_overhead",
     "DEFAULT_LINK_RATE",
     "STEP_OVERHEAD",
@@ -93,6 +104,13 @@ class ProbePlan:
         Bytes/s assumed where no bandwidth matrix was given.
     levels : list of int
         Number of groups per level the plan found (hosts first).
+    latency_mode : str
+        ``"all-pairs"`` (``latency_rounds`` lockstep rounds) or ``"linear"``
+        (``latency_stages``, ``latency_rounds`` their slots in all).
+    latency_stages : list of [str, int, int]
+        Name, slots and pairs of every linear latency stage.
+    congested_hosts : int
+        Hosts the linear latency phase would report congested on the model.
     """
 
     n: int
@@ -110,6 +128,9 @@ class ProbePlan:
     estimated_seconds: float
     link_rate: float
     levels: list[int] = field(default_factory=list)
+    latency_mode: str = "all-pairs"
+    latency_stages: list[list[Any]] = field(default_factory=list)
+    congested_hosts: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dictionary of every attribute."""
@@ -117,13 +138,23 @@ class ProbePlan:
         out["bandwidth_stages"] = [list(s) for s in self.bandwidth_stages]
         return out
 
+    def _latency_line(self) -> str:
+        if self.latency_mode != "linear":
+            return f"{self.latency_rounds} rounds"
+        parts = ", ".join(f"{name} {s}" for name, s, _ in self.latency_stages)
+        pairs = sum(p for _, _, p in self.latency_stages)
+        return (
+            f"linear, {len(self.latency_stages)} stages of {self.latency_rounds} slots "
+            f"({parts}), {pairs} pairs"
+        )
+
     def __str__(self) -> str:
         stages = ", ".join(f"{name} {s}" for name, s in self.bandwidth_stages) or "none"
         return "\n".join(
             [
                 f"probe plan: {self.n} processes on {self.hosts} host(s), "
                 f"bandwidth mode {self.mode}, link rate {self.link_rate * 8 / 1e9:.3g} Gbit/s",
-                f"  latency:   {self.latency_rounds} rounds, {self.latency_transfers} messages, "
+                f"  latency:   {self._latency_line()}, {self.latency_transfers} messages, "
                 f"{self.latency_seconds:.3g} s",
                 f"  bandwidth: {self.bandwidth_slots} slots ({stages}), "
                 f"{self.bandwidth_transfers} transfers, {self.bandwidth_seconds:.3g} s",
@@ -139,16 +170,151 @@ def _slot_time(
     slot: Sequence[tuple[int, int]],
     nbytes: int,
     count: int,
-    rate: NDArray[np.float64],
-    lat: NDArray[np.float64],
+    rate: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]],
+    lat: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]],
 ) -> float:
     if not slot:
         return 0.0
-    a = np.array([p[0] for p in slot])
-    b = np.array([p[1] for p in slot])
-    one = nbytes / rate[a, b] + lat[a, b] + lat[b, a]
-    back = nbytes / rate[b, a] + lat[a, b] + lat[b, a]
+    ab = np.asarray(slot, dtype=np.int64)
+    a, b = ab[:, 0], ab[:, 1]
+    both = lat(a, b) + lat(b, a)
+    one = nbytes / rate(a, b) + both
+    back = nbytes / rate(b, a) + both
     return float(np.max(count * (one + back)))
+
+
+def _lookup(
+    matrix: NDArray[np.float64], host_of: NDArray[np.int64]
+) -> Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]]:
+    """Pair values ``f(a, b)`` from an (n, n) matrix, or from an (H, H) one by host."""
+    if matrix.shape[0] == host_of.size:
+        return lambda a, b: matrix[a, b]
+    return lambda a, b: matrix[host_of[a], host_of[b]]
+
+
+def _median_pair(f: Callable[..., NDArray[np.float64]], n: int) -> float:
+    """The median of ``f`` over distinct process pairs (over a fixed sample when n is large)."""
+    if n <= 512:
+        a, b = np.nonzero(~np.eye(n, dtype=bool))
+    else:
+        gen = np.random.default_rng(0)  # a fixed sample: the plan is deterministic
+        a, b = gen.integers(0, n, 1 << 18), gen.integers(0, n, 1 << 18)
+        keep = a != b
+        a, b = a[keep], b[keep]
+    return float(np.median(f(a, b)))
+
+
+def control_costs(
+    n: int,
+    lat_med: float,
+    params: ProbeParams,
+    link_rate: float = DEFAULT_LINK_RATE,
+    step_overhead: float = STEP_OVERHEAD,
+) -> tuple[float, Callable[[int], float]]:
+    """Seconds of one consensus (and step overhead), and of a gather of ``w`` doubles per process.
+
+    A consensus is an allreduce of 16 bytes: ``2 ceil(log2 n)`` median
+    latencies; a gather of ``w`` doubles from every process takes
+    ``ceil(log2 n)`` latencies (recursive doubling or Bruck's algorithm, what
+    MPI and Gloo run for small blocks) plus ``8 n w`` bytes at ``link_rate``.
+    """
+    del params
+    steps = math.ceil(math.log2(max(n, 2)))
+    consensus = 2 * steps * lat_med + step_overhead
+
+    def gather(width: int) -> float:
+        return steps * lat_med + n * width * 8 / float(link_rate)
+
+    return consensus, gather
+
+
+@dataclass(frozen=True)
+class LatencyEstimate:
+    """The linear latency phase of one job, as :func:`estimate_linear_latency` plans it.
+
+    ``seconds`` is the whole phase (pairs, consensus, gathers); ``pair_seconds``
+    the pairs alone; ``stages`` lists ``[name, slots, pairs]``; ``planner`` is
+    the :class:`~rankopt.probe.linear_latency.LatencyPlanner` after its last
+    stage (its groups and filled host matrix).
+    """
+
+    seconds: float
+    pair_seconds: float
+    control_seconds: float
+    stages: list[list[Any]]
+    transfers: int
+    planner: Any
+
+
+def estimate_linear_latency(
+    hosts: Sequence[str],
+    latency: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]],
+    *,
+    params: ProbeParams | None = None,
+    link_rate: float = DEFAULT_LINK_RATE,
+    step_overhead: float = STEP_OVERHEAD,
+    lat_med: float | None = None,
+) -> LatencyEstimate:
+    """Run the linear latency schedule against a latency model; its duration.
+
+    Parameters
+    ----------
+    hosts : sequence of str
+        Host name of every process.
+    latency : callable
+        ``latency(a, b)``: one-way latency of the pairs ``a -> b`` (arrays).
+    params : ProbeParams, optional
+    link_rate, step_overhead : float
+        As in :func:`plan_probe`.
+    lat_med : float, optional
+        Median latency over pairs (computed from ``latency`` when omitted).
+
+    Returns
+    -------
+    LatencyEstimate
+
+    Notes
+    -----
+    Each stage's pairs are answered by the model (no noise); a pair lasts
+    ``warmup + repeats`` round trips in each direction plus ``step_overhead``,
+    and the stage until its last process is done
+    (:func:`~rankopt.probe.linear_latency.async_makespan`), then one consensus
+    and a gather of four doubles per pair of the busiest process.
+    """
+    from rankopt.probe.linear_latency import LatencyPlanner, async_makespan
+
+    params = ProbeParams() if params is None else params
+    n = len(hosts)
+    if lat_med is None:
+        lat_med = _median_pair(latency, n)
+    consensus, gather = control_costs(n, lat_med, params, link_rate, step_overhead)
+    planner = LatencyPlanner(hosts)
+    count = params.warmup + params.repeats
+    pair_seconds = control = 0.0
+    transfers = 0
+    while planner.next_stage() is not None:
+        a, b = planner.stage_pairs
+        ab, ba = latency(a, b), latency(b, a)
+        planner.record(np.column_stack([ab, ba, np.zeros_like(ab), np.zeros_like(ab)]))
+        dur = 2 * count * (ab + ba) + step_overhead
+        pair_seconds += async_makespan(a, b, planner.stage_slot, dur, n)
+        width = int(np.bincount(np.concatenate([a, b]), minlength=n).max(initial=0))
+        control += consensus + gather(4 * width + 1)
+        transfers += 2 * count * len(a)
+    stages = [
+        [name, s, p]
+        for name, s, p in zip(
+            planner.stages, planner.slots_per_stage, planner.pairs_per_stage, strict=True
+        )
+    ]
+    return LatencyEstimate(
+        seconds=pair_seconds + control,
+        pair_seconds=pair_seconds,
+        control_seconds=control,
+        stages=stages,
+        transfers=transfers,
+        planner=planner,
+    )
 
 
 def plan_probe(
@@ -160,17 +326,24 @@ def plan_probe(
     link_rate: float = DEFAULT_LINK_RATE,
     bandwidth: ArrayLike | None = None,
     step_overhead: float = STEP_OVERHEAD,
+    latency_mode: str | None = None,
 ) -> ProbePlan:
     """The schedule and estimated duration of a probe, without running it.
 
     Parameters
     ----------
-    latency : array_like, shape (n, n)
-        One-way latency between processes (s): measured, or a model.
+    latency : array_like, shape (n, n) or (H, H)
+        One-way latency between processes (s): measured, or a model. An
+        ``(H, H)`` matrix (``H`` hosts, fewer than ``n``) is a host-level
+        model: entry ``[g, h]`` for every pair of processes of hosts ``g``
+        and ``h`` (numbered in order of first appearance in ``hosts``), the
+        diagonal inside one host -- what a job of 16,384 processes can be
+        planned from without an (n, n) matrix.
     hosts : sequence of str
         Host name of every process.
     params : ProbeParams, optional
-        The probe's settings (repeats, message sizes, warmup); defaults.
+        The probe's settings (repeats, message sizes, warmup, latency mode);
+        defaults.
     mode : {"auto", "linear", "all-pairs", "none"}
         Bandwidth schedule to plan (``"none"``: latency only; ``"auto"``, the
         probe's default: all-pairs up to 32 hosts, linear beyond).
@@ -183,7 +356,10 @@ def plan_probe(
         is not counted: at most ``RECHECK_PASSES`` slots per two sibling
         groups).
     step_overhead : float
-        Seconds per round or slot for the processes' own work.
+        Seconds per round, slot or latency pair for the processes' own work.
+    latency_mode : {"auto", "all-pairs", "linear"}, optional
+        Latency schedule to plan; default ``params.latency_mode`` (``"auto"``:
+        all-pairs up to 64 processes, linear beyond).
 
     Returns
     -------
@@ -192,14 +368,19 @@ def plan_probe(
     Raises
     ------
     RankoptInputError
-        If the matrix is not square, ``hosts`` has another length, ``mode``
-        is unknown or ``link_rate`` is not positive.
+        If the matrix is not square or of neither size, ``hosts`` has
+        another length, a mode is unknown or ``link_rate`` is not positive.
 
     Notes
     -----
-    The all-pairs schedule of a network whose latency shows no tier is
-    sequential, ``n (n - 1) / 2`` slots; building it costs
-    :math:`O(n^2 S / w)`, so plan it only for a few hundred processes.
+    The planner's own cost: the linear latency schedule and the linear
+    bandwidth schedule work from host-level matrices, :math:`O(n + P + H^2)`
+    memory for ``P`` planned pairs, never a copy of an (n, n) matrix. The
+    all-pairs latency schedule is priced round by round in :math:`O(n)`
+    memory and :math:`O(n^2)` time. The all-pairs bandwidth schedule of a
+    network whose latency shows no tier is sequential, ``n (n - 1) / 2``
+    slots; building it costs :math:`O(n^2 S / w)`, so plan it only for a
+    few hundred processes.
 
     Examples
     --------
@@ -213,91 +394,165 @@ def plan_probe(
     24
     """
     params = ProbeParams() if params is None else params
-    lat = np.array(latency, dtype=np.float64)
+    lat = np.asarray(latency, dtype=np.float64)
+    hosts = tuple(str(h) for h in hosts)
+    n = len(hosts)
+    host_of = host_labels(hosts)
+    n_hosts = int(host_of.max()) + 1 if n else 0
     if lat.ndim != 2 or lat.shape[0] != lat.shape[1] or lat.shape[0] < 2:
         raise RankoptInputError(
             f"`latency` must be a square matrix of at least 2 processes; got shape {lat.shape}."
         )
-    n = lat.shape[0]
-    hosts = tuple(str(h) for h in hosts)
-    if len(hosts) != n:
+    if lat.shape[0] not in (n, n_hosts) or n < 2:
         raise RankoptInputError(
-            f"`hosts` must name the host of each of the {n} processes; got {len(hosts)} names."
+            f"`hosts` must name the host of each of the {lat.shape[0]} processes (or of "
+            f"processes on {lat.shape[0]} hosts); got {n} names."
         )
     if mode not in ("auto", "linear", "all-pairs", "none"):
         raise RankoptInputError(
             f"`mode` must be 'auto', 'linear', 'all-pairs' or 'none'; got {mode!r} instead."
         )
-    mode = resolve_bandwidth_mode(mode, len(set(hosts)))
+    lat_mode = params.latency_mode if latency_mode is None else latency_mode
+    if lat_mode not in LATENCY_MODES:
+        raise RankoptInputError(
+            f"`latency_mode` must be one of {', '.join(map(repr, LATENCY_MODES))}; "
+            f"got {lat_mode!r} instead."
+        )
+    lat_mode = resolve_latency_mode(lat_mode, n)
+    mode = resolve_bandwidth_mode(mode, n_hosts)
     if not (isinstance(link_rate, (int, float)) and math.isfinite(link_rate) and link_rate > 0):
         raise RankoptInputError(f"`link_rate` must be a positive number; got {link_rate!r}.")
-    np.fill_diagonal(lat, 0.0)
+    process_level = lat.shape[0] == n
+    base_lat = _lookup(lat, host_of)
+
+    def lat_of(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.float64]:
+        return np.where(a == b, 0.0, base_lat(a, b)) if process_level else base_lat(a, b)
+
     if bandwidth is None:
-        rate = np.full((n, n), float(link_rate))
+        rate_matrix = None
+
+        def rate_of(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.float64]:
+            return np.full(np.shape(a), float(link_rate))
+
     else:
-        rate = np.array(bandwidth, dtype=np.float64)
-        if rate.shape != (n, n):
-            raise RankoptInputError(f"`bandwidth` must have shape ({n}, {n}); got {rate.shape}.")
-    np.fill_diagonal(rate, 1.0)
-    off = ~np.eye(n, dtype=bool)
-    lat_med = float(np.median(lat[off]))
-    consensus = 2 * math.ceil(math.log2(n)) * lat_med + step_overhead
-    gather = (n - 1) * lat_med + n * (3 * n + 1) * 8 / float(link_rate)
+        rate_matrix = np.asarray(bandwidth, dtype=np.float64)
+        if rate_matrix.shape != (n, n):
+            raise RankoptInputError(
+                f"`bandwidth` must have shape ({n}, {n}); got {rate_matrix.shape}."
+            )
+        rm = rate_matrix
+
+        def rate_of(a: NDArray[np.int64], b: NDArray[np.int64]) -> NDArray[np.float64]:
+            return np.where(a == b, 1.0, rm[a, b])
+
+    lat_med = _median_pair(lat_of, n)
+    consensus, gather = control_costs(n, lat_med, params, link_rate, step_overhead)
     rep_lat = params.warmup + params.repeats
     rep_bw = params.warmup + params.bandwidth_repeats
+    latency_stages: list[list[Any]] = []
+    congested = 0
+    if lat_mode == "linear":
+        est = estimate_linear_latency(
+            hosts,
+            lat_of,
+            params=params,
+            link_rate=link_rate,
+            step_overhead=step_overhead,
+            lat_med=lat_med,
+        )
+        lat_seconds = est.pair_seconds
+        control = est.control_seconds + consensus  # + start step
+        lat_msgs = est.transfers
+        latency_rounds = sum(s for _, s, _ in est.stages)
+        latency_stages = est.stages
+        planner = est.planner
+        levels = planner.levels()
+        plan_lat: NDArray[np.float64] = planner.host_matrix(factors=False)[0]
+        congested = int(np.sum(planner.factor > 1.0))
+    else:
+        # every round's slowest ping-pong pair, one round at a time
+        latency_rounds = _round_count(n)
+        lat_seconds = 0.0
+        me = np.arange(n)
+        for r in range(latency_rounds):
+            partner = round_partners(n, r)
+            on = partner >= 0
+            rtt = 2 * lat_of(me[on], partner[on])
+            lat_seconds += 2 * rep_lat * float(rtt.max(initial=0.0))
+        lat_msgs = latency_rounds * (n // 2) * 2 * rep_lat
+        control = latency_rounds * consensus + 2 * gather(3 * n + 1) + consensus
+        plan_lat = lat if not process_level else host_block_min(lat, host_of)
+        levels = infer_host_hierarchy(host_of, plan_lat if process_level else _min_sym(lat))
 
-    # latency phase: every round's slowest ping-pong pair
-    rounds = round_robin(n)
-    table = partner_table(rounds, n)
-    me = np.arange(n)
-    rtt = np.where(table >= 0, lat[me[None, :], np.maximum(table, 0)] * 2, 0.0)
-    lat_seconds = float(np.sum(2 * rep_lat * rtt.max(axis=1)))
-    lat_msgs = len(rounds) * (n // 2) * 2 * rep_lat
-    control = len(rounds) * consensus + 2 * gather + consensus  # + start step
-
-    levels = infer_link_levels(lat, hosts)
     stages: list[tuple[str, int]] = []
     slots_all: list[list[tuple[int, int]]] = []
-    found = [len(set(hosts))]
+    found = [n_hosts]
     if mode == "all-pairs":
-        slots_all = bandwidth_slots(lat, hosts, concurrency=params.bw_concurrency, levels=levels)
+        slots_all = bandwidth_slots(
+            np.zeros((0, 0)), hosts, concurrency=params.bw_concurrency, levels=levels
+        )
         stages = [("all-pairs", len(slots_all))]
         found = [int(lv.max()) + 1 for lv in levels]
         # the recheck of the groups the bandwidth shows (known only when it is given)
-        again = recheck_pairs(rate, list(hosts)) if bandwidth is not None else []
+        again = recheck_pairs(rate_matrix, list(hosts)) if rate_matrix is not None else []
         if again:
             stages.append(("recheck", RECHECK_PASSES * len(again)))
             slots_all = slots_all + [[p] for _ in range(RECHECK_PASSES) for p in again]
     elif mode == "linear":
-        planner = LinearPlanner(lat, hosts, levels, uplink_flows=params.uplink_flows)
-        while (stage := planner.next_stage()) is not None:
-            stages.append((planner.stages[-1], len(stage)))
+        bw_planner = LinearPlanner(
+            plan_lat,
+            hosts,
+            levels,
+            uplink_flows=params.uplink_flows,
+            domains=levels if lat_mode == "linear" else None,
+        )
+        while (stage := bw_planner.next_stage()) is not None:
+            stages.append((bw_planner.stages[-1], len(stage)))
             slots_all.extend(stage)
-            planner.record(
-                {(a, b): (rate[a, b], rate[b, a], 0.0, 0.0) for slot in stage for a, b in slot}
+            pairs = np.array([p for slot in stage for p in slot], dtype=np.int64).reshape(-1, 2)
+            r_ab = rate_of(pairs[:, 0], pairs[:, 1])
+            r_ba = rate_of(pairs[:, 1], pairs[:, 0])
+            bw_planner.record(
+                {
+                    (int(a), int(b)): (float(x), float(y), 0.0, 0.0)
+                    for (a, b), x, y in zip(pairs.tolist(), r_ab, r_ba, strict=True)
+                }
             )
-        found = [int(lv.max()) + 1 for lv in planner.groups or []]
-    bw_seconds = sum(_slot_time(s, params.bandwidth_bytes, rep_bw, rate, lat) for s in slots_all)
+        found = [int(lv.max()) + 1 for lv in bw_planner.groups or []]
+    elif lat_mode == "linear":
+        found = [int(lv.max()) + 1 for lv in levels]
+    bw_seconds = sum(
+        _slot_time(s, params.bandwidth_bytes, rep_bw, rate_of, lat_of) for s in slots_all
+    )
     bw_msgs = sum(len(s) for s in slots_all) * 2 * rep_bw
-    control += len(slots_all) * consensus + len(stages) * gather
+    control += len(slots_all) * consensus + len(stages) * gather(3 * n + 1)
     total_bytes = lat_msgs * params.latency_bytes + bw_msgs * params.bandwidth_bytes
     return ProbePlan(
         n=n,
-        hosts=len(set(hosts)),
+        hosts=n_hosts,
         mode=mode,
-        latency_rounds=len(rounds),
+        latency_rounds=latency_rounds,
         bandwidth_slots=len(slots_all),
         bandwidth_stages=stages,
         latency_transfers=int(lat_msgs),
         bandwidth_transfers=int(bw_msgs),
         bytes=int(total_bytes),
-        latency_seconds=lat_seconds,
+        latency_seconds=float(lat_seconds),
         bandwidth_seconds=float(bw_seconds),
         control_seconds=float(control),
         estimated_seconds=float(lat_seconds + bw_seconds + control),
         link_rate=float(link_rate),
         levels=found,
+        latency_mode=lat_mode,
+        latency_stages=latency_stages,
+        congested_hosts=congested,
     )
+
+
+def _min_sym(m: NDArray[np.float64]) -> NDArray[np.float64]:
+    out = np.minimum(m, m.T)
+    np.fill_diagonal(out, 0.0)
+    return out
 
 
 def calibrate_step_overhead(measurement: Any) -> float:
@@ -356,6 +611,7 @@ def calibrate_step_overhead(measurement: Any) -> float:
         link_rate=rate,
         bandwidth=bw if (has_bw and mode == "all-pairs") else None,
         step_overhead=0.0,
+        latency_mode=str(params.get("latency_mode_run", "all-pairs")),
     )
     planned_steps = base.latency_rounds + base.bandwidth_slots
     return max(measured - base.estimated_seconds, 0.0) / max(planned_steps, steps)

@@ -5,8 +5,9 @@ Contents
 round_robin
     The circle-method round robin: all pairs of ``n`` processes in ``n - 1``
     rounds (``n`` for odd ``n``) of disjoint pairs.
-partner_table
-    The same schedule as an ``(rounds, n)`` array of partners (``-1`` for a bye).
+partner_table, round_partners
+    The same schedule as an ``(rounds, n)`` array of partners (``-1`` for a bye),
+    or one round of it.
 bandwidth_slots
     The bandwidth schedule: every pair once, in slots of concurrent pairs that
     never share a suspected link (see :mod:`rankopt.probe._topology`).
@@ -26,7 +27,7 @@ from numpy.typing import NDArray
 from rankopt._validation import RankoptInputError
 from rankopt.probe._topology import Link, infer_link_levels, pair_links
 
-__all__ = ["round_robin", "partner_table", "bandwidth_slots"]
+__all__ = ["round_robin", "round_partners", "partner_table", "bandwidth_slots"]
 
 Pair = tuple[int, int]
 
@@ -66,7 +67,8 @@ def round_robin(n: int) -> list[list[Pair]]:
     Circle method: process ``0`` stays fixed, the others sit on a circle that
     rotates by one place per round, and position ``i`` meets position
     ``m - 1 - i`` (``m`` = ``n`` rounded up to even; the extra position is the
-    bye). Cost :math:`O(n^2)`.
+    bye). Cost :math:`O(n^2)` (the output); :func:`round_partners` gives one
+    round in :math:`O(n)`.
 
     Examples
     --------
@@ -79,19 +81,54 @@ def round_robin(n: int) -> list[list[Pair]]:
     n = _check_n(n)
     if n < 2:
         return []
-    m = n + (n % 2)  # position m - 1 is the bye when n is odd
-    circle = list(range(1, m))
     rounds: list[list[Pair]] = []
-    for _ in range(m - 1):
-        seats = [0, *circle]
-        pairs = []
-        for i in range(m // 2):
-            a, b = seats[i], seats[m - 1 - i]
-            if a < n and b < n:
-                pairs.append((min(a, b), max(a, b)))
-        rounds.append(sorted(pairs))
-        circle = [circle[-1], *circle[:-1]]
+    for r in range(_round_count(n)):
+        a, b = _round_pairs(n, r)
+        rounds.append(list(zip(a.tolist(), b.tolist(), strict=True)))
     return rounds
+
+
+def _round_count(n: int) -> int:
+    """Rounds of the circle method on ``n`` processes (0 below 2)."""
+    return 0 if n < 2 else n - 1 + (n % 2)
+
+
+def _round_pairs(n: int, r: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The pairs ``(a, b)``, ``a < b``, of round ``r`` of :func:`round_robin`, sorted by ``a``.
+
+    Closed form of the circle: after ``r`` rotations seat ``i > 0`` holds
+    process ``1 + (i - 1 - r) mod (m - 1)``, and seat ``i`` meets seat
+    ``m - 1 - i``. :math:`O(n)` per round, no table of all pairs.
+    """
+    m = n + (n % 2)
+    i = np.arange(m // 2, dtype=np.int64)
+    j = m - 1 - i
+
+    def seat(k: NDArray[np.int64]) -> NDArray[np.int64]:
+        return np.where(k == 0, 0, 1 + (k - 1 - r) % (m - 1))
+
+    x, y = seat(i), seat(j)
+    keep = (x < n) & (y < n)
+    a, b = np.minimum(x, y)[keep], np.maximum(x, y)[keep]
+    order = np.argsort(a, kind="stable")
+    return a[order], b[order]
+
+
+def round_partners(n: int, r: int) -> NDArray[np.int64]:
+    """Partner of every process in round ``r`` of :func:`round_robin` (``-1``: a bye).
+
+    One row of :func:`partner_table`, in :math:`O(n)`, without building the rounds.
+
+    Examples
+    --------
+    >>> from rankopt.probe.schedule import round_partners
+    >>> round_partners(4, 0).tolist(), round_partners(3, 1).tolist()
+    ([3, 2, 1, 0], [2, -1, 0])
+    """
+    out = np.full(n, -1, dtype=np.int64)
+    a, b = _round_pairs(n, r)
+    out[a], out[b] = b, a
+    return out
 
 
 def partner_table(rounds: Sequence[Sequence[Pair]], n: int) -> NDArray[np.int64]:
@@ -121,9 +158,10 @@ def partner_table(rounds: Sequence[Sequence[Pair]], n: int) -> NDArray[np.int64]
     n = _check_n(n)
     table = np.full((len(rounds), n), -1, dtype=np.int64)
     for r, pairs in enumerate(rounds):
-        for a, b in pairs:
-            table[r, a] = b
-            table[r, b] = a
+        if pairs:
+            ab = np.asarray(pairs, dtype=np.int64)
+            table[r, ab[:, 0]] = ab[:, 1]
+            table[r, ab[:, 1]] = ab[:, 0]
     return table
 
 
