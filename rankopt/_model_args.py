@@ -215,10 +215,16 @@ def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
 
 
 def cache_option(args: argparse.Namespace) -> dict[str, Any] | bool:
-    """The probe's ``cache`` argument from the flags of :func:`add_entry_outputs`."""
+    """The probe's ``cache`` argument from the flags of :func:`add_entry_outputs`.
+
+    ``True`` (the default cache) without flags, ``False`` with ``--no-cache``,
+    else the :class:`rankopt.adapters.cache.ProbeCache` keywords the flags give.
+    """
     if getattr(args, "no_cache", False):
         return False
-    out: dict[str, Any] = {"reprobe": bool(getattr(args, "reprobe", False))}
+    out: dict[str, Any] = {}
+    if getattr(args, "reprobe", False):
+        out["reprobe"] = True
     if getattr(args, "cache_max_age", None) is not None:
         age = args.cache_max_age
         if not age >= 0 or age == float("inf"):
@@ -226,7 +232,7 @@ def cache_option(args: argparse.Namespace) -> dict[str, Any] | bool:
         out["max_age"] = age
     if getattr(args, "cache_dir", None):
         out["directory"] = args.cache_dir
-    return out
+    return out or True
 
 
 def parse_uplinks(text: str | None, option: str = "--uplink-bandwidth") -> list[float] | None:
@@ -379,7 +385,7 @@ def report(result: Any, hosts: Sequence[str] | None = None, *, table_max: int = 
     text = result.summary()
     cache = result.extra.get("probe_cache") if hasattr(result, "extra") else None
     if cache:
-        from rankopt.probe.cache import describe_cache
+        from rankopt.adapters.cache import describe_cache
 
         text += "\n" + describe_cache(cache)
     if len(result.order) <= table_max:

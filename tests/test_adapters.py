@@ -79,7 +79,7 @@ def test_rankfile_lines_follow_the_order():
         ([0, 0], ["a", "b"], {}, "permutation"),
         ([0, 1, 2], ["a", "b"], {}, "one entry per process"),
         ([0, 1], ["a", "b c"], {}, r"hosts\[1\] is 'b c'"),
-        ([0, 1], ["a", "x=y"], {}, "without spaces"),
+        ([0, 1], ["a", "x=y"], {}, r"hosts\[1\] is .x=y., expected an RFC 1123 host name"),
         ([0, 1], "ab", {}, "sequence of host names"),
         ([0, 1], _Meas(["a"]), {}, "one entry per process"),
         ([0, 1], ["a", "b"], {"slots": "core"}, "'original', 'new'"),

@@ -12,8 +12,7 @@ from mpi_scripts.probe_launch import assert_identical, collect_reports, job_env
 
 from rankopt import Measurement, load_measurement
 from rankopt._validation import RankoptInputError
-from rankopt.probe._common import ProbeParams
-from rankopt.probe.cache import (
+from rankopt.adapters.cache import (
     LATENCY_FLOOR,
     ProbeCache,
     _verdict,
@@ -22,6 +21,7 @@ from rankopt.probe.cache import (
     match_ranks,
     resolve_cache,
 )
+from rankopt.probe._common import ProbeParams
 
 REPO = Path(__file__).resolve().parents[1]
 MPIEXEC = shutil.which("mpiexec")
@@ -41,6 +41,7 @@ def test_key_is_the_engine_the_host_multiset_and_the_measuring_settings():
     assert k != cache_key("mpi", ["a", "b"], p)
     assert k != cache_key("mpi", ["a", "b", "b"], ProbeParams(bandwidth=False))
     assert k != cache_key("mpi", ["a", "b", "b"], ProbeParams(bandwidth_mode="linear"))
+    assert k != cache_key("mpi", ["a", "b", "b"], ProbeParams(latency_mode="linear"))
 
 
 def test_match_ranks_pairs_the_kth_process_of_each_host():
@@ -332,9 +333,17 @@ def test_cli_flags_reach_the_probe():
     from rankopt.cli._mpi_main import build_parser
 
     p = build_parser()
-    assert cache_option(p.parse_args([])) == {"reprobe": False}
+    assert cache_option(p.parse_args([])) is True
     assert cache_option(p.parse_args(["--no-cache"])) is False
     got = cache_option(p.parse_args(["--reprobe", "--cache-max-age", "60", "--cache-dir", "d"]))
     assert got == {"reprobe": True, "max_age": 60.0, "directory": "d"}
     with pytest.raises(RankoptInputError, match="--cache-max-age"):
         cache_option(p.parse_args(["--cache-max-age", "-1"]))
+
+
+def test_cache_flags_do_not_swallow_the_program():
+    from rankopt.cli._mpi_main import split_argv
+
+    opts, prog = split_argv(["--cache-dir", "p", "--reprobe", "prog.py", "--seed", "1"])
+    assert opts == ["--cache-dir", "p", "--reprobe"] and prog == ["prog.py", "--seed", "1"]
+    assert split_argv(["--no-cache", "-m", "mod"]) == (["--no-cache"], ["-m", "mod"])

@@ -33,7 +33,7 @@ import socket
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from typing import Any
 
@@ -41,8 +41,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.adapters._common import as_order, node_index, parse_options, save_order
-from rankopt.adapters._env import LaunchEnv, detect
+from rankopt.adapters._common import (
+    as_order,
+    node_index,
+    option_digests,
+    parse_options,
+    save_order,
+)
+from rankopt.adapters._env import LaunchEnv, check_timeout, detect, resolve
 from rankopt.errors import RankoptError
 
 __all__ = ["add_arguments", "launch", "LaunchDecision", "LaunchOptions", "child_env"]
@@ -107,7 +113,9 @@ class LaunchOptions:
     order, latency : str, optional
         An order file to apply, or a latency matrix to solve on, instead of probing.
     probe : mapping
-        Keyword arguments of :func:`rankopt.probe.torch.measure`.
+        Keyword arguments of :func:`rankopt.probe.torch.measure`; ``"cache"``
+        takes what :func:`rankopt.adapters.cache.resolve_cache` does (default
+        ``True``: the probe cache, as ``rankopt run`` without ``--no-cache``).
     master_addr, master_port, probe_port, hostname :
         Rendezvous overrides and this process's host label.
     timeout : float
@@ -126,7 +134,7 @@ class LaunchOptions:
     granularity: str = "auto"
     order: str | None = None
     latency: str | None = None
-    probe: Mapping[str, Any] = field(default_factory=dict)
+    probe: Mapping[str, Any] = field(default_factory=lambda: {"cache": True})
     master_addr: str | None = None
     master_port: int | None = None
     probe_port: int | None = None
@@ -146,6 +154,7 @@ class LaunchOptions:
         """
         from rankopt._model_args import cache_option, launcher_model_options
 
+        check_timeout(args.timeout, "--timeout")  # before any communication, on every rank
         solve = launcher_model_options(args)
         probe = parse_options(getattr(args, "probe_option", []))
         probe.setdefault("cache", cache_option(args))
@@ -411,7 +420,9 @@ def _probe(
         timeout=timeout,
     )
     try:
-        return measure(None, **dict(probe_options))
+        from rankopt.adapters.cache import probe_arguments
+
+        return measure(None, **probe_arguments(probe_options))
     finally:
         dist.destroy_process_group()
 
@@ -518,16 +529,19 @@ def launch(
     """
     args = LaunchOptions() if options is None else options
     env = os.environ if env is None else env
+    timeout_s = check_timeout(args.timeout, "--timeout")
     info = detect(env, master_addr=args.master_addr, master_port=args.master_port)
-    timeout = timedelta(seconds=args.timeout)
+    timeout = timedelta(seconds=timeout_s)
     host = args.hostname or env.get("RANKOPT_HOSTNAME") or socket.gethostname()
     popts = dict(args.probe)
     n, rank = info.world_size, info.rank
     if n == 1:
         return LaunchDecision(0, 0, np.zeros(1, dtype=np.int64), (host,), "one process")
+    resolve(info.master_addr, timeout_s, "--master-addr" if args.master_addr else "MASTER_ADDR")
     store, base = _open_store(info, args.probe_port, timeout)
     try:
         store.set(f"host/{rank}", host)
+        store.set(f"options/{rank}", json.dumps(option_digests(_shaping(args))))
         measurement = None
         if args.order is None and args.latency is None:
             try:
@@ -557,6 +571,8 @@ def launch(
         ) from exc
     finally:
         del store, base
+    if decision.get("options_differ"):  # an input error on every rank, whatever --on-error
+        raise RankoptInputError(decision["error"])
     if decision.get("error") and args.on_error == "fail":
         raise LaunchError(decision["error"])
     hosts = tuple(decision["hosts"])
@@ -603,6 +619,44 @@ def _verified(
     }
 
 
+#: LaunchOptions fields that do not shape the order: per-rank names and rank 0's outputs.
+_PRIVATE_FIELDS = (
+    "hostname",
+    "save",
+    "json",
+    "timeout",
+    "master_addr",
+    "master_port",
+    "probe_port",
+)
+
+
+def _shaping(args: LaunchOptions) -> dict[str, Any]:
+    """The options every rank must have been given alike."""
+    return {f.name: getattr(args, f.name) for f in fields(args) if f.name not in _PRIVATE_FIELDS}
+
+
+def _options_differ(store: Any, n: int) -> str | None:
+    """The first option some rank was given differently from rank 0, as a message, or None."""
+    if not store.check(["options/0"]):
+        return None
+    first = json.loads(store.get("options/0"))
+    for r in range(1, n):
+        if not store.check([f"options/{r}"]):  # every rank publishes before it counts as probed
+            continue
+        theirs = json.loads(store.get(f"options/{r}"))
+        for key in sorted(set(first) | set(theirs)):
+            a, b = first.get(key), theirs.get(key)
+            if (a and a[0]) != (b and b[0]):
+                flag = "--" + key.replace("_", "-")
+                return (
+                    f"option {flag} differs between ranks: launch rank 0 has "
+                    f"{a[1] if a else 'none'}, launch rank {r} has {b[1] if b else 'none'}; "
+                    "give every rank the same options."
+                )
+    return None
+
+
 def _decide(
     args: LaunchOptions, store: Any, n: int, measurement: Any, deadline: float
 ) -> dict[str, Any]:
@@ -611,6 +665,15 @@ def _decide(
     try:
         if probed < n:
             raise LaunchError(f"only {probed} of {n} ranks finished the probe in time")
+        differ = _options_differ(store, n)
+        if differ:
+            return {
+                "order": list(range(n)),
+                "hosts": ["?"] * n,
+                "summary": "launch order kept",
+                "error": differ,
+                "options_differ": True,
+            }
         failed = [r for r in range(n) if store.check([f"failed/{r}"])]
         if failed:
             msg = store.get(f"failed/{failed[0]}").decode()

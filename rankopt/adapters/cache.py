@@ -16,7 +16,9 @@ which happened in ``parameters["cache"]``.
 Contents
 --------
 ProbeCache
-    Where the entries live, how old one may be, whether to re-probe anyway.
+    Where the entries live, how old one may be, whether to re-probe anyway;
+    passed as ``cache=`` to :func:`rankopt.probe.mpi.measure` or
+    :func:`rankopt.probe.torch.measure`, it runs the probe through the cache.
 resolve_cache
     Normalise a ``cache=`` argument (None, bool, folder, mapping, ProbeCache).
 cache_key
@@ -64,6 +66,7 @@ from rankopt.probe.measurement import Measurement
 
 __all__ = [
     "ProbeCache",
+    "probe_arguments",
     "resolve_cache",
     "cache_key",
     "probe_with_cache",
@@ -100,6 +103,7 @@ _MISS, _CHECK = 0, 1
 _KEYED = (
     "bandwidth",
     "bandwidth_mode",
+    "latency_mode",
     "latency_bytes",
     "bandwidth_bytes",
     "bw_concurrency",
@@ -132,7 +136,7 @@ class ProbeCache:
 
     Examples
     --------
-    >>> from rankopt.probe.cache import ProbeCache
+    >>> from rankopt.adapters.cache import ProbeCache
     >>> ProbeCache("/tmp/x", max_age=3600).max_age
     3600.0
     """
@@ -156,6 +160,18 @@ class ProbeCache:
         """The entry file of ``key``."""
         return Path(str(self.directory)) / f"{key}.npz"
 
+    def __call__(
+        self,
+        tr: Any,
+        params: ProbeParams,
+        callback: Callable[[ProbeProgress], Any] | None,
+        *,
+        backend: str,
+        hostname: str,
+    ) -> Measurement:
+        """Run the probe over the transport ``tr`` through this cache (:func:`probe_with_cache`)."""
+        return probe_with_cache(tr, params, self, callback, backend=backend, hostname=hostname)
+
 
 def resolve_cache(value: Any) -> ProbeCache | None:
     """A :class:`ProbeCache` from a ``cache=`` argument, or None (no cache).
@@ -165,7 +181,7 @@ def resolve_cache(value: Any) -> ProbeCache | None:
 
     Examples
     --------
-    >>> from rankopt.probe.cache import resolve_cache
+    >>> from rankopt.adapters.cache import resolve_cache
     >>> resolve_cache(False) is None, resolve_cache({"directory": "/tmp/c"}).directory.name
     (True, 'c')
     """
@@ -187,6 +203,27 @@ def resolve_cache(value: Any) -> ProbeCache | None:
     raise RankoptInputError(
         f"`cache` must be None, a bool, a folder, a mapping or a ProbeCache; got {value!r}."
     )
+
+
+def probe_arguments(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The keyword arguments of a probe's ``measure`` from an entry point's probe options.
+
+    A ``"cache"`` entry (what :func:`resolve_cache` accepts) becomes the
+    :class:`ProbeCache` that runs the probe, or is dropped when it is off.
+
+    Examples
+    --------
+    >>> probe_arguments({"repeats": 3, "cache": False})
+    {'repeats': 3}
+    >>> type(probe_arguments({"cache": "/tmp/x"})["cache"]).__name__
+    'ProbeCache'
+    """
+    out = dict(options or {})
+    if "cache" in out:
+        cache = resolve_cache(out.pop("cache"))
+        if cache is not None:
+            out["cache"] = cache
+    return out
 
 
 def cache_key(backend: str, hosts: tuple[str, ...] | list[str], params: ProbeParams) -> str:

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rankopt._validation import RankoptInputError, check_order
-from rankopt.adapters._common import order_digest
+from rankopt.adapters._common import option_digests, order_digest
 from rankopt.errors import RankoptError
 
 if TYPE_CHECKING:
@@ -175,6 +175,47 @@ def _agree(
             f"`order` differs between ranks: rank {odd} holds a different order than rank 0 "
             f"(digests {digests[odd]} != {digests[0]}); pass the same order on every rank."
         )
+
+
+def agree_options(
+    comm: MPI.Comm,
+    options: Mapping[str, Any],
+    what: str = "",
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    flags: bool = False,
+) -> None:
+    """Raise on every rank unless every rank was given the same ``options``.
+
+    Options that shape the result (the collective, the model, the seed, the
+    root) decide nothing silently: a value that differs on some rank is an
+    error naming the option, the rank and both values, raised on every rank
+    alike (as :class:`rankopt.RankoptInputError`). Exchanged with a deadline,
+    like every agreement here. ``what`` prefixes the message; with ``flags``
+    options are named as command-line flags (``--nbytes``).
+    """
+    mine = option_digests(options)
+    reports, silent = _exchange(comm, (None, mine), (), timeout)
+    if silent:
+        _abort_at_exit()
+        raise RankoptMPIError(
+            f"{what or 'option check'} failed: {_ranks(silent)} did not answer within "
+            f"{timeout:g} s.",
+            silent=silent,
+        )
+    first = reports[0][1]
+    pre = f"{what}: " if what else ""
+    for r, rep in enumerate(reports):
+        theirs = rep[1]
+        for key in sorted(set(first) | set(theirs)):
+            a, b = first.get(key), theirs.get(key)
+            if (a and a[0]) != (b and b[0]):
+                name = "--" + key.replace("_", "-") if flags else f"`{key}`"
+                raise RankoptInputError(
+                    f"{pre}option {name} differs between ranks: rank 0 has "
+                    f"{a[1] if a else 'none'}, rank {r} has {b[1] if b else 'none'}; give every "
+                    "rank the same options."
+                )
 
 
 def _ranks(ranks: Sequence[int]) -> str:
@@ -424,13 +465,27 @@ def optimize(
     from rankopt.probe.mpi import measure
 
     rank = comm.Get_rank()
+    size = comm.Get_size()
+    if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or not 0 <= root < size:
+        raise RankoptInputError(
+            f"`root` must be a rank of `comm`, 0..{size - 1}; got {root!r} on rank {rank}."
+        )
     timeout = _probe_timeout(probe_options or {})
     private = _dup(comm, timeout)  # rankopt's own messages, apart from the program's
+    # options that shape the result must be the same on every rank
+    agree_options(
+        private,
+        {"collective": collective, "algorithm": algorithm, "root": int(root), **solve_options},
+        "optimize",
+        timeout=timeout,
+    )
     err: str | None = None
     suspects: list[int] = []
     measurement = network = None
     try:
-        measurement = measure(comm, **dict(probe_options or {}))
+        from rankopt.adapters.cache import probe_arguments
+
+        measurement = measure(comm, **probe_arguments(probe_options))
     except Exception as exc:  # noqa: BLE001 - reported identically on every rank
         err = f"{type(exc).__name__}: {exc}"
         suspects = list(getattr(exc, "ranks", None) or [])

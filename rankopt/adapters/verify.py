@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike
 from rankopt._validation import RankoptInputError, check_order
 from rankopt.adapters.verify_stats import (
     VerifyResult,
+    check_timing,
     default_sizes,
     measure_orders,
     summarize,
@@ -234,6 +235,7 @@ def verify_mpi(
     from rankopt.adapters.mpi import _dup, optimize, reorder
 
     _check_collective(collective)
+    check_timing(sizes, repeats, budget_s, timeout, "verify_mpi()")
     n = comm.Get_size()
     info: dict[str, Any] = dict(extra or {})
     private = _dup(comm, timeout)
@@ -301,10 +303,13 @@ def verify_gloo(
     from rankopt.adapters.torch import ordered_group
 
     _check_collective(collective)
+    check_timing(sizes, repeats, budget_s, timeout, "verify_gloo()")
     td = timedelta(seconds=timeout)
     own = not dist.is_initialized()
     if own:
-        dist.init_process_group("gloo", timeout=td)
+        from rankopt.adapters._env import init_gloo
+
+        init_gloo(timeout)
     try:
         n = dist.get_world_size()
         info: dict[str, Any] = dict(extra or {})
@@ -343,11 +348,12 @@ def _solve_gloo(
 ) -> tuple[Any, dict[str, Any]]:
     import torch.distributed as dist
 
+    from rankopt.adapters.cache import probe_arguments
     from rankopt.network.core import Network
     from rankopt.probe.torch import measure
     from rankopt.solvers.solve import solve
 
-    m = measure(None, **dict(probe_options or {}))
+    m = measure(None, **probe_arguments(probe_options))
     payload: list[Any] = [None]
     if dist.get_rank() == 0:
         try:
@@ -410,6 +416,7 @@ def check_mpi(
         )
     private = _dup(comm, timeout)
     opts = {"bandwidth": False, "repeats": 5, "timeout": timeout, **dict(probe_options or {})}
+    opts.pop("cache", None)  # the check re-probes: it compares with what is stored
     m = measure(private, **opts)
     pairs = choose_pairs(stored, max_pairs=max_pairs) if stored.bandwidth is not None else []
     me = private.Get_rank()

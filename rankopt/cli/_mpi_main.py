@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -75,7 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-_FLAGS = {"--keep-rank0", "--verify", "-v", "--verbose", "-q", "--quiet", "-h", "--help"}
+def _flags() -> set[str]:
+    """The options of :func:`build_parser` that take no value."""
+    return {
+        opt
+        for action in build_parser()._actions
+        if action.nargs == 0
+        for opt in action.option_strings
+    }
 
 
 def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -92,6 +100,7 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
     (['-v'], ['-m', 'pkg.mod', 'x'])
     """
     argv = list(argv)
+    flags = _flags()
     i = 0
     while i < len(argv):
         tok = argv[i]
@@ -99,7 +108,7 @@ def split_argv(argv: Sequence[str]) -> tuple[list[str], list[str]]:
             return argv[:i], argv[i + 1 :]
         if tok in ("-m", "-c", "-") or not tok.startswith("-"):
             return argv[:i], argv[i:]
-        i += 1 if (tok in _FLAGS or "=" in tok) else 2
+        i += 1 if (tok in flags or "=" in tok) else 2
     return argv, []
 
 
@@ -138,6 +147,59 @@ def real_bindings(placed: Sequence[tuple[str, Sequence[int], int]]) -> list[str]
     return [_cpu_list(sorted(cpus)) for _, cpus, _ in placed]
 
 
+#: Options that do not shape the result: where rank 0 writes, and how much it says.
+_PRIVATE_OPTIONS = ("save", "json", "rankfile", "hostfile", "quiet", "verbose")
+
+
+def shaping_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The parsed options every rank must agree on (all but outputs and verbosity)."""
+    return {k: v for k, v in sorted(vars(args).items()) if k not in _PRIVATE_OPTIONS}
+
+
+def _output_problem(args: argparse.Namespace) -> str | None:
+    """Why rank 0 could not write one of its output files, or None (checked before any work)."""
+    from rankopt._files import RankoptFileError, check_writable
+
+    for dest in ("save", "json", "rankfile", "hostfile"):
+        path = getattr(args, dest, None)
+        if path is not None:
+            try:
+                check_writable(path, what=f"--{dest}")
+            except RankoptFileError as exc:
+                return str(exc)
+    return None
+
+
+def check_program(program: Sequence[str]) -> str | None:
+    """Why ``program`` (``pyfile | -m mod | -c cmd``) cannot run, or None.
+
+    A script must be a readable file; a module must be found where ``python -m``
+    looks (the current folder, then ``sys.path``).
+    """
+    from importlib.machinery import PathFinder
+    from importlib.util import find_spec
+
+    head = program[0]
+    if head in ("-c", "-"):
+        return None if head == "-" or len(program) > 1 else "-c needs a command"
+    if head == "-m":
+        if len(program) < 2:
+            return "-m needs a module name"
+        top = program[1].split(".")[0]
+        if top in sys.builtin_module_names:
+            return None
+        try:
+            spec = PathFinder.find_spec(top, [os.getcwd(), *sys.path]) or find_spec(top)
+        except (ImportError, ValueError):
+            spec = None
+        return None if spec is not None else f"no module named {top!r} (the program's -m module)"
+    if not os.path.isfile(head):
+        return f"program {head!r} does not exist"
+    if not os.access(head, os.R_OK):
+        return f"program {head!r} is not readable"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status (the program's own on SystemExit)."""
     parser = build_parser()
@@ -149,6 +211,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from rankopt._validation import RankoptInputError
     from rankopt.adapters import mpi as adapter
     from rankopt.adapters._common import parse_options
+
+    problem = check_program(program)  # before any probe or solve, on every rank alike
+    if problem:
+        parser.exit(1, f"rankopt.mpi: error: {problem}\n")
 
     try:
         probe_options = parse_options(args.probe_option)
@@ -169,6 +235,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from mpi4py import MPI
 
     world = MPI.COMM_WORLD
+    try:  # the same options on every rank, and outputs rank 0 can write, before any work
+        adapter.agree_options(world, shaping_options(args), flags=True)
+        problem = world.bcast(_output_problem(args) if world.Get_rank() == 0 else None, root=0)
+        if problem:
+            raise RankoptInputError(problem)
+    except (RankoptInputError, adapter.RankoptMPIError) as exc:
+        return report_job_error(world, exc, "rankopt.mpi")
     if args.verbose and world.Get_rank() == 0:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(message)s"))
@@ -186,8 +259,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     hosts = bindings = None
     if args.rankfile or args.hostfile:
-        import os
-
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         placed = world.allgather((MPI.Get_processor_name(), cpus, os.cpu_count() or 0))
         hosts = [h for h, _, _ in placed]

@@ -22,7 +22,6 @@ from numpy.typing import NDArray
 from rankopt._validation import RankoptInputError
 from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, params_from, probe_hostname
 from rankopt.probe._engine import CONSENSUS_SHARE, run_probe
-from rankopt.probe.cache import probe_with_cache, resolve_cache
 from rankopt.probe.measurement import Measurement
 
 __all__ = ["measure"]
@@ -95,8 +94,9 @@ def measure(
     bw_concurrency: int = 1,
     bandwidth_mode: str = "auto",
     uplink_flows: int = 4,
+    latency_mode: str = "auto",
     callback: Callable[[ProbeProgress], Any] | None = None,
-    cache: Any = None,
+    cache: Callable[..., Measurement] | None = None,
 ) -> Measurement:
     """Measure latency and bandwidth between every pair of ranks of ``comm``.
 
@@ -136,17 +136,27 @@ def measure(
         linear beyond. ``parameters["bandwidth_mode_run"]`` says which ran.
     uplink_flows : int, default 4
         Concurrent flows per uplink capacity test (linear mode).
+    latency_mode : {"auto", "all-pairs", "linear"}, default "auto"
+        ``"all-pairs"``: every pair in the ``n - 1`` rounds of the round
+        robin. ``"linear"``: a few adaptive stages that measure each process
+        against its host, the hosts against pivots of their groups and
+        sampled pairs of every block, each process running its pairs without
+        a barrier between them; the other entries are filled from their
+        block (``pair_counts`` 0) and congested hosts are reported in
+        ``parameters["congested_hosts"]``; see
+        :mod:`rankopt.probe.linear_latency`. ``"auto"``: all-pairs up to
+        :data:`~rankopt.probe._common.AUTO_LATENCY_ALL_PAIRS_MAX` (64)
+        processes, linear beyond. ``parameters["latency_mode_run"]`` says
+        which ran.
     callback : callable, optional
         Called on every rank after each round and slot with a
         :class:`~rankopt.probe.ProbeProgress`. An exception raised by it
         aborts the probe on that rank only (the others then time out).
-    cache : bool, path, mapping or ProbeCache, optional
-        Keep the probe for the next launch on the same hosts and reuse a
-        kept one after a drift check (:mod:`rankopt.probe.cache`): ``True``
-        for the user cache folder, a folder, or
-        :class:`~rankopt.probe.cache.ProbeCache` settings (``max_age``,
-        ``reprobe``). Default: no cache. ``parameters["cache"]`` says
-        whether the probe was reused or measured, and why.
+    cache : callable, optional
+        Runs the probe instead of the full one: a
+        :class:`rankopt.adapters.cache.ProbeCache` keeps the probe for the next
+        launch on the same hosts and reuses a kept one after a drift check
+        (``parameters["cache"]`` says which happened). Default: the full probe.
 
     Returns
     -------
@@ -176,7 +186,11 @@ def measure(
     start ``warmup + repeats`` ping-pongs of ``latency_bytes``; ``latency[i,
     j]`` is the median round-trip time of the ping-pongs started by ``i``,
     halved, and ``latency_spread`` its median absolute deviation. Small
-    messages barely contend, so concurrency is harmless here.
+    messages barely contend, so concurrency is harmless here. Each round
+    lasts as long as its slowest pair, so beyond 64 processes the default
+    runs the linear stages instead (``latency_mode``): about 7-11 stages,
+    20-30 pairs per process, each process running its own pairs with no
+    barrier between them (``rankopt probe --plan`` prints the stages).
 
     *Bandwidth.* Large concurrent transfers that cross one uplink share it,
     so this phase runs in slots in which no suspected link carries more than
@@ -215,7 +229,11 @@ def measure(
     ((4, 4), 12)
     """
     params = params_from(locals())  # before anything else: no communication yet
-    store = resolve_cache(cache)
+    if cache is not None and not callable(cache):
+        raise RankoptInputError(
+            f"`cache` must be a probe runner such as rankopt.adapters.cache.ProbeCache; "
+            f"got {cache!r}."
+        )
     from mpi4py import MPI
 
     if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
@@ -233,21 +251,10 @@ def measure(
             step=1,
         )
     try:
-        result = _run(store)(
+        result = (run_probe if cache is None else cache)(
             transport, params, callback, backend="mpi", hostname=probe_hostname(transport.rank)
         )
     except ProbeTimeoutError:
         raise  # the private communicator stays: freeing it would wait for the dead peer
     private.Free()
     return result
-
-
-def _run(store: Any) -> Callable[..., Measurement]:
-    """The probe: in full, or through the cache ``store`` when there is one."""
-    if store is None:
-        return run_probe
-
-    def cached(tr: Any, params: Any, callback: Any, **kw: Any) -> Measurement:
-        return probe_with_cache(tr, params, store, callback, **kw)
-
-    return cached

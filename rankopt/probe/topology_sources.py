@@ -273,7 +273,6 @@ class TopologyLabels:
         return out
 
 
-_LABEL = re.compile(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
 _IP_LIKE = re.compile(r"[0-9.]+\Z|.*:")
 
 
@@ -303,20 +302,9 @@ def check_host_name(name: str, what: str = "host name") -> None:
     ...
     rankopt._validation.RankoptInputError: host name 'node_1': expected an RFC 1123 host name ...
     """
-    import ipaddress
+    from rankopt._validation import check_host_name as check
 
-    try:
-        ipaddress.ip_address(name)
-        return
-    except ValueError:
-        pass
-    body = name[:-1] if name.endswith(".") else name
-    if 0 < len(body) <= 253 and all(_LABEL.match(part) for part in body.split(".")):
-        return
-    raise RankoptInputError(
-        f"{what} {name!r}: expected an RFC 1123 host name (dot-separated labels of 1-63 "
-        "letters, digits and '-', not starting or ending with '-') or an IP address."
-    )
+    check(name, what)
 
 
 class _NameIndex:
@@ -378,6 +366,17 @@ def read_text(path: str | os.PathLike[str], what: str) -> str:
 
     with open_regular(path, what=what, max_bytes=MAX_BYTES) as fh:
         return fh.read().decode("utf-8", errors="replace")
+
+
+def _json(text: str) -> Any:
+    """A topology document parsed, its nesting bounded first (:func:`rankopt._limits.check_nesting`)."""
+    from rankopt._limits import check_nesting
+
+    check_nesting(text, "topology document")
+    try:
+        return json.loads(text)
+    except RecursionError:  # pragma: no cover - check_nesting bounds the depth first
+        raise RankoptInputError("topology document: JSON nested too deeply.") from None
 
 
 def expand_hostlist(expr: str) -> list[str]:
@@ -769,7 +768,7 @@ def from_aws(text: str) -> TopologyLabels:
     >>> t.labels["i-1"], t.levels
     (('nn-c', 'nn-b', 'nn-a'), ('layer 3', 'layer 2', 'layer 1'))
     """
-    doc = json.loads(text)
+    doc = _json(text)
     if isinstance(doc, dict) and "Reservations" in doc:
         raise RankoptInputError(
             "this is EC2 DescribeInstances output (no NetworkNodes); expected "
@@ -827,7 +826,7 @@ def from_aws_instances(text: str) -> tuple[tuple[str, str], ...]:
     ...     '"PublicDnsName": ""}]}]}')
     (('ip-10-0-0-5.ec2.internal', 'i-1'), ('10.0.0.5', 'i-1'))
     """
-    doc = json.loads(text)
+    doc = _json(text)
     pending: list[Any] = [doc]
     instances: list[dict[str, Any]] = []
     while pending:
@@ -908,7 +907,7 @@ def from_gcp(text: str) -> TopologyLabels:
     labels: dict[str, tuple[str, ...]] = {}
     zone_of: dict[str, str] = {}
     notes = []
-    for inst in _gcp_instances(json.loads(text)):
+    for inst in _gcp_instances(_json(text)):
         topo = (inst.get("resourceStatus") or {}).get("physicalHostTopology") or {}
         if not topo:
             notes.append(f"{inst.get('name')} has no physicalHostTopology")
@@ -943,7 +942,7 @@ def from_kubernetes(text: str, keys: Sequence[str] | None = None) -> TopologyLab
     >>> t.levels, t.labels["n1"]
     (('cloud.google.com/gce-topology-block', 'topology.kubernetes.io/zone'), ('b7', 'z1'))
     """
-    doc = json.loads(text)
+    doc = _json(text)
     items = doc.get("items", []) if isinstance(doc, dict) else doc
     nodes = {str(it["metadata"]["name"]): dict(it["metadata"].get("labels") or {}) for it in items}
     if keys is None:

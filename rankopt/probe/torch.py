@@ -23,7 +23,6 @@ from numpy.typing import NDArray
 from rankopt._validation import RankoptInputError
 from rankopt.probe._common import ProbeProgress, params_from, probe_hostname
 from rankopt.probe._engine import run_probe
-from rankopt.probe.cache import probe_with_cache, resolve_cache
 from rankopt.probe.measurement import Measurement
 
 __all__ = ["measure"]
@@ -125,8 +124,9 @@ def measure(
     bw_concurrency: int = 1,
     bandwidth_mode: str = "auto",
     uplink_flows: int = 4,
+    latency_mode: str = "auto",
     callback: Callable[[ProbeProgress], Any] | None = None,
-    cache: Any = None,
+    cache: Callable[..., Measurement] | None = None,
 ) -> Measurement:
     """Measure latency and bandwidth between every pair of ranks of a process group.
 
@@ -140,7 +140,7 @@ def measure(
         The group to probe (default: the world). Its backend must carry CPU
         tensors (Gloo, or a ``"cpu:gloo,cuda:nccl"`` combination).
     latency_bytes, bandwidth_bytes, repeats, bandwidth_repeats, warmup, timeout, bandwidth, \
-bw_concurrency, bandwidth_mode, uplink_flows, callback, cache
+bw_concurrency, bandwidth_mode, uplink_flows, latency_mode, callback, cache
         As in :func:`rankopt.probe.mpi.measure`.
 
     Returns
@@ -182,7 +182,11 @@ bw_concurrency, bandwidth_mode, uplink_flows, callback, cache
     (4, 4)
     """
     params = params_from(locals())  # before anything else: no communication yet
-    store = resolve_cache(cache)
+    if cache is not None and not callable(cache):
+        raise RankoptInputError(
+            f"`cache` must be a probe runner such as rankopt.adapters.cache.ProbeCache; "
+            f"got {cache!r}."
+        )
     import torch
     import torch.distributed as dist
 
@@ -200,17 +204,6 @@ bw_concurrency, bandwidth_mode, uplink_flows, callback, cache
         raise RankoptInputError(
             f"the probe needs at least 2 ranks; the group has {transport.size}."
         )
-    return _run(store)(
+    return (run_probe if cache is None else cache)(
         transport, params, callback, backend="gloo", hostname=probe_hostname(transport.rank)
     )
-
-
-def _run(store: Any) -> Callable[..., Measurement]:
-    """The probe: in full, or through the cache ``store`` when there is one."""
-    if store is None:
-        return run_probe
-
-    def cached(tr: Any, params: Any, callback: Any, **kw: Any) -> Measurement:
-        return probe_with_cache(tr, params, store, callback, **kw)
-
-    return cached

@@ -15,6 +15,7 @@ import sys
 import torch.distributed as dist
 from probe_launch import parse_kwargs, report_run
 
+from rankopt.adapters.cache import probe_arguments
 from rankopt.probe.torch import measure
 
 
@@ -32,7 +33,7 @@ def worker(rank: int, n: int, port: int, outdir: str, kwargs: dict) -> None:
 
 
 def main() -> None:
-    n, outdir, kwargs = int(sys.argv[1]), sys.argv[2], parse_kwargs(sys.argv[3:])
+    n, outdir, kwargs = int(sys.argv[1]), sys.argv[2], probe_arguments(parse_kwargs(sys.argv[3:]))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -10,11 +10,12 @@ import sys
 from mpi4py import MPI
 from probe_launch import parse_kwargs, report_run, wait_for_live_peers
 
+from rankopt.adapters.cache import probe_arguments
 from rankopt.probe.mpi import measure
 
 
 def main() -> None:
-    outdir, kwargs = sys.argv[1], parse_kwargs(sys.argv[2:])
+    outdir, kwargs = sys.argv[1], probe_arguments(parse_kwargs(sys.argv[2:]))
     comm = MPI.COMM_WORLD
     info = report_run(outdir, comm.Get_rank(), lambda cb: measure(comm, callback=cb, **kwargs))
     if info["error"]:
