@@ -40,19 +40,30 @@ header, not trusted from the zip directory), and a matrix at most
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import stat
+import struct
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._limits import (
+    MAX_ARRAY_BYTES,
+    MAX_N,
+    MAX_NPZ_BYTES,
+    MAX_NPZ_MEMBERS,
+    MAX_TEXT_BYTES,
+    RankoptLimitError,
+    check_nesting,
+)
 from rankopt._validation import RankoptInputError
 
 __all__ = [
@@ -64,21 +75,16 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "check_output_path",
+    "check_writable",
     "check_processes",
     "file_kind",
     "format_bytes",
     "load_npy",
     "load_npz",
+    "NpzArrays",
     "open_regular",
 ]
 
-#: Most processes in one matrix: an n x n float64 matrix at n = 16,384 is 2 GiB,
-#: and the solvers hold a few such copies.
-MAX_N = 16_384
-#: Most bytes of one array loaded from a ``.npy`` / ``.npz`` (a float64 matrix at MAX_N).
-MAX_ARRAY_BYTES = 8 * MAX_N * MAX_N
-#: Most bytes of a text file (CSV, JSON, order); parsing text costs several times its size.
-MAX_TEXT_BYTES = 256 * 2**20
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -173,9 +179,16 @@ def check_output_path(
         If the target is a symbolic link, FIFO, socket, block device or
         directory, or its folder does not exist.
     """
-    p = Path(os.fspath(path))
-    if os.fspath(path) == "":
-        raise RankoptFileError(f"{what} is an empty path.")
+    raw = os.fspath(path)
+    if raw == "":
+        raise RankoptFileError(f"{what} is an empty path; give the name of a file.")
+    if "\x00" in raw:
+        raise RankoptFileError(f"{what} {raw!r} holds a NUL character.")
+    p = Path(raw)
+    if raw.endswith(os.sep) or (os.altsep and raw.endswith(os.altsep)) or p.name in ("", ".", ".."):
+        raise RankoptFileError(
+            f"{_name(what, raw)} names a directory (it ends in {raw[-1]!r}); give a file name."
+        )
     try:
         st = os.lstat(p)
     except FileNotFoundError:
@@ -197,6 +210,78 @@ def check_output_path(
     if not parent.is_dir():
         raise RankoptFileError(f"{_name(what, p)}: directory {str(parent)!r} does not exist.")
     return None
+
+
+class Terminated(BaseException):
+    """A SIGTERM or SIGHUP received while a file was being written (see :func:`atomic_write`)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by signal {signum}")
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _termination_raises() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` (so the cleanup runs).
+
+    Only in the main thread, and only where the signal still has its default
+    action (a handler the program installed is left alone). After the block
+    the signal is delivered again with its default action, so the process
+    ends as it would have.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved: dict[int, Any] = {}
+    got: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        got.append(signum)
+        raise Terminated(signum)
+
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        try:
+            if signal.getsignal(sig) is signal.SIG_DFL:
+                saved[sig] = signal.signal(sig, handler)
+        except (ValueError, OSError):  # not the main interpreter
+            pass
+    try:
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+        if got:  # end as the signal would have, now that nothing is left behind
+            os.kill(os.getpid(), got[0])
+
+
+def check_writable(path: str | os.PathLike[str], *, what: str = "output file") -> None:
+    """:func:`check_output_path`, and that this process may create or replace the file.
+
+    For outputs written only after long work (a probe, a solve, the user's
+    program): a read-only folder or file fails at once.
+
+    Raises
+    ------
+    RankoptFileError
+        Naming ``what``, the path and why it cannot be written.
+    """
+    st = check_output_path(path, what=what)
+    p = Path(os.fspath(path))
+    folder = p.parent if str(p.parent) else Path(".")
+    if st is not None and stat.S_ISCHR(st.st_mode):
+        if not os.access(p, os.W_OK):
+            raise RankoptFileError(f"{_name(what, p)} is not writable.")
+        return
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RankoptFileError(f"{_name(what, p)}: directory {str(folder)!r} is not writable.")
+    if st is not None and not os.access(p, os.W_OK):
+        raise RankoptFileError(f"{_name(what, p)} is not writable.")
 
 
 def _write_device(
@@ -278,27 +363,35 @@ def atomic_write(
     else:
         mode = 0o666 & ~_umask()
     parent = p.parent
-    try:
-        fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{p.name}.", suffix=".tmp")
-    except OSError as exc:  # a read-only or full folder: name the target, not the temporary
-        raise RankoptFileError(f"cannot write {_name(what, p)}: {exc.strerror}.") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write_fn(fh)
-            fh.flush()
-            os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-        # the target may have changed kind while we wrote: check again just before the rename
-        now = check_output_path(p, what=what)
-        if now is not None and not stat.S_ISREG(now.st_mode):
-            raise RankoptFileError(f"{_name(what, p)} became {file_kind(now.st_mode)}.")
-        os.replace(tmp, p)
-    except BaseException:
+    with _termination_raises():
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{p.name}.", suffix=".tmp")
+        except OSError as exc:  # a read-only or full folder: name the target, not the temporary
+            raise RankoptFileError(f"cannot write {_name(what, p)}: {exc.strerror}.") from None
+        try:
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    write_fn(fh)
+                    fh.flush()
+                    os.fchmod(fh.fileno(), mode)
+                    os.fsync(fh.fileno())
+            except OSError as exc:  # a full disk, a quota: name the file, not the temporary
+                if isinstance(exc, RankoptFileError) or exc.errno is None:
+                    raise
+                raise RankoptFileError(
+                    f"cannot write {_name(what, p)}: {exc.strerror or exc}; nothing was written."
+                ) from None
+            # the target may have changed kind while we wrote: check again just before the rename
+            now = check_output_path(p, what=what)
+            if now is not None and not stat.S_ISREG(now.st_mode):
+                raise RankoptFileError(f"{_name(what, p)} became {file_kind(now.st_mode)}.")
+            os.replace(tmp, p)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
     try:  # make the rename durable; not every file system allows fsync on a folder
         dfd = os.open(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     except OSError:
@@ -403,7 +496,7 @@ def check_processes(n: int, source: str) -> None:
         If ``n > MAX_N``.
     """
     if n > MAX_N:
-        raise RankoptInputError(
+        raise RankoptLimitError(
             f"{source} gives n={n} processes, over the limit of {MAX_N} "
             f"(an n x n float64 matrix would take {format_bytes(8.0 * n * n)})."
         )
@@ -471,13 +564,182 @@ def load_npy(path: str | os.PathLike[str], *, what: str = "file") -> NDArray[Any
             raise RankoptFileError(f"{where} is not a valid .npy file ({exc}).") from None
 
 
-def load_npz(path: str | os.PathLike[str], *, what: str = "file") -> dict[str, NDArray[Any]]:
-    """Load every array of an ``.npz`` archive, sizes checked before anything is decompressed.
+def _zip_member_count(fh: IO[bytes]) -> int | None:
+    """The member count in a zip's end-of-central-directory record, before the directory is read.
+
+    None when the record is not found (the zip reader then reports the file).
+    """
+    size = fh.seek(0, os.SEEK_END)
+    tail_len = min(size, 22 + 0xFFFF)
+    fh.seek(size - tail_len)
+    tail = fh.read(tail_len)
+    pos = tail.rfind(b"PK\x05\x06")
+    if pos < 0 or pos + 22 > len(tail):
+        return None
+    return int.from_bytes(tail[pos + 10 : pos + 12], "little")
+
+
+def _text_member(arr: NDArray[Any], where: str) -> NDArray[Any]:
+    """A string member as text: bytes decoded (UTF-8), and a JSON text's nesting checked."""
+    if arr.dtype.kind == "S":
+        try:
+            arr = np.char.decode(arr, "utf-8")
+        except UnicodeDecodeError as exc:
+            raise RankoptFileError(
+                f"{where} holds bytes that are not UTF-8 text (byte {exc.start})."
+            ) from None
+    if arr.dtype.kind == "U" and arr.ndim == 0:
+        check_nesting(str(arr), where)
+    return arr
+
+
+#: What each array name means in every ``.npz`` rankopt reads (probe measurements,
+#: networks, clouds, caches): ``"real"`` numbers, ``"whole"`` numbers, ``"names"``
+#: (a 1-D array of text), ``"text"`` (one string) or ``"object"`` (one JSON
+#: object as text). Checked from each array's header before anything is read, so
+#: a complex, boolean, date or string latency is refused by every reader. Other
+#: names are not checked here.
+NPZ_SCHEMA: dict[str, str] = {
+    "latency": "real",
+    "bandwidth": "real",
+    "latency_spread": "real",
+    "bandwidth_spread": "real",
+    "uplinks": "real",
+    "uplinks_in": "real",
+    "timestamps": "real",
+    "groups": "whole",
+    "seed": "whole",
+    "pair_counts": "whole",
+    "bandwidth_counts": "whole",
+    "latency_samples": "whole",
+    "bandwidth_samples": "whole",
+    "hosts": "names",
+    "format": "text",
+    "source": "text",
+    "backend": "text",
+    "parameters": "object",
+    "provenance": "object",
+}
+
+_SCHEMA_KINDS = {
+    "real": ("iuf", "real numbers"),
+    "whole": ("iu", "whole numbers"),
+    "names": ("US", "names (text)"),
+    "text": ("US", "text"),
+    "object": ("US", "a JSON object (text)"),
+}
+
+
+def _check_member(key: str, shape: tuple[int, ...], dtype: np.dtype[Any], where: str) -> None:
+    """Refuse an array whose dtype (or shape, for text) is not what its name means."""
+    rule = NPZ_SCHEMA.get(key)
+    if rule is None:
+        return
+    kinds, words = _SCHEMA_KINDS[rule]
+    if dtype.kind not in kinds:
+        raise RankoptFileError(f"{where} must hold {words}; got dtype {dtype}.")
+    if rule in ("text", "object") and shape != ():
+        raise RankoptFileError(f"{where} must be one string; got shape {shape}.")
+    if rule == "names" and len(shape) != 1:
+        raise RankoptFileError(f"{where} must be a 1-D array of names; got shape {shape}.")
+
+
+def _check_object(arr: NDArray[Any], where: str) -> None:
+    """A JSON-object member: nesting checked, then parsed, and it must be an object."""
+    import json
+
+    text = str(arr)
+    check_nesting(text, where)
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise RankoptFileError(f"{where} is not JSON ({exc}).") from None
+    if not isinstance(doc, dict):
+        raise RankoptFileError(
+            f"{where} must be a JSON object; got {type(doc).__name__} {text[:40]!r}."
+        )
+
+
+#: What reading a damaged zip archive may raise (a method or flag it does not know,
+#: a bad header: ``NotImplementedError``, ``RuntimeError``, ``struct.error``...).
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    ValueError,
+    OSError,
+    EOFError,
+    NotImplementedError,
+    RuntimeError,
+    struct.error,
+    OverflowError,
+)
+
+
+class NpzArrays(Mapping[str, NDArray[Any]]):
+    """The arrays of an ``.npz`` archive, each read when first asked for.
+
+    :func:`load_npz` checks every member's header and the archive's totals
+    when it is made; a member that is never used is never decompressed. A
+    member is read again from the file (and its header checked again) the
+    first time it is used.
+    """
+
+    def __init__(self, path: str, what: str, sizes: dict[str, tuple[str, int]]) -> None:
+        self._path = path
+        self._what = what
+        self._members = sizes  # name -> (zip member name, stored size)
+        self._cache: dict[str, NDArray[Any]] = {}
+
+    def __getitem__(self, key: str) -> NDArray[Any]:
+        if key in self._cache:
+            return self._cache[key]
+        if key not in self._members:
+            raise KeyError(key)
+        zname, _ = self._members[key]
+        where = f"{_name(self._what, self._path)}, array {key!r}"
+        with open_regular(self._path, what=self._what) as fh:
+            try:
+                with zipfile.ZipFile(fh) as zf:
+                    info = zf.getinfo(zname)
+                    with zf.open(info) as m:
+                        shape, dtype = _array_header(m)
+                        _check_array(shape, dtype, info.file_size - m.tell(), where)
+                    with zf.open(info) as m:
+                        arr = np.lib.format.read_array(m, allow_pickle=False)
+            except RankoptFileError:
+                raise
+            except (*_ZIP_ERRORS, KeyError) as exc:
+                raise RankoptFileError(
+                    f"{where} cannot be read (the file changed or is corrupt: {exc})."
+                ) from None
+        arr = _text_member(arr, where)
+        if NPZ_SCHEMA.get(key) == "object":
+            _check_object(arr, where)
+        self._cache[key] = arr
+        return arr
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._members)
+
+    def __len__(self) -> int:
+        return len(self._members)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._members
+
+    def __repr__(self) -> str:
+        return f"NpzArrays({self._path!r}, {sorted(self._members)})"
+
+
+def load_npz(path: str | os.PathLike[str], *, what: str = "file") -> NpzArrays:
+    """The arrays of an ``.npz`` archive, sizes checked before anything is decompressed.
 
     Returns
     -------
-    dict
-        Array name (without ``.npy``) to array.
+    NpzArrays
+        A read-only mapping of array name (without ``.npy``) to array; each
+        array is read when first used, so an array the caller never asks for
+        is never decompressed. Byte strings come back as text (``str``).
 
     Raises
     ------
@@ -485,19 +747,45 @@ def load_npz(path: str | os.PathLike[str], *, what: str = "file") -> dict[str, N
         If the file does not exist.
     RankoptFileError
         If it is not a regular file, not a zip archive (truncated or corrupt),
-        a member is not a plain ``.npy`` array, fails its checksum, or would
-        expand past :data:`MAX_ARRAY_BYTES` (or :data:`MAX_N` processes).
+        holds more than :data:`MAX_NPZ_MEMBERS` arrays, a member is not a plain
+        ``.npy`` array, or would expand past :data:`MAX_ARRAY_BYTES` (or
+        :data:`MAX_N` processes), or all of them together past
+        :data:`MAX_NPZ_BYTES`; a text member nested deeper than
+        :data:`rankopt._limits.MAX_NESTING` is refused when it is read.
     """
     where = _name(what, path)
+    sizes: dict[str, tuple[str, int]] = {}
     with open_regular(path, what=what) as fh:
         if fh.read(6) == b"\x93NUMPY":
             raise RankoptFileError(f"{where} is a single .npy array, not an .npz archive.")
+        count = _zip_member_count(fh)
+        if count is not None and count > MAX_NPZ_MEMBERS:
+            raise RankoptFileError(
+                f"{where} holds {count:,} arrays; rankopt reads at most {MAX_NPZ_MEMBERS} "
+                "from one archive."
+            )
         fh.seek(0)
         try:
             with zipfile.ZipFile(fh) as zf:
                 infos = [i for i in zf.infolist() if not i.is_dir()]
+                if len(infos) > MAX_NPZ_MEMBERS:
+                    raise RankoptFileError(
+                        f"{where} holds {len(infos):,} arrays; rankopt reads at most "
+                        f"{MAX_NPZ_MEMBERS} from one archive."
+                    )
+                total = 0
                 for info in infos:
-                    member = f"{where}, array {info.filename.removesuffix('.npy')!r},"
+                    key = info.filename.removesuffix(".npy")
+                    member = f"{where}, array {key!r},"
+                    if key in sizes:
+                        raise RankoptFileError(f"{member} appears twice in the archive.")
+                    if info.flag_bits & 0x1:
+                        raise RankoptFileError(f"{member} is encrypted.")
+                    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                        raise RankoptFileError(
+                            f"{member} is compressed with method {info.compress_type}; .npz "
+                            "files are stored or deflated."
+                        )
                     if info.file_size > MAX_ARRAY_BYTES + 2**16:
                         raise RankoptFileError(
                             f"{member} would expand to {format_bytes(info.file_size)}; "
@@ -511,15 +799,22 @@ def load_npz(path: str | os.PathLike[str], *, what: str = "file") -> dict[str, N
                                 f"{member} is not a .npy array ({exc})."
                             ) from None
                         _check_array(shape, dtype, info.file_size - m.tell(), member.rstrip(","))
-            fh.seek(0)
-            with np.load(fh, allow_pickle=False) as data:
-                return {k: data[k] for k in data.files}
+                        _check_member(key, shape, dtype, member.rstrip(","))
+                    total += info.file_size
+                    if total > MAX_NPZ_BYTES:
+                        raise RankoptFileError(
+                            f"{where}: its arrays would expand to more than "
+                            f"{format_bytes(total)}; rankopt loads at most "
+                            f"{format_bytes(MAX_NPZ_BYTES)} from one archive."
+                        )
+                    sizes[key] = (info.filename, info.file_size)
         except RankoptFileError:
             raise
-        except (zipfile.BadZipFile, zlib.error, ValueError, OSError, EOFError) as exc:
+        except _ZIP_ERRORS as exc:
             raise RankoptFileError(
                 f"{where} is not a valid .npz archive (truncated or corrupt: {exc})."
             ) from None
+    return NpzArrays(os.fspath(path), what, sizes)
 
 
 def hierarchy_arrays(
@@ -558,8 +853,6 @@ def uplinks_from_array(arr: Any, arr_in: Any = None) -> tuple[NDArray[np.float64
         return tuple(row[np.isfinite(row)] for row in rows)
     rows_in = np.atleast_2d(np.asarray(arr_in, dtype=float))
     if rows_in.shape != rows.shape:
-        from rankopt._validation import RankoptInputError
-
         raise RankoptInputError(
             f"`uplinks_in` must have the shape of `uplinks` {rows.shape}; got {rows_in.shape}."
         )

@@ -24,6 +24,8 @@ over the ``n^2 = 1e10`` pairs of ``n = 1e5`` processes stays below ``1e31``
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -41,6 +43,8 @@ __all__ = [
     "check_positive",
     "check_options",
     "check_quantity",
+    "check_host_name",
+    "check_host_names",
     "NanPolicy",
     "Quantity",
     "ValueRange",
@@ -80,6 +84,11 @@ RANGES: dict[str, ValueRange] = {
     "bandwidth": ValueRange("B/s", 1e-3, 1e15, False),
     "nbytes": ValueRange("bytes", 0.0, 1e18, False),
 }
+
+
+#: Largest positive integer option (a budget such as ``max_iter``): 2**53, the
+#: largest integer a float64 holds exactly (:data:`rankopt._limits.MAX_ITERATIONS`).
+MAX_INTEGER = 2**53
 
 
 class RankoptInputError(RankoptError, ValueError):
@@ -176,7 +185,7 @@ def check_matrix(
     array([[0.   , 0.002],
            [0.003, 0.   ]])
     """
-    if nan not in _NAN_POLICIES:
+    if not isinstance(nan, str) or nan not in _NAN_POLICIES:
         raise RankoptInputError(
             f"`nan` must be one of {', '.join(map(repr, _NAN_POLICIES))}; got {nan!r}."
         )
@@ -379,6 +388,12 @@ def check_order(order: ArrayLike, n: int, name: str = "order") -> NDArray[np.int
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
         if not (np.issubdtype(arr.dtype, np.floating) and np.all(arr == np.round(arr))):
             raise RankoptInputError(f"`{name}` must hold integers; got dtype {arr.dtype} instead.")
+        big = ~(np.abs(arr) < 2**62)  # inf, or beyond int64: not cast into a wrong number
+        if big.any():
+            k = int(np.argmax(big))
+            raise RankoptInputError(
+                f"`{name}` must be a permutation of 0..{n - 1}; {name}[{k}] is {float(arr[k])!r}."
+            )
     if arr.shape[0] != n:
         raise RankoptInputError(
             f"`{name}` must have length {n} (one entry per process); got {arr.shape[0]}."
@@ -403,7 +418,11 @@ def check_order(order: ArrayLike, n: int, name: str = "order") -> NDArray[np.int
 
 
 def check_groups(groups: Any, n: int) -> list[NDArray[np.int64]]:
-    """Validate one label array or a list of them (finest first) -> list of int arrays."""
+    """Validate one label array or a list of them (finest first) -> list of int arrays.
+
+    Levels must be nested: processes that share a group at one level share a
+    group at every coarser level.
+    """
     arr = groups
     if isinstance(groups, np.ndarray) and groups.ndim == 1:
         arr = [groups]
@@ -429,6 +448,19 @@ def check_groups(groups: Any, n: int) -> list[NDArray[np.int64]]:
                 f"`groups` level {k} must hold integers; got dtype {lab.dtype}."
             )
         out.append(np.unique(lab, return_inverse=True)[1].reshape(-1).astype(np.int64))
+    for k in range(len(out) - 1):
+        fine, coarse = out[k], out[k + 1]
+        parent = np.full(int(fine.max()) + 1 if n else 0, -1, dtype=np.int64)
+        parent[fine] = coarse
+        split = parent[fine] != coarse  # a group of level k in two groups of level k + 1
+        if split.any():
+            i = int(np.argmax(split))
+            j = int(np.flatnonzero((fine == fine[i]) & (coarse != coarse[i]))[0])
+            raise RankoptInputError(
+                f"`groups` levels must be nested (finest first): processes {min(i, j)} and "
+                f"{max(i, j)} share "
+                f"a group at level {k} but not at level {k + 1}."
+            )
     return out
 
 
@@ -437,12 +469,20 @@ def check_positive(value: Any, name: str, *, integer: bool = False, allow_none: 
     if value is None and allow_none:
         return None
     ok_types = (int, np.integer) if integer else (int, float, np.integer, np.floating)
-    if isinstance(value, bool) or not isinstance(value, ok_types):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, ok_types):
         kind = "an integer" if integer else "a number"
         raise RankoptInputError(f"`{name}` must be {kind}; got {value!r} instead.")
-    if not np.isfinite(value) or value <= 0:
+    if integer:
+        if int(value) <= 0:
+            raise RankoptInputError(f"`{name}` must be positive and finite; got {value!r} instead.")
+        if int(value) > MAX_INTEGER:
+            raise RankoptInputError(
+                f"`{name}` must be at most 2**53 ({MAX_INTEGER:.4g}); got {value!r} instead."
+            )
+        return int(value)
+    if not math.isfinite(value) or value <= 0:  # math: a Python int of any size is fine
         raise RankoptInputError(f"`{name}` must be positive and finite; got {value!r} instead.")
-    return int(value) if integer else float(value)
+    return float(value)
 
 
 def check_quantity(value: Any, name: str, quantity: Quantity) -> float:
@@ -468,8 +508,119 @@ def check_quantity(value: Any, name: str, quantity: Quantity) -> float:
 
 def check_options(name: str, value: str, valid: tuple[str, ...] | list[str]) -> str:
     """Validate a string option against the valid choices, listing them on failure."""
-    if value not in valid:
+    if not isinstance(value, str) or value not in valid:
         raise RankoptInputError(
             f"`{name}` must be one of {', '.join(map(repr, valid))}; got {value!r} instead."
         )
     return value
+
+
+# ----------------------------------------------------------------- host names
+#: One label of an RFC 1123 host name: 1-63 ASCII letters, digits and '-', not
+#: starting or ending with '-'. ``\Z`` (not ``$``) so a trailing newline fails.
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
+#: An IPv6 zone (``fe80::1%eth0``): an interface name or number.
+_ZONE = re.compile(r"[A-Za-z0-9_.-]{1,15}\Z")
+
+
+def check_host_name(name: Any, what: str = "host name") -> str:
+    """Return ``name`` if it is a host name rankopt accepts; raise otherwise.
+
+    Accepted: an RFC 1123 host name -- dot-separated labels of 1 to 63 ASCII
+    letters, digits and hyphens (a hyphen neither first nor last in a
+    label), 253 characters at most, an optional final dot -- or an IPv4 or
+    IPv6 address (an IPv6 zone of letters, digits, ``_``, ``.`` and ``-``).
+    Nothing else: no white space (a trailing newline included), no control
+    or NUL characters, no non-ASCII (zero-width spaces), no ``_``, ``=``,
+    ``#``, ``,`` or ``/``, so a name written to a rankfile, a hostfile or a
+    Slurm hostfile stays one name on one line.
+
+    Parameters
+    ----------
+    name : str
+        The name (``node1``, ``node1.cluster.local``, ``10.0.0.5``). Bytes are
+        not names: decode them first.
+    what : str
+        How the error names it (``"hosts[3]"``, ``"job host"``).
+
+    Raises
+    ------
+    RankoptInputError
+        If ``name`` is not a str or not an accepted host name.
+
+    Examples
+    --------
+    >>> check_host_name("ip-10-0-0-5.ec2.internal")
+    'ip-10-0-0-5.ec2.internal'
+    >>> check_host_name("node1\\n")
+    Traceback (most recent call last):
+    ...
+    rankopt._validation.RankoptInputError: host name 'node1\\n': expected an RFC 1123 host name ...
+    """
+    import ipaddress
+
+    if not isinstance(name, str):
+        raise RankoptInputError(
+            f"{what} must be a str; got {type(name).__name__} {name!r} instead"
+            + (" (decode bytes first)." if isinstance(name, (bytes, np.bytes_)) else ".")
+        )
+    if name.isascii() and name.isprintable():
+        addr, pct, zone = name.partition("%")
+        try:
+            ipaddress.ip_address(addr)
+            if not pct or (":" in addr and _ZONE.match(zone)):
+                return name
+        except ValueError:
+            pass
+        body = name[:-1] if name.endswith(".") else name
+        if 0 < len(body) <= 253 and all(_LABEL.match(part) for part in body.split(".")):
+            return name
+    raise RankoptInputError(f"{what} {name!r}: expected {_HOST_RULE}.")
+
+
+#: What :func:`check_host_name` accepts, as its errors say it.
+_HOST_RULE = (
+    "an RFC 1123 host name (dot-separated labels of 1-63 letters, digits and '-', not "
+    "starting or ending with '-') or an IP address"
+)
+
+
+def check_host_names(hosts: Any, n: int | None = None, name: str = "hosts") -> tuple[str, ...]:
+    """Validate a sequence of host names (one per process); return them as a tuple of str.
+
+    Every name must pass :func:`check_host_name`; bytes and NumPy byte
+    strings are decoded (UTF-8) first, so a name stored as bytes is the
+    name, not its ``repr``.
+
+    Raises
+    ------
+    RankoptInputError
+        If ``hosts`` is not a sequence of names, has the wrong length, or a
+        name is not accepted; the message names the position.
+    """
+    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, (Sequence, np.ndarray)):
+        raise RankoptInputError(
+            f"`{name}` must be a sequence of host names; got {type(hosts).__name__} instead."
+        )
+    if isinstance(hosts, np.ndarray) and hosts.ndim != 1:
+        raise RankoptInputError(
+            f"`{name}` must be a 1-D sequence of host names; got shape {hosts.shape}."
+        )
+    out = []
+    for i, h in enumerate(hosts):
+        if isinstance(h, (bytes, np.bytes_)):
+            try:
+                h = bytes(h).decode("utf-8")
+            except UnicodeDecodeError:
+                raise RankoptInputError(f"{name}[{i}] is not UTF-8 text: {h!r}.") from None
+        elif isinstance(h, np.str_):
+            h = str(h)
+        try:
+            out.append(check_host_name(h, f"{name}[{i}]"))
+        except RankoptInputError:
+            raise RankoptInputError(
+                f"`{name}` must hold host names; {name}[{i}] is {h!r}, expected {_HOST_RULE}."
+            ) from None
+    if n is not None and len(out) != n:
+        raise RankoptInputError(f"`{name}` must have one entry per process ({n}); got {len(out)}.")
+    return tuple(out)

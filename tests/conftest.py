@@ -15,6 +15,14 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", deadline=None, max_examples=100)
+# the large fuzz run of tests/test_fuzz_files.py: HYPOTHESIS_PROFILE=fuzz (examples per test
+# from RANKOPT_FUZZ_EXAMPLES, default 3,000: over 20,000 in all)
+settings.register_profile(
+    "fuzz",
+    deadline=None,
+    max_examples=int(os.environ.get("RANKOPT_FUZZ_EXAMPLES", "3000")),
+    suppress_health_check=list(HealthCheck),
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 REPO = Path(__file__).resolve().parents[1]

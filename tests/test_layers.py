@@ -27,6 +27,7 @@ STAGE_OF = {
     "rankopt.errors": "base",
     "rankopt._validation": "base",
     "rankopt._files": "base",
+    "rankopt._limits": "base",
     "rankopt._rng": "base",
     "rankopt.order": "base",
     "rankopt._build_check": "base",

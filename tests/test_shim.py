@@ -266,20 +266,18 @@ def test_order_text_file_refuses_a_fifo(tmp_path):
 def test_cached_shim_is_reused_only_from_folders_nobody_else_can_write(tmp_path, monkeypatch):
     """A planted or writable cached library is refused, never loaded into a job."""
     try:
-        cc = shim.find_mpicc()
+        shim.find_mpicc()
     except shim.ShimBuildError as exc:
         pytest.skip(f"no MPI compiler: {exc}")
     root = tmp_path / "cache"
     monkeypatch.setenv("RANKOPT_CACHE_DIR", str(root))
-    _, _, key = shim._inspect_mpi(cc, tmp_path)
-    folder = root / "shim" / key
-    folder.mkdir(parents=True, mode=0o755)
+    root.mkdir(mode=0o755)
+    lib = shim.build()  # a whole library, built into this cache
+    folder = lib.parent
     os.chmod(root, 0o755)
     os.chmod(root / "shim", 0o755)
-    lib = folder / shim.LIBRARY_NAME
-    lib.write_bytes(b"not really a library")
-    lib.chmod(0o644)
-    assert shim.build() == lib  # ours, not writable by others: reused
+    data = lib.read_bytes()
+    assert shim.build() == lib  # ours, whole, not writable by others: reused
     for path, mode in ((folder, 0o777), (root / "shim", 0o775), (lib, 0o666)):
         path.chmod(mode)
         with pytest.raises(shim.ShimBuildError, match=rf"'{re.escape(str(path))}' is writable by"):
@@ -293,7 +291,7 @@ def test_cached_shim_is_reused_only_from_folders_nobody_else_can_write(tmp_path,
         shim.build()
     with pytest.raises(shim.ShimBuildError, match="belongs to uid 12345"):
         shim.build(force=True)  # nor is a rebuild written into a folder holding it
-    assert lib.read_bytes() == b"not really a library"
+    assert lib.read_bytes() == data
 
 
 def test_cli_run_mpi_dry_run_and_usage(tmp_path, capsys):

@@ -9,8 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,11 +18,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rankopt._files import MAX_TEXT_BYTES, atomic_write, atomic_write_text, load_npy, open_regular
-from rankopt._validation import RankoptInputError, check_order
+from rankopt._limits import check_nesting, check_probe_settings
+from rankopt._validation import RankoptInputError, check_host_names, check_order
 
 __all__ = [
     "as_order",
     "check_hosts",
+    "option_digests",
     "node_index",
     "order_digest",
     "atomic_write_text",
@@ -39,16 +40,13 @@ __all__ = [
 #: The JSON order file that carries the network it was solved on.
 ORDER_FORMAT = "rankopt.order/1"
 
-# A host name as launchers read it: no whitespace, no "=" (rankfile syntax), no "#" (comments).
-_HOST_RE = re.compile(r"^[^\s=#,]+$")
-
 
 def as_order(order: ArrayLike, n: int | None = None, name: str = "order") -> NDArray[np.int64]:
     """Validate ``order`` as a permutation of ``range(n)`` (``n`` defaults to its length)."""
     if hasattr(order, "order") and not isinstance(order, np.ndarray):
         order = order.order  # a SolveResult
     arr = np.asarray(order)
-    return check_order(arr, len(arr) if n is None else n, name)
+    return check_order(arr, (arr.shape[0] if arr.ndim else 0) if n is None else n, name)
 
 
 def check_hosts(hosts: Any, n: int | None = None, name: str = "hosts") -> tuple[str, ...]:
@@ -61,20 +59,7 @@ def check_hosts(hosts: Any, n: int | None = None, name: str = "hosts") -> tuple[
         hosts = hosts.hosts
     if hosts is None:
         raise RankoptInputError(f"`{name}` is None; the measurement carries no host names.")
-    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, Sequence | np.ndarray):
-        raise RankoptInputError(
-            f"`{name}` must be a sequence of host names; got {type(hosts).__name__} instead."
-        )
-    out = tuple(str(h) for h in hosts)
-    if n is not None and len(out) != n:
-        raise RankoptInputError(f"`{name}` must have one entry per process ({n}); got {len(out)}.")
-    for i, h in enumerate(out):
-        if not _HOST_RE.match(h):
-            raise RankoptInputError(
-                f"`{name}` must hold host names without spaces, '=', '#' or ','; "
-                f"{name}[{i}] is {h!r}."
-            )
-    return out
+    return check_host_names(hosts, n, name)
 
 
 def node_index(labels: Sequence[str]) -> NDArray[np.int64]:
@@ -143,6 +128,7 @@ def read_order_file(path: str | os.PathLike[str]) -> OrderFile:
             with open_regular(p, what="order file", max_bytes=MAX_TEXT_BYTES) as fh:
                 raw = fh.read()
             if p.suffix == ".json":
+                check_nesting(raw, f"order file {str(p)!r}")
                 data = json.loads(raw)
                 if isinstance(data, dict):
                     if "order" not in data:
@@ -158,10 +144,60 @@ def read_order_file(path: str | os.PathLike[str]) -> OrderFile:
         if isinstance(exc, RankoptInputError):
             raise
         raise RankoptInputError(f"cannot read an order from {str(p)!r}: {exc}") from exc
-    arr = as_order(np.asarray(data).ravel() if np.ndim(data) > 1 else data, name="order")
-    if record is not None and not isinstance(record, dict):
-        raise RankoptInputError(f"order file {str(p)!r}: 'network' must be an object.")
+    arr = _order_values(data, str(p))
+    if record is not None:
+        record = _check_record(record, len(arr), str(p))
     return OrderFile(arr, record, solved if isinstance(solved, dict) else None, str(p))
+
+
+def _order_values(data: Any, path: str) -> NDArray[np.int64]:
+    """The order held by a file's ``order`` value: whole numbers, one flat list (not ragged)."""
+    if isinstance(data, list) and any(isinstance(v, (bool, str, dict)) or v is None for v in data):
+        bad = next(v for v in data if isinstance(v, (bool, str, dict)) or v is None)
+        raise RankoptInputError(
+            f"order file {path!r}: the order must hold whole numbers; it holds {bad!r}."
+        )
+    try:
+        arr = np.asarray(data)
+    except (ValueError, TypeError, OverflowError) as exc:  # ragged [[0, 1], [2]]
+        raise RankoptInputError(
+            f"order file {path!r}: the order must be one list of whole numbers ({exc})."
+        ) from None
+    if arr.dtype.kind not in "iuf":
+        raise RankoptInputError(
+            f"order file {path!r}: the order must hold whole numbers; got dtype {arr.dtype}."
+        )
+    try:
+        return as_order(arr.ravel() if arr.ndim > 1 else arr, name="order")
+    except RankoptInputError as exc:
+        raise RankoptInputError(f"order file {path!r}: {exc}") from None
+
+
+def _check_record(record: Any, size: int, path: str) -> dict[str, Any]:
+    """An order file's ``network`` record with its ``n`` and ``hosts`` checked against the order."""
+    if not isinstance(record, dict):
+        raise RankoptInputError(f"order file {path!r}: 'network' must be an object.")
+    n = record.get("n", size)
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise RankoptInputError(
+            f"order file {path!r}: 'network.n' must be a whole number; got {n!r}."
+        )
+    if n != size:
+        raise RankoptInputError(
+            f"order file {path!r}: 'network.n' is {n}, but the order has {size} entries."
+        )
+    hosts = record.get("hosts")
+    if hosts is not None:
+        if not isinstance(hosts, list):
+            raise RankoptInputError(
+                f"order file {path!r}: 'network.hosts' must be a list of host names; "
+                f"got {type(hosts).__name__}."
+            )
+        try:
+            check_host_names(hosts, size, "network.hosts")
+        except RankoptInputError as exc:
+            raise RankoptInputError(f"order file {path!r}: {exc}") from None
+    return record
 
 
 def check_binding(
@@ -278,8 +314,43 @@ def parse_options(items: Sequence[str], flag: str = "--probe-option") -> dict[st
         key, sep, val = item.partition("=")
         if not sep or not key.isidentifier():
             raise RankoptInputError(f"{flag} expects KEY=VALUE; got {item!r}.")
+        if len(val) > _MAX_OPTION_CHARS:
+            raise RankoptInputError(
+                f"{flag} {key}=...: the value has {len(val):,} characters; at most "
+                f"{_MAX_OPTION_CHARS} are read."
+            )
         try:
             out[key] = ast.literal_eval(val)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             out[key] = val
+    if flag == "--probe-option":
+        check_probe_settings(out, flag)
+    return out
+
+
+#: Longest value of one ``KEY=VALUE`` option.
+_MAX_OPTION_CHARS = 1000
+
+
+def option_digests(options: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """``name -> (digest, short text)`` of every option, to compare them across ranks.
+
+    The digest is of the pickled value (its type's name when it cannot be
+    pickled); the text is what an error shows.
+    """
+    import hashlib
+    import pickle
+
+    out = {}
+    for key in sorted(options):
+        value = options[key]
+        try:
+            data = pickle.dumps(value, protocol=4)
+        except Exception:  # noqa: BLE001 - a lambda, a lock: compared by type
+            data = type(value).__qualname__.encode()
+        text = repr(value)
+        out[key] = (
+            hashlib.sha256(data).hexdigest()[:16],
+            text if len(text) <= 60 else text[:57] + "...",
+        )
     return out

@@ -22,9 +22,21 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rankopt._validation import RankoptInputError
+from rankopt._limits import MAX_N
+from rankopt._validation import RankoptInputError, check_host_name
+from rankopt.errors import RankoptError
 
-__all__ = ["LaunchEnv", "detect", "first_slurm_host", "DEFAULT_PORT"]
+__all__ = [
+    "LaunchEnv",
+    "detect",
+    "first_slurm_host",
+    "DEFAULT_PORT",
+    "check_rendezvous",
+    "init_gloo",
+    "RendezvousError",
+    "check_timeout",
+    "resolve",
+]
 
 DEFAULT_PORT = 29500
 
@@ -158,7 +170,16 @@ def detect(
             "(mpiexec), PMI_RANK (MPICH) or SLURM_PROCID (srun) in the environment."
         )
     if size < 1 or not 0 <= rank < size:
-        raise RankoptInputError(f"launcher gave rank {rank} of world size {size}.")
+        raise RankoptInputError(
+            f"launcher gave rank {rank} of world size {size} ({launcher} variables): a rank "
+            "must be in 0..size-1."
+        )
+    if size > MAX_N:
+        raise RankoptInputError(
+            f"launcher gave world size {size}; rankopt reorders at most {MAX_N:,} processes."
+        )
+    if local_rank is not None and not 0 <= local_rank < size:
+        raise RankoptInputError(f"launcher gave local rank {local_rank} of world size {size}.")
     addr = master_addr or env.get("MASTER_ADDR")
     if not addr:
         if nodelist:
@@ -169,6 +190,8 @@ def detect(
             raise RankoptInputError(
                 "MASTER_ADDR is not set: export it (the host of rank 0) or pass --master-addr."
             )
+    if addr is not None:
+        check_host_name(addr, "MASTER_ADDR" if not master_addr else "--master-addr")
     if master_port is not None:
         port = int(master_port)
     elif env.get("MASTER_PORT"):
@@ -179,3 +202,121 @@ def detect(
         raise RankoptInputError(f"MASTER_PORT must be in 1..65535; got {port}.")
     agent = env.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
     return LaunchEnv(rank, size, local_rank, addr, port, launcher, agent, job)
+
+
+def check_timeout(value: object, name: str = "timeout") -> float:
+    """A rendezvous or peer timeout: positive, finite, at most :data:`rankopt._limits.MAX_TIMEOUT`.
+
+    Examples
+    --------
+    >>> check_timeout(30)
+    30.0
+    """
+    from rankopt._limits import MAX_TIMEOUT, check_bound, quote_name
+
+    t = check_bound(value, name, MAX_TIMEOUT, unit="s")
+    if not t >= MIN_TIMEOUT:
+        raise RankoptInputError(
+            f"{quote_name(name)} must be at least {MIN_TIMEOUT:g} s (a rendezvous takes longer); "
+            f"got {value!r}."
+        )
+    return float(t)
+
+
+#: Shortest rendezvous timeout accepted, seconds.
+MIN_TIMEOUT = 0.1
+
+
+def resolve(addr: str, timeout: float, what: str = "MASTER_ADDR") -> None:
+    """Check that the rendezvous host ``addr`` resolves, within ``timeout`` seconds.
+
+    A name that does not resolve is reported as such (not as a port or a
+    peer problem), before any rendezvous starts; a resolver that does not
+    answer in time is reported too. The lookup runs in a daemon thread, so a
+    stuck resolver cannot hold the process past the timeout.
+
+    Raises
+    ------
+    RankoptInputError
+        If ``addr`` does not resolve or the lookup takes longer than ``timeout``.
+    """
+    import ipaddress
+    import socket
+    import threading
+
+    try:
+        ipaddress.ip_address(addr.partition("%")[0])
+        return  # an address needs no lookup
+    except ValueError:
+        pass
+    out: dict[str, BaseException | bool] = {}
+
+    def lookup() -> None:
+        try:
+            socket.getaddrinfo(addr, None)
+            out["ok"] = True
+        except (OSError, UnicodeError) as exc:
+            out["error"] = exc
+
+    thread = threading.Thread(target=lookup, daemon=True, name="rankopt-resolve")
+    thread.start()
+    thread.join(timeout)
+    if "ok" in out:
+        return
+    if "error" in out:
+        raise RankoptInputError(
+            f"{what} {addr!r} does not resolve to an address ({out['error']}): set it to "
+            "the host of rank 0."
+        )
+    raise RankoptInputError(
+        f"{what} {addr!r}: the name lookup did not answer within {timeout:g} s."
+    )
+
+
+def check_rendezvous(env: Mapping[str, str], timeout: float) -> LaunchEnv:
+    """The launcher's variables checked and ``MASTER_ADDR`` resolved, before a rendezvous.
+
+    Every ``env://`` rendezvous (``torch.distributed.init_process_group``)
+    goes through this first: ranks and sizes in range, the port in range,
+    the host name well formed and resolvable within ``timeout``.
+    """
+    info = detect(env)
+    resolve(info.master_addr, timeout)
+    return info
+
+
+class RendezvousError(RankoptError, RuntimeError):
+    """A torch.distributed rendezvous that did not complete within its timeout."""
+
+
+def init_gloo(timeout: float, name: str = "timeout", env: Mapping[str, str] | None = None) -> None:
+    """``init_process_group("gloo")`` from the launcher's variables, bounded by ``timeout``.
+
+    The variables are range-checked and ``MASTER_ADDR`` resolved first
+    (:func:`check_rendezvous`); a rendezvous that does not complete in time (a
+    peer that never starts) raises one clear error instead of waiting for
+    torch's default of 30 minutes.
+
+    Raises
+    ------
+    RankoptInputError
+        Bad launcher variables, an address that does not resolve, a bad timeout.
+    RendezvousError
+        The rendezvous did not complete within ``timeout``.
+    """
+    import os
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    timeout = check_timeout(timeout, name)
+    info = check_rendezvous(os.environ if env is None else env, timeout)
+    try:
+        dist.init_process_group("gloo", timeout=timedelta(seconds=timeout))
+    except Exception as exc:  # noqa: BLE001 - c10d's multi-line errors become one line
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        raise RendezvousError(
+            f"the rendezvous at {info.master_addr}:{info.master_port} (rank {info.rank} of "
+            f"{info.world_size}) did not complete within {timeout:g} s: {first[:200]}"
+        ) from None

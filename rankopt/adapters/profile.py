@@ -478,6 +478,12 @@ def run_profile(
     profile : Profile or None
         None when the command failed and left no files.
     """
+    from rankopt._files import check_writable
+
+    if output is not None:  # a bad target fails before the program runs, not after it
+        check_writable(output, what="profile")
+    if keep is not None and Path(keep).exists() and not Path(keep).is_dir():
+        raise RankoptInputError(f"`keep` {os.fspath(keep)!r} is not a directory.")
     tmp = None
     folder = Path(keep) if keep is not None else None
     if folder is None:

@@ -337,8 +337,11 @@ def build(
         if outdir is None:
             _check_cache(target_dir)
             if target.is_file() and not force:
-                log.debug("using cached shim %s", target)
-                return target
+                why = library_problem(target)
+                if not why:
+                    log.debug("using cached shim %s", target)
+                    return target
+                log.warning("the cached shim %s %s; building it again", target, why)
         try:
             gen = _gen.generate(header, source=label)
         except _gen.TableError as exc:
@@ -368,6 +371,7 @@ def build(
             "command": cmd,
             "wrapped": list(gen.wrapped),
             "not_declared": list(gen.skipped),
+            "sha256": hashlib.sha256(lib.read_bytes()).hexdigest(),
         }
         if outdir is None:
             _make_dirs(target_dir)
@@ -375,12 +379,73 @@ def build(
         else:
             target_dir.mkdir(parents=True, exist_ok=True)
         (work / "build.json").write_text(json.dumps(info, indent=1) + "\n")
-        for name in ("wrappers.c", "build.json", LIBRARY_NAME):
+        for name in ("wrappers.c", LIBRARY_NAME, "build.json"):  # the record last
             # atomic: a concurrent build or a running job never sees half a file
             data = (work / name).read_bytes()
             mode = 0o755 if name == LIBRARY_NAME else 0o644  # never group/other-writable
             atomic_write_bytes(target_dir / name, data, what="shim file", mode=mode)
     return target
+
+
+#: Bytes every build of the shim holds (the names of the variables it reads).
+_MARKERS = (b"RANKOPT_ORDER", b"RANKOPT_SHIM_CONFIRM")
+
+
+def library_problem(lib: str | os.PathLike[str]) -> str:
+    """Why ``lib`` is not a whole rankopt shim ("" when it is one).
+
+    Checked before it is preloaded: a regular file; a whole ELF shared
+    object (its section table inside the file: a truncated copy would kill
+    the ranks with SIGBUS); rankopt's shim (it holds the names of the
+    variables the shim reads, which a foreign library does not); and, when
+    a ``build.json`` lies beside it, the SHA-256 recorded at build time.
+    """
+    p = Path(lib)
+    try:
+        st = os.stat(p)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    data = p.read_bytes()
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
+        return "is not an ELF shared library"
+    order = "little" if data[5] == 1 else "big"
+    if data[4] == 2:  # 64-bit header: e_shoff at 40, e_shentsize at 58, e_shnum at 60
+        shoff = int.from_bytes(data[40:48], order)
+        entsize, num = int.from_bytes(data[58:60], order), int.from_bytes(data[60:62], order)
+    else:
+        shoff = int.from_bytes(data[32:36], order)
+        entsize, num = int.from_bytes(data[46:48], order), int.from_bytes(data[48:50], order)
+    if int.from_bytes(data[16:18], order) != 3:  # e_type ET_DYN
+        return "is not a shared library (ELF type is not ET_DYN)"
+    if shoff + entsize * num > len(data):
+        return f"is truncated ({len(data):,} bytes; its section table ends at {shoff + entsize * num:,})"
+    if not all(m in data for m in _MARKERS):
+        return "is not the rankopt shim (a shared library of another program, or an older build)"
+    record = p.parent / "build.json"
+    if record.is_file():
+        try:
+            want = json.loads(record.read_text()).get("sha256")
+        except (OSError, ValueError, AttributeError):
+            want = None
+        if want and hashlib.sha256(data).hexdigest() != want:
+            return "differs from the library that was built (its SHA-256 is not the one recorded)"
+    return ""
+
+
+def check_library(lib: str | os.PathLike[str]) -> Path:
+    """``lib`` if it is a whole rankopt shim (:func:`library_problem`), else an error.
+
+    Raises
+    ------
+    RankoptInputError
+        Naming the library and what is wrong with it.
+    """
+    why = library_problem(lib)
+    if why:
+        raise RankoptInputError(f"shim library {os.fspath(lib)!r} {why}.")
+    return Path(lib)
 
 
 def order_text_file(order: str | os.PathLike[str], n: int | None = None) -> Path:
@@ -628,7 +693,54 @@ def run_mpi(
     lib = Path(shim) if shim is not None else build(mpicc=mpicc)
     if not lib.is_file():
         raise FileNotFoundError(f"shim library {os.fspath(lib)!r} does not exist.")
-    path = None if order is None else order_text_file(order, _launcher_ranks(command))
-    argv, env = launch_command(command, path, shim=lib, propagate=propagate, verbose=verbose)
-    log.info("running %s", " ".join(argv))
-    return subprocess.call(argv, env=env)
+    check_library(lib)
+    ranks = _launcher_ranks(command)
+    path = None if order is None else order_text_file(order, ranks)
+    confirm = _confirm_dir()
+    try:
+        argv, env = launch_command(
+            command,
+            path,
+            shim=lib,
+            propagate=propagate,
+            verbose=verbose,
+            extra={"RANKOPT_SHIM_CONFIRM": os.fspath(confirm)},
+        )
+        log.info("running %s", " ".join(argv))
+        status = subprocess.call(argv, env=env)
+        missing = _unconfirmed(confirm, ranks)
+    finally:
+        shutil.rmtree(confirm, ignore_errors=True)
+    if missing:  # the run failed: it did not run in the order asked for
+        log.error("the shim %r %s", os.fspath(lib), missing)
+        return status or 1
+    return status
+
+
+def _confirm_dir() -> Path:
+    """A fresh folder where every rank's shim leaves a file (``rank.R``) when it loads.
+
+    Under the cache folder, which must be visible on every node (as the shim itself).
+    """
+    base = cache_dir() / "confirm"
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return Path(tempfile.mkdtemp(prefix="run-", dir=base))
+
+
+def _unconfirmed(folder: Path, ranks: int | None) -> str:
+    """What the shim's confirmations lack ("" when every rank confirmed it was loaded)."""
+    seen = sorted(int(f.name[5:]) for f in folder.glob("rank.*") if f.name[5:].isdigit())
+    if not seen:
+        return (
+            "was loaded by no rank: the program ran in the launch order. The dynamic loader "
+            "ignored LD_PRELOAD (a library it cannot load, a statically linked MPI, or a "
+            "launcher that does not pass the environment: try --propagate env or x)."
+        )
+    if ranks is not None and len(seen) < ranks:
+        lost = sorted(set(range(ranks)) - set(seen))
+        return (
+            f"was loaded by {len(seen)} of {ranks} ranks (not by rank(s) "
+            f"{', '.join(map(str, lost[:8]))}{', ...' if len(lost) > 8 else ''}): those ranks "
+            "ran in the launch order. Is the shim's path visible on every node?"
+        )
+    return ""

@@ -43,6 +43,14 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rankopt._limits import (
+    MAX_REPEATS,
+    MAX_TIMEOUT,
+    MAX_VERIFY_BYTES,
+    MAX_VERIFY_SIZES,
+    check_bound,
+    quote_name,
+)
 from rankopt._validation import RankoptInputError
 
 __all__ = [
@@ -99,14 +107,20 @@ def default_sizes(workload: Sequence[Any] | None = None) -> list[int]:
 def parse_sizes(text: str) -> list[int]:
     """``"4K,1M,64M"`` (or bytes) -> sizes in bytes (K, M, G are powers of 2).
 
+    At most :data:`rankopt._limits.MAX_VERIFY_SIZES` sizes, each from 1 byte
+    to :data:`rankopt._limits.MAX_VERIFY_BYTES` (a buffer of it is allocated
+    on every rank), checked before anything is allocated.
+
     Examples
     --------
     >>> parse_sizes("4K, 1M,100")
     [4096, 1048576, 100]
     """
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    items = text.split(",")
+    check_bound(len(items), "--sizes", MAX_VERIFY_SIZES, unit="sizes", integer=True)
     out = []
-    for item in text.split(","):
+    for item in items:
         item = item.strip().upper().removesuffix("B")
         unit = item[-1:] if item[-1:] in ("K", "M", "G") else ""
         try:
@@ -117,8 +131,54 @@ def parse_sizes(text: str) -> list[int]:
             ) from None
         if not value >= 1:
             raise RankoptInputError(f"--sizes must be at least 1 byte; got {item!r}.")
+        check_bound(value, "--sizes", MAX_VERIFY_BYTES, unit="bytes")
         out.append(int(value))
     return out
+
+
+def check_timing(
+    sizes: Sequence[int] | None,
+    repeats: int | None,
+    budget_s: float,
+    timeout: float,
+    where: str | None = "verify",
+    *,
+    flags: bool = False,
+) -> None:
+    """Validate verify's timing options before any process group or buffer is made.
+
+    ``sizes``: 1 to :data:`~rankopt._limits.MAX_VERIFY_SIZES` sizes of 1 byte
+    to :data:`~rankopt._limits.MAX_VERIFY_BYTES`; ``repeats``: 1 to
+    :data:`~rankopt._limits.MAX_REPEATS`; ``budget_s`` and ``timeout``:
+    positive and finite, at most :data:`~rankopt._limits.MAX_TIMEOUT` s.
+
+    Raises
+    ------
+    RankoptInputError
+        Naming the option and the value.
+    """
+    names = (
+        ("--sizes", "--repeats", "--budget", "--verify-timeout")
+        if flags
+        else ("sizes", "repeats", "budget_s", "timeout")
+    )
+    pre = f"{where}: " if where else ""
+    if sizes is not None:
+        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Sequence):
+            raise RankoptInputError(
+                f"{pre}{quote_name(names[0])} must be a list of byte counts; got {sizes!r}."
+            )
+        check_bound(len(sizes), names[0], MAX_VERIFY_SIZES, where, integer=True)
+        for s in sizes:
+            check_bound(s, names[0], MAX_VERIFY_BYTES, where, minimum=1, integer=True, unit="bytes")
+    if repeats is not None:
+        check_bound(repeats, names[1], MAX_REPEATS, where, minimum=1, integer=True)
+    for name, value in ((names[2], budget_s), (names[3], timeout)):
+        check_bound(value, name, MAX_TIMEOUT, where, unit="s")
+        if not value > 0:
+            raise RankoptInputError(
+                f"{pre}{quote_name(name)} must be positive seconds; got {value!r}."
+            )
 
 
 def bus_factor(collective: str, n: int) -> float:

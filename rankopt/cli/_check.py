@@ -72,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
 
     world = MPI.COMM_WORLD
     try:
+        if args.json is not None:  # rank 0's output, checked before any measurement
+            from rankopt._files import check_output_path
+
+            check_output_path(args.json, what="--json")
         network, order, f = load_stored(args.file)
         hosts = world.allgather(probe_hostname(world.Get_rank()))
         if not args.force:

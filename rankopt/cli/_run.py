@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from rankopt._files import check_output_path
 from rankopt._validation import RankoptInputError
 from rankopt.adapters._env import detect
 from rankopt.adapters._launch import LaunchError, LaunchOptions, add_arguments, child_env, launch
@@ -48,6 +49,11 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
         raise RankoptInputError(f"missing program: {prog} [options] -- PROGRAM ARGS")
     if command and command[0].endswith(".py") and not os.access(command[0], os.X_OK):
         command = [sys.executable, *command]  # "-- train.py" as torchrun would run it
+    if command:
+        check_program(command)
+    for dest, flag in (("save", "--save"), ("json", "--json")):
+        if getattr(args, dest, None) is not None:  # a bad target fails before the probe
+            check_output_path(getattr(args, dest), what=flag)
     info = detect(os.environ, master_addr=args.master_addr, master_port=args.master_port)
     decision = launch(LaunchOptions.from_args(args))
     if decision.error:
@@ -67,6 +73,40 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
     except OSError as exc:
         raise RankoptInputError(f"cannot run {command[0]!r}: {exc}") from exc
     return 127  # not reached
+
+
+def check_program(command: Sequence[str]) -> None:
+    """Refuse a program that cannot be run, before any probe or solve.
+
+    The first word must be an executable file (a path) or a command found on
+    ``PATH``; for ``python SCRIPT`` and ``python -m MODULE`` the script must
+    be a readable file and the module importable by this interpreter.
+    """
+    import importlib.util
+    import shutil
+    from importlib.machinery import PathFinder
+
+    exe = command[0]
+    found = shutil.which(exe) if os.sep not in exe else (exe if os.access(exe, os.X_OK) else None)
+    if found is None or not os.path.isfile(found):
+        raise RankoptInputError(f"program {exe!r} not found or not executable.")
+    if os.path.basename(found).startswith("python") and len(command) > 1:
+        arg = command[1]
+        same = os.path.realpath(found) == os.path.realpath(sys.executable)
+        if arg == "-m" and len(command) > 2 and same:  # another interpreter has its own path
+            top = command[2].split(".")[0]
+            spec = None
+            if top in sys.builtin_module_names:
+                return
+            try:  # what `python -m` searches: the current folder first, then sys.path
+                spec = PathFinder.find_spec(top, [os.getcwd(), *sys.path])
+                spec = spec or importlib.util.find_spec(top)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is None:
+                raise RankoptInputError(f"no module named {top!r} (the program's `-m` module).")
+        elif arg != "-m" and not arg.startswith("-") and not os.path.isfile(arg):
+            raise RankoptInputError(f"script {arg!r} does not exist.")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         net = apply_topology(net, read_topology(args.topology, aliases=args.topology_aliases))
         for line in net.provenance["topology"]["disagreements"]:
             print(f"rankopt solve: topology disagrees with bandwidth: {line}", file=sys.stderr)
+    _check_outputs(args, hosts, net.n)  # a bad target fails now, not after the solve
     kwargs = problem_kwargs(args, net)
     with progress("solving", not args.quiet) as cb:
         res = solve(
@@ -111,12 +112,33 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+_OUTPUTS = (
+    ("order_out", "--order-out"),
+    ("rankfile", "--rankfile"),
+    ("hostfile", "--hostfile"),
+    ("slurm_hostfile", "--slurm-hostfile"),
+)
+
+
+def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) -> None:
+    """Every output path writable and the host names writable, before any work starts."""
+    from rankopt._files import check_output_path
+    from rankopt.adapters._common import check_hosts
+
+    for dest, flag in _OUTPUTS:
+        path = getattr(args, dest, None)
+        if path is not None:
+            check_output_path(path, what=flag)
+    if any(getattr(args, d, None) is not None for d, _ in _OUTPUTS[1:]) and hosts is not None:
+        check_hosts(hosts, n)
+
+
 def _write_outputs(
     args: argparse.Namespace, order, hosts: list[str] | None, network=None, result=None
 ) -> None:
     from rankopt.adapters._common import save_order
 
-    if args.order_out:
+    if args.order_out is not None:
         save_order(args.order_out, order, what="--order-out", network=network, result=result)
     wanted = [
         (f, w)
@@ -125,7 +147,7 @@ def _write_outputs(
             (args.hostfile, "hostfile"),
             (args.slurm_hostfile, "slurm"),
         )
-        if f
+        if f is not None
     ]
     if not wanted:
         return

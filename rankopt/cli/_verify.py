@@ -119,15 +119,20 @@ def run(args: argparse.Namespace) -> int:
     """``rankopt verify``: collective over the job."""
     from rankopt._model_args import model_options
     from rankopt.adapters._common import parse_options, read_order_file
-    from rankopt.adapters.verify_stats import parse_sizes
+    from rankopt.adapters.verify_stats import check_timing, parse_sizes
 
+    if args.json is not None:  # rank 0's output, checked before any probe or timing
+        from rankopt._files import check_output_path
+
+        check_output_path(args.json, what="--json")
+    sizes = parse_sizes(args.sizes) if args.sizes is not None else None
+    check_timing(sizes, args.repeats, args.budget, args.verify_timeout, None, flags=True)
     backend = backend_of(args.backend)
     if backend == "gloo" and args.engine_default == "mpi":
         args.engine_default = "gloo"
     solve_options: dict[str, Any] = model_options(args, None, solver=True)
     workload = solve_options.pop("workload", None)
     probe_options = parse_options(args.probe_option)
-    sizes = parse_sizes(args.sizes) if args.sizes else None
     order_file = read_order_file(args.order) if args.order else None
     common: dict[str, Any] = {
         "sizes": sizes,
@@ -184,15 +189,14 @@ def _run_mpi(
 def _run_gloo(
     args: argparse.Namespace, order_file: Any, common: dict[str, Any], solve: dict[str, Any]
 ) -> int:
-    from datetime import timedelta
-
     import torch.distributed as dist
 
     from rankopt.adapters._common import check_binding
+    from rankopt.adapters._env import init_gloo
     from rankopt.adapters.verify import verify_gloo
     from rankopt.probe._common import probe_hostname
 
-    dist.init_process_group("gloo", timeout=timedelta(seconds=args.verify_timeout))
+    init_gloo(args.verify_timeout, "--verify-timeout")
     try:
         order = None
         extra: dict[str, Any] = {}

@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._limits import MAX_COUNT, check_bound, check_chain_segments
 from rankopt._validation import RankoptInputError, check_options
 from rankopt.models.base import CostModel
 from rankopt.models.network import check_groups, make_network
 from rankopt.models.ring import RingBottleneck, RingSum
-from rankopt.models.schedule import check_collective, schedule
+from rankopt.models.schedule import DEFAULT_SEGMENT_SIZE, check_collective, schedule
 from rankopt.models.step import HierarchicalModel, StepModel
 
 __all__ = ["OBJECTIVES", "RING_OBJECTIVES", "default_objective", "make_model"]
@@ -152,6 +153,10 @@ def make_model(
             levels = infer_hierarchy(latency, net.bandwidth if bandwidth is not None else None)
             finest = levels[0] if levels else np.arange(n, dtype=np.int64)
         return HierarchicalModel(net, finest, objective, inter=inter)
+    if algorithm == "chain":  # the segment count is checked before schedule() allocates it
+        check_chain_segments(
+            nbytes, segment_size, f"{collective}/{algorithm}", default=DEFAULT_SEGMENT_SIZE
+        )
     sched = schedule(collective, algorithm, n, nbytes=nbytes, segment_size=segment_size)
     if algorithm == "chain" and not net.levels:
         from rankopt.models.chain import ChainTime
@@ -182,6 +187,11 @@ def _workload_model(latency, workload, *, objective, bandwidth, groups, uplink_b
             f"objective {objective!r} prices one ring; a workload is priced with 'time' or "
             "'contention'."
         )
+    for k, call in enumerate(workload):
+        check_bound(
+            call.count, "count", MAX_COUNT, f"workload call {k} ({call.collective})",
+            minimum=0, hint="a workload entry counts the calls of one job",
+        )  # fmt: skip
     parts = [
         (
             call.count,

@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from rankopt._files import atomic_write, check_processes, load_npz
 from rankopt._rng import normalize_rng
-from rankopt._validation import RankoptInputError, check_positive
+from rankopt._validation import RANGES, RankoptInputError, check_positive
 
 __all__ = ["Cloud", "synthetic_cloud", "load_cloud", "example_path"]
 
@@ -115,6 +115,19 @@ def example_path() -> Path:
     return Path(__file__).resolve().parent.parent / "data" / "cloud48.npz"
 
 
+def _check_levels(name: str, values: Any) -> None:
+    """The 4 per-level values of ``latency`` or ``bandwidth``, each in its valid range."""
+    rng = RANGES[name]
+    unit = "latencies in seconds" if name == "latency" else "rates in bytes/s"
+    for level, v in zip(("host", "rack", "pod", "cross"), values, strict=False):
+        number = isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+        if not number or not (rng.low <= v <= rng.high and (rng.zero or v > 0)):
+            raise RankoptInputError(
+                f"`{name}` must give 4 {unit}, each in [{rng.low:g}, {rng.high:g}]; the "
+                f"{level} {name} is {v!r}."
+            )
+
+
 def synthetic_cloud(
     n_pods: int = 2,
     racks_per_pod: int = 4,
@@ -177,9 +190,15 @@ def synthetic_cloud(
         raise RankoptInputError(
             "`latency` and `bandwidth` must give 4 values (host, rack, pod, cross)."
         )
+    for name, values in (("latency", latency), ("bandwidth", bandwidth)):
+        _check_levels(name, values)
     for name, val in (("noise", noise), ("asymmetry", asymmetry), ("congested", congested)):
         if not 0 <= val < 1:
             raise RankoptInputError(f"`{name}` must be in [0, 1); got {val!r} instead.")
+    if not 1 <= congestion_factor <= 1e3:
+        raise RankoptInputError(
+            f"`congestion_factor` must be in [1, 1000]; got {congestion_factor!r} instead."
+        )
     gen, seed = normalize_rng(rng)
     n_hosts = n_pods * racks_per_pod * hosts_per_rack
     n = n_hosts * ranks_per_host

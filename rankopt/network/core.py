@@ -34,7 +34,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rankopt._files import hierarchy_arrays, uplinks_from_array
-from rankopt._validation import RankoptInputError, check_groups
+from rankopt._validation import (
+    RANGES,
+    RankoptInputError,
+    _as_real,
+    _check_range,
+    check_groups,
+    check_host_names,
+)
 
 __all__ = [
     "Network",
@@ -89,16 +96,75 @@ def _frozen(a: ArrayLike, dtype: Any) -> NDArray[Any]:
     return out
 
 
+def _real(a: ArrayLike, name: str, quantity: str = "latency") -> NDArray[Any]:
+    """``a`` as an array of real numbers; complex, bool, dates, strings and objects refused.
+
+    Durations (``timedelta64``) become seconds for latencies (as in
+    :func:`rankopt.check_matrix`).
+    """
+    if isinstance(a, np.ndarray) and a.dtype.kind in "iuf":
+        return a
+    try:
+        arr = np.asarray(a)
+    except (ValueError, TypeError) as exc:  # ragged nested lists
+        raise RankoptInputError(f"`{name}` must be a numeric array; {exc}") from None
+    return _as_real(arr, name, quantity)
+
+
 def _array(a: ArrayLike | None, dtype: Any, n: int, name: str) -> NDArray[Any] | None:
+    """An optional ``(n, n)`` matrix beside ``latency``, checked for what it holds.
+
+    Bandwidths: positive where finite off the diagonal; spreads: finite and
+    non-negative off the diagonal; sample counts: whole numbers >= 0.
+    """
     if a is None:
         return None
-    out = _frozen(a, dtype)
-    if out.shape != (n, n):
+    quantity = "bandwidth" if name == "bandwidth" else "latency"
+    src = _real(a, name, quantity)
+    if src.shape != (n, n):
         raise RankoptInputError(
-            f"`{name}` must have shape ({n}, {n}) like `latency`; got {out.shape} instead."
+            f"`{name}` must have shape ({n}, {n}) like `latency`; got {src.shape} instead."
         )
+    off = ~np.eye(n, dtype=bool)
+    vals = np.asarray(src, dtype=np.float64)
+    if name.endswith("_spread"):
+        bad = off & ~(np.isfinite(vals) & (vals >= 0))
+        if bad.any():
+            i, j = (int(x) for x in np.argwhere(bad)[0])
+            raise RankoptInputError(
+                f"`{name}` must be finite and non-negative off the diagonal (a median "
+                f"absolute deviation); {name}[{i}, {j}] is {vals[i, j]!r}."
+            )
+    elif name.endswith("_samples"):
+        bad = off & ~(np.isfinite(vals) & (vals >= 0) & (vals == np.floor(vals)) & (vals < 2**62))
+        if bad.any():
+            i, j = (int(x) for x in np.argwhere(bad)[0])
+            raise RankoptInputError(
+                f"`{name}` must hold whole numbers of samples >= 0 off the diagonal; "
+                f"{name}[{i}, {j}] is {vals[i, j]!r}."
+            )
+        if src.dtype.kind == "f":
+            src = np.where(off, vals, 0.0)
+    out = _frozen(src, dtype)
+    if name == "bandwidth":
+        out = _in_range(out, name)
     out.setflags(write=False)
     return out
+
+
+def _in_range(arr: NDArray[np.float64], name: str) -> NDArray[np.float64]:
+    """``arr`` with a zero diagonal (it is ignored), every other entry in its valid range.
+
+    Missing entries (NaN) are kept: :func:`rankopt.solve` fills them under its
+    ``nan`` policy. Out of range (inf, negative, a unit mistake) is an error
+    naming the entry (:data:`rankopt._validation.RANGES`).
+    """
+    if np.any(np.diagonal(arr) != 0):
+        arr = arr.copy()
+        np.fill_diagonal(arr, 0.0)
+        arr.setflags(write=False)
+    _check_range(arr, name, RANGES[name])
+    return arr
 
 
 def _frozen_levels(groups: Any, n: int) -> tuple[NDArray[np.int64], ...]:
@@ -231,13 +297,14 @@ class Network:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        lat = _frozen(self.latency, np.float64)
+        lat = _frozen(_real(self.latency, "latency"), np.float64)
         if lat.ndim != 2 or lat.shape[0] != lat.shape[1] or lat.shape[0] < 2:
             raise RankoptInputError(
                 f"`latency` must be a square matrix of at least 2 processes; got shape "
                 f"{lat.shape} instead."
             )
         n = lat.shape[0]
+        lat = _in_range(lat, "latency")
         set_(self, "latency", lat)
         set_(self, "bandwidth", _array(self.bandwidth, np.float64, n, "bandwidth"))
         set_(self, "latency_spread", _array(self.latency_spread, np.float64, n, "latency_spread"))
@@ -253,7 +320,7 @@ class Network:
             _array(self.bandwidth_samples, np.int64, n, "bandwidth_samples"),
         )
         if self.hosts is not None:
-            hosts = tuple(str(h) for h in self.hosts)
+            hosts = check_host_names(self.hosts, None, "hosts")
             if len(hosts) != n:
                 raise RankoptInputError(
                     f"`hosts` must name the host of each of the {n} processes; "
@@ -315,9 +382,9 @@ class Network:
         levels (and, with bandwidth, their uplinks). Extra keyword arguments
         (spreads, samples, provenance) are passed to the constructor.
         """
-        net = cls(
-            latency=np.asarray(latency, dtype=np.float64),
-            bandwidth=None if bandwidth is None else np.asarray(bandwidth, dtype=np.float64),
+        net = cls(  # the constructor converts and checks the matrices (complex, bool refused)
+            latency=latency,
+            bandwidth=bandwidth,
             hosts=None if hosts is None else tuple(hosts),
             groups=() if groups is None else groups,
             uplinks=() if uplinks is None else uplinks,
@@ -668,6 +735,10 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
 
 
 def _network_from_npz(z: Mapping[str, Any], name: str) -> Network:
+    if "latency" not in z:
+        raise RankoptInputError(
+            f"{name}: missing array 'latency' (found: {', '.join(sorted(z)) or 'none'})."
+        )
     try:
         ups = uplinks_from_array(z["uplinks"], z.get("uplinks_in")) if "uplinks" in z else ()
     except RankoptInputError as exc:

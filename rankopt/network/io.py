@@ -36,6 +36,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._files import MAX_TEXT_BYTES, check_processes, load_npy, open_regular
+from rankopt._limits import check_nesting
 from rankopt._validation import NanPolicy, RankoptInputError, check_matrix
 
 __all__ = ["load_matrix", "load_matrix_and_labels", "read_matrix", "UNITS"]
@@ -105,22 +108,29 @@ def read_matrix(
     return _read_json(p, text)
 
 
+#: A number as a CSV cell may write it: ASCII digits, an optional sign, point and
+#: exponent, or inf. Not Python's extras (``1_000``, non-ASCII digits), which
+#: ``float()`` would read silently.
+_NUMBER = re.compile(
+    r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)\Z",
+    re.IGNORECASE,
+)
+#: Cells that mean a missing measurement.
+_MISSING = ("", "nan", "na", "-")
+
+
 def _to_float(cell: str, where: str) -> float:
     cell = cell.strip()
-    if cell == "" or cell.lower() in ("nan", "na", "-"):
+    if cell.lower() in _MISSING:
         return float("nan")
-    try:
-        return float(cell)
-    except ValueError:
-        raise RankoptInputError(f"{where}: {cell!r} is not a number.") from None
+    if not _NUMBER.match(cell):
+        raise RankoptInputError(f"{where}: {cell!r} is not a number.")
+    return float(cell)
 
 
 def _numeric(cell: str) -> bool:
-    try:
-        float(cell)
-        return True
-    except ValueError:
-        return cell.strip() == ""
+    cell = cell.strip()
+    return cell == "" or _NUMBER.match(cell) is not None
 
 
 #: Column names that mark a CSV in the long format (``src,dst,value`` rows).
@@ -167,7 +177,8 @@ def _is_long(rows: list[list[str]]) -> bool:
 
 
 def _is_index(cell: str) -> bool:
-    return cell.strip().isdigit()
+    cell = cell.strip()
+    return cell.isascii() and cell.isdigit()
 
 
 def _read_long(
@@ -260,39 +271,110 @@ def _read_csv(p: Path, text: str) -> tuple[NDArray[np.float64], list[str] | None
     return vals, labels, None
 
 
+def _json_value(v: Any, where: Callable[[], str]) -> float:
+    """One matrix entry of a JSON file: a number, or null (missing); nothing else.
+
+    ``where`` makes the entry's name, only for an error.
+    """
+    kind = type(v)
+    if kind is float:
+        return v
+    if kind is int:
+        try:
+            return float(v)
+        except OverflowError:  # an integer with hundreds of digits
+            return float("inf") if v > 0 else float("-inf")
+    if v is None:
+        return float("nan")
+    what = "a boolean" if isinstance(v, bool) else f"a {type(v).__name__}"
+    raise RankoptInputError(f"{where()} is {v!r:.60}, {what}, not a number.")
+
+
+def _json_row(values: list[Any], where: Callable[[int], str]) -> NDArray[np.float64]:
+    """One row of a JSON matrix as floats; each entry a number or null (see :func:`_json_value`).
+
+    Rows of plain numbers take one NumPy conversion; others are read entry by
+    entry, and ``where(k)`` names the entry of an error.
+    """
+    if all(type(v) is float or type(v) is int for v in values):
+        try:
+            return np.array(values, dtype=np.float64)
+        except OverflowError:  # an integer with hundreds of digits: entry by entry
+            pass
+    return np.array(
+        [_json_value(v, lambda k=k: where(k)) for k, v in enumerate(values)], dtype=np.float64
+    )
+
+
 def _read_json(p: Path, text: str) -> tuple[NDArray[np.float64], list[str] | None, str | None]:
+    where = f"matrix file {str(p)!r}"
+    check_nesting(text, where)
     try:
         data: Any = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise RankoptInputError(f"{str(p)!r} is not valid JSON ({exc}).") from None
+        raise RankoptInputError(f"{where} is not valid JSON ({exc}).") from None
+    except (RecursionError, ValueError) as exc:  # nesting, or an integer too long to read
+        raise RankoptInputError(f"{where} cannot be read as JSON ({exc}).") from None
     unit = None
-    labels = None
+    labels: list[str] | None = None
     if isinstance(data, dict) and "matrix" in data:
         labels = data.get("labels")
         unit = data.get("unit")
+        if unit is not None and not isinstance(unit, str):
+            raise RankoptInputError(
+                f"{where}: 'unit' must be a string such as \"ms\"; got {unit!r}."
+            )
+        if labels is not None and (
+            not isinstance(labels, list) or not all(isinstance(x, str) for x in labels)
+        ):
+            raise RankoptInputError(
+                f"{where}: 'labels' must be a list of names (strings); got {labels!r:.80}."
+            )
         data = data["matrix"]
     if isinstance(data, dict):  # {src: {dst: value}}
-        labels = list(data)
-        for row in data.values():
-            for k in row:
-                if k not in labels:
-                    labels.append(k)
-        check_processes(len(labels), f"matrix file {str(p)!r} ({len(labels)} hosts)")
-        idx = {k: i for i, k in enumerate(labels)}
-        vals = np.full((len(labels), len(labels)), np.nan)
+        index: dict[str, int] = {}
         for src, row in data.items():
             if not isinstance(row, dict):
                 raise RankoptInputError(
-                    f"{str(p)!r}: entry {src!r} is not a mapping of destinations."
+                    f"{where}: entry {src!r} must be a mapping of destinations to values; "
+                    f"got {type(row).__name__}."
                 )
-            for dst, v in row.items():
-                vals[idx[src], idx[dst]] = np.nan if v is None else float(v)
+            index.setdefault(src, len(index))
+            for dst in row:
+                index.setdefault(dst, len(index))
+        check_processes(len(index), f"{where} ({len(index)} hosts)")
+        vals = np.full((len(index), len(index)), np.nan)
+        for src, row in data.items():
+            i = index[src]
+            cols = [index[dst] for dst in row]
+            vals[i, cols] = _json_row(
+                list(row.values()),
+                lambda k, s=src, keys=list(row): f"{where}: entry [{s!r}][{keys[k]!r}]",
+            )
         np.fill_diagonal(vals, 0.0)
-        return vals, labels, unit
-    try:
-        vals = np.array([[np.nan if v is None else v for v in row] for row in data], dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise RankoptInputError(f"{str(p)!r}: expected a list of numeric rows ({exc}).") from None
+        return vals, list(index), unit
+    if not isinstance(data, list) or not all(isinstance(row, list) for row in data):
+        raise RankoptInputError(
+            f'{where}: expected a list of rows of numbers, {{"matrix": rows}} or '
+            f"{{src: {{dst: value}}}}; got {type(data).__name__}"
+            + ("" if not isinstance(data, list) else " with a row that is not a list")
+            + "."
+        )
+    check_processes(len(data), f"{where} ({len(data)} rows)")
+    width = {len(row) for row in data}
+    if len(width) > 1:
+        bad = next(i for i, row in enumerate(data) if len(row) != len(data[0]))
+        raise RankoptInputError(
+            f"{where}: rows have different lengths; row {bad} has {len(data[bad])} values, "
+            f"row 0 has {len(data[0])}."
+        )
+    vals = np.empty((len(data), len(data[0]) if data else 0))
+    for i, row in enumerate(data):
+        vals[i] = _json_row(row, lambda k, i=i: f"{where}: entry [{i}][{k}]")
+    if labels is not None and len(labels) != vals.shape[0]:
+        raise RankoptInputError(
+            f"{where}: 'labels' names {len(labels)} hosts, the matrix has {vals.shape[0]} rows."
+        )
     return vals, labels, unit
 
 

@@ -4,7 +4,10 @@
     Every order: ``(n-1)!`` evaluations with process 0 at position 0 (a
     symmetry of rotation-invariant models, a requirement under
     ``keep_rank0``), else ``n!``; vectorised in batches. Up to
-    ``BRUTE_FORCE_MAX_N`` = 10 (with process 0 fixed), 9 otherwise.
+    ``BRUTE_FORCE_MAX_N`` = 10 (with process 0 fixed), 9 otherwise. Under
+    ``time_limit`` it stops after the batch in which the limit passed (batches
+    stay short for slow objectives), with ``stop_reason="time_limit"`` and the
+    best order seen.
 ``held_karp``
     Dynamic programming over subsets for models whose cost is the directed
     ring sum over a matrix (``capabilities.ring_matrix``; asymmetric input is
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 
 import numpy as np
 
@@ -52,8 +56,16 @@ def brute_force(model: CostModel, ctx: SolveContext) -> MethodOutput:
     best = None
     evals = 0
     perms = itertools.permutations(rest)
+    # under a time limit, batches start small and grow while they stay short, so a
+    # slow objective (a Python callable) is stopped within about one short batch
+    batch = _BATCH if ctx.time_limit is None else 16
+    stop = "optimal"
     while True:
-        chunk = list(itertools.islice(perms, _BATCH))
+        if ctx.out_of_time() and best is not None:
+            stop = "time_limit"
+            break
+        t_batch = time.perf_counter()
+        chunk = list(itertools.islice(perms, batch))
         if not chunk:
             break
         arr = np.array(chunk, dtype=np.int64).reshape(len(chunk), -1)
@@ -66,8 +78,10 @@ def brute_force(model: CostModel, ctx: SolveContext) -> MethodOutput:
             best_cost = float(costs[k])
             best = arr[k].copy()
             ctx.record(best_cost, evals)
+        if ctx.time_limit is not None and time.perf_counter() - t_batch < 0.05:
+            batch = min(2 * batch, _BATCH)
     assert best is not None
-    return MethodOutput(best, iterations=evals, evaluations=evals, stop_reason="optimal")
+    return MethodOutput(best, iterations=evals, evaluations=evals, stop_reason=stop)
 
 
 @register("held_karp", doc=f"dynamic programming for the ring sum, n <= {HELD_KARP_MAX_N}")

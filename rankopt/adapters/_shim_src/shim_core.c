@@ -10,6 +10,9 @@
  * program's first line after MPI_Init, with one message from rank 0.
  * RANKOPT_SHIM_VERBOSE=1 makes rank 0 say what the shim did.
  * RANKOPT_PROFILE=folder records the collective calls (shim_profile.c).
+ * RANKOPT_SHIM_CONFIRM=folder: every rank leaves an empty file rank.R there
+ * once the shim is loaded and MPI is up, so `rankopt run-mpi` can tell a
+ * shim the dynamic loader ignored from one that ran.
  *
  * The file must be a regular file: it is opened with O_NONBLOCK and
  * checked with fstat before the first read, so a FIFO (or a device such
@@ -181,6 +184,19 @@ static int env_flag(const char *name)
     return v != NULL && *v != '\0' && strcmp(v, "0") != 0;
 }
 
+/* Leave rank.R in $RANKOPT_SHIM_CONFIRM: this rank runs under the shim. */
+static void confirm_loaded(int rank)
+{
+    const char *dir = getenv("RANKOPT_SHIM_CONFIRM");
+    char path[4096];
+    int fd;
+
+    if (dir == NULL || *dir == '\0') return;
+    if (snprintf(path, sizeof path, "%s/rank.%d", dir, rank) >= (int)sizeof path) return;
+    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) close(fd);
+}
+
 void rankopt_after_init(void)
 {
     const char *path = getenv("RANKOPT_ORDER");
@@ -194,6 +210,7 @@ void rankopt_after_init(void)
     rankopt_profile_init();
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &size);
+    confirm_loaded(rank);
     if (path == NULL || *path == '\0') {
         if (verbose && rank == 0) {
             fprintf(stderr, "rankopt shim: RANKOPT_ORDER is not set; MPI_COMM_WORLD is unchanged\n");
