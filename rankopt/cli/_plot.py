@@ -1,39 +1,47 @@
-"""``rankopt plot MATRIX``: heatmaps, the ring over the hierarchy, convergence."""
+"""``rankopt plot MATRIX``: the hierarchy, heatmaps, the ring over the hierarchy, convergence.
+
+The order drawn is the one ``rankopt solve`` prints for the same file and
+flags: the network is read the same way (hosts, bandwidth, inferred
+hierarchy) and solved with the same defaults, so the pictures and the
+report agree on the hierarchy and the gain.
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from rankopt._files import atomic_write, check_output_path
+from rankopt._limits import MAX_DPI, check_bound
 from rankopt.cli import CLIError
-from rankopt.cli._common import add_matrix_args, read_inputs
+from rankopt.cli._common import add_matrix_args, problem_kwargs, read_network
 from rankopt.solvers import solve
 
 __all__ = ["register", "run"]
 
-KINDS = ("heatmap", "ring", "convergence")
+KINDS = ("hierarchy", "heatmap", "ring", "convergence")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "plot",
-        help="draw the matrix before/after, the ring over the hierarchy, the convergence",
-        description="Solve ring allreduce on MATRIX and draw pictures (PNG or SVG, by extension). "
-        "With --kind all, OUTPUT is a stem: OUTPUT-heatmap.png, OUTPUT-ring.png, OUTPUT-convergence.png.",
+        help="draw the inferred hierarchy, the matrix before/after, the ring over the "
+        "hierarchy, the convergence",
+        description="Solve MATRIX as `rankopt solve` does with the same flags and draw "
+        "pictures (PNG or SVG, by extension): the matrix ordered and boxed by the hierarchy "
+        "solve() uses, the matrix in launch and new order, the ring over the hierarchy, and "
+        "the cost against solve time. With --kind all, OUTPUT is a stem: OUTPUT-hierarchy.png, "
+        "OUTPUT-heatmap.png, OUTPUT-ring.png, OUTPUT-convergence.png.",
     )
+    from rankopt._model_args import add_model_arguments
+    from rankopt.network.core import DEFAULT_NBYTES
+
     add_matrix_args(p)
+    add_model_arguments(p, default_nbytes=DEFAULT_NBYTES)
     p.add_argument(
         "-o", "--output", required=True, help="image file (.png/.svg) or stem with --kind all"
     )
     p.add_argument("--kind", default="all", choices=KINDS + ("all",), help="which picture to draw")
-    p.add_argument(
-        "--objective",
-        default=None,
-        choices=("sum", "bottleneck", "time", "contention"),
-        help="objective of the solve drawn (default: the ring's latency sum)",
-    )
-    p.add_argument("--method", default="ils", help="solver method of the order drawn")
-    p.add_argument("--seed", type=int, default=0, help="solver seed")
     p.add_argument("--dpi", type=int, default=110, help="resolution of PNG output (dots per inch)")
     p.set_defaults(func=run)
 
@@ -41,28 +49,56 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rankopt import plot
 
-    lat, _, groups, _ = read_inputs(args)
-    res = solve(lat, objective=args.objective, method=args.method, rng=args.seed)
     out = Path(args.output)
     kinds = KINDS if args.kind == "all" else (args.kind,)
-    suffix = out.suffix if out.suffix in (".png", ".svg") else ".png"
     if args.kind != "all" and out.suffix not in (".png", ".svg"):
         raise CLIError(f"--output must end in .png or .svg; got {str(out)!r}")
-    written = []
-    for kind in kinds:
-        if kind == "heatmap":
-            fig = plot.heatmap(lat, res.order)
-        elif kind == "ring":
-            fig = plot.ring(lat, res.order, groups)
-        else:
-            fig = plot.convergence(res)
-        path = (
+    suffix = out.suffix if out.suffix in (".png", ".svg") else ".png"
+    check_bound(args.dpi, "--dpi", MAX_DPI, minimum=1, integer=True)
+    paths = {
+        kind: (
             out
             if len(kinds) == 1
             else out.with_name(f"{out.stem if out.suffix else out.name}-{kind}{suffix}")
         )
-        fig.savefig(path, dpi=args.dpi)
+        for kind in kinds
+    }
+    for path in paths.values():  # a bad target fails before the solve, not after it
+        check_output_path(path, what="--output")
+    net, _ = read_network(args)
+    res = None
+    if kinds != ("hierarchy",):
+        res = solve(
+            net,
+            args.collective,
+            args.algorithm,
+            method=args.method,
+            rng=args.seed,
+            time_limit=args.time_limit,
+            nan=args.nan,
+            **problem_kwargs(args, net),
+        )
+    written = []
+    for kind in kinds:
+        if kind == "hierarchy":
+            fig = plot.hierarchy(net)
+        elif res is None:  # only the hierarchy is drawn without a solve
+            continue
+        elif kind == "heatmap":
+            fig = plot.heatmap(net, res.order)
+        elif kind == "ring":
+            fig = plot.ring(net, res.order)
+        else:
+            fig = plot.convergence(res)
+        path = paths[kind]
+        fmt = path.suffix.lstrip(".") if path.suffix in (".png", ".svg") else "png"
+        atomic_write(
+            path,
+            lambda fh, fig=fig, fmt=fmt: fig.savefig(fh, dpi=args.dpi, format=fmt),
+            what="--output",
+        )
         written.append(str(path))
     if not args.quiet:
-        print(f"speedup {res.speedup:.3f}x ({res.method}); wrote " + ", ".join(written))
+        head = f"speedup {res.speedup:.3f}x ({res.method}); " if res is not None else ""
+        print(head + "wrote " + ", ".join(written))
     return 0
