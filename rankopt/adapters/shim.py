@@ -104,6 +104,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 from rankopt._files import atomic_write_bytes
 from rankopt._validation import RankoptInputError
@@ -410,7 +411,7 @@ def library_problem(lib: str | os.PathLike[str]) -> str:
     data = p.read_bytes()
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
         return "is not an ELF shared library"
-    order = "little" if data[5] == 1 else "big"
+    order: Literal["little", "big"] = "little" if data[5] == 1 else "big"
     if data[4] == 2:  # 64-bit header: e_shoff at 40, e_shentsize at 58, e_shnum at 60
         shoff = int.from_bytes(data[40:48], order)
         entsize, num = int.from_bytes(data[58:60], order), int.from_bytes(data[60:62], order)

@@ -9,7 +9,9 @@ report agree on the hierarchy and the gain.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from rankopt._files import atomic_write, check_output_path
 from rankopt._limits import MAX_DPI, check_bound
@@ -92,13 +94,13 @@ def run(args: argparse.Namespace) -> int:
             fig = plot.convergence(res)
         path = paths[kind]
         fmt = path.suffix.lstrip(".") if path.suffix in (".png", ".svg") else "png"
-        atomic_write(
-            path,
-            lambda fh, fig=fig, fmt=fmt: fig.savefig(fh, dpi=args.dpi, format=fmt),
-            what="--output",
-        )
+        atomic_write(path, partial(_save, fig, dpi=args.dpi, fmt=fmt), what="--output")
         written.append(str(path))
     if not args.quiet:
         head = f"speedup {res.speedup:.3f}x ({res.method}); " if res is not None else ""
         print(head + "wrote " + ", ".join(written))
     return 0
+
+
+def _save(fig: Any, fh: Any, *, dpi: float, fmt: str) -> None:
+    fig.savefig(fh, dpi=dpi, format=fmt)

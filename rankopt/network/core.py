@@ -383,8 +383,8 @@ class Network:
         (spreads, samples, provenance) are passed to the constructor.
         """
         net = cls(  # the constructor converts and checks the matrices (complex, bool refused)
-            latency=latency,
-            bandwidth=bandwidth,
+            latency=latency,  # type: ignore[arg-type]
+            bandwidth=bandwidth,  # type: ignore[arg-type]
             hosts=None if hosts is None else tuple(hosts),
             groups=() if groups is None else groups,
             uplinks=() if uplinks is None else uplinks,

@@ -38,6 +38,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -302,7 +303,7 @@ def _json_row(values: list[Any], where: Callable[[int], str]) -> NDArray[np.floa
         except OverflowError:  # an integer with hundreds of digits: entry by entry
             pass
     return np.array(
-        [_json_value(v, lambda k=k: where(k)) for k, v in enumerate(values)], dtype=np.float64
+        [_json_value(v, partial(where, k)) for k, v in enumerate(values)], dtype=np.float64
     )
 
 
@@ -349,7 +350,7 @@ def _read_json(p: Path, text: str) -> tuple[NDArray[np.float64], list[str] | Non
             cols = [index[dst] for dst in row]
             vals[i, cols] = _json_row(
                 list(row.values()),
-                lambda k, s=src, keys=list(row): f"{where}: entry [{s!r}][{keys[k]!r}]",
+                partial(_entry_of_key, where, src, list(row)),
             )
         np.fill_diagonal(vals, 0.0)
         return vals, list(index), unit
@@ -370,7 +371,7 @@ def _read_json(p: Path, text: str) -> tuple[NDArray[np.float64], list[str] | Non
         )
     vals = np.empty((len(data), len(data[0]) if data else 0))
     for i, row in enumerate(data):
-        vals[i] = _json_row(row, lambda k, i=i: f"{where}: entry [{i}][{k}]")
+        vals[i] = _json_row(row, partial(_entry_of_index, where, i))
     if labels is not None and len(labels) != vals.shape[0]:
         raise RankoptInputError(
             f"{where}: 'labels' names {len(labels)} hosts, the matrix has {vals.shape[0]} rows."
@@ -457,3 +458,13 @@ def load_matrix_and_labels(
     if np.shares_memory(out, vals) and vals.flags.writeable:
         out = vals  # already valid, and ours alone: no second copy of the file's matrix
     return out, labels
+
+
+def _entry_of_key(where: str, src: Any, keys: list[Any], k: int) -> str:
+    """Where entry ``k`` of the row of ``src`` is, in a ``{src: {dst: value}}`` matrix."""
+    return f"{where}: entry [{src!r}][{keys[k]!r}]"
+
+
+def _entry_of_index(where: str, i: int, k: int) -> str:
+    """Where entry ``[i][k]`` of a list-of-rows matrix is."""
+    return f"{where}: entry [{i}][{k}]"
