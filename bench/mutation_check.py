@@ -470,6 +470,35 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/test_flow.py",),
     ),
     Mutant(
+        "cython_step_contention_apply_keeps_step_list",
+        "src_ext/_step_contention.pyx",
+        "                                             self.meta[gs, 0]))\n            self._top_update(s)",
+        "                                             self.meta[gs, 0]))",
+        "incremental contention kernel: an applied swap leaves the step's list of largest "
+        "uplink terms as it was",
+        (
+            "tests/test_solve_scale.py::test_contention_deltas_equal_the_reference_after_accepted_swaps",
+        ),
+    ),
+    Mutant(
+        "cython_step_eval_apply_keeps_moved_times",
+        "src_ext/_schedule_eval.pyx",
+        "            self.sn[s] = top_drop(&self.sv[s, 0], &self.si[s, 0], self.sn[s], &self.buf[0], k)",
+        "            pass",
+        "compiled step evaluator: an applied swap leaves the moved transfers' old times listed",
+        ("tests/test_solve_scale.py::test_time_deltas_equal_the_reference_after_accepted_swaps",),
+    ),
+    Mutant(
+        "layout_pieces_unaligned",
+        "rankopt/solvers/layout.py",
+        "    pieces.sort(key=lambda p: (-p[0], p[1]))",
+        "    pieces.sort(key=lambda p: (p[1], -p[0]))",
+        "packed layout: a group's power-of-two pieces follow each other, off their aligned blocks",
+        (
+            "tests/test_solve_scale.py::test_packed_order_puts_power_of_two_groups_on_aligned_blocks",
+        ),
+    ),
+    Mutant(
         "cython_flow_alone_uplink_dropped",
         "src_ext/_flow_eval.pyx",
         "    return u if u < pc else pc",

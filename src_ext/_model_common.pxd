@@ -89,16 +89,6 @@ cdef inline Py_ssize_t top_drop(double *tv, long long *ti, Py_ssize_t m, const l
     return k
 
 
-cdef inline Py_ssize_t top_first_kept(const long long *ti, Py_ssize_t m, const long long *ids,
-                                      Py_ssize_t nid) noexcept nogil:
-    """Position of the first (largest) entry whose id is not in ``ids``; ``m`` if none."""
-    cdef Py_ssize_t t
-    for t in range(m):
-        if not has_id(ids, nid, ti[t]):
-            return t
-    return m
-
-
 # ------------------------------------------------- first-improvement swap search
 cdef struct SwapSearch:
     unsigned long long state

@@ -8,8 +8,11 @@
 
 from libc.math cimport INFINITY as INF
 from libc.string cimport memcpy
-from _model_common cimport has_id
+from _model_common cimport has_id, top_drop, top_insert
 from rankopt.models._swap_eval cimport SwapEval
+
+cdef enum:
+    K = 8  # largest transfer times kept per step (no uplinks)
 
 
 cdef class StepEval(SwapEval):
@@ -18,8 +21,11 @@ cdef class StepEval(SwapEval):
     ``swap_delta(order, i, j)`` first brings its cache up to ``order``
     (nothing to do when unchanged, the touched steps when ``order`` differs
     from the cached one by one swap, else a rebuild), then revisits only the
-    steps in which new ranks ``i`` or ``j`` take part. Without uplinks a
-    touched step is rescanned only when its slowest transfer was touched.
+    steps in which new ranks ``i`` or ``j`` take part. Without uplinks each
+    step keeps its ``K`` largest transfer times, sorted: a delta reads the
+    largest one the swap leaves in place and an applied swap updates the
+    list, in ``O(K)`` per touched step (a step is rescanned only when its
+    list runs low), so deltas stay cheap after accepted swaps.
     ``cost``, ``batch_cost``, ``swap_delta(s)`` and ``search`` come from
     :class:`SwapEval`.
     """
@@ -48,9 +54,11 @@ cdef class StepEval(SwapEval):
     cdef double[::1] tl
     cdef double[::1] tr
     cdef double[::1] st
-    cdef long long[::1] amax
     cdef unsigned char[::1] mark
     cdef long long[::1] buf
+    cdef double[:, ::1] sv  # per step: largest transfer times, sorted, and their ids
+    cdef long long[:, ::1] si
+    cdef long long[::1] sn
     cdef double nbytes
     cdef int has_bw, has_rate, nlev
     cdef Py_ssize_t nsteps
@@ -92,9 +100,11 @@ cdef class StepEval(SwapEval):
         self.tl = np.zeros(src.shape[0], dtype=np.float64)
         self.tr = np.zeros(src.shape[0], dtype=np.float64)
         self.st = np.zeros(self.nsteps, dtype=np.float64)
-        self.amax = np.zeros(self.nsteps, dtype=np.int64)
         self.mark = np.zeros(src.shape[0], dtype=np.uint8)
         self.buf = np.zeros(max(bufsize, 1), dtype=np.int64)
+        self.sv = np.zeros((self.nsteps, K), dtype=np.float64)
+        self.si = np.zeros((self.nsteps, K), dtype=np.int64)
+        self.sn = np.zeros(self.nsteps, dtype=np.int64)
 
     # ---------------------------------------------------------------- core
     cdef void _count(self, const long long[::1] o, Py_ssize_t s) noexcept nogil:
@@ -169,7 +179,7 @@ cdef class StepEval(SwapEval):
         return t + self.frac[e] * self.nbytes / rate
 
     cdef double _step(self, const long long[::1] o, Py_ssize_t s, bint store) noexcept nogil:
-        cdef Py_ssize_t e, arg = self.ptr[s]
+        cdef Py_ssize_t e
         cdef double m = -1.0, t
         if self.nlev:
             self._count(o, s)
@@ -181,14 +191,12 @@ cdef class StepEval(SwapEval):
                 self.tr[e] = (self.bw[o[self.src[e]], o[self.dst[e]]] if self.has_bw else INF)
             if t > m:
                 m = t
-                arg = e
         if self.nlev:
             self._uncount()
         if m < 0:
             m = 0.0
         if store:
             self.st[s] = m
-            self.amax[s] = arg
         return m
 
     cdef double _step_cached(self, Py_ssize_t s) noexcept nogil:
@@ -215,11 +223,21 @@ cdef class StepEval(SwapEval):
             total += self.rep[s] * self._step(o, s, False)
         return total
 
+    cdef void _refill(self, Py_ssize_t s) noexcept nogil:
+        """The step's list of largest transfer times, from the cached times."""
+        cdef Py_ssize_t e
+        self.sn[s] = 0
+        for e in range(self.ptr[s], self.ptr[s + 1]):
+            top_insert(&self.sv[s, 0], &self.si[s, 0], &self.sn[s], K, self.tt[e], e,
+                       self.sn[s] >= e - self.ptr[s])
+
     cdef void _rebuild(self, const long long[::1] o) noexcept nogil:
         cdef Py_ssize_t s
         memcpy(&self.cur[0], &o[0], self.n * sizeof(long long))
         for s in range(self.nsteps):
             self._step(self.cur, s, True)
+            if not self.nlev:
+                self._refill(s)
         self.valid = True
 
     cdef Py_ssize_t _collect(self, long long i, long long j, Py_ssize_t *pi,
@@ -246,17 +264,38 @@ cdef class StepEval(SwapEval):
         return k
 
     cdef void _apply(self, long long i, long long j) noexcept nogil:
-        cdef long long tmp = self.cur[i], s
-        cdef Py_ssize_t pi = self.rptr[i], pj = self.rptr[j]
+        cdef long long tmp = self.cur[i], s, e, a, b
+        cdef Py_ssize_t pi = self.rptr[i], pj = self.rptr[j], k, q, rest
+        cdef double t
         self.cur[i] = self.cur[j]
         self.cur[j] = tmp
-        while self._collect(i, j, &pi, &pj, &s) >= 0:
-            self._step(self.cur, s, True)
+        while True:
+            k = self._collect(i, j, &pi, &pj, &s)
+            if k < 0:
+                break
+            if self.nlev:  # uplink counts change: the step is recomputed
+                self._step(self.cur, s, True)
+                continue
+            # drop the moved transfers from the step's list, put back their new times
+            self.sn[s] = top_drop(&self.sv[s, 0], &self.si[s, 0], self.sn[s], &self.buf[0], k)
+            rest = self.ptr[s + 1] - self.ptr[s] - k
+            for q in range(k):
+                e = self.buf[q]
+                a = self.cur[self.src[e]]
+                b = self.cur[self.dst[e]]
+                t = self._time(self.cur, e)
+                self.tt[e] = t
+                self.tl[e] = self.lat[a, b]
+                self.tr[e] = self.bw[a, b] if self.has_bw else INF
+                top_insert(&self.sv[s, 0], &self.si[s, 0], &self.sn[s], K, t, e,
+                           self.sn[s] >= rest + q)
+            if 2 * self.sn[s] < K and self.sn[s] < self.ptr[s + 1] - self.ptr[s]:
+                self._refill(s)
+            self.st[s] = self.sv[s, 0] if self.sn[s] and self.sv[s, 0] > 0.0 else 0.0
 
     cdef double _delta(self, long long i, long long j) noexcept nogil:
         cdef long long a = self.cur[i], b = self.cur[j], s, e
         cdef Py_ssize_t pi = self.rptr[i], pj = self.rptr[j], k, q
-        cdef bint hit
         cdef double d = 0.0, m, t
         if i == j:
             return 0.0
@@ -274,18 +313,17 @@ cdef class StepEval(SwapEval):
                     self.mark[self.buf[q]] = 0
             else:
                 m = 0.0
-                hit = False
                 for q in range(k):
-                    e = self.buf[q]
-                    t = self._time(self.cur, e)
+                    t = self._time(self.cur, self.buf[q])
                     if t > m:
                         m = t
-                    if e == self.amax[s]:
-                        hit = True
-                if not hit:
-                    if self.st[s] > m:
-                        m = self.st[s]
-                else:
+                q = 0  # the largest time the swap leaves in place: first untouched listed
+                while q < self.sn[s] and has_id(&self.buf[0], k, self.si[s, q]):
+                    q += 1
+                if q < self.sn[s]:
+                    if self.sv[s, q] > m:
+                        m = self.sv[s, q]
+                elif self.sn[s] < self.ptr[s + 1] - self.ptr[s]:  # list ran out: scan
                     for q in range(k):
                         self.mark[self.buf[q]] = 1
                     for e in range(self.ptr[s], self.ptr[s + 1]):
@@ -299,6 +337,11 @@ cdef class StepEval(SwapEval):
         return d
 
     # ------------------------------------------------------------ python API
+    @property
+    def incremental(self):
+        """Without uplinks: with them, a touched step's uplink counts are recounted."""
+        return self.nlev == 0
+
     def step_times(self, const long long[::1] order):
         """Duration of each distinct step under ``order``."""
         import numpy as np

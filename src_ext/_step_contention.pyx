@@ -16,14 +16,21 @@
 # transfer values; a slot keeps its count K and its top values, sorted (every
 # listed value >= every unlisted one; refilled by a scan of the group when it
 # runs low). A step's slot terms sit in a tournament tree whose root is the
-# step time, and its largest terms in a short sorted list. A swap changes the
-# few transfers of ranks i and j in a step and so O(levels) slots. Rings (all
-# steps alike) are one step with a repeat count. The NumPy twin is
+# step time, and its largest terms in a short sorted list with a bound on the
+# terms left out of it (every listed term >= bound >= every unlisted one). A
+# swap changes the few transfers of ranks i and j in a step and so O(levels)
+# slots; applying it updates those slots' lists, tree leaves and the step's
+# list in O(levels * (K + log slots)) per step, independent of n and of the
+# number of groups (the step's list is rescanned only when it runs low). Rings
+# (all steps alike) are one step with a repeat count. The NumPy twin is
 # rankopt.models.network.reference_time.
 
 from libc.math cimport INFINITY as INF
-from _model_common cimport top_drop, top_first_kept, top_insert
+from _model_common cimport has_id, top_drop, top_insert
 from rankopt.models._swap_eval cimport SwapEval
+
+cdef extern from *:
+    void __builtin_prefetch(const void *addr) nogil
 
 cdef enum:
     K = 8  # top values kept per slot
@@ -52,20 +59,26 @@ cdef class StepContention(SwapEval):
     cdef const long long[::1] sidx
     cdef const long long[::1] rptr
     cdef const long long[::1] ridx
+    cdef const long long[::1] kptr  # rank-major: rank k's transfers by step,
+    cdef const long long[:, ::1] kl  # rows (step, transfer, src, dst)
+    cdef long long[::1] gstep  # the move's steps, and their transfers (gathered)
+    cdef long long[::1] gsp
+    cdef long long[:, ::1] gE  # rows (transfer, src, dst)
+    cdef Py_ssize_t ngs
     cdef long long[::1] pos
     cdef double[:, ::1] tv
     cdef long long[:, ::1] ti
-    cdef long long[::1] tn
-    cdef long long[::1] cnt
+    cdef long long[:, ::1] meta  # per slot: count, listed, stamp, index in the move
     cdef double[::1] tree
     cdef double[::1] topv
     cdef long long[::1] tops
     cdef long long[::1] ntop
-    cdef long long[::1] stamp
+    cdef double[::1] bound
     cdef long long now
     cdef int has_bw, nlev
     cdef Py_ssize_t nsteps, G, gbits, nslots, A, P, M
     cdef public object full
+    cdef SwapEval fullev  # ``full`` when it is an evaluator (full costs in C)
     # scratch of one move in one step
     cdef long long[::1] E
     cdef long long[::1] oa
@@ -74,6 +87,9 @@ cdef class StepContention(SwapEval):
     cdef long long[::1] nb
     cdef long long[::1] S
     cdef double[::1] saved
+    cdef long long[::1] rem
+    cdef long long[::1] add
+    cdef double[::1] mxv
     cdef Py_ssize_t ne, ns
 
     def __init__(self, full, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
@@ -82,9 +98,11 @@ cdef class StepContention(SwapEval):
                  const long long[::1] gmem, const long long[::1] src, const long long[::1] dst,
                  const long long[::1] step_ptr, const double[::1] c, const double[::1] reps,
                  const long long[::1] sptr, const long long[::1] sidx,
-                 const long long[::1] rptr, const long long[::1] ridx, long long maxe):
+                 const long long[::1] rptr, const long long[::1] ridx,
+                 const long long[::1] kptr, const long long[:, ::1] klist, long long maxe):
         import numpy as np
         self.full = full
+        self.fullev = full if isinstance(full, SwapEval) else None
         self.lat = lat
         self.bw = bw
         self.has_bw = has_bw
@@ -102,6 +120,8 @@ cdef class StepContention(SwapEval):
         self.sidx = sidx
         self.rptr = rptr
         self.ridx = ridx
+        self.kptr = kptr
+        self.kl = klist
         self._init_cache(lat.shape[0])
         self.nsteps = c.shape[0]
         self.nlev = labels.shape[0]
@@ -119,13 +139,15 @@ cdef class StepContention(SwapEval):
         self.pos = np.zeros(self.n, dtype=np.int64)
         self.tv = np.zeros((self.nsteps * self.nslots, K), dtype=np.float64)
         self.ti = np.zeros((self.nsteps * self.nslots, K), dtype=np.int64)
-        self.tn = np.zeros(self.nsteps * self.nslots, dtype=np.int64)
-        self.cnt = np.zeros(self.nsteps * self.nslots, dtype=np.int64)
-        self.stamp = np.zeros(self.nsteps * self.nslots, dtype=np.int64)
+        self.meta = np.zeros((self.nsteps * self.nslots, 4), dtype=np.int64)
         self.tree = np.full(self.nsteps * 2 * self.P, -INF)
         self.topv = np.zeros(self.nsteps * self.M, dtype=np.float64)
         self.tops = np.zeros(self.nsteps * self.M, dtype=np.int64)
         self.ntop = np.zeros(self.nsteps, dtype=np.int64)
+        self.bound = np.full(self.nsteps, INF)
+        self.gstep = np.zeros(self.nsteps, dtype=np.int64)
+        self.gsp = np.zeros(self.nsteps + 1, dtype=np.int64)
+        self.gE = np.zeros((max(self.nsteps * maxe, 1), 3), dtype=np.int64)
         self.E = np.zeros(maxe, dtype=np.int64)
         self.oa = np.zeros(maxe, dtype=np.int64)
         self.ob = np.zeros(maxe, dtype=np.int64)
@@ -133,6 +155,9 @@ cdef class StepContention(SwapEval):
         self.nb = np.zeros(maxe, dtype=np.int64)
         self.S = np.zeros(ms, dtype=np.int64)
         self.saved = np.zeros(ms, dtype=np.float64)
+        self.rem = np.zeros(ms, dtype=np.int64)
+        self.add = np.zeros(ms, dtype=np.int64)
+        self.mxv = np.zeros(ms, dtype=np.float64)
         self.now = 0
 
     # ------------------------------------------------------------ slot helpers
@@ -141,17 +166,6 @@ cdef class StepContention(SwapEval):
         if sl == self.A:
             return self.lat[a, b] + self.c[s] / (self.bw[a, b] if self.has_bw else INF)
         return self.lat[a, b]
-
-    cdef inline bint _member(self, Py_ssize_t sl, long long a, long long b) noexcept nogil:
-        cdef Py_ssize_t L, g, d
-        if sl == self.A:
-            return True
-        d = sl & 1
-        g = (sl >> 1) & (self.G - 1)
-        L = sl >> (self.gbits + 1)
-        if self.lab[L, a] == self.lab[L, b]:
-            return False
-        return self.lab[L, b if d else a] == g
 
     cdef inline double _term(self, Py_ssize_t s, Py_ssize_t sl, double mx,
                              long long count) noexcept nogil:
@@ -181,7 +195,7 @@ cdef class StepContention(SwapEval):
         return self.tree[s * 2 * self.P + 1]
 
     cdef void _find_top(self, Py_ssize_t s) noexcept nogil:
-        """The ``M`` largest slot terms of step ``s``, sorted."""
+        """The ``M`` largest slot terms of step ``s``, sorted, and the bound on the others."""
         cdef Py_ssize_t sl, t, m = 0, base = s * self.M, tb = s * 2 * self.P + self.P
         cdef double v
         for sl in range(self.nslots):
@@ -200,12 +214,48 @@ cdef class StepContention(SwapEval):
             self.topv[base + t] = v
             self.tops[base + t] = sl
         self.ntop[s] = m
+        self.bound[s] = self.topv[base + m - 1] if m < self.nslots else -INF
+
+    cdef void _top_update(self, Py_ssize_t s) noexcept nogil:
+        """Bring the step's list up to the slots of the move recorded by ``_collect``
+        (their tree leaves already set): drop them, put back those whose new
+        term is at least the bound, rescan the step when the list runs low."""
+        cdef Py_ssize_t t, h, m = 0, base = s * self.M, tb = s * 2 * self.P + self.P
+        cdef Py_ssize_t sb = s * self.nslots
+        cdef double v
+        for t in range(self.ntop[s]):
+            if self.meta[sb + self.tops[base + t], 2] != self.now:
+                self.topv[base + m] = self.topv[base + t]
+                self.tops[base + m] = self.tops[base + t]
+                m += 1
+        for h in range(self.ns):
+            v = self.tree[tb + self.S[h]]
+            if v == -INF or v < self.bound[s]:
+                continue  # left out: below every listed term
+            if m == self.M:
+                if v <= self.topv[base + m - 1]:
+                    self.bound[s] = v  # >= the old bound
+                    continue
+                m -= 1  # the last listed term leaves the list
+                if self.topv[base + m] > self.bound[s]:
+                    self.bound[s] = self.topv[base + m]
+            t = m
+            while t > 0 and self.topv[base + t - 1] < v:
+                self.topv[base + t] = self.topv[base + t - 1]
+                self.tops[base + t] = self.tops[base + t - 1]
+                t -= 1
+            self.topv[base + t] = v
+            self.tops[base + t] = self.S[h]
+            m += 1
+        self.ntop[s] = m
+        if 2 * m < self.M and self.bound[s] > -INF:
+            self._find_top(s)
 
     cdef void _insert(self, Py_ssize_t gs, double v, long long e) noexcept nogil:
         """Put ``v`` (not yet counted in ``cnt``) in the sorted (descending) top
         list of global slot ``gs`` when the list stays its largest values."""
-        top_insert(&self.tv[gs, 0], &self.ti[gs, 0], &self.tn[gs], K, v, e,
-                   self.tn[gs] >= self.cnt[gs])
+        top_insert(&self.tv[gs, 0], &self.ti[gs, 0], &self.meta[gs, 1], K, v, e,
+                   self.meta[gs, 1] >= self.meta[gs, 0])
 
     cdef double _scan(self, Py_ssize_t s, Py_ssize_t sl, bint keep) noexcept nogil:
         """Largest value of slot ``sl`` of step ``s`` under the current order."""
@@ -213,8 +263,8 @@ cdef class StepContention(SwapEval):
         cdef long long p, b, k
         cdef double mx = -INF, v
         if keep:
-            self.tn[gs] = 0
-            self.cnt[gs] = 0
+            self.meta[gs, 1] = 0
+            self.meta[gs, 0] = 0
         if sl == self.A:
             for e in range(self.ptr[s], self.ptr[s + 1]):
                 v = self._val(s, sl, self.cur[self.src[e]], self.cur[self.dst[e]])
@@ -245,7 +295,7 @@ cdef class StepContention(SwapEval):
         """One value of a slot scan: into the slot's list (``keep``) and the maximum."""
         if keep:
             self._insert(gs, v, e)
-            self.cnt[gs] += 1
+            self.meta[gs, 0] += 1
         if v > mx[0]:
             mx[0] = v
 
@@ -259,21 +309,22 @@ cdef class StepContention(SwapEval):
         for k in range(self.nsteps * 2 * self.P):
             self.tree[k] = -INF
         for k in range(self.nsteps * self.nslots):
-            self.tn[k] = 0
-            self.cnt[k] = 0
+            self.meta[k, 1] = 0
+            self.meta[k, 0] = 0
         for s in range(self.nsteps):
             for e in range(self.ptr[s], self.ptr[s + 1]):  # flag the crossed slots
                 a = self.cur[self.src[e]]
                 b = self.cur[self.dst[e]]
                 for L in range(self.nlev):
                     if self.lab[L, a] != self.lab[L, b]:
-                        self.cnt[s * self.nslots + (L * self.G + self.lab[L, a]) * 2] = 1
-                        self.cnt[s * self.nslots + (L * self.G + self.lab[L, b]) * 2 + 1] = 1
+                        self.meta[s * self.nslots + (L * self.G + self.lab[L, a]) * 2, 0] = 1
+                        self.meta[s * self.nslots + (L * self.G + self.lab[L, b]) * 2 + 1, 0] = 1
             for sl in range(self.nslots):
                 gs = s * self.nslots + sl
-                if sl == self.A or self.cnt[gs]:
+                if sl == self.A or self.meta[gs, 0]:
                     mx = self._scan(s, sl, True)  # before reading the count it sets
-                    self.tree[s * 2 * self.P + self.P + sl] = self._term(s, sl, mx, self.cnt[gs])
+                    self.tree[s * 2 * self.P + self.P + sl] = self._term(s, sl, mx,
+                                                                         self.meta[gs, 0])
             for k in range(self.P - 1, 0, -1):
                 gs = s * 2 * self.P
                 self.tree[gs + k] = self.tree[gs + 2 * k] \
@@ -283,20 +334,20 @@ cdef class StepContention(SwapEval):
         self.valid = True
 
     # ---------------------------------------------------------------- a move
-    cdef inline void _addslot(self, Py_ssize_t s, Py_ssize_t sl) noexcept nogil:
-        cdef Py_ssize_t gs = s * self.nslots + sl
-        if self.stamp[gs] != self.now:
-            self.stamp[gs] = self.now
-            self.S[self.ns] = sl
-            self.ns += 1
-
-    cdef inline void _push(self, long long e) noexcept nogil:
-        cdef Py_ssize_t q
-        for q in range(self.ne):
-            if self.E[q] == e:
-                return
-        self.E[self.ne] = e
-        self.ne += 1
+    cdef inline Py_ssize_t _addslot(self, Py_ssize_t s, Py_ssize_t sl) noexcept nogil:
+        """Index of slot ``sl`` among the move's slots in step ``s`` (added, tallies zero)."""
+        cdef Py_ssize_t gs = s * self.nslots + sl, h
+        if self.meta[gs, 2] == self.now:
+            return self.meta[gs, 3]
+        h = self.ns
+        self.meta[gs, 2] = self.now
+        self.meta[gs, 3] = h
+        self.S[h] = sl
+        self.rem[h] = 0
+        self.add[h] = 0
+        self.mxv[h] = -INF
+        self.ns += 1
+        return h
 
     cdef inline long long _old(self, long long x, long long i, long long j) noexcept nogil:
         """Process at new rank ``x`` before the swap of ``i``, ``j`` (``cur`` is swapped)."""
@@ -306,36 +357,114 @@ cdef class StepContention(SwapEval):
             return self.cur[i]
         return self.cur[x]
 
-    cdef Py_ssize_t _collect(self, Py_ssize_t s, long long i, long long j) noexcept nogil:
-        """Transfers of step ``s`` that involve ``i`` or ``j`` and the slots they touch."""
-        cdef Py_ssize_t x, q, L, r, ki = s * self.n + i, kj = s * self.n + j
+    cdef void _gather(self, long long i, long long j) noexcept nogil:
+        """The steps in which ``i`` or ``j`` take part and their transfers (``gstep``,
+        ``gsp``, ``gE``), from the two ranks' lists; with ``cur`` swapped, what
+        the move will read (pair entries, uplink slots) is fetched ahead, in
+        independent loads."""
+        cdef Py_ssize_t pi = self.kptr[i], ei = self.kptr[i + 1]
+        cdef Py_ssize_t pj = self.kptr[j], ej = self.kptr[j + 1], k = 0, q, st, t, L
+        cdef long long s, e, a, b
+        self.ngs = 0
+        self.gsp[0] = 0
+        while pi < ei or pj < ej:
+            s = self.kl[pi, 0] if pi < ei else self.kl[pj, 0]
+            if pj < ej and self.kl[pj, 0] < s:
+                s = self.kl[pj, 0]
+            st = k
+            while pi < ei and self.kl[pi, 0] == s:
+                self.gE[k, 0] = self.kl[pi, 1]
+                self.gE[k, 1] = self.kl[pi, 2]
+                self.gE[k, 2] = self.kl[pi, 3]
+                k += 1
+                pi += 1
+            while pj < ej and self.kl[pj, 0] == s:
+                e = self.kl[pj, 1]
+                for q in range(st, k):
+                    if self.gE[q, 0] == e:
+                        break
+                else:
+                    self.gE[k, 0] = e
+                    self.gE[k, 1] = self.kl[pj, 2]
+                    self.gE[k, 2] = self.kl[pj, 3]
+                    k += 1
+                pj += 1
+            self.gstep[self.ngs] = s
+            self.ngs += 1
+            self.gsp[self.ngs] = k
+        for t in range(self.ngs):
+            s = self.gstep[t]
+            self._fetch_slot(s, self.A)
+            for q in range(self.gsp[t], self.gsp[t + 1]):
+                a = self.cur[self.gE[q, 1]]
+                b = self.cur[self.gE[q, 2]]
+                __builtin_prefetch(&self.lat[a, b])
+                if self.has_bw:
+                    __builtin_prefetch(&self.bw[a, b])
+                for L in range(self.nlev):  # the uplink slots the new pair crosses
+                    if self.lab[L, a] != self.lab[L, b]:
+                        self._fetch_slot(s, (L * self.G + self.lab[L, a]) * 2)
+                        self._fetch_slot(s, (L * self.G + self.lab[L, b]) * 2 + 1)
+                a = self._old(self.gE[q, 1], i, j)
+                b = self._old(self.gE[q, 2], i, j)
+                for L in range(self.nlev):  # and the old one
+                    if self.lab[L, a] != self.lab[L, b]:
+                        self._fetch_slot(s, (L * self.G + self.lab[L, a]) * 2)
+                        self._fetch_slot(s, (L * self.G + self.lab[L, b]) * 2 + 1)
+
+    cdef inline void _fetch_slot(self, Py_ssize_t s, Py_ssize_t sl) noexcept nogil:
+        """Fetch ahead what a move reads of slot ``sl`` of step ``s``."""
+        cdef Py_ssize_t gs = s * self.nslots + sl
+        __builtin_prefetch(&self.meta[gs, 0])
+        __builtin_prefetch(&self.ti[gs, 0])
+        __builtin_prefetch(&self.tv[gs, 0])
+        __builtin_prefetch(&self.tree[s * 2 * self.P + self.P + sl])
+
+    cdef Py_ssize_t _collect(self, Py_ssize_t t, long long i, long long j) noexcept nogil:
+        """Gathered step ``t``: its transfers, the slots they touch and, per slot,
+        how many of them leave it (``rem``), join it (``add``) and the largest
+        value joining (``mxv``)."""
+        cdef Py_ssize_t x, q, L, h, s = self.gstep[t]
         cdef long long a, b
+        cdef double v
         self.ne = 0
-        for x in range(self.sptr[ki], self.sptr[ki + 1]):
-            self._push(self.sidx[x])
-        for x in range(self.rptr[ki], self.rptr[ki + 1]):
-            self._push(self.ridx[x])
-        for x in range(self.sptr[kj], self.sptr[kj + 1]):
-            self._push(self.sidx[x])
-        for x in range(self.rptr[kj], self.rptr[kj + 1]):
-            self._push(self.ridx[x])
-        if self.ne == 0:
-            return 0
         self.ns = 0
         self.now += 1
-        self._addslot(s, self.A)
+        h = self._addslot(s, self.A)  # every transfer is in the pair-time slot
+        for x in range(self.gsp[t], self.gsp[t + 1]):
+            q = self.ne
+            self.E[q] = self.gE[x, 0]
+            a = self.cur[self.gE[x, 1]]
+            b = self.cur[self.gE[x, 2]]
+            self.na[q] = a
+            self.nb[q] = b
+            v = self._val(s, self.A, a, b)
+            if v > self.mxv[h]:
+                self.mxv[h] = v
+            self.oa[q] = self._old(self.gE[x, 1], i, j)
+            self.ob[q] = self._old(self.gE[x, 2], i, j)
+            self.ne += 1
+        self.rem[h] = self.ne
+        self.add[h] = self.ne
         for q in range(self.ne):
-            self.oa[q] = self._old(self.src[self.E[q]], i, j)
-            self.ob[q] = self._old(self.dst[self.E[q]], i, j)
-            self.na[q] = self.cur[self.src[self.E[q]]]
-            self.nb[q] = self.cur[self.dst[self.E[q]]]
             for L in range(self.nlev):
-                for r in range(2):
-                    a = self.oa[q] if r == 0 else self.na[q]
-                    b = self.ob[q] if r == 0 else self.nb[q]
-                    if self.lab[L, a] != self.lab[L, b]:
-                        self._addslot(s, (L * self.G + self.lab[L, a]) * 2)
-                        self._addslot(s, (L * self.G + self.lab[L, b]) * 2 + 1)
+                a = self.oa[q]
+                b = self.ob[q]
+                if self.lab[L, a] != self.lab[L, b]:
+                    self.rem[self._addslot(s, (L * self.G + self.lab[L, a]) * 2)] += 1
+                    self.rem[self._addslot(s, (L * self.G + self.lab[L, b]) * 2 + 1)] += 1
+                a = self.na[q]
+                b = self.nb[q]
+                if self.lab[L, a] != self.lab[L, b]:
+                    v = self.lat[a, b]
+                    h = self._addslot(s, (L * self.G + self.lab[L, a]) * 2)
+                    self.add[h] += 1
+                    if v > self.mxv[h]:
+                        self.mxv[h] = v
+                    h = self._addslot(s, (L * self.G + self.lab[L, b]) * 2 + 1)
+                    self.add[h] += 1
+                    if v > self.mxv[h]:
+                        self.mxv[h] = v
         return self.ne
 
     cdef void _swap(self, long long i, long long j) noexcept nogil:
@@ -347,40 +476,36 @@ cdef class StepContention(SwapEval):
 
     cdef double _step_delta(self, Py_ssize_t s) noexcept nogil:
         """Change of step ``s`` for the move recorded by ``_collect``."""
-        cdef Py_ssize_t q, h, t, sl, gs, base = s * self.M
-        cdef long long rem, add
+        cdef Py_ssize_t h, t, sl, gs, base = s * self.M
         cdef double mx, v, before = self._root(s), after
         for h in range(self.ns):
             sl = self.S[h]
             gs = s * self.nslots + sl
-            rem = 0
-            add = 0
-            mx = -INF
-            for q in range(self.ne):
-                if self._member(sl, self.oa[q], self.ob[q]):
-                    rem += 1
-                if self._member(sl, self.na[q], self.nb[q]):
-                    add += 1
-                    v = self._val(s, sl, self.na[q], self.nb[q])
-                    if v > mx:
-                        mx = v
-            # sorted: the first survivor is the largest
-            t = top_first_kept(&self.ti[gs, 0], self.tn[gs], &self.E[0], self.ne)
-            if t < self.tn[gs]:
+            mx = self.mxv[h]
+            t = 0  # sorted: the first survivor is the largest
+            while t < self.meta[gs, 1] and has_id(&self.E[0], self.ne, self.ti[gs, t]):
+                t += 1
+            if t < self.meta[gs, 1]:
                 if self.tv[gs, t] > mx:
                     mx = self.tv[gs, t]
-            elif self.cnt[gs] - rem > 0:
+            elif self.meta[gs, 0] - self.rem[h] > 0:
                 mx = self._scan(s, sl, False)
-            self.saved[h] = self._term(s, sl, mx, self.cnt[gs] - rem + add)
+            self.saved[h] = self._term(s, sl, mx, self.meta[gs, 0] - self.rem[h] + self.add[h])
+            if sl != self.A:  # tie-break: squared uplink terms, old and new
+                v = self.tree[s * 2 * self.P + self.P + sl]
+                if v > -INF:
+                    self.tie -= self.reps[s] * v * v
+                if self.saved[h] > -INF:
+                    self.tie += self.reps[s] * self.saved[h] * self.saved[h]
         t = 0  # the largest untouched term: the first untouched one of the top list
-        while t < self.ntop[s] and self.stamp[s * self.nslots + self.tops[base + t]] == self.now:
+        while t < self.ntop[s] and self.meta[s * self.nslots + self.tops[base + t], 2] == self.now:
             t += 1
-        if t < self.ntop[s] or self.ntop[s] == self.nslots:
+        if t < self.ntop[s] or self.bound[s] == -INF:
             after = self.topv[base + t] if t < self.ntop[s] else -INF
             for h in range(self.ns):
                 if self.saved[h] > after:
                     after = self.saved[h]
-        else:
+        else:  # every listed term moves: the tree answers
             for h in range(self.ns):
                 v = self.saved[h]
                 self.saved[h] = self.tree[s * 2 * self.P + self.P + self.S[h]]
@@ -391,43 +516,64 @@ cdef class StepContention(SwapEval):
         return after - before
 
     cdef double _delta(self, long long i, long long j) noexcept nogil:
-        cdef Py_ssize_t s
+        cdef Py_ssize_t s, t
         cdef double d = 0.0
+        self.tie = 0.0
         if i == j:
             return 0.0
         self._swap(i, j)
-        for s in range(self.nsteps):
-            if self._collect(s, i, j):
-                d += self.reps[s] * self._step_delta(s)
+        self._gather(i, j)
+        for t in range(self.ngs):
+            self._collect(t, i, j)
+            s = self.gstep[t]
+            d += self.reps[s] * self._step_delta(s)
         self._swap(i, j)
         return d
 
     cdef void _apply(self, long long i, long long j) noexcept nogil:
-        cdef Py_ssize_t s, q, h, sl, gs
+        cdef Py_ssize_t s, q, h, sl, gs, L, sb, t
+        cdef long long a, b
         if i == j:
             return
         self._swap(i, j)
-        for s in range(self.nsteps):
-            if not self._collect(s, i, j):
-                continue
+        self._gather(i, j)
+        for t in range(self.ngs):
+            self._collect(t, i, j)
+            s = self.gstep[t]
+            sb = s * self.nslots
+            for h in range(self.ns):  # drop the changed transfers, keep the order
+                gs = sb + self.S[h]
+                self.meta[gs, 1] = top_drop(&self.tv[gs, 0], &self.ti[gs, 0], self.meta[gs, 1],
+                                            &self.E[0], self.ne)
+                self.meta[gs, 0] -= self.rem[h]
+            for q in range(self.ne):  # and put them back where they now are
+                a = self.na[q]
+                b = self.nb[q]
+                gs = sb + self.A
+                self._insert(gs, self._val(s, self.A, a, b), self.E[q])
+                self.meta[gs, 0] += 1
+                for L in range(self.nlev):
+                    if self.lab[L, a] != self.lab[L, b]:
+                        gs = sb + (L * self.G + self.lab[L, a]) * 2
+                        self._insert(gs, self.lat[a, b], self.E[q])
+                        self.meta[gs, 0] += 1
+                        gs = sb + (L * self.G + self.lab[L, b]) * 2 + 1
+                        self._insert(gs, self.lat[a, b], self.E[q])
+                        self.meta[gs, 0] += 1
             for h in range(self.ns):
                 sl = self.S[h]
-                gs = s * self.nslots + sl
-                # drop the changed transfers, keep the order
-                self.tn[gs] = top_drop(&self.tv[gs, 0], &self.ti[gs, 0], self.tn[gs], &self.E[0],
-                                       self.ne)
-                for q in range(self.ne):
-                    if self._member(sl, self.oa[q], self.ob[q]):
-                        self.cnt[gs] -= 1
-                for q in range(self.ne):
-                    if self._member(sl, self.na[q], self.nb[q]):
-                        self._insert(gs, self._val(s, sl, self.na[q], self.nb[q]), self.E[q])
-                        self.cnt[gs] += 1
-                if self.tn[gs] < K // 2 and self.tn[gs] < self.cnt[gs]:
+                gs = sb + sl
+                if self.meta[gs, 1] < K // 2 and self.meta[gs, 1] < self.meta[gs, 0]:
                     self._scan(s, sl, True)
-                self._tset(s, sl, self._term(s, sl, self.tv[gs, 0] if self.tn[gs] else -INF,
-                                             self.cnt[gs]))
-            self._find_top(s)
+                self._tset(s, sl, self._term(s, sl, self.tv[gs, 0] if self.meta[gs, 1] else -INF,
+                                             self.meta[gs, 0]))
+            self._top_update(s)
+
+    cdef double _full(self, const long long[::1] o) noexcept nogil:
+        if self.fullev is not None:
+            return self.fullev._full(o)
+        self._sync(o)
+        return self._state_cost()
 
     cdef double _state_cost(self) noexcept nogil:
         cdef Py_ssize_t s

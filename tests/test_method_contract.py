@@ -24,6 +24,7 @@ MODELS = [
     ("time", "ring"),
     ("time", "recursive_doubling"),
     ("contention", "ring"),
+    ("contention", "recursive_doubling"),
 ]
 
 

@@ -31,6 +31,8 @@ class StepContention(SwapEval):
         sidx: NDArray[np.int64],
         rptr: NDArray[np.int64],
         ridx: NDArray[np.int64],
+        kptr: NDArray[np.int64],
+        klist: NDArray[np.int64],
         maxe: int,
     ) -> None: ...
     def step_times(self, order: NDArray[np.int64]) -> NDArray[np.float64]: ...

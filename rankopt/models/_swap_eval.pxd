@@ -6,6 +6,7 @@ cdef class SwapEval:
     cdef long long[::1] cur  # the cached order (valid: it is set)
     cdef Py_ssize_t n
     cdef bint valid
+    cdef double tie  # secondary change of the last ``_delta`` (tie-break; 0 by default)
 
     cdef void _init_cache(self, Py_ssize_t n)
     cdef double _full(self, const long long[::1] o) noexcept nogil

@@ -72,9 +72,20 @@ class Capabilities:
         A compiled first-improvement swap search on the model's own cost:
         ``swap_search.search(order, seed, max_moves, time_limit, keep_first,
         rel_tol) -> (moves, evaluations, stop)`` (stop 0: local optimum,
-        1: time limit, 2: move budget), ``order`` updated in place.
-        ``None`` when searching through :meth:`CostModel.swap_delta` is as
-        fast or faster.
+        1: time limit, 2: move budget), ``order`` updated in place, and the
+        guided descent ``swap_search.guided(...)``
+        (:class:`rankopt.models._swap_eval.SwapEval`); its ``incremental``
+        says whether a delta costs only the two ranks' transfers, before and
+        after accepted swaps. ``None`` when searching through
+        :meth:`CostModel.swap_delta` is as fast or faster.
+    partners : tuple (ptr, idx, weight) or None
+        The schedule's rank graph: new rank ``k`` exchanges ``weight`` (in
+        units of ``nbytes``) with each new rank of ``idx[ptr[k]:ptr[k + 1]]``
+        (:meth:`rankopt.models.schedule.Schedule.partners`). ``None`` when
+        the cost is no fixed schedule.
+    groups : tuple of ndarray
+        The hierarchy the cost prices: the group of every process per level,
+        finest first (``()`` when the cost sees no groups).
     kernel : callable or None
         A Numba function ``kernel(latency, order) -> float`` that *is* the
         cost (with ``latency`` above, float64 C order): the annealing loop
@@ -96,6 +107,8 @@ class Capabilities:
     bandwidth: NDArray[np.floating] | None = None
     nbytes: float | None = None
     swap_search: Any = None
+    partners: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None = None
+    groups: tuple[NDArray[np.int64], ...] = ()
     kernel: Callable[..., float] | None = None
 
     def __post_init__(self) -> None:

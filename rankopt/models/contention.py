@@ -65,6 +65,12 @@ def make_step_contention(sched: Schedule, net: Network, full: Any, *, alike: boo
         gmem[lev * n : (lev + 1) * n] = np.argsort(net.labels[lev], kind="stable")
     sptr, sidx, smax = _csr(tstep * n + src, nsteps * n)
     rptr, ridx, rmax = _csr(tstep * n + dst, nsteps * n)
+    # rank-major: every rank's transfers (as sender or receiver) by step
+    ranks = np.concatenate([src, dst])
+    ids = np.concatenate([np.arange(ne), np.arange(ne)]).astype(np.int64)
+    key = np.lexsort((ids, tstep[ids], ranks))
+    kptr = np.zeros(n + 1, dtype=np.int64)
+    kptr[1:] = np.cumsum(np.bincount(ranks, minlength=n))
     bw = net.bandwidth if net.bandwidth is not None else np.zeros((1, 1))
     c = np.ascontiguousarray(first * float(net.nbytes))  # type: ignore[arg-type,operator]
     return _sc.StepContention(
@@ -86,5 +92,7 @@ def make_step_contention(sched: Schedule, net: Network, full: Any, *, alike: boo
         sidx,
         rptr,
         ridx,
+        kptr,
+        np.ascontiguousarray(np.stack([tstep[ids], ids, src[ids], dst[ids]], axis=1)[key]),
         max(2 * (smax + rmax), 1),
     )

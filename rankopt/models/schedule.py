@@ -124,6 +124,32 @@ class Schedule:
             out.extend([st] * int(self.repeat[s]))
         return out
 
+    def partners(self) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+        """The ranks each rank exchanges data with, and how much: ``(ptr, idx, weight)``.
+
+        New rank ``k`` sends to or receives from the ranks ``idx[ptr[k]:ptr[k + 1]]``
+        (sorted), ``weight`` of them in units of ``nbytes`` (``frac`` times
+        ``repeat``, both directions summed) -- what a search that moves
+        processes next to their partners weighs them by.
+
+        Examples
+        --------
+        >>> ptr, idx, w = schedule("allreduce", "recursive_doubling", 4).partners()
+        >>> idx[ptr[0]:ptr[1]].tolist(), w[ptr[0]:ptr[1]].tolist()
+        ([1, 2], [2.0, 2.0])
+        """
+        n, ne = self.n, self.n_transfers
+        tstep = np.repeat(np.arange(self.n_distinct), np.diff(self.step_ptr))
+        w = self.frac[:ne] * self.repeat[tstep]
+        a = np.concatenate([self.src[:ne], self.dst[:ne]])
+        b = np.concatenate([self.dst[:ne], self.src[:ne]])
+        keep = a != b
+        key, inv = np.unique(a[keep] * n + b[keep], return_inverse=True)
+        weight = np.bincount(inv.reshape(-1), np.concatenate([w, w])[keep], minlength=len(key))
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum(np.bincount(key // n, minlength=n))
+        return ptr, (key % n).astype(np.int64), weight.astype(np.float64)
+
     def pattern(self) -> list[tuple[str, int, float, int] | None]:
         """Structure of each distinct step, for constructive solvers.
 

@@ -132,6 +132,8 @@ class StepModel(CostModel):
             bandwidth=net.bandwidth,
             nbytes=net.nbytes,
             swap_search=self.evaluator,
+            partners=sched.partners(),
+            groups=tuple(net.labels),
         )
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:

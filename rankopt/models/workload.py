@@ -33,8 +33,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._build_check import require_extension
 from rankopt._validation import RankoptInputError
 from rankopt.models.base import Capabilities, CostModel
+
+_swap_eval = require_extension("rankopt.models._swap_eval")
 
 __all__ = [
     "Call",
@@ -215,6 +218,9 @@ class WorkloadModel(CostModel):
     Each part keeps its own fast paths; this model only sums them, so the
     cost, the batch cost and a swap delta cost the sum of the parts' own.
     ``network`` is the heaviest part's (for greedy clustering's distances).
+    When every part declares a compiled ``swap_search``, the workload
+    declares their weighted sum (``SwapSum``), the union of their
+    ``partners`` weighted by bytes, and their ``groups`` (one network).
     """
 
     def __init__(self, parts: Sequence[tuple[float, CostModel]]):
@@ -236,11 +242,18 @@ class WorkloadModel(CostModel):
         ]
         self.network = max(nets, key=lambda t: t[:2])[2] if nets else None
         net = self.network
+        caps = [m.capabilities for _, m in self.parts]
+        search = None
+        if all(c.swap_search is not None for c in caps):
+            search = _swap_eval.SwapSum([c.swap_search for c in caps], [k for k, _ in self.parts])
         self.capabilities = Capabilities(
             rotation_invariant=all(m.rotation_invariant for _, m in self.parts),
             latency=None if net is None else net.latency,
             bandwidth=None if net is None else net.bandwidth,
             nbytes=None if net is None else net.nbytes,
+            swap_search=search,
+            partners=_merged_partners(self.n, self.parts),
+            groups=caps[0].groups if all(len(c.groups) for c in caps) else (),
         )
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
@@ -256,4 +269,28 @@ class WorkloadModel(CostModel):
         return total
 
     def swap_delta(self, order: NDArray[np.int64], i: int, j: int) -> float:
+        search = self.capabilities.swap_search
+        if search is not None:  # the parts' caches move with the sum's
+            return float(search.swap_delta(np.ascontiguousarray(order, dtype=np.int64), i, j))
         return float(sum(k * m.swap_delta(order, i, j) for k, m in self.parts))
+
+
+def _merged_partners(
+    n: int, parts: Sequence[tuple[float, CostModel]]
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None:
+    """The parts' rank graphs summed, weighted by ``count * nbytes`` (None if a part has none)."""
+    graphs = []
+    for k, m in parts:
+        g = m.capabilities.partners
+        if g is None:
+            return None
+        ptr, idx, w = g
+        size = m.capabilities.nbytes or 1.0
+        graphs.append((np.repeat(np.arange(n), np.diff(ptr)) * n + idx, k * size * w))
+    if len(graphs) == 1:
+        return parts[0][1].capabilities.partners
+    key, inv = np.unique(np.concatenate([g[0] for g in graphs]), return_inverse=True)
+    weight = np.bincount(inv.reshape(-1), np.concatenate([g[1] for g in graphs]))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum(np.bincount(key // n, minlength=n))
+    return ptr, (key % n).astype(np.int64), weight.astype(np.float64)

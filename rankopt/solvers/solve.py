@@ -32,6 +32,7 @@ from rankopt.solvers._base import (
     register,
 )
 from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
+from rankopt.solvers.layout import applies as layout_applies
 from rankopt.solvers.result import SolveResult
 
 logger = logging.getLogger("rankopt")
@@ -47,6 +48,14 @@ KERNEL_DTYPES = (np.float64, np.float32)
 
 #: Largest n solved exactly by ``method="auto"``.
 AUTO_EXACT_MAX_N = 12
+#: Above this many processes ``method="auto"`` solves step schedules on
+#: networks with groups by ``layout`` rather than ``anneal`` (up to
+#: :data:`rankopt.solvers.layout.ANNEAL_MAX_N` processes ``anneal``'s order is
+#: one of its starts, so it never prices higher). Without that start,
+#: ``layout`` priced up to 1% higher than ``anneal`` on 6 of 144 uneven
+#: networks of 12-64 processes (2 and 3 levels, Rabenseifner and recursive
+#: doubling), where ``anneal``'s four starts are cheap.
+AUTO_LAYOUT_MIN_N = 64
 
 
 def auto_method(model: CostModel, time_limit: float | None = None) -> str:
@@ -58,11 +67,17 @@ def auto_method(model: CostModel, time_limit: float | None = None) -> str:
       (threshold search);
     * any other model, custom objectives included: ``brute_force`` for
       n <= 8; else ``greedy_cluster`` when ``time_limit`` is under 10 us per
-      process; else ``anneal`` started from the greedy-cluster order.
+      process; else, above :data:`AUTO_LAYOUT_MIN_N` processes, ``layout``
+      for a step schedule that is no ring priced on a network with groups
+      (Rabenseifner, recursive doubling / halving, trees under
+      ``"contention"``, alone or in a workload:
+      :func:`rankopt.solvers.layout.applies`); else ``anneal`` started from
+      the greedy-cluster order.
 
     "Ring" is what the model declares (``capabilities.ring``); ``held_karp``
     needs a cost that is exactly a ring sum (``capabilities.ring_matrix``).
-    ``bench/bench_solvers.py`` (group ``auto``) measures the rule.
+    ``bench/bench_solvers.py`` (group ``auto``) measures the rule;
+    ``bench/bench_solve_scale.py`` the ``layout`` branch against ``anneal``.
     """
     n = model.n
     caps = model.capabilities
@@ -76,6 +91,8 @@ def auto_method(model: CostModel, time_limit: float | None = None) -> str:
         return "brute_force"
     if time_limit is not None and time_limit < 1e-5 * n:
         return "greedy_cluster"
+    if n > AUTO_LAYOUT_MIN_N and not caps.ring_schedule and layout_applies(model):
+        return "layout"
     return "anneal"
 
 
