@@ -449,17 +449,7 @@ def _broadcast_measurement(
             parts.append(np.maximum(a, 0.0).ravel().view(np.int64))
         parts.append(blob.astype(np.int64))
         words[:] = np.concatenate(parts)
-    out = np.zeros_like(words)
-    t0 = probe.epoch
-    from rankopt.probe._engine import CONSENSUS_SHARE
-
-    deadline = t0 + CONSENSUS_SHARE * probe.p.timeout
-    try:
-        ok = probe.tr.wait([probe.tr.allreduce_max(words, out)], deadline, busy=False)
-    except RuntimeError:
-        ok = False
-    if not ok:
-        probe._fail("cache", 0, 1, t0, -1, ())
+    out = _max_words(probe, words)
     width = len(names + counts) * n * n
     meta = json.loads(out[width:].astype(np.uint8).tobytes().decode())
     arrays: dict[str, Any] = {}
@@ -479,27 +469,31 @@ def _broadcast_measurement(
     )
 
 
-def _broadcast_json(probe: Any, value: Any) -> Any:
-    """The root's JSON-able ``value`` on every process (the others pass None)."""
+def _max_words(probe: Any, words: NDArray[np.int64]) -> NDArray[np.int64]:
+    """The element-wise max of every process's ``words``, with the step's deadline."""
     from rankopt.probe._engine import CONSENSUS_SHARE
 
+    out = np.zeros_like(words)
+    t0 = probe.epoch
+    deadline = t0 + CONSENSUS_SHARE * probe.p.timeout
+    try:
+        ok = probe.tr.wait([probe.tr.allreduce_max(words, out)], deadline, busy=False)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        probe._fail("cache", 0, 1, t0, -1, ())
+    return out
+
+
+def _broadcast_json(probe: Any, value: Any) -> Any:
+    """The root's JSON-able ``value`` on every process (the others pass None)."""
     blob = np.zeros(0, dtype=np.int64)
     if value is not None:
         blob = np.frombuffer(json.dumps(value).encode(), dtype=np.uint8).astype(np.int64)
     size = int(_share_int64(probe, np.array([blob.size], dtype=np.int64), "cache")[0])
     words = np.zeros(size, dtype=np.int64)
     words[: blob.size] = blob
-    out = np.zeros_like(words)
-    t0 = probe.epoch
-    try:
-        ok = probe.tr.wait(
-            [probe.tr.allreduce_max(words, out)], t0 + CONSENSUS_SHARE * probe.p.timeout, busy=False
-        )
-    except RuntimeError:
-        ok = False
-    if not ok:
-        probe._fail("cache", 0, 1, t0, -1, ())
-    return json.loads(out.astype(np.uint8).tobytes().decode())
+    return json.loads(_max_words(probe, words).astype(np.uint8).tobytes().decode())
 
 
 def _sample(
