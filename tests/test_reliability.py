@@ -625,3 +625,29 @@ def test_launcher_options_that_differ_between_ranks_are_an_error():
         "option --backend differs between ranks: launch rank 0 has 'gloo', launch rank 1 has "
         "'nccl'; give every rank the same options."
     )
+
+
+def test_schedule_and_chain_segments_are_bounded_before_allocating():
+    import rankopt
+    from rankopt.models.schedule import chain_segments
+
+    with pytest.raises(RankoptInputError, match="16,384"):
+        rankopt.schedule("allreduce", "ring", 10**9)
+    with pytest.raises(RankoptInputError, match="segments"):
+        chain_segments(1e18, 1)
+
+
+def test_solve_options_must_be_a_mapping():
+    lat = np.full((4, 4), 1e-5)
+    np.fill_diagonal(lat, 0.0)
+    with pytest.raises(RankoptInputError, match="`options` must be a mapping"):
+        rankopt.solve(lat, options=[1, 2])
+
+
+def test_probe_settings_are_bounded_from_the_api():
+    from rankopt.probe._common import check_params
+
+    with pytest.raises(RankoptInputError, match="repeats"):
+        check_params(repeats=100_000_000)
+    with pytest.raises(RankoptInputError, match="timeout"):
+        check_params(timeout=1e9)

@@ -190,6 +190,9 @@ def chain_segments(
     """
     if nbytes is None:
         return 1, np.ones(1)
+    from rankopt._limits import check_chain_segments
+
+    check_chain_segments(nbytes, segment_size, "chain_segments()", default=DEFAULT_SEGMENT_SIZE)
     seg = DEFAULT_SEGMENT_SIZE if segment_size is None else segment_size
     k = max(1, math.ceil(nbytes / seg - 1e-12))
     sizes = np.full(k, float(seg))
@@ -276,6 +279,9 @@ def schedule(
     """
     check_collective(collective, algorithm)
     n = check_positive(n, "n", integer=True)
+    from rankopt._limits import MAX_N, check_bound
+
+    check_bound(n, "n", MAX_N, "schedule()", integer=True)
     if n < 2:
         raise RankoptInputError(f"`n` must be at least 2; got {n}.")
     opts: dict[str, Any] = {}

@@ -206,10 +206,17 @@ _MINIMUM = {
 
 def _check_setting(name: str, value: Any) -> Any:
     """One :class:`ProbeParams` setting, validated (its rule by name)."""
+    from rankopt._limits import MAX_TIMEOUT, PROBE_LIMITS, check_bound
+
     if name in _MINIMUM:
-        return _check_count(value, name, _MINIMUM[name])
+        count = _check_count(value, name, _MINIMUM[name])
+        if name in PROBE_LIMITS:
+            check_bound(count, name, PROBE_LIMITS[name], "the probe's settings", integer=True)
+        return count
     if name == "timeout":
-        return check_positive(value, "timeout")
+        timeout = check_positive(value, "timeout")
+        check_bound(timeout, "timeout", MAX_TIMEOUT, "the probe's settings")
+        return timeout
     if name == "bandwidth":
         if not isinstance(value, (bool, np.bool_)):
             raise RankoptInputError(f"`bandwidth` must be True or False; got {value!r} instead.")

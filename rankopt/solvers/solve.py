@@ -337,6 +337,11 @@ def solve(
     lat = check_matrix(latency, "latency", nan=nan, copy=False, dtypes=KERNEL_DTYPES)
     n = lat.shape[0]
     check_options("method", method, tuple(sorted(METHODS)))
+    if options is not None and not isinstance(options, Mapping):
+        raise RankoptInputError(
+            f"`options` must be a mapping of method options; got {type(options).__name__} "
+            f"{options!r}."
+        )
     opts = dict(options or {})
     check_method_options(method, opts)
     time_limit = check_positive(time_limit, "time_limit", allow_none=True)
@@ -616,6 +621,8 @@ def _robust(
             network, lat, collective, algorithm, model_kw, draws=draws, statistic=statistic,
             seed=seed,
         )  # fmt: skip
+    except RankoptInputError:
+        raise  # a bound's own error keeps its class
     except ValueError as exc:
         raise RankoptInputError(str(exc)) from None
     return out, {"draws": int(draws), "statistic": statistic}
