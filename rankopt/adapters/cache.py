@@ -61,6 +61,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
+from rankopt.adapters.drift import TOLERANCE, _sigma_own, bandwidth_moved
 from rankopt.probe._common import ProbeParams, ProbeProgress
 from rankopt.probe.measurement import Measurement
 
@@ -89,8 +90,6 @@ CHECK_SECONDS = 0.015
 CHECK_PINGS = 10
 #: Timed transfers per sampled pair (after one warm-up).
 CHECK_REPEATS = 2
-#: Relative change below which a sampled bandwidth holds whatever its noise.
-TOLERANCE = 0.25
 #: Factor beyond which a sampled latency moved ...
 LATENCY_FACTOR = 2.0
 #: ... when it moved by more than this many seconds too (timer and scheduling noise
@@ -360,15 +359,11 @@ def _verdict(
         if nbytes and m.bandwidth is not None:
             old = float(m.bandwidth[i, j])
             ratio = float(now_bw) / old if old > 0 else math.inf
-            sigma = 0.0
-            if m.bandwidth_spread is not None:
-                count = 1.0
-                if m.bandwidth_samples is not None:
-                    count = max(float(m.bandwidth_samples[i, j]), 1.0)
-                sigma = 1.4826 * float(m.bandwidth_spread[i, j]) / old / math.sqrt(count)
+            spread = None if m.bandwidth_spread is None else m.bandwidth_spread[i, j]
+            samples = None if m.bandwidth_samples is None else m.bandwidth_samples[i, j]
+            sigma = float(_sigma_own(spread, samples, np.array(old)))
             rec.update(bandwidth=float(now_bw), bandwidth_ratio=ratio)
-            limit = max(math.log1p(TOLERANCE), 3.0 * math.sqrt(2.0) * sigma)
-            if not ratio > 0 or abs(math.log(ratio)) > limit:
+            if bandwidth_moved(ratio, sigma):
                 rec["moved"] = rec["bandwidth_moved"] = True
                 holds = False
         records.append(rec)
@@ -412,8 +407,7 @@ def _latency_matters_not(
 
 def _share_int64(probe: Any, values: NDArray[np.int64], phase: str) -> NDArray[np.int64]:
     """Every process's ``values`` maxed element-wise, with the step's deadline."""
-    table = probe._allgather(np.ascontiguousarray(values, dtype=np.int64), phase)
-    return np.asarray(table.max(axis=0), dtype=np.int64)
+    return probe._allreduce_max(np.ascontiguousarray(values, dtype=np.int64), phase)
 
 
 def _broadcast_measurement(
@@ -449,7 +443,7 @@ def _broadcast_measurement(
             parts.append(np.maximum(a, 0.0).ravel().view(np.int64))
         parts.append(blob.astype(np.int64))
         words[:] = np.concatenate(parts)
-    out = _max_words(probe, words)
+    out = _share_int64(probe, words, "cache")
     width = len(names + counts) * n * n
     meta = json.loads(out[width:].astype(np.uint8).tobytes().decode())
     arrays: dict[str, Any] = {}
@@ -469,22 +463,6 @@ def _broadcast_measurement(
     )
 
 
-def _max_words(probe: Any, words: NDArray[np.int64]) -> NDArray[np.int64]:
-    """The element-wise max of every process's ``words``, with the step's deadline."""
-    from rankopt.probe._engine import CONSENSUS_SHARE
-
-    out = np.zeros_like(words)
-    t0 = probe.epoch
-    deadline = t0 + CONSENSUS_SHARE * probe.p.timeout
-    try:
-        ok = probe.tr.wait([probe.tr.allreduce_max(words, out)], deadline, busy=False)
-    except RuntimeError:
-        ok = False
-    if not ok:
-        probe._fail("cache", 0, 1, t0, -1, ())
-    return out
-
-
 def _broadcast_json(probe: Any, value: Any) -> Any:
     """The root's JSON-able ``value`` on every process (the others pass None)."""
     blob = np.zeros(0, dtype=np.int64)
@@ -493,7 +471,7 @@ def _broadcast_json(probe: Any, value: Any) -> Any:
     size = int(_share_int64(probe, np.array([blob.size], dtype=np.int64), "cache")[0])
     words = np.zeros(size, dtype=np.int64)
     words[: blob.size] = blob
-    return json.loads(_max_words(probe, words).astype(np.uint8).tobytes().decode())
+    return json.loads(_share_int64(probe, words, "cache").astype(np.uint8).tobytes().decode())
 
 
 def _sample(

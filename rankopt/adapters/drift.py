@@ -30,6 +30,7 @@ stored order).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -170,6 +171,23 @@ def _sigma_own(spread: Any, samples: Any, values: NDArray[np.float64]) -> NDArra
     return np.where(np.isfinite(out), out, 0.0)
 
 
+def bandwidth_moved(ratio: float, sigma: float, tolerance: float = TOLERANCE) -> bool:
+    """Whether a bandwidth sampled at ``ratio`` times its stored value moved.
+
+    It moved when ``|log ratio|`` exceeds both ``log(1 + tolerance)`` and three
+    times the noise of the difference of two samples of relative noise
+    ``sigma`` (:func:`_sigma_own`); a ratio that is not positive always moved.
+
+    Examples
+    --------
+    >>> bandwidth_moved(0.9, 0.0), bandwidth_moved(0.6, 0.0), bandwidth_moved(0.6, 0.3)
+    (False, True, False)
+    """
+    if not ratio > 0:
+        return True
+    return bool(abs(math.log(ratio)) > max(math.log1p(tolerance), 3.0 * math.hypot(sigma, sigma)))
+
+
 def compare(
     stored: Network,
     latency: ArrayLike,
@@ -218,8 +236,7 @@ def compare(
         for (i, j), value in samples.items():
             old = float(stored.bandwidth[i, j])
             ratio = float(value) / old if old > 0 else float("inf")
-            noise = 3.0 * float(np.hypot(sig[i, j], sig[i, j]))
-            moved = abs(np.log(ratio)) > max(np.log1p(tolerance), noise)
+            moved = bandwidth_moved(ratio, float(sig[i, j]), tolerance)
             pairs.append(
                 {
                     "src": int(i),

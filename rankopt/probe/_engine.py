@@ -249,17 +249,27 @@ class _Probe:
             ranks=sorted(named | set(silent)),
         )
 
-    def _allgather(self, send: NDArray[Any], phase: str) -> NDArray[Any]:
-        """Allgather ``send`` with the step's deadline, from the common start of the step."""
-        recv = np.zeros((self.n, send.size), dtype=send.dtype)
+    def _collective(self, start: Callable[[], Any], phase: str) -> None:
+        """Start a collective and wait for it with the step's deadline, or fail the step."""
         t0 = self.epoch
         deadline = t0 + CONSENSUS_SHARE * self.p.timeout
         try:
-            ok = self.tr.wait([self.tr.allgather(send, recv)], deadline, busy=False)
+            ok = self.tr.wait([start()], deadline, busy=False)
         except RuntimeError:
             ok = False
         if not ok:
             self._fail(phase, 0, 1, t0, -1, ())
+
+    def _allgather(self, send: NDArray[Any], phase: str) -> NDArray[Any]:
+        """Allgather ``send`` with the step's deadline, from the common start of the step."""
+        recv = np.zeros((self.n, send.size), dtype=send.dtype)
+        self._collective(lambda: self.tr.allgather(send, recv), phase)
+        return recv
+
+    def _allreduce_max(self, send: NDArray[np.int64], phase: str) -> NDArray[np.int64]:
+        """Element-wise max of every process's ``send``, with the step's deadline."""
+        recv = np.zeros_like(send)
+        self._collective(lambda: self.tr.allreduce_max(send, recv), phase)
         return recv
 
     def _progress(self, phase: str, step: int, steps: int, pairs: Sequence) -> None:
