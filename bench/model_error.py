@@ -56,9 +56,9 @@ def main() -> None:
                 out = Path(tmp) / f"{racks}.json"
                 cmd = [sys.executable, "-m", "rankopt", "testbed", "-q", "run", "--racks",
                        str(racks), "--rates", str(rates), "--launch", "random", "--seed",
-                       str(seed), "--engines", "mpi-ring", "--sizes", "16", "--random", "0",
+                       str(seed), "--engines", "mpi-ring", "--sizes", "16M", "--random", "0",
                        "--repeats", "3", "--fidelity", str(args.orders), "--fidelity-size",
-                       "16", "-o", str(out)]  # fmt: skip
+                       "16M", "-o", str(out)]  # fmt: skip
                 subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
                 reports.append((f"{racks}, {rates}, seed {seed}", json.loads(out.read_text())))
     print("| network | orders | Spearman | rms error | largest |")

@@ -10,7 +10,7 @@ markdown table (launch / user path / ideal / best / fraction of best / modelled
 vs measured speedup / probe + solve overhead) and writes one JSON file per case.
 
     python bench/testbed_allreduce.py                                   # full matrix
-    python bench/testbed_allreduce.py --cases 2x4:interleaved,3x3:random --sizes 16
+    python bench/testbed_allreduce.py --cases 2x4:interleaved,3x3:random --sizes 16M
     python bench/testbed_allreduce.py --quick                           # ~2 min smoke run
 
 The CI version of this run is ``tests/test_testbed.py::test_experiment_ci``.
@@ -27,6 +27,7 @@ from pathlib import Path
 from rankopt.testbed import Testbed, Topology
 from rankopt.testbed.experiment import ExperimentConfig, run_experiment
 from rankopt.testbed.report import format_report, summary_table
+from rankopt.units import parse_sizes
 
 MB = 1 << 20
 _RATES = ("1gbit", "200mbit")
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "interleaved, random), or all (default)",
     )
     p.add_argument("--engines", default="mpi-ring,gloo")
-    p.add_argument("--sizes", default="16,64", help="MB (default: %(default)s)")
+    p.add_argument("--sizes", default="16M,64M", help="sizes (default: %(default)s)")
     p.add_argument("--random", type=int, default=2, help="random orders timed per case")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=0, help="seed of random launches and orders")
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="bench/results", help="directory for the JSON reports")
     a = p.parse_args(argv)
     if a.quick:
-        a.cases, a.engines, a.sizes, a.random = "2x4:interleaved", "mpi-ring", "16", 1
+        a.cases, a.engines, a.sizes, a.random = "2x4:interleaved", "mpi-ring", "16M", 1
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     results = []
@@ -104,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=a.seed,
             engines=tuple(a.engines.split(",")),
             n_random=a.random,
-            sizes=tuple(int(float(s) * MB) for s in a.sizes.split(",")),
+            sizes=tuple(parse_sizes(a.sizes, "--sizes")),
             repeats=a.repeats,
             ddp=a.ddp,
         )

@@ -41,7 +41,7 @@ def main() -> None:
             out = Path(tmp) / f"run{launch}.json"
             cmd = [sys.executable, "-m", "rankopt", "testbed", "-q", "run", "--racks",
                    args.racks, "--rates", args.rates, "--launch", "random", "--seed",
-                   str(args.seed), "--engines", args.engines, "--sizes", "16", "--random",
+                   str(args.seed), "--engines", args.engines, "--sizes", "16M", "--random",
                    "0", "--repeats", str(args.repeats), "--cache-dir", str(Path(tmp) / "cache"),
                    "-o", str(out)]  # fmt: skip
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)

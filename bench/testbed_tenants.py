@@ -50,7 +50,7 @@ def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> di
     out = work / f"{tag}.json"
     cmd = [sys.executable, "-m", "rankopt", "testbed", "-q", "run", "--racks", racks,
            "--rates", rates, "--launch", "random", "--seed", str(seed), "--engines",
-           args.engine, "--sizes", str(args.size), "--random", "0", "--repeats",
+           args.engine, "--sizes", f"{args.size}M", "--random", "0", "--repeats",
            str(args.repeats), "-o", str(out)]  # fmt: skip
     if tenant is not None:
         cmd += ["--tenant", tenant, *opts, "--tenant-only"]

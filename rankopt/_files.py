@@ -65,6 +65,7 @@ from rankopt._limits import (
     check_nesting,
 )
 from rankopt._validation import RankoptInputError
+from rankopt.units import format_size
 
 __all__ = [
     "MAX_ARRAY_BYTES",
@@ -78,7 +79,6 @@ __all__ = [
     "check_writable",
     "check_processes",
     "file_kind",
-    "format_bytes",
     "load_npy",
     "load_npz",
     "NpzArrays",
@@ -117,21 +117,6 @@ def file_kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"
-
-
-def format_bytes(n: float) -> str:
-    """Bytes in binary units, as in ``"3.0 GiB"``.
-
-    Examples
-    --------
-    >>> format_bytes(3 * 2**30), format_bytes(512)
-    ('3.0 GiB', '512 B')
-    """
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
 
 
 def _name(what: str, path: str | os.PathLike[str]) -> str:
@@ -474,8 +459,8 @@ def open_regular(
             )
         if max_bytes is not None and st.st_size > max_bytes:
             raise RankoptFileError(
-                f"{_name(what, p)} is {format_bytes(st.st_size)}; rankopt reads at most "
-                f"{format_bytes(max_bytes)} from such a file."
+                f"{_name(what, p)} is {format_size(st.st_size)}; rankopt reads at most "
+                f"{format_size(max_bytes)} from such a file."
             )
         if flags & getattr(os, "O_NONBLOCK", 0):
             os.set_blocking(fd, True)
@@ -498,7 +483,7 @@ def check_processes(n: int, source: str) -> None:
     if n > MAX_N:
         raise RankoptLimitError(
             f"{source} gives n={n} processes, over the limit of {MAX_N} "
-            f"(an n x n float64 matrix would take {format_bytes(8.0 * n * n)})."
+            f"(an n x n float64 matrix would take {format_size(8.0 * n * n)})."
         )
 
 
@@ -528,13 +513,13 @@ def _check_array(
     nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
     if nbytes > MAX_ARRAY_BYTES:
         raise RankoptFileError(
-            f"{where} has shape {shape} and would expand to {format_bytes(nbytes)}; "
-            f"rankopt loads at most {format_bytes(MAX_ARRAY_BYTES)} per array."
+            f"{where} has shape {shape} and would expand to {format_size(nbytes)}; "
+            f"rankopt loads at most {format_size(MAX_ARRAY_BYTES)} per array."
         )
     if stored is not None and nbytes > stored:
         raise RankoptFileError(
-            f"{where} is truncated: its header promises {format_bytes(nbytes)} "
-            f"({shape} {dtype}), the file holds {format_bytes(stored)}."
+            f"{where} is truncated: its header promises {format_size(nbytes)} "
+            f"({shape} {dtype}), the file holds {format_size(stored)}."
         )
 
 
@@ -788,8 +773,8 @@ def load_npz(path: str | os.PathLike[str], *, what: str = "file") -> NpzArrays:
                         )
                     if info.file_size > MAX_ARRAY_BYTES + 2**16:
                         raise RankoptFileError(
-                            f"{member} would expand to {format_bytes(info.file_size)}; "
-                            f"rankopt loads at most {format_bytes(MAX_ARRAY_BYTES)} per array."
+                            f"{member} would expand to {format_size(info.file_size)}; "
+                            f"rankopt loads at most {format_size(MAX_ARRAY_BYTES)} per array."
                         )
                     with zf.open(info) as m:
                         try:
@@ -804,8 +789,8 @@ def load_npz(path: str | os.PathLike[str], *, what: str = "file") -> NpzArrays:
                     if total > MAX_NPZ_BYTES:
                         raise RankoptFileError(
                             f"{where}: its arrays would expand to more than "
-                            f"{format_bytes(total)}; rankopt loads at most "
-                            f"{format_bytes(MAX_NPZ_BYTES)} from one archive."
+                            f"{format_size(total)}; rankopt loads at most "
+                            f"{format_size(MAX_NPZ_BYTES)} from one archive."
                         )
                     sizes[key] = (info.filename, info.file_size)
         except RankoptFileError:

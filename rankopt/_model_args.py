@@ -28,10 +28,11 @@ left when a profile exists.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rankopt._validation import RankoptInputError
+from rankopt.units import format_size, parse_rates, parse_size
 
 __all__ = [
     "add_entry_outputs",
@@ -39,6 +40,10 @@ __all__ = [
     "model_options",
     "launcher_model_options",
     "parse_uplinks",
+    "size_type",
+    "add_json_option",
+    "check_json_destination",
+    "write_json",
     "report",
     "workload_file",
     "ENTRY_ENGINES",
@@ -128,18 +133,19 @@ def add_model_arguments(
     )
     g.add_argument(
         "--nbytes",
-        type=float,
+        type=size_type("--nbytes"),
         default=None,
-        metavar="BYTES",
-        help=f"message size in bytes that bandwidth is priced at (default: "
-        f"{default_nbytes:.0f} = {default_nbytes / 2**20:g} MiB{nbytes_note})",
+        metavar="SIZE",
+        help=f"message size that bandwidth is priced at: bytes, or 16M, 16MiB, 64MB "
+        f"(default: {format_size(default_nbytes)}{nbytes_note})",
     )
     g.add_argument(
         "--uplink-bandwidth",
         default=None,
         metavar="B[,B...]",
-        help="uplink capacity in bytes/s: one value for every level of the hierarchy, or one "
-        "per level, finest first (default: inferred from the measured bandwidth)",
+        help="uplink capacity: bytes/s, or a rate such as 25Gbit/s or 3GB/s; one value for "
+        "every level of the hierarchy, or one per level, finest first (default: inferred "
+        "from the measured bandwidth)",
     )
     if not solver:
         return
@@ -177,17 +183,70 @@ def add_model_arguments(
     )
 
 
-def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
-    """``--json FILE`` and ``--verify``: what every launcher offers around its solve.
+def add_json_option(p: argparse.ArgumentParser, what: str) -> None:
+    """``--json [FILE]``: one meaning in every command.
 
-    ``engine`` names what ``--verify`` times the orders over (``"MPI"``, ``"Gloo"``).
+    ``what`` is written as JSON to FILE, or to standard output when FILE is
+    omitted or ``-``. A FILE that exists and does not end in ``.json`` is
+    refused (:func:`check_json_destination`): ``--json net.npz`` is a
+    misplaced flag, not a request to overwrite the network.
     """
     p.add_argument(
         "--json",
-        metavar="FILE",
+        nargs="?",
+        const="-",
         default=None,
-        help="rank 0 writes the result (what was modelled, the modelled speedup and its "
-        "interval, the order) as JSON",
+        metavar="FILE",
+        help=f"{what} as JSON: to FILE, or to standard output without one (or with -)",
+    )
+
+
+def check_json_destination(dest: str | None) -> None:
+    """Check ``--json``'s FILE before any work: writable, and not someone's input.
+
+    Examples
+    --------
+    >>> check_json_destination("-"), check_json_destination(None)
+    (None, None)
+    """
+    if dest is None or dest == "-":
+        return
+    import os
+
+    from rankopt._files import check_output_path
+
+    if os.path.isfile(dest) and not str(dest).endswith(".json"):
+        raise RankoptInputError(
+            f"--json {dest!r}: that file exists and is not a .json file; give --json a "
+            "name ending in .json, or `-` (or nothing, as the last option) for standard "
+            "output."
+        )
+    check_output_path(dest, what="--json")
+
+
+def write_json(dest: str, text: str) -> None:
+    """Write ``text`` (one JSON document) where ``--json`` points: a file or standard output."""
+    import sys
+
+    text = text if text.endswith("\n") else text + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    from rankopt._files import atomic_write_text
+
+    atomic_write_text(dest, text, what="--json")
+
+
+def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
+    """``--json [FILE]`` and ``--verify``: what every launcher offers around its solve.
+
+    ``engine`` names what ``--verify`` times the orders over (``"MPI"``, ``"Gloo"``).
+    """
+    add_json_option(
+        p,
+        "rank 0 writes the result (what was modelled, the modelled speedup and its interval, "
+        "the order)",
     )
     p.add_argument(
         "--verify",
@@ -236,25 +295,41 @@ def cache_option(args: argparse.Namespace) -> dict[str, Any] | bool:
 
 
 def parse_uplinks(text: str | None, option: str = "--uplink-bandwidth") -> list[float] | None:
-    """``"1.25e9,2.5e8"`` -> ``[1.25e9, 2.5e8]``; errors name the option.
+    """``"1.25e9,2Gbit/s"`` -> ``[1.25e9, 2.5e8]``; errors name the option.
+
+    Each value is read by :func:`rankopt.units.parse_rate`.
 
     Examples
     --------
     >>> parse_uplinks("1e9, 2e8")
     [1000000000.0, 200000000.0]
+    >>> parse_uplinks("10Gbit/s,2GB/s")
+    [1250000000.0, 2000000000.0]
     """
     if text is None:
         return None
-    try:
-        vals = [float(x) for x in str(text).split(",")]
-    except ValueError:
-        raise RankoptInputError(
-            f"{option} must be comma-separated numbers in bytes/s; got {text!r}."
-        ) from None
-    bad = [v for v in vals if not v > 0 or v == float("inf")]
-    if bad:
-        raise RankoptInputError(f"{option} values must be positive and finite; got {bad[0]!r}.")
-    return vals
+    return parse_rates(str(text), option)
+
+
+def size_type(option: str) -> Callable[[str], int]:
+    """An argparse ``type`` reading a size (``16M``, ``16MiB``, ``64MB``, ``1e6``).
+
+    The error names ``option`` and gives the sizes it accepts.
+
+    Examples
+    --------
+    >>> size_type("--nbytes")("16M")
+    16777216
+    """
+
+    def parse(text: str) -> int:
+        try:
+            return parse_size(text, option)
+        except RankoptInputError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    parse.__name__ = "size"
+    return parse
 
 
 def model_options(

@@ -272,12 +272,6 @@ def test_fuzz_order_files(doc):
         _JSON,
     ), max_size=4),
 ))  # fmt: skip
-@pytest.mark.xfail(
-    reason="rankopt/models/workload.py (_call, load_workload) still lets an unhashable "
-    "collective, a bool or a huge int through; the fix is with that module's owners",
-    raises=(TypeError, OverflowError, AssertionError),
-    strict=False,
-)
 def test_fuzz_workload_files(doc):
     from rankopt.models.workload import load_workload
 

@@ -31,6 +31,8 @@ STAGE_OF = {
     "rankopt._rng": "base",
     "rankopt.order": "base",
     "rankopt._build_check": "base",
+    "rankopt.units": "base",
+    "rankopt._progress": "base",
     # measure
     "rankopt.probe": "measure",
     # network

@@ -151,8 +151,8 @@ def test_cli_probe_writes_the_file(tmp_path):
     m = load_measurement(out)
     assert m.n == 3 and m.parameters["repeats"] == 3
     assert "wrote" in proc.stdout and proc.stdout.count("wrote") == 1  # rank 0 only
-    assert proc.stderr.count("probe: latency round 1/3") == 1
-    assert "probe: bandwidth slot 3/3" in proc.stderr
+    # progress: a quick probe's phases stay silent (a line every 2 s of a long one)
+    assert "probe latency" not in proc.stderr and "probe bandwidth" not in proc.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["net.npz"]
 
 

@@ -145,9 +145,10 @@ def test_verify_sizes_and_timing_options_bounded(capsys):
     with pytest.raises(RankoptLimitError, match="at most 2,147,483,648 bytes"):
         parse_sizes("1e18")
     with pytest.raises(RankoptInputError, match="at least 1 byte"):
-        parse_sizes("nan")
-    with pytest.raises(RankoptLimitError, match="finite"):
-        parse_sizes("inf")
+        parse_sizes("0")
+    for bad in ("nan", "inf", "1e400"):
+        with pytest.raises(RankoptInputError, match="--sizes must be"):
+            parse_sizes(bad)
     with pytest.raises(RankoptLimitError, match="`repeats` must be at least 1"):
         check_timing(None, 0, 10.0, 60.0)
     for argv, match in (
@@ -181,7 +182,7 @@ def test_npz_total_size_bounded(tmp_path, monkeypatch):
     f = tmp_path / "big.npz"
     np.savez(f, a=np.zeros(1000), b=np.zeros(1000))
     monkeypatch.setattr(files, "MAX_NPZ_BYTES", 10_000)
-    with pytest.raises(RankoptFileError, match="rankopt loads at most 9.8 KiB from one archive"):
+    with pytest.raises(RankoptFileError, match="rankopt loads at most 10 kB from one archive"):
         load_npz(f)
 
 
@@ -421,6 +422,10 @@ def test_simulate_rejects_what_solve_would_reject(tmp_path, capsys):
     assert "host bandwidth is 0.0" in _cli_error(
         capsys, ["simulate", "-o", out, "--bandwidth-gbit", "0,1,2,3"]
     )
+    with pytest.raises(SystemExit) as exc:  # a bad option value is a usage error
+        cli(["simulate", "-o", out, "--bandwidth", "0,1Gbit/s,2,3"])
+    assert exc.value.code == 2
+    assert "--bandwidth must be a positive, finite rate" in capsys.readouterr().err
     assert not os.path.exists(out)
 
 
@@ -651,3 +656,70 @@ def test_probe_settings_are_bounded_from_the_api():
         check_params(repeats=100_000_000)
     with pytest.raises(RankoptInputError, match="timeout"):
         check_params(timeout=1e9)
+
+
+# ------------------------------------------------- workload files and Measurement checks
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ([{"collective": ["allreduce"], "nbytes": 8}], "collective must be one of"),
+        ([{"collective": "allreduce", "nbytes": True}], "nbytes must be a number"),
+        ([{"collective": "allreduce", "nbytes": 8, "count": False}], "count must be a number"),
+        ([["allreduce", 10**400, 1]], "nbytes is out of range"),
+        ([["allreduce", 8, 10**400]], "count is out of range"),
+        ([["allreduce", "lots", 1]], "nbytes must be a size such as 16M"),
+        ([["allreduce", {"a": 1}, 1]], "nbytes must be a number"),
+    ],
+)  # fmt: skip
+def test_workload_fields_are_checked(tmp_path, doc, message):
+    from rankopt.models.workload import load_workload
+
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(RankoptInputError, match=message):
+        load_workload(path)
+
+
+def test_workload_sizes_take_units_and_nesting_is_bounded(tmp_path):
+    from rankopt.models.workload import load_workload
+
+    path = tmp_path / "w.txt"
+    path.write_text("allreduce, 16M, 40\nbroadcast, 64MB\n")
+    calls = load_workload(path)
+    assert [c.nbytes for c in calls] == [16 << 20, 64e6]
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(rankopt.RankoptError, match="nested"):
+        _quick(lambda: load_workload(deep))
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(rankopt.RankoptError, match="FIFO|regular"):
+        _quick(lambda: load_workload(fifo))
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"hosts": ("a\n", "b")}, "hosts\\[0\\]"),
+        ({"hosts": (b"h0", "h1")}, None),
+        ({"latency": np.array([[0, 1j], [1j, 0]])}, "imaginary"),
+        ({"latency": np.ones((2, 2), dtype=bool)}, "real numbers"),
+        ({"parameters": "5"}, "`parameters` must be a mapping"),
+        ({"pair_counts": np.array([[0, np.nan], [1, 0]])}, "whole numbers"),
+        ({"pair_counts": np.array([[0, -1], [1, 0]])}, "counts >= 0"),
+    ],
+)  # fmt: skip
+def test_measurement_checks_its_fields(kw, message):
+    from rankopt.probe.measurement import Measurement
+
+    args = {
+        "latency": np.array([[0.0, 1e-5], [1e-5, 0.0]]),
+        "bandwidth": None,
+        "hosts": ("h0", "h1"),
+    }
+    args.update(kw)
+    if message is None:  # bytes host names are decoded, not written as "b'h0'"
+        assert Measurement(**args).hosts == ("h0", "h1")
+        return
+    with pytest.raises(RankoptInputError, match=message):
+        Measurement(**args)

@@ -38,7 +38,8 @@ MB = 1 << 20
         ("200mbit", 25e6),
         ("1gbit", 125e6),
         ("8kbit", 1e3),
-        ("3mbps", 3e6),
+        ("3MB/s", 3e6),
+        ("25Gbit/s", 3.125e9),
         (5.0, 5.0),
     ],
 )
@@ -71,7 +72,7 @@ def test_topology_shape_groups_and_matrices():
     assert lat[0, 2] == pytest.approx(2e-3) and lat[0, 1] == 0.0
     assert t.address(0) == "10.213.0.1" and t.address(251) == "10.213.1.2"
     assert Topology.from_dict(t.to_dict()) == t
-    assert "pod uplink 200mbit" in t.describe()
+    assert "pod uplink 200 Mbit/s" in t.describe()
 
 
 def test_topology_unequal_racks():

@@ -125,6 +125,9 @@ class LaunchOptions:
         Files rank 0 writes: the order, the solve result.
     verify : bool
         Time the order against the launch order first; keep it only if it wins.
+    progress : bool
+        Rank 0 prints the probe's and the solve's progress on standard error
+        (``rankopt run`` without ``-q``; a quick phase prints nothing).
     """
 
     backend: str = "gloo"
@@ -144,6 +147,7 @@ class LaunchOptions:
     save: str | None = None
     json: str | None = None
     verify: bool = False
+    progress: bool = True
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LaunchOptions:
@@ -176,6 +180,7 @@ class LaunchOptions:
             save=args.save,
             json=getattr(args, "json", None),
             verify=bool(getattr(args, "verify", False)),
+            progress=not getattr(args, "quiet", False),
         )
 
 
@@ -255,7 +260,7 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     p.add_argument(
         "--dry-run",
         action="store_true",
-        help="print each process's new RANK instead of running the program",
+        help="rank 0 prints every process's new RANK (and host) instead of running the program",
     )
     if quiet:
         p.add_argument("-q", "--quiet", action="store_true", help="no summary line on rank 0")
@@ -406,10 +411,16 @@ def _wait_count(store: Any, key: str, target: int, deadline: float) -> int:
 
 
 def _probe(
-    info: LaunchEnv, store: Any, timeout: timedelta, probe_options: Mapping[str, Any]
+    info: LaunchEnv,
+    store: Any,
+    timeout: timedelta,
+    probe_options: Mapping[str, Any],
+    *,
+    progress: bool = False,
 ) -> Any:
     import torch.distributed as dist
 
+    from rankopt._progress import Progress
     from rankopt.probe.torch import measure
 
     dist.init_process_group(
@@ -422,7 +433,10 @@ def _probe(
     try:
         from rankopt.adapters.cache import probe_arguments
 
-        return measure(None, **probe_arguments(probe_options))
+        shown = Progress("rankopt run", enabled=progress)
+        m = measure(None, **probe_arguments(probe_options), callback=shown.probe_callback())
+        shown.finish()
+        return m
     finally:
         dist.destroy_process_group()
 
@@ -486,9 +500,9 @@ def _solve(
     if not isinstance(measurement, _Matrix):
         res.extra["probe_cache"] = measurement.parameters.get("cache")
     if args.json:
-        from rankopt._files import atomic_write_text
+        from rankopt._model_args import write_json
 
-        atomic_write_text(args.json, json.dumps(res.to_dict()) + "\n", what="--json")
+        write_json(args.json, json.dumps(res.to_dict()))
     return as_order(res.order, n), report(res), network, res
 
 
@@ -545,7 +559,9 @@ def launch(
         measurement = None
         if args.order is None and args.latency is None:
             try:
-                measurement = _probe(info, store, timeout, popts)
+                measurement = _probe(
+                    info, store, timeout, popts, progress=args.progress and rank == 0
+                )
             except Exception as exc:  # noqa: BLE001 - published to rank 0
                 store.set(f"failed/{rank}", f"{type(exc).__name__}: {exc}")
         store.add("probed", 1)
@@ -628,6 +644,7 @@ _PRIVATE_FIELDS = (
     "master_addr",
     "master_port",
     "probe_port",
+    "progress",
 )
 
 
@@ -681,7 +698,12 @@ def _decide(
                 f"probe failed on {len(failed)} rank(s), first rank {failed[0]}: {msg}"
             )
         hosts = [store.get(f"host/{r}").decode() for r in range(n)]
+        from rankopt._progress import Progress
+
+        shown = Progress("rankopt run", enabled=args.progress and args.order is None)
+        shown.start(f"solve ({n} processes)", 0, "")
         order, summary, network, result = _solve(args, n, tuple(hosts), measurement)
+        shown.finish("" if result is None else f"{result.method}, modelled {result.speedup:.3g}x")
         if args.save:
             save_order(args.save, order, what="--save", network=network, result=result)
         return {"order": order.tolist(), "hosts": hosts, "summary": summary}

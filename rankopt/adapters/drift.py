@@ -134,21 +134,34 @@ class CheckResult:
     def text(self, hosts: Sequence[str] | None = None) -> str:
         """The report ``rankopt check`` prints."""
 
+        from rankopt.units import format_rate
+
         def name(i: int) -> str:
             return f"{i} ({hosts[i]})" if hosts else str(i)
 
         moved = [p for p in self.pairs if p["moved"]]
+        k = len(self.pairs)
+        pairs = f"{k} pair{'' if k == 1 else 's'}"
+        change = self.latency_change
+        if abs(change) < 0.005:
+            lat = "as stored (median over every pair)"
+        else:
+            lat = (
+                f"{abs(change):.0%} {'higher' if change > 0 else 'lower'} than stored "
+                "(median over every pair)"
+            )
         lines = [
             f"network: {self.verdict.upper()}"
-            + (f" ({len(moved)} of {len(self.pairs)} sampled pairs moved)" if moved else ""),
-            f"  latency      : median {self.latency_change:+.0%} vs stored",
-            f"  bandwidth    : {len(self.pairs)} pairs sampled, {len(moved)} moved beyond "
-            f"{TOLERANCE:.0%} and their noise",
+            + (f" ({len(moved)} of {pairs} sampled moved)" if moved else ""),
+            f"  latency      : {lat}",
+            f"  bandwidth    : {pairs} sampled, "
+            + (f"{len(moved)}" if moved else "none")
+            + f" moved beyond {TOLERANCE:.0%} and their noise",
         ]
         for p in sorted(self.pairs, key=lambda p: abs(np.log(p["ratio"])), reverse=True)[:6]:
             lines.append(
-                f"    {name(p['src'])} -> {name(p['dst'])}: {p['stored'] / 1e6:.3g} -> "
-                f"{p['now'] / 1e6:.3g} MB/s ({p['ratio']:.2f}x){'  MOVED' if p['moved'] else ''}"
+                f"    {name(p['src'])} -> {name(p['dst'])}: {format_rate(p['stored'])} -> "
+                f"{format_rate(p['now'])} ({p['ratio']:.2f}x){'  MOVED' if p['moved'] else ''}"
             )
         lo, hi = self.resolved_interval
         lines += [

@@ -394,6 +394,7 @@ def optimize(
     *,
     root: int = 0,
     probe_options: Mapping[str, Any] | None = None,
+    progress: bool = False,
     **solve_options: Any,
 ) -> tuple[MPI.Intracomm, SolveResult]:
     """Measure the network of ``comm``, find a better rank order, return it applied.
@@ -415,6 +416,10 @@ def optimize(
         Rank that solves.
     probe_options : mapping, optional
         Keyword arguments for ``rankopt.probe.mpi.measure``.
+    progress : bool
+        The root prints the probe's and the solve's progress on standard
+        error (plain lines at a modest rate under a launcher, a bar on a
+        terminal; see :class:`rankopt._progress.Progress`).
     **solve_options
         Keyword arguments for ``rankopt.solve`` (``objective``, ``nbytes``,
         ``uplink_bandwidth``, ``method``, ``rng``, ``time_limit``,
@@ -482,13 +487,20 @@ def optimize(
     err: str | None = None
     suspects: list[int] = []
     measurement = network = None
+    from rankopt._progress import Progress
+
+    shown = Progress("rankopt", enabled=bool(progress) and rank == root)
     try:
         from rankopt.adapters.cache import probe_arguments
 
-        measurement = measure(comm, **probe_arguments(probe_options))
+        measurement = measure(
+            comm, **probe_arguments(probe_options), callback=shown.probe_callback()
+        )
+        shown.finish()
     except Exception as exc:  # noqa: BLE001 - reported identically on every rank
         err = f"{type(exc).__name__}: {exc}"
         suspects = list(getattr(exc, "ranks", None) or [])
+        shown.finish("failed")
     _agree(private, err, "", "probe", timeout=timeout, suspects=suspects)
     wait = _solve_wait(probe_options or {}, solve_options)
     waiting_since = MPI.Wtime()  # the other ranks wait for the result from now on
@@ -501,8 +513,12 @@ def optimize(
             if measurement is None:
                 raise RankoptMPIError(f"the probe returned no measurement on root rank {root}")
             network = Network.from_measurement(measurement)
-            payload = ("ok", solve(network, collective, algorithm, **solve_options))
+            shown.start(f"solve ({size} processes)", 0, "")
+            res = solve(network, collective, algorithm, **solve_options)
+            shown.finish(f"{res.method}, modelled {res.speedup:.3g}x")
+            payload = ("ok", res)
         except Exception as exc:  # noqa: BLE001
+            shown.finish("failed")
             payload = ("error", f"{type(exc).__name__}: {exc}")
     else:
         payload = ("", None)

@@ -188,7 +188,7 @@ class Profile:
 
     def summary(self) -> str:
         """A table of the classes, workload first."""
-        from rankopt.models.workload import _fmt_bytes
+        from rankopt.units import format_size
 
         lines = [
             f"profile: {self.world_size} processes ({self.processes} files), "
@@ -198,7 +198,7 @@ class Profile:
         for e in self.entries:
             mark = "" if self._priced(e) else "  (not priced)"
             lines.append(
-                f"  {e.collective:<15} {_fmt_bytes(e.nbytes):>12} {e.comm_size:>5} "
+                f"  {e.collective:<15} {format_size(e.nbytes):>12} {e.comm_size:>5} "
                 f"{e.count:>8} {e.seconds:>10.4g}{mark}"
             )
         lines += [f"  note: {n}" for n in self.notes]

@@ -102,9 +102,10 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from rankopt._files import atomic_write_bytes
 from rankopt._validation import RankoptInputError
@@ -296,6 +297,7 @@ def build(
     mpicc: str | os.PathLike[str] | None = None,
     outdir: str | os.PathLike[str] | None = None,
     force: bool = False,
+    say: Callable[[str], Any] | None = None,
 ) -> Path:
     """Build ``librankopt_shim.so`` against the MPI of ``mpicc``.
 
@@ -309,6 +311,9 @@ def build(
         and a hash of its header and the shim sources, and is reused.
     force : bool
         Rebuild a cached library.
+    say : callable, optional
+        Told, as one line each, when a build starts and ends (a build takes
+        seconds; a cached library says nothing).
 
     Returns
     -------
@@ -365,7 +370,12 @@ def build(
             "-Wl,--no-undefined",
         ]
         log.info("building the rankopt shim for %s: %d wrappers", label, len(gen.wrapped))
+        t0 = time.monotonic()
+        if say is not None:
+            say(f"building the shim for {label} ({len(gen.wrapped)} wrappers; once, then cached)")
         _run(cmd, work, f"compiling the shim with {cc}")
+        if say is not None:
+            say(f"built the shim in {time.monotonic() - t0:.1f} s: {target}")
         info = {
             "mpi": label,
             "mpicc": str(cc),

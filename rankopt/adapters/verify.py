@@ -36,6 +36,7 @@ from rankopt.adapters.verify_stats import (
     VerifyResult,
     check_timing,
     default_sizes,
+    launch_order_result,
     measure_orders,
     summarize,
 )
@@ -189,6 +190,27 @@ def _weights(workload: Any, sizes: Sequence[int]) -> list[float] | None:
     return [count.get(int(s), 1.0) for s in sizes]
 
 
+def _shown(enabled: bool, sizes: int) -> Any:
+    from rankopt._progress import Progress
+
+    shown = Progress("rankopt verify", enabled=enabled)
+    shown.start("timing both orders", sizes, "sizes")
+    return shown
+
+
+def _rows(shown: Any) -> Any:
+    from rankopt.adapters.verify_stats import size_row
+
+    done = [0]
+
+    def row(nbytes: int, a: list[float], b: list[float]) -> None:
+        done[0] += 1
+        shown.say(size_row(nbytes, a, b))
+        shown.update(done[0])
+
+    return row
+
+
 def verify_mpi(
     comm: Any,
     order: ArrayLike | None = None,
@@ -201,6 +223,7 @@ def verify_mpi(
     workload: Any = None,
     probe_options: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    progress: bool = False,
     **solve_options: Any,
 ) -> VerifyResult:
     """Time ``collective`` in the launch order and in ``order`` on ``comm``; collective.
@@ -226,6 +249,9 @@ def verify_mpi(
     workload : sequence of Call, optional
         Its sizes are the default sizes and its counts weight the overall
         verdict.
+    progress : bool
+        Rank 0 prints the probe's progress and a line per size as it is
+        timed, on standard error (:class:`rankopt._progress.Progress`).
 
     Returns
     -------
@@ -243,7 +269,9 @@ def verify_mpi(
         opts = dict(solve_options)
         if workload is not None:
             opts["workload"] = workload
-        cand, result = optimize(private, collective, probe_options=probe_options, **opts)
+        cand, result = optimize(
+            private, collective, probe_options=probe_options, progress=progress, **opts
+        )
         arr = check_order(result.order, n)
         info["source"] = "solved"
         info["modelled_speedup"] = float(result.speedup)
@@ -256,10 +284,20 @@ def verify_mpi(
         arr = check_order(order, n)
         cand = reorder(private, arr, name="rankopt_candidate")
         info.setdefault("source", "file")
+    if order is None and np.array_equal(arr, np.arange(n)):  # the solve kept the launch order
+        kept = info.pop("result", None)
+        cand.Free()
+        private.Free()
+        out = launch_order_result(collective, n, "mpi", info)
+        if kept is not None:
+            out.extra["solve_result"] = kept.to_dict()
+        return out
     launch = private.Split(0, key=private.Get_rank())
     sizes = list(sizes) if sizes else default_sizes(workload)
     timer = MPITimer([launch, cand], collective, timeout)
-    pairs = measure_orders(timer, sizes, repeats=repeats, budget_s=budget_s)
+    shown = _shown(progress and comm.Get_rank() == 0, len(sizes))
+    pairs = measure_orders(timer, sizes, repeats=repeats, budget_s=budget_s, callback=_rows(shown))
+    shown.finish()
     result_obj = info.pop("result", None)
     out = summarize(
         sizes,
@@ -289,6 +327,7 @@ def verify_gloo(
     workload: Any = None,
     probe_options: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    progress: bool = False,
     **solve_options: Any,
 ) -> VerifyResult:
     """:func:`verify_mpi` for a torch.distributed job over Gloo (``env://`` rendezvous).
@@ -313,17 +352,26 @@ def verify_gloo(
     try:
         n = dist.get_world_size()
         info: dict[str, Any] = dict(extra or {})
+        mine = progress and dist.get_rank() == 0
         if order is None:
-            arr, solved = _solve_gloo(n, collective, workload, probe_options, solve_options)
+            arr, solved = _solve_gloo(
+                n, collective, workload, probe_options, solve_options, progress=mine
+            )
             info.update(solved)
         else:
             arr = check_order(order, n)
             info.setdefault("source", "file")
+        if order is None and np.array_equal(arr, np.arange(n)):  # the solve kept it
+            return launch_order_result(collective, n, "gloo", info)
         launch = dist.new_group(ranks=list(range(n)), timeout=td)
         cand = ordered_group(arr, timeout=td, fallback=False)
         sizes = list(sizes) if sizes else default_sizes(workload)
         timer = GlooTimer([launch, cand], collective, n)
-        pairs = measure_orders(timer, sizes, repeats=repeats, budget_s=budget_s)
+        shown = _shown(mine, len(sizes))
+        pairs = measure_orders(
+            timer, sizes, repeats=repeats, budget_s=budget_s, callback=_rows(shown)
+        )
+        shown.finish()
         return summarize(
             sizes,
             pairs,
@@ -345,15 +393,20 @@ def _solve_gloo(
     workload: Any,
     probe_options: Mapping[str, Any] | None,
     solve_options: Mapping[str, Any],
+    *,
+    progress: bool = False,
 ) -> tuple[Any, dict[str, Any]]:
     import torch.distributed as dist
 
+    from rankopt._progress import Progress
     from rankopt.adapters.cache import probe_arguments
     from rankopt.network.core import Network
     from rankopt.probe.torch import measure
     from rankopt.solvers.solve import solve
 
-    m = measure(None, **probe_arguments(probe_options))
+    shown = Progress("rankopt", enabled=progress)
+    m = measure(None, **probe_arguments(probe_options), callback=shown.probe_callback())
+    shown.finish()
     payload: list[Any] = [None]
     if dist.get_rank() == 0:
         try:

@@ -52,6 +52,7 @@ from rankopt._limits import (
     quote_name,
 )
 from rankopt._validation import RankoptInputError
+from rankopt.units import format_size, parse_size
 
 __all__ = [
     "APPLY",
@@ -105,7 +106,7 @@ def default_sizes(workload: Sequence[Any] | None = None) -> list[int]:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """``"4K,1M,64M"`` (or bytes) -> sizes in bytes (K, M, G are powers of 2).
+    """``"4K,1M,64M"`` (or bytes) -> sizes in bytes, as :func:`rankopt.units.parse_size` reads them.
 
     At most :data:`rankopt._limits.MAX_VERIFY_SIZES` sizes, each from 1 byte
     to :data:`rankopt._limits.MAX_VERIFY_BYTES` (a buffer of it is allocated
@@ -116,23 +117,15 @@ def parse_sizes(text: str) -> list[int]:
     >>> parse_sizes("4K, 1M,100")
     [4096, 1048576, 100]
     """
-    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    items = text.split(",")
+    items = str(text).split(",")
     check_bound(len(items), "--sizes", MAX_VERIFY_SIZES, unit="sizes", integer=True)
     out = []
     for item in items:
-        item = item.strip().upper().removesuffix("B")
-        unit = item[-1:] if item[-1:] in ("K", "M", "G") else ""
-        try:
-            value = float(item[: len(item) - len(unit)]) * units[unit]
-        except ValueError:
-            raise RankoptInputError(
-                f"--sizes must be sizes like 4K,1M,64M; got {text!r}."
-            ) from None
+        value = parse_size(item, "--sizes")
         if not value >= 1:
-            raise RankoptInputError(f"--sizes must be at least 1 byte; got {item!r}.")
+            raise RankoptInputError(f"--sizes must be at least 1 byte; got {item.strip()!r}.")
         check_bound(value, "--sizes", MAX_VERIFY_BYTES, unit="bytes")
-        out.append(int(value))
+        out.append(value)
     return out
 
 
@@ -203,7 +196,7 @@ def measure_orders(
     max_repeats: int = 40,
     budget_s: float = 10.0,
     warmup: int = 1,
-    callback: Callable[[int, int], Any] | None = None,
+    callback: Callable[[int, list[float], list[float]], Any] | None = None,
 ) -> list[tuple[list[float], list[float]]]:
     """Time the launch order (A) and the candidate (B) interleaved at every size.
 
@@ -213,6 +206,9 @@ def measure_orders(
     ``repeats`` -- at least ``min_repeats`` and then until ``budget_s``
     seconds of timed calls or ``max_repeats`` pairs. The stopping rule uses
     the timer's numbers only, which are the same on every rank.
+
+    ``callback(nbytes, times_a, times_b)`` is called after each size (a
+    row of progress as it is measured).
 
     Returns
     -------
@@ -243,8 +239,24 @@ def measure_orders(
             k += 1
         out.append((a, b))
         if callback is not None:
-            callback(int(nbytes), k)
+            callback(int(nbytes), a, b)
     return out
+
+
+def size_row(nbytes: int, a: Sequence[float], b: Sequence[float]) -> str:
+    """One size's progress line: the medians of both orders and their ratio.
+
+    Examples
+    --------
+    >>> size_row(4096, [2e-5, 2.2e-5], [1e-5, 1.2e-5])
+    '4 KiB: launch order 21 us, this order 11 us (1.91x, 2 pairs)'
+    """
+    ma, mb = float(np.median(a)), float(np.median(b))
+    ratio = f"{ma / mb:.3g}x" if mb > 0 else "?"
+    return (
+        f"{format_size(nbytes)}: launch order {ma * 1e6:.3g} us, this order {mb * 1e6:.3g} us "
+        f"({ratio}, {len(a)} pair{'' if len(a) == 1 else 's'})"
+    )
 
 
 def ratio_interval(
@@ -429,6 +441,12 @@ class VerifyResult:
             f"{'rankopt us':>11} {'algbw':>7} {'busbw':>7}  {'speedup':>8} "
             f"{'90% interval':>15}  verdict"
         )
+        if not self.rows:
+            return (
+                f"# rankopt verify: {self.collective}, {self.n} ranks, {self.engine}: the "
+                "candidate is the launch order (the solve kept it), so there is nothing to "
+                f"time: {self.verdict}"
+            )
         lines = [
             f"# rankopt verify: {self.collective}, {self.n} ranks, {self.engine}; "
             "algbw/busbw in GB/s (nccl-tests), times are medians",
@@ -436,7 +454,7 @@ class VerifyResult:
         ]
         for r in self.rows:
             lines.append(
-                f"{_size(r['nbytes']):>10} {r['repeats']:>5}  {r['launch_s'] * 1e6:>11.1f} "
+                f"{format_size(r['nbytes']):>10} {r['repeats']:>5}  {r['launch_s'] * 1e6:>11.1f} "
                 f"{r['launch_algbw'] / 1e9:>7.3f} {r['launch_busbw'] / 1e9:>7.3f}  "
                 f"{r['candidate_s'] * 1e6:>11.1f} {r['candidate_algbw'] / 1e9:>7.3f} "
                 f"{r['candidate_busbw'] / 1e9:>7.3f}  {r['speedup']:>7.3f}x "
@@ -450,11 +468,28 @@ class VerifyResult:
         return "\n".join(lines)
 
 
-def _size(nbytes: int) -> str:
-    for unit, f in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
-        if nbytes >= f and nbytes % f == 0:
-            return f"{nbytes // f} {unit}"
-    return f"{nbytes} B"
+def launch_order_result(
+    collective: str, n: int, engine: str, extra: Mapping[str, Any] | None = None
+) -> VerifyResult:
+    """The result when the candidate is the launch order itself: nothing is timed.
+
+    Examples
+    --------
+    >>> r = launch_order_result("allreduce", 4, "mpi")
+    >>> r.verdict, r.applies, r.rows
+    ('no measurable gain', False, [])
+    """
+    return VerifyResult(
+        rows=[],
+        speedup=1.0,
+        interval=(1.0, 1.0),
+        verdict=NO_GAIN,
+        collective=collective,
+        n=n,
+        order=list(range(n)),
+        engine=engine,
+        extra={**dict(extra or {}), "note": "the candidate is the launch order"},
+    )
 
 
 def summarize(

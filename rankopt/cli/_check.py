@@ -6,7 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from rankopt.cli._common import report_job_error
+from rankopt._model_args import add_json_option, check_json_destination, write_json
+from rankopt.cli._common import report_job_error, require_ranks
 
 __all__ = ["register", "run", "load_stored"]
 
@@ -14,6 +15,8 @@ _EPILOG = """\
 examples:
   mpiexec -n 16 rankopt check order.json      # an order saved with --save x.json
   mpiexec -n 16 rankopt check network.npz     # a saved network (launch order as the order)
+
+exit status (as diff): 0 the network holds, 1 it changed, 2 an error.
 
 verdicts: holds / changed (sampled bandwidth or median latency moved beyond 25% and
 their noise); re-ordering would pay when the order solved now beats the stored one
@@ -35,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     p.add_argument("file", help="an order file with its network (.json) or a network (.npz)")
     p.add_argument("--timeout", type=float, default=60.0, help="deadline of every step (s)")
     p.add_argument("--max-pairs", type=int, default=24, help="bandwidth pairs to sample")
-    p.add_argument("--json", metavar="FILE", default=None, help="rank 0 writes the result")
+    add_json_option(p, "rank 0 writes the result")
     p.add_argument(
         "--force",
         action="store_true",
@@ -67,15 +70,14 @@ def run(args: argparse.Namespace) -> int:
     from rankopt._validation import RankoptInputError
     from rankopt.adapters import mpi as adapter
     from rankopt.adapters._common import OrderFile, check_binding
+    from rankopt.adapters.drift import CHANGED
     from rankopt.adapters.verify import check_mpi
     from rankopt.probe._common import probe_hostname
 
     world = MPI.COMM_WORLD
+    require_ranks(world.Get_size(), "rankopt check")
     try:
-        if args.json is not None:  # rank 0's output, checked before any measurement
-            from rankopt._files import check_output_path
-
-            check_output_path(args.json, what="--json")
+        check_json_destination(args.json)  # rank 0's output, checked before any measurement
         network, order, f = load_stored(args.file)
         hosts = world.allgather(probe_hostname(world.Get_rank()))
         if not args.force:
@@ -88,11 +90,11 @@ def run(args: argparse.Namespace) -> int:
             check_binding(binding, world.Get_size(), hosts, what="rankopt check")
         result = check_mpi(world, network, order, timeout=args.timeout, max_pairs=args.max_pairs)
     except (RankoptInputError, adapter.RankoptMPIError) as exc:
-        return report_job_error(world, exc, "rankopt check")
+        report_job_error(world, exc, "rankopt check")
+        return 2
     if world.Get_rank() == 0:
         print(result.text(network.hosts), flush=True)
         if args.json:
-            from rankopt._files import atomic_write_text
-
-            atomic_write_text(args.json, json.dumps(result.to_dict()) + "\n", what="--json")
-    return 0
+            write_json(args.json, json.dumps(result.to_dict()))
+    # as diff does: 0 the network holds, 1 it changed, 2 trouble (on every rank)
+    return 1 if result.verdict == CHANGED else 0

@@ -21,6 +21,7 @@ __all__ = [
     "table",
     "progress",
     "report_job_error",
+    "require_ranks",
 ]
 
 
@@ -122,38 +123,44 @@ def _isnum(s: str) -> bool:
 
 @contextmanager
 def progress(label: str, enabled: bool) -> Iterator[Callable[[dict[str, Any]], None] | None]:
-    """A live progress line on stderr (rich when installed) fed by solve()'s callback.
+    """Progress of a solve, fed by solve()'s callback (:class:`rankopt._progress.Progress`).
 
-    Yields ``None`` (no callback) when disabled or stderr is not a terminal.
+    A bar on a terminal; elsewhere a line every few seconds of a long solve.
+    Yields ``None`` (no callback) when disabled.
     """
-    if not enabled or not sys.stderr.isatty():
+    if not enabled:
         yield None
         return
-    try:
-        from rich.console import Console
-        from rich.status import Status
-    except ImportError:  # pragma: no cover
+    from rankopt._progress import Progress
 
-        def plain(info: dict[str, Any]) -> None:
-            sys.stderr.write(f"\r{label}: best {info['cost']:.6g} after {info['elapsed']:.2f} s ")
-            sys.stderr.flush()
-
-        yield plain
-        sys.stderr.write("\n")
-        return
-    status = Status(f"{label}...", console=Console(stderr=True))
-    status.start()
+    shown = Progress(label, enabled=True)
+    shown.start("solving", 0, "iterations")
 
     def update(info: dict[str, Any]) -> None:
-        status.update(
-            f"{label}: best {info['cost']:.6g} after {info['elapsed']:.2f} s "
-            f"(iteration {info['iteration']})"
-        )
+        shown.update(int(info["iteration"]), f"best {info['cost']:.6g}")
 
     try:
         yield update
     finally:
-        status.stop()
+        shown.finish()
+
+
+def require_ranks(n: int, prog: str, launcher: str = "mpiexec -n N") -> None:
+    """The one message for a command that needs a job and was started alone.
+
+    Examples
+    --------
+    >>> require_ranks(1, "rankopt check")
+    Traceback (most recent call last):
+    ...
+    rankopt.cli.CLIError: rankopt check needs at least 2 processes and runs as 1; start it with `mpiexec -n N`.
+    """
+    if n < 2:
+        from rankopt.cli import CLIError
+
+        raise CLIError(
+            f"{prog} needs at least 2 processes and runs as {n}; start it with `{launcher}`."
+        )
 
 
 def report_job_error(world: Any, exc: BaseException, prog: str) -> int:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
+from rankopt._model_args import add_json_option, check_json_destination, write_json
 from rankopt._validation import RankoptInputError
 from rankopt.cli._common import add_problem_args, problem_kwargs, read_network, table
 from rankopt.solvers import METHODS, solve
@@ -26,11 +26,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--time-limit", type=float, default=10.0, help="wall-clock guard per method, seconds"
     )
     p.add_argument("--methods", default=None, help="comma-separated subset of methods")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    add_json_option(p, "the rows (printed in place of the table when no FILE is given)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    check_json_destination(args.json)
     net, _ = read_network(args)
     lat = net.latency
     names = (
@@ -63,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
         )
     best = min(r.cost for r in rows)
     if args.json:
-        json.dump([{**r.to_dict(), "vs_best": r.cost / best} for r in rows], sys.stdout)
-        sys.stdout.write("\n")
-        return 0
+        write_json(args.json, json.dumps([{**r.to_dict(), "vs_best": r.cost / best} for r in rows]))
+        if args.json == "-":
+            return 0
     print(
         f"n={len(lat)}, {rows[0].collective}/{rows[0].algorithm}, objective={rows[0].objective}, "
         f"launch-order cost {rows[0].baseline_cost:.6g}"

@@ -159,8 +159,13 @@ def shaping_options(args: argparse.Namespace) -> dict[str, Any]:
 def _output_problem(args: argparse.Namespace) -> str | None:
     """Why rank 0 could not write one of its output files, or None (checked before any work)."""
     from rankopt._files import RankoptFileError, check_writable
+    from rankopt._model_args import check_json_destination
 
-    for dest in ("save", "json", "rankfile", "hostfile"):
+    try:
+        check_json_destination(args.json)
+    except (RankoptFileError, ValueError) as exc:
+        return str(exc)
+    for dest in ("save", "rankfile", "hostfile"):
         path = getattr(args, dest, None)
         if path is not None:
             try:
@@ -291,12 +296,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             from rankopt._model_args import report
 
             print(report(result), file=sys.stderr, flush=True)
+        elif result is None and not args.quiet:
+            moved = sum(int(r) != k for k, r in enumerate(order_used))
+            source = f"--order {args.order}" if args.order else "rankopt verify's choice"
+            print(
+                f"rankopt.mpi: applied the order of {source}: {comm.Get_size()} processes, "
+                f"{moved} renumbered",
+                file=sys.stderr,
+                flush=True,
+            )
         if result is not None and args.json:
             import json
 
-            from rankopt._files import atomic_write_text
+            from rankopt._model_args import write_json
 
-            atomic_write_text(args.json, json.dumps(result.to_dict()) + "\n", what="--json")
+            write_json(args.json, json.dumps(result.to_dict()))
         if args.save:
             network = None if result is None else result.extra.get("network_object")
             save_order(args.save, order_used, what="--save", network=network, result=result)
@@ -310,7 +324,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             checked = verify_mpi(
-                world, order, args.collective, probe_options=probe_options, **solve_options
+                world,
+                order,
+                args.collective,
+                probe_options=probe_options,
+                progress=not args.quiet,
+                **solve_options,
             )
         except (RankoptInputError, adapter.RankoptMPIError) as exc:
             return report_job_error(world, exc, "rankopt.mpi")
@@ -329,6 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.algorithm,
             probe_options=probe_options,
             on_reorder=after_reorder,
+            progress=not args.quiet,
             **solve_options,
         )
     except (RankoptInputError, adapter.RankoptMPIError) as exc:

@@ -28,8 +28,10 @@ from typing import Any
 import numpy as np
 
 from rankopt._limits import MAX_N, check_bound, check_probe_settings
+from rankopt._model_args import add_json_option, check_json_destination, write_json
 from rankopt.cli import CLIError
-from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, check_params
+from rankopt.cli._common import require_ranks
+from rankopt.probe._common import ProbeTimeoutError, check_params
 
 __all__ = ["register", "run"]
 
@@ -155,7 +157,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a probe's measurement (.npz) from the same kind of machines: plan with the "
         "per-step overhead it showed",
     )
-    plan.add_argument("--json", action="store_true", help="print the plan as one JSON object")
+    add_json_option(plan, "the plan (printed in place of the text when no FILE is given)")
     p.add_argument(
         "--repeats",
         type=int,
@@ -227,19 +229,6 @@ def _output_problem(path: Path) -> str:
     return ""
 
 
-def _progress(p: ProbeProgress) -> None:
-    unit = "round" if p.phase == "latency" else "slot"
-    if p.steps == 0:  # a stage of the linear latency phase: their number is not known
-        unit, of = "stage", ""
-    else:
-        of = f"/{p.steps}"
-    print(
-        f"probe: {p.phase} {unit} {p.step}{of} ({p.elapsed:.2f} s)",
-        file=sys.stderr,
-        flush=True,
-    )
-
-
 def _summary(m: Any, path: Path) -> str:
     n = m.n
     off = ~np.eye(n, dtype=bool)
@@ -265,10 +254,14 @@ def _probe_and_save(
     On a timeout the lowest live rank prints the error once and the job ends
     through ``abort``, without waiting for the dead peer.
     """
-    show = rank == 0 and not args.quiet
+    from rankopt._progress import Progress
+
+    shown = Progress("rankopt probe", enabled=rank == 0 and not args.quiet)
     try:
-        m = measure(callback=_progress if show else None, **options)
+        m = measure(callback=shown.probe_callback(), **options)
+        shown.finish()
     except ProbeTimeoutError as exc:
+        shown.finish("timed out")
         live = sorted(set(range(n)) - set(exc.ranks))
         if not live or rank == live[0]:
             print(f"rankopt probe: error: {exc}", file=sys.stderr, flush=True)
@@ -314,8 +307,7 @@ def _run_mpi(args: argparse.Namespace, options: dict[str, Any]) -> int:
 
     comm = MPI.COMM_WORLD
     rank, n = comm.Get_rank(), comm.Get_size()
-    if n < 2:
-        raise CLIError("the probe needs at least 2 ranks; start it with `mpiexec -n N`")
+    require_ranks(n, "rankopt probe")
     problem = comm.bcast(_output_problem(args.output) if rank == 0 else None, root=0)
     if problem:
         raise CLIError(problem)
@@ -344,10 +336,7 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
         init_gloo(args.timeout, "--timeout")
         created = True
     rank, n = dist.get_rank(), dist.get_world_size()
-    if n < 2:
-        raise CLIError(
-            "the probe needs at least 2 ranks; start it with `torchrun --nproc-per-node N`"
-        )
+    require_ranks(n, "rankopt probe", "torchrun --nproc-per-node N")
     box = [_output_problem(args.output) if rank == 0 else None]
     dist.broadcast_object_list(box, src=0)
     if box[0]:
@@ -388,6 +377,7 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
     from rankopt.probe._common import ProbeParams
     from rankopt.probe.plan import STEP_OVERHEAD, calibrate_step_overhead, plan_probe
 
+    check_json_destination(args.json)
     hosts = _plan_hosts(args)
     n = len(hosts)
     if n < 2:
@@ -434,8 +424,8 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
         step_overhead=overhead,
     )
     if args.json:
-        print(json.dumps(plan.to_dict()))
-    else:
+        write_json(args.json, json.dumps(plan.to_dict()))
+    if args.json != "-":
         print(plan)
     return 0
 

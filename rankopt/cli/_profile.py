@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from rankopt._model_args import add_json_option, check_json_destination, write_json
 from rankopt.cli import CLIError
 
 __all__ = ["register", "run"]
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--keep", metavar="DIR", help="keep the per-process files in DIR")
     p.add_argument("--shim", help="shim library to use (default: build or reuse the cached one)")
     p.add_argument("--mpicc", help="MPI C compiler wrapper used to build the shim")
-    p.add_argument("--json", action="store_true", help="print the profile as JSON")
+    add_json_option(p, "the profile (printed in place of the summary when no FILE is given)")
     p.add_argument(
         "launch",
         nargs=argparse.REMAINDER,
@@ -68,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from rankopt.adapters import shim
     from rankopt.adapters.profile import run_profile
 
+    check_json_destination(args.json)
     command = list(args.launch)
     if command[:1] == ["--"]:
         command = command[1:]
@@ -83,9 +85,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"rankopt profile: the command failed (exit {status}); no profile", file=sys.stderr)
         return status or 1
     if args.json:
-        json.dump(prof.to_dict(), sys.stdout)
-        sys.stdout.write("\n")
-    elif not args.quiet:
+        write_json(args.json, json.dumps(prof.to_dict()))
+    if args.json != "-" and not args.quiet:
         print(prof.summary())
         print(f"wrote {args.output}")
     if status != 0:

@@ -51,9 +51,11 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
         command = [sys.executable, *command]  # "-- train.py" as torchrun would run it
     if command:
         check_program(command)
-    for dest, flag in (("save", "--save"), ("json", "--json")):
-        if getattr(args, dest, None) is not None:  # a bad target fails before the probe
-            check_output_path(getattr(args, dest), what=flag)
+    from rankopt._model_args import check_json_destination
+
+    check_json_destination(getattr(args, "json", None))  # bad targets fail before the probe
+    if getattr(args, "save", None) is not None:
+        check_output_path(args.save, what="--save")
     info = detect(os.environ, master_addr=args.master_addr, master_port=args.master_port)
     decision = launch(LaunchOptions.from_args(args))
     if decision.error:
@@ -61,10 +63,16 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
     if info.rank == 0 and not getattr(args, "quiet", False):
         print(f"{prog}: {info.world_size} ranks\n{decision.summary}", file=sys.stderr)
     env = child_env(os.environ, info, decision)
-    if args.dry_run:
-        print(
-            f"RANK {info.rank} -> {decision.new_rank} host {decision.hosts[info.rank]}", flush=True
-        )
+    if args.dry_run:  # rank 0 alone prints the whole map, in launch-rank order
+        if info.rank == 0:
+            new_of = {int(r): k for k, r in enumerate(decision.order)}
+            print(
+                "\n".join(
+                    f"RANK {r} -> {new_of[r]} host {decision.hosts[r]}"
+                    for r in range(info.world_size)
+                ),
+                flush=True,
+            )
         return 0
     sys.stdout.flush()
     sys.stderr.flush()

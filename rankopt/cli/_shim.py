@@ -6,6 +6,7 @@ import argparse
 import os
 import shlex
 import sys
+from typing import Any
 
 from rankopt.adapters import shim
 from rankopt.cli import CLIError
@@ -103,10 +104,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.set_defaults(func=run_mpi)
 
 
+def _say(prog: str, args: argparse.Namespace) -> Any:
+    from rankopt._progress import Progress
+
+    return Progress(prog, enabled=not getattr(args, "quiet", False)).say
+
+
 def run(args: argparse.Namespace) -> int:
     """``rankopt shim build``."""
     try:
-        lib = shim.build(mpicc=args.mpicc, outdir=args.outdir, force=args.force)
+        lib = shim.build(
+            mpicc=args.mpicc, outdir=args.outdir, force=args.force, say=_say("rankopt shim", args)
+        )
     except shim.ShimBuildError as exc:
         raise CLIError(str(exc).splitlines()[0]) from exc
     print(lib)
@@ -123,7 +132,7 @@ def run_mpi(args: argparse.Namespace) -> int:
             "no command given; usage: rankopt run-mpi --order FILE -- mpiexec -n N ./app"
         )
     try:
-        lib = args.shim if args.shim else shim.build(mpicc=args.mpicc)
+        lib = args.shim or shim.build(mpicc=args.mpicc, say=_say("rankopt run-mpi", args))
     except shim.ShimBuildError as exc:
         raise CLIError(str(exc).splitlines()[0]) from exc
     if args.network is not None:

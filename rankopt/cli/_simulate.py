@@ -6,9 +6,10 @@ import argparse
 
 import numpy as np
 
-from rankopt._files import MAX_N, atomic_write, check_output_path, format_bytes
+from rankopt._files import MAX_N, atomic_write, check_output_path
 from rankopt.cli import CLIError
 from rankopt.network.cloud import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, synthetic_cloud
+from rankopt.units import format_rate, format_size, parse_rates
 
 __all__ = ["register", "run"]
 
@@ -18,6 +19,20 @@ def _four(text: str) -> tuple[float, float, float, float]:
     if len(parts) != 4:
         raise argparse.ArgumentTypeError(f"expected 4 comma-separated numbers, got {text!r}")
     return (parts[0], parts[1], parts[2], parts[3])
+
+
+def _four_rates(text: str) -> tuple[float, float, float, float]:
+    try:
+        parts = parse_rates(text, "--bandwidth")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if len(parts) != 4:
+        raise argparse.ArgumentTypeError(f"expected 4 comma-separated rates, got {text!r}")
+    return (parts[0], parts[1], parts[2], parts[3])
+
+
+def _four_gbit(text: str) -> tuple[float, float, float, float]:
+    return tuple(x * 1e9 / 8 for x in _four(text))  # type: ignore[return-value]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,13 +54,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="HOST,RACK,POD,CROSS",
         help="one-way latency per shared level (µs)",
     )
+    default_bw = ",".join(format_rate(x, bits=True).replace(" ", "") for x in DEFAULT_BANDWIDTH)
     p.add_argument(
-        "--bandwidth-gbit",
-        type=_four,
-        default=tuple(x * 8e-9 for x in DEFAULT_BANDWIDTH),
+        "--bandwidth",
+        type=_four_rates,
+        default=tuple(DEFAULT_BANDWIDTH),
         metavar="HOST,RACK,POD,CROSS",
-        help="bandwidth per shared level (Gbit/s)",
+        help="bandwidth per shared level: bytes/s, or rates such as 25Gbit/s or 3GB/s "
+        f"(default: {default_bw})",
     )
+    # the former spelling, in Gbit/s
+    p.add_argument("--bandwidth-gbit", dest="bandwidth", type=_four_gbit, help=argparse.SUPPRESS)
     p.add_argument(
         "--noise",
         type=float,
@@ -70,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(
             f"--pods {args.pods} x --racks {args.racks} x --hosts {args.hosts} x "
             f"--ranks-per-host {args.ranks_per_host} = {n} processes; rankopt takes at most "
-            f"{MAX_N} (each n x n matrix would take {format_bytes(8.0 * n * n)})"
+            f"{MAX_N} (each n x n matrix would take {format_size(8.0 * n * n)})"
         )
     check_output_path(out, what="--output")
     cloud = synthetic_cloud(
@@ -79,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         args.hosts,
         args.ranks_per_host,
         latency=tuple(x * 1e-6 for x in args.latency_us),  # type: ignore[arg-type]
-        bandwidth=tuple(x * 1e9 / 8 for x in args.bandwidth_gbit),  # type: ignore[arg-type]
+        bandwidth=tuple(args.bandwidth),  # type: ignore[arg-type]
         noise=args.noise,
         congested=args.congested,
         shuffle=not args.no_shuffle,

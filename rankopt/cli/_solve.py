@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from rankopt._model_args import add_json_option, check_json_destination, write_json
 from rankopt.cli import CLIError
 from rankopt.cli._common import add_matrix_args, problem_kwargs, progress, read_network
 from rankopt.solvers import solve
@@ -36,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="iteration budget (reproducible; default: the method's)",
     )
     p.add_argument("--keep-rank0", action="store_true", help="keep original rank 0 at new rank 0")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_json_option(p, "the result (printed in place of the report when no FILE is given)")
     p.add_argument(
         "--display-map",
         action="store_true",
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"rankopt solve: topology disagrees with bandwidth: {line}", file=sys.stderr)
     _check_outputs(args, hosts, net.n)  # a bad target fails now, not after the solve
     kwargs = problem_kwargs(args, net)
-    with progress("solving", not args.quiet) as cb:
+    with progress("rankopt solve", not args.quiet and args.json != "-") as cb:
         res = solve(
             net,
             args.collective,
@@ -100,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
         )
     _write_outputs(args, res.order, hosts, net, res)
     if args.json:
-        json.dump(res.to_dict(), sys.stdout)
-        sys.stdout.write("\n")
+        write_json(args.json, json.dumps(res.to_dict()))
+    if args.json == "-":
+        pass
     elif args.quiet:
         print(" ".join(str(int(x)) for x in res.order))
     else:
@@ -125,6 +127,7 @@ def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) ->
     from rankopt._files import check_output_path
     from rankopt.adapters._common import check_hosts
 
+    check_json_destination(args.json)
     for dest, flag in _OUTPUTS:
         path = getattr(args, dest, None)
         if path is not None:

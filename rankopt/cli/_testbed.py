@@ -15,12 +15,12 @@ examples:
   rankopt testbed up --hosts-per-rack 4 --racks-per-pod 2 --rates 1gbit,200mbit --check
   rankopt testbed check
   rankopt testbed down
-  rankopt testbed run --engines mpi-ring,gloo --sizes 1,16,64 -o report.json
+  rankopt testbed run --engines mpi-ring,gloo --sizes 1M,16M,64M -o report.json
   rankopt testbed run --pods 2 --racks-per-pod 2 --hosts-per-rack 2 --rates 1gbit,400mbit,200mbit
-  rankopt testbed run --racks 4,3,2 --launch random --engines mpi-ring,gloo --sizes 16
+  rankopt testbed run --racks 4,3,2 --launch random --engines mpi-ring,gloo --sizes 16M
   rankopt testbed exec --attach --hosts interleaved -- python -m rankopt.mpi prog.py
   rankopt testbed noise --attach --tenant rack0->rack1 --tenant-rate 50mbit --seconds 60
-  rankopt testbed run --racks 3,3,3 --launch random --engines mpi-default --sizes 16 \
+  rankopt testbed run --racks 3,3,3 --launch random --engines mpi-default --sizes 16M \
       --tenant rack0->rack1 --tenant-count 3
   rankopt testbed exec --racks 3,3,3 --engine gloo -- rankopt run -- python train.py
 """
@@ -108,6 +108,26 @@ def _tenant(args: argparse.Namespace, topology):  # type: ignore[no-untyped-def]
         raise CLIError(f"--tenant: {exc}") from None
 
 
+def _sizes(text: str, option: str) -> list[int]:
+    """Allreduce sizes of a testbed run: ``16M`` etc.; a bare number is bytes.
+
+    Sizes under 1 KiB are refused: the testbed times bandwidth-bound calls,
+    and a bare ``16`` is far more likely an old ``--sizes 16`` (MiB) than
+    16 bytes.
+    """
+    from rankopt.cli import CLIError
+    from rankopt.units import parse_sizes
+
+    sizes = parse_sizes(text, option)
+    small = [s for s in sizes if s < 1024]
+    if small:
+        raise CLIError(
+            f"{option}: {small[0]} is {small[0]} bytes; the testbed times sizes of 1 KiB "
+            f"and more (write {small[0]}M for {small[0]} MiB)."
+        )
+    return sizes
+
+
 def _prefix_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--prefix", default="rkt", help="name prefix of the namespaces (default: %(default)s)"
@@ -160,7 +180,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default="mpi-ring,mpi-default,gloo",
         help="comma list of mpi-ring, mpi-default, gloo",
     )
-    r.add_argument("--sizes", default="1,16,64", help="allreduce sizes in MB (2^20 bytes)")
+    r.add_argument(
+        "--sizes",
+        default="1M,16M,64M",
+        help="allreduce sizes: bytes, or 16M, 16MiB, 64MB (default: 1M,16M,64M)",
+    )
     r.add_argument("--random", type=int, default=3, help="random orders to time")
     r.add_argument("--repeats", type=int, default=3, help="timed runs per order (medians)")
     r.add_argument(
@@ -196,7 +220,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="also time N random orders and correlate with the cost models",
     )
     r.add_argument(
-        "--fidelity-size", type=float, default=16, metavar="MB", help="allreduce size of the study"
+        "--fidelity-size",
+        default="16M",
+        metavar="SIZE",
+        help="allreduce size of the study (default: 16M)",
     )
     r.add_argument("--ddp", action="store_true", help="also run a DDP loop (torch, Gloo)")
     r.add_argument("--ddp-grad-mb", type=float, default=24, help="DDP gradient size, MB")
@@ -416,19 +443,18 @@ def _run_experiment(args: argparse.Namespace, quiet: bool) -> int:
     from rankopt.testbed.experiment import ExperimentConfig, run_experiment
     from rankopt.testbed.report import format_report
 
-    mb = 1 << 20
     cfg = ExperimentConfig(
         launch=args.launch,
         seed=args.seed,
         engines=tuple(args.engines.split(",")),
-        sizes=tuple(int(float(s) * mb) for s in args.sizes.split(",")),
+        sizes=tuple(_sizes(args.sizes, "--sizes")),
         n_random=args.random,
         repeats=args.repeats,
         probe_engine=args.probe_engine,
         user_args=_user_args(args),
         cache_dir=args.cache_dir,
         fidelity_orders=args.fidelity,
-        fidelity_size=int(args.fidelity_size * mb),
+        fidelity_size=_sizes(args.fidelity_size, "--fidelity-size")[0],
         ddp=args.ddp,
         ddp_kwargs={"grad_mb": args.ddp_grad_mb, "steps": args.ddp_steps},
     )

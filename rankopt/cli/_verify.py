@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from rankopt.cli._common import report_job_error
+from rankopt.cli._common import report_job_error, require_ranks
 
 __all__ = ["register", "run", "add_verify_arguments", "backend_of"]
 
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from rankopt._model_args import add_model_arguments
+    from rankopt._model_args import add_json_option, add_model_arguments
     from rankopt.network.core import DEFAULT_NBYTES
 
     add_model_arguments(p, default_nbytes=DEFAULT_NBYTES, default_engine="mpi")
@@ -82,9 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default=None,
         help="candidate order (.json/.npy/text; default: probe and solve on the spot)",
     )
-    p.add_argument(
-        "--json", metavar="FILE", default=None, help="rank 0 writes the measurements as JSON"
-    )
+    add_json_option(p, "rank 0 writes the measurements")
     p.add_argument(
         "--probe-option",
         metavar="KEY=VALUE",
@@ -117,14 +115,11 @@ def backend_of(choice: str, env: Any = None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """``rankopt verify``: collective over the job."""
-    from rankopt._model_args import model_options
+    from rankopt._model_args import check_json_destination, model_options
     from rankopt.adapters._common import parse_options, read_order_file
     from rankopt.adapters.verify_stats import check_timing, parse_sizes
 
-    if args.json is not None:  # rank 0's output, checked before any probe or timing
-        from rankopt._files import check_output_path
-
-        check_output_path(args.json, what="--json")
+    check_json_destination(args.json)  # rank 0's output, checked before any probe or timing
     sizes = parse_sizes(args.sizes) if args.sizes is not None else None
     check_timing(sizes, args.repeats, args.budget, args.verify_timeout, None, flags=True)
     backend = backend_of(args.backend)
@@ -141,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         "timeout": args.verify_timeout,
         "workload": workload,
         "probe_options": probe_options,
+        "progress": not getattr(args, "quiet", False),
     }
     if backend == "mpi":
         return _run_mpi(args, order_file, common, solve_options)
@@ -153,9 +149,9 @@ def _emit(args: argparse.Namespace, result: Any) -> None:
     else:
         print(f"{result.verdict}: {result.speedup:.3f}x", flush=True)
     if args.json:
-        from rankopt._files import atomic_write_text
+        from rankopt._model_args import write_json
 
-        atomic_write_text(args.json, result.to_json(), what="--json")
+        write_json(args.json, result.to_json())
 
 
 def _run_mpi(
@@ -170,6 +166,7 @@ def _run_mpi(
     from rankopt.probe._common import probe_hostname
 
     world = MPI.COMM_WORLD
+    require_ranks(world.Get_size(), "rankopt verify")
     try:
         order = None
         extra: dict[str, Any] = {}
@@ -197,6 +194,10 @@ def _run_gloo(
     from rankopt.probe._common import probe_hostname
 
     init_gloo(args.verify_timeout, "--verify-timeout")
+    if dist.get_world_size() < 2:
+        n = dist.get_world_size()
+        dist.destroy_process_group()
+        require_ranks(n, "rankopt verify", "torchrun --nproc-per-node N")
     try:
         order = None
         extra: dict[str, Any] = {}

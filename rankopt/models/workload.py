@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 from rankopt._build_check import require_extension
 from rankopt._validation import RankoptInputError
 from rankopt.models.base import Capabilities, CostModel
+from rankopt.units import format_size, parse_size
 
 _swap_eval = require_extension("rankopt.models._swap_eval")
 
@@ -75,16 +76,9 @@ class PricedCall:
             if self.params.get(k) is not None
         )  # fmt: skip
         return (
-            f"{self.collective} {_fmt_bytes(self.nbytes)} x{self.count:g} -> {self.algorithm}"
+            f"{self.collective} {format_size(self.nbytes)} x{self.count:g} -> {self.algorithm}"
             + (f" ({how})" if how else "")
         )
-
-
-def _fmt_bytes(b: float) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if b >= size:
-            return f"{b / size:g} {unit}"
-    return f"{b:g} B"
 
 
 def _call(item: Any, where: str) -> Call:
@@ -106,22 +100,46 @@ def _call(item: Any, where: str) -> Call:
         raise RankoptInputError(
             f"workload {where}: a call is (collective, nbytes[, count]); got {item!r}."
         )
-    if c not in ALGORITHMS:
+    if not isinstance(c, str) or c not in ALGORITHMS:
         raise RankoptInputError(
             f"workload {where}: collective must be one of {', '.join(map(repr, ALGORITHMS))}; "
-            f"got {c!r}."
+            f"got {_short(c)}."
         )
-    try:
-        nb, cnt = float(b), float(k)
-    except (TypeError, ValueError):
-        raise RankoptInputError(
-            f"workload {where}: nbytes and count must be numbers; got {b!r}, {k!r}."
-        ) from None
+    nb, cnt = _number(b, "nbytes", where, size=True), _number(k, "count", where)
     if not (0 < nb <= 1e18):
         raise RankoptInputError(f"workload {where}: nbytes must be in (0, 1e18]; got {b!r}.")
     if not (cnt > 0 and math.isfinite(cnt)):
         raise RankoptInputError(f"workload {where}: count must be positive; got {k!r}.")
     return Call(str(c), nb, cnt)
+
+
+def _short(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number(x: Any, name: str, where: str, *, size: bool = False) -> float:
+    """A number of a call: a JSON number or, for ``nbytes``, a size such as ``16M``.
+
+    Booleans are refused (JSON ``true`` is not one byte), and so is an integer
+    too large for a float.
+    """
+    if isinstance(x, bool) or not isinstance(x, (int, float, str, np.integer, np.floating)):
+        raise RankoptInputError(f"workload {where}: {name} must be a number; got {_short(x)}.")
+    if isinstance(x, str):
+        try:
+            return float(parse_size(x, name)) if size else float(x)
+        except ValueError:
+            what = "a size such as 16M or 1e6" if size else "a number"
+            raise RankoptInputError(
+                f"workload {where}: {name} must be {what}; got {_short(x)}."
+            ) from None
+    try:
+        return float(x)
+    except OverflowError:
+        raise RankoptInputError(
+            f"workload {where}: {name} is out of range; got {_short(x)}."
+        ) from None
 
 
 def as_workload(workload: Any) -> tuple[Call, ...]:
@@ -152,16 +170,25 @@ def load_workload(path: Any) -> tuple[Call, ...]:
 
     In the line format, ``#`` starts a comment and blank lines are skipped.
     """
+    from rankopt._files import MAX_TEXT_BYTES, open_regular
+    from rankopt._limits import check_nesting
+
     p = Path(path)
     try:
-        text = p.read_text()
+        with open_regular(p, what="workload file", max_bytes=MAX_TEXT_BYTES) as fh:
+            raw = fh.read()
     except OSError as exc:
         raise RankoptInputError(f"cannot read the workload file {str(p)!r} ({exc}).") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RankoptInputError(f"workload file {str(p)!r} is not UTF-8 text.") from None
     body = text.strip()
     if body.startswith("[") or body.startswith("{"):
+        check_nesting(body, f"workload file {str(p)!r}")
         try:
             data = json.loads(body)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
             raise RankoptInputError(f"workload file {str(p)!r}: invalid JSON ({exc}).") from None
         if isinstance(data, Mapping):
             data = data.get("workload", data.get("calls"))

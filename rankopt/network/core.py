@@ -679,12 +679,9 @@ def _fmt_span(u: NDArray[np.float64]) -> str:
 
 
 def _fmt_rate(x: float) -> str:
-    if not np.isfinite(x):
-        return "inf"
-    for unit, f in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if x >= f:
-            return f"{x / f:.3g} {unit}"
-    return f"{x:.3g} B/s"
+    from rankopt.units import format_rate
+
+    return format_rate(x)
 
 
 def _write_npz(path: Path, arrays: Mapping[str, Any]) -> Path:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from rankopt._files import atomic_write, hierarchy_arrays, load_npz
-from rankopt._validation import RankoptInputError
+from rankopt._validation import RankoptInputError, check_host_names
 
 __all__ = ["Measurement", "load_measurement"]
 
@@ -30,10 +30,31 @@ FORMAT = "rankopt.measurement/1"
 _REQUIRED = ("latency", "hosts")
 
 
-def _frozen(a: ArrayLike | None, dtype: type) -> NDArray[Any] | None:
+def _frozen(a: ArrayLike | None, dtype: type, name: str = "array") -> NDArray[Any] | None:
+    """A read-only copy as ``dtype``; booleans, complex, text and dates are refused.
+
+    Counts (``dtype`` int64) must be finite, whole and non-negative: a NaN
+    count would otherwise be cast to an arbitrary integer.
+    """
     if a is None:
         return None
-    out: NDArray[Any] = np.array(a, dtype=dtype, copy=True, order="C")
+    raw = np.asarray(a)
+    if raw.dtype.kind not in "iuf":
+        raise RankoptInputError(
+            f"`{name}` must hold real numbers; got dtype {raw.dtype} instead"
+            + (" (the imaginary part would be lost)." if raw.dtype.kind == "c" else ".")
+        )
+    if dtype is np.int64 and raw.dtype.kind == "f":
+        bad = ~np.isfinite(raw) | (raw != np.round(raw))
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise RankoptInputError(
+                f"`{name}` must hold whole numbers of samples; {name}{list(where)} is "
+                f"{raw[where]!r}."
+            )
+    if dtype is np.int64 and raw.size and np.min(raw) < 0:
+        raise RankoptInputError(f"`{name}` must hold counts >= 0; got {np.min(raw)!r}.")
+    out: NDArray[Any] = np.array(raw, dtype=dtype, copy=True, order="C")
     out.setflags(write=False)
     return out
 
@@ -101,20 +122,22 @@ class Measurement:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        lat = _frozen(self.latency, np.float64)
+        lat = _frozen(self.latency, np.float64, "latency")
         if lat is None or lat.ndim != 2 or lat.shape[0] != lat.shape[1]:
             raise RankoptInputError(
                 f"`latency` must be a square matrix; got shape {np.shape(self.latency)} instead."
             )
         n = lat.shape[0]
         set_(self, "latency", lat)
-        hosts = tuple(str(h) for h in self.hosts)
-        if len(hosts) != n:
-            raise RankoptInputError(
-                f"`hosts` must name the host of each of the {n} processes; "
-                f"got {len(hosts)} names instead."
-            )
-        set_(self, "hosts", hosts)
+        if isinstance(self.hosts, (Sequence, np.ndarray)) and not isinstance(
+            self.hosts, (str, bytes)
+        ):
+            if len(self.hosts) != n:
+                raise RankoptInputError(
+                    f"`hosts` must name the host of each of the {n} processes; "
+                    f"got {len(self.hosts)} names instead."
+                )
+        set_(self, "hosts", check_host_names(self.hosts, n, "hosts"))
         has_bw = self.bandwidth is not None
         for name, dtype, default in (
             ("bandwidth", np.float64, None),
@@ -124,7 +147,7 @@ class Measurement:
             ("bandwidth_counts", np.int64, None),
         ):
             value = getattr(self, name)
-            arr = _frozen(default if value is None else value, dtype)
+            arr = _frozen(default if value is None else value, dtype, name)
             if arr is not None and arr.shape != (n, n):
                 raise RankoptInputError(
                     f"`{name}` must have shape ({n}, {n}) like `latency`; got {arr.shape} instead."
@@ -133,6 +156,11 @@ class Measurement:
         set_(self, "started_at", float(self.started_at))
         set_(self, "finished_at", float(self.finished_at))
         set_(self, "backend", str(self.backend))
+        if not isinstance(self.parameters, Mapping):
+            raise RankoptInputError(
+                f"`parameters` must be a mapping of the probe's settings; got "
+                f"{type(self.parameters).__name__} instead."
+            )
         set_(self, "parameters", dict(self.parameters))
 
     @property

@@ -1219,7 +1219,6 @@ def compare_with_bandwidth(
 
 
 def _rate(x: float) -> str:
-    for unit, scale in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if x >= scale:
-            return f"{x / scale:.3g} {unit}"
-    return f"{x:.3g} B/s"
+    from rankopt.units import format_rate
+
+    return format_rate(x)

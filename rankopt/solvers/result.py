@@ -9,14 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt.units import format_size
+
 __all__ = ["SolveResult"]
-
-
-def _fmt_bytes(x: float) -> str:
-    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if x >= f:
-            return f"{x / f:.4g} {unit}"
-    return f"{x:.4g} B"
 
 
 def _fmt_seconds(x: float) -> str:
@@ -116,7 +111,7 @@ class SolveResult:
         """A few readable lines: what was modelled, the modelled gain, how it stopped."""
         n = len(self.order)
         head = ", ".join(str(int(x)) for x in self.order[:16]) + (", ..." if n > 16 else "")
-        size = "" if self.nbytes is None else f", message {_fmt_bytes(self.nbytes)}"
+        size = "" if self.nbytes is None else f", message {format_size(self.nbytes)}"
         lines = [
             f"rankopt: {self.collective}/{self.algorithm}, objective={self.objective}{size}, "
             f"n={n}, method={self.method}",
@@ -148,15 +143,28 @@ class SolveResult:
         return "\n".join(lines)
 
     def rank_table(self, hosts: Sequence[str] | None = None) -> str:
-        """The new rank -> launch rank (-> host) table, one process a line."""
+        """The new rank -> launch rank (-> host, groups) table, one process a line.
+
+        With a hierarchy, one column per level gives the process's group
+        (``L1`` the finest), as Open MPI's ``--display-map`` gives its node:
+        consecutive new ranks then show the blocks the order keeps together.
+        """
         if hosts is None and self.network is not None:
             hosts = self.network.get("hosts")
-        rows = ["new rank  launch rank" + ("  host" if hosts else "")]
+        groups = (self.network or {}).get("groups") or []
+        groups = [g for g in groups if len(g) == len(self.order)]
+        width = max((len(str(h)) for h in hosts), default=4) if hosts else 0
+        head = "new rank  launch rank" + (f"  {'host':<{width}}" if hosts else "")
+        head += "".join(f"  {'L' + str(k + 1):>4}" for k in range(len(groups)))
+        rows = [head.rstrip()]
         for k, r in enumerate(self.order):
             line = f"{k:8d}  {int(r):11d}"
             if hosts:
-                line += f"  {hosts[int(r)]}"
-            rows.append(line)
+                line += f"  {str(hosts[int(r)]):<{width}}"
+            line += "".join(f"  {int(g[int(r)]):>4}" for g in groups)
+            rows.append(line.rstrip())
+        if groups:
+            rows.append("(L1..: the process's group at each level of the hierarchy, finest first)")
         return "\n".join(rows)
 
     def __str__(self) -> str:

@@ -853,6 +853,7 @@ def _network_info(network: Any) -> dict[str, Any]:
         "source": network.source,
         "hosts": None if network.hosts is None else list(network.hosts),
         "level_sizes": network.level_sizes(),
+        "groups": [np.asarray(lab, dtype=np.int64).tolist() for lab in network.groups],
         "uplinks": [np.asarray(u, dtype=float).tolist() for u in network.uplinks],
         "has_bandwidth": network.bandwidth is not None,
         "hierarchy": network.provenance.get("hierarchy", "given"),

@@ -380,6 +380,7 @@ def _time_engine(
     )
     for (lb, size), ts in zip(meta, res["times"], strict=True):
         rows.append(_row(engine, size, lb, ts, tenant))
+    user["modelled_s"] = _modelled_costs(user.get("saved"), timed)
     if user["ready_s"] is not None and res.get("ready_s") is not None:
         user["overhead_s"] = user["ready_s"] - res["ready_s"]
     _say(
@@ -387,6 +388,29 @@ def _time_engine(
         f"{key}: timed {len(jobs)} (order, size) pairs x {cfg.repeats} "
         f"in {time.monotonic() - t0:.0f} s",
     )
+
+
+def _modelled_costs(
+    saved: dict[str, Any] | None, orders: dict[str, np.ndarray]
+) -> dict[str, float] | None:
+    """Every timed order priced on the network the user path solved on (its ``--save``).
+
+    The model is the network's default at the size it was solved for, so the
+    measured and modelled times of the same orders can be set side by side.
+    """
+    if not saved or not saved.get("network") or saved["network"].get("latency") is None:
+        return None
+    from rankopt.models.evaluate import cost
+    from rankopt.network.core import network_from_record
+
+    net = network_from_record(saved["network"])
+    solved = saved.get("solved") or {}
+    kw = net.default_model(nbytes=solved.get("nbytes"))
+    alg = solved.get("algorithm") or "ring"
+    return {
+        lb: float(cost(net.latency, np.asarray(o, dtype=np.int64), "allreduce", alg, **kw))
+        for lb, o in orders.items()
+    }
 
 
 def _row(
@@ -450,6 +474,7 @@ def summarize(
                 "modelled_interval": info.get("modelled_interval"),
                 "overhead_s": info.get("overhead_s"),
                 "solve_s": info.get("solve_s"),
+                "modelled_s": info.get("modelled_s"),
             }
         )
     return out

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from rankopt import units
 from rankopt.errors import RankoptError
 
 __all__ = ["Topology", "TestbedError", "parse_rate", "parse_time"]
@@ -35,23 +36,17 @@ class TestbedError(RankoptError, RuntimeError):
     __test__ = False  # not a pytest test class
 
 
-_RATE_UNITS = {
-    "bit": 1 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8,
-    "bps": 1.0, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9,
-    "kbps": 1e3, "mbps": 1e6, "gbps": 1e9,
-}  # fmt: skip
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 
 def parse_rate(value: str | float) -> float:
-    """Convert a rate to bytes/s.
+    """Convert a rate to bytes/s, as :func:`rankopt.units.parse_rate` reads it.
 
     Parameters
     ----------
     value : str or float
-        A number (bytes/s) or a string with a unit as ``tc`` writes it:
-        ``bit``, ``kbit``, ``mbit``, ``gbit`` (bits/s) or ``kbps``/``mbps``/``gbps``
-        (bytes/s).
+        A number (bytes/s) or a string with a unit: ``200mbit`` or
+        ``1Gbit/s`` (bits/s, as ``tc`` writes them), ``3MB/s`` (bytes/s).
 
     Returns
     -------
@@ -65,17 +60,7 @@ def parse_rate(value: str | float) -> float:
     >>> parse_rate(1e6)
     1000000.0
     """
-    if isinstance(value, (int, float)):
-        rate = float(value)
-    else:
-        m = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([a-zA-Z]*)\s*", value)
-        unit = m.group(2).lower() if m else ""
-        if m is None or unit not in _RATE_UNITS and unit != "":
-            raise ValueError(f"`rate` must look like '200mbit' or '1gbit'; got {value!r}.")
-        rate = float(m.group(1)) * _RATE_UNITS.get(unit, 1.0)
-    if not np.isfinite(rate) or rate <= 0:
-        raise ValueError(f"`rate` must be positive; got {value!r}.")
-    return rate
+    return units.parse_rate(value, "`rate`")
 
 
 def parse_time(value: str | float) -> float:
@@ -100,7 +85,7 @@ def parse_time(value: str | float) -> float:
 
 
 def _fmt_rate(rate: float) -> str:
-    return f"{rate * 8 / 1e6:g}mbit"
+    return units.format_rate(rate, bits=True)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -101,11 +101,17 @@ def parse_report(text: str) -> dict[str, Any]:
     return out
 
 
-def _read_order(path: Path, n: int) -> list[int] | None:
+def _read_order(path: Path, n: int) -> tuple[list[int] | None, dict[str, Any] | None]:
+    """The saved order and the network record it carries (a ``--save x.json`` file)."""
     if not path.exists():
-        return None
-    order = [int(x) for x in path.read_text().split()]
-    return order if sorted(order) == list(range(n)) else None
+        return None, None
+    from rankopt.adapters._common import read_order_file
+
+    f = read_order_file(path)
+    order = [int(x) for x in f.order]
+    if sorted(order) != list(range(n)):
+        return None, None
+    return order, {"network": f.network, "solved": f.solved}
 
 
 def run_user_path(
@@ -146,6 +152,8 @@ def run_user_path(
         ``argv``, ``times`` (one list per size), ``order`` (from ``--save``:
         ``order[k]`` = launch rank of new rank ``k``; None when not written),
         ``order_matches`` (the hosts the worker saw agree with the order),
+        ``saved`` (the network record and what was modelled, as the entry
+        point's ``--save x.json`` wrote them: the probe to re-price any order on),
         ``report`` (rank 0's stderr), the parsed ``modelled_speedup``,
         ``modelled_interval`` and ``solve_s``, and ``ready_s`` (launch to the
         worker's first line after the engine is up).
@@ -153,7 +161,7 @@ def run_user_path(
     n = len(hosts)
     stamp = time.monotonic_ns()
     cfg_path = workdir / f"user-{engine}-{stamp}.json"
-    save = workdir / f"user-{engine}-{stamp}.order.txt"
+    save = workdir / f"user-{engine}-{stamp}.order.json"
     cfg = {
         "orders": [list(range(n))],
         "jobs": [[0, int(b)] for b in sizes],
@@ -172,7 +180,7 @@ def run_user_path(
         mca = RING_MCA if engine == "mpi-ring" else None
         stderr = run_mpi(tb, hosts, argv, mca=mca, env=env, timeout=timeout).stderr or ""
     res = json.loads(Path(str(cfg["out"])).read_text())
-    order = _read_order(save, n)
+    order, record = _read_order(save, n)
     names = res.get("hostnames")
     matches = None
     if order is not None and names:
@@ -185,4 +193,5 @@ def run_user_path(
         "report": stderr[-4000:],
         **parse_report(stderr),
         "ready_s": float(res["t_ready"]) - t0 if "t_ready" in res else None,
+        "saved": record,
     }
