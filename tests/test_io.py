@@ -353,9 +353,7 @@ def _bad_inputs(tmp_path):
     folder.mkdir()
     cases.append(("directory .npy", folder, r"is a directory, not a regular file"))
     bomb = _bomb(tmp_path / "bomb.npz", (400_000_000,))
-    cases.append(
-        ("npz expanding to 3 GB", bomb, r"would expand to 3\.2 GB; rankopt loads at most")
-    )
+    cases.append(("npz expanding to 3 GB", bomb, r"would expand to 3\.2 GB; rankopt loads at most"))
     wide = _bomb(tmp_path / "wide.npz", (20_000, 20_000))
     cases.append(("npz of n=20000", wide, rf"gives n=20000 processes, over the limit of {MAX_N}"))
     sparse = tmp_path / "sparse.csv"
