@@ -6,8 +6,9 @@ with carriage returns. :class:`Progress` therefore has two faces:
 
 - on a terminal, a ``tqdm`` bar per phase;
 - elsewhere, plain lines at a modest rate: at most one every ``interval``
-  seconds while a phase runs, and one when it ends -- only for a phase that
-  lasted that long, so quick steps stay silent::
+  seconds while a phase runs, and one when it ends (for a quick phase only
+  when it is one of the probe's, so every probe leaves a line per phase and
+  a quick solve none)::
 
       rankopt: probe latency: 21/39 rounds, 2.0 s
       rankopt: probe latency: 39/39 rounds in 3.9 s
@@ -75,6 +76,7 @@ class Progress:
         self._t0 = 0.0
         self._last = 0.0
         self._told = False
+        self._always = False
         self._bar: Any = None
 
     # -- output ---------------------------------------------------------------------
@@ -101,10 +103,17 @@ class Progress:
         out.flush()
 
     # -- phases ---------------------------------------------------------------------
-    def start(self, phase: str, total: int = 0, unit: str = "steps") -> None:
-        """Begin ``phase`` of ``total`` steps (0: a count not known in advance)."""
+    def start(
+        self, phase: str, total: int = 0, unit: str = "steps", *, always: bool = False
+    ) -> None:
+        """Begin ``phase`` of ``total`` steps (0: a count not known in advance).
+
+        ``always``: its end is told even when it was quick (the probe's phases,
+        so every probe leaves its two lines).
+        """
         self.finish()
         self._phase, self._total, self._unit = phase, int(total), unit
+        self._always = always
         self._step = 0
         self._t0 = self._last = time.monotonic()
         self._told = False
@@ -155,7 +164,7 @@ class Progress:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        if not self._told and elapsed < self.interval:
+        if not (self._told or self._always) and elapsed < self.interval:
             return  # a quick phase stays silent
         of = f"/{self._total}" if self._total else ""
         more = f" ({detail})" if detail else ""
@@ -175,7 +184,7 @@ class Progress:
             phase = f"probe {p.phase}"
             if self._phase != phase:
                 unit = units.get(p.phase, "steps") if p.steps else "stages"
-                self.start(phase, p.steps, unit)
+                self.start(phase, p.steps, unit, always=True)
             self.update(p.step)
 
         return callback
