@@ -347,3 +347,41 @@ def test_cache_flags_do_not_swallow_the_program():
     opts, prog = split_argv(["--cache-dir", "p", "--reprobe", "prog.py", "--seed", "1"])
     assert opts == ["--cache-dir", "p", "--reprobe"] and prog == ["prog.py", "--seed", "1"]
     assert split_argv(["--no-cache", "-m", "mod"]) == (["--no-cache"], ["-m", "mod"])
+
+
+# ------------------------------------------------------------- the kept solve
+def test_a_cache_hit_reuses_the_order_solved_on_the_same_probe(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    import rankopt
+    from rankopt.adapters.cache import keep_solved, reuse_solved
+    from rankopt.probe.measurement import Measurement
+
+    cloud = rankopt.synthetic_cloud(1, 2, 3, rng=1)
+    hosts = tuple(f"h{i}" for i in range(cloud.n))
+    m = Measurement(
+        cloud.latency, cloud.bandwidth, hosts, parameters={"cache": {"status": "probed"}}
+    )
+    net = rankopt.Network.from_measurement(m)
+    what = {"collective": "allreduce", "algorithm": "ring", "nbytes": 16 << 20}
+    res = rankopt.solve(net, "allreduce", "ring", nbytes=16 << 20)
+    opt = {"directory": str(tmp_path)}
+    keep_solved(opt, m, net, what, res)
+    assert len(list(tmp_path.glob("solved-*.json"))) == 1
+    assert reuse_solved(opt, m, net, what) is None  # a fresh probe is solved again
+    hit = replace(m, parameters={"cache": {"status": "hit"}})
+    back = reuse_solved(opt, hit, net, what)
+    assert back.order.tolist() == res.order.tolist() and back.speedup == res.speedup
+    assert back.speedup_interval == res.speedup_interval
+    assert any("reused" in note for note in back.notes)
+    # other options, another engine setting or another network: solved again
+    assert reuse_solved(opt, hit, net, {**what, "nbytes": 4096}) is None
+    monkeypatch.setenv("OMPI_MCA_coll_tuned_allreduce_algorithm", "4")
+    assert reuse_solved(opt, hit, net, what) is None
+    monkeypatch.delenv("OMPI_MCA_coll_tuned_allreduce_algorithm")
+    other = rankopt.Network.from_measurement(replace(m, latency=m.latency * 2))
+    assert reuse_solved(opt, hit, other, what) is None
+    # a damaged memo is solved again, never an error; no cache, no memo
+    next(tmp_path.glob("solved-*.json")).write_text("{not json")
+    assert reuse_solved(opt, hit, net, what) is None
+    assert reuse_solved(False, hit, net, what) is None

@@ -496,8 +496,17 @@ def _solve(
     else:
         network = Network.from_measurement(measurement)
     opts.setdefault("nbytes", DDP_BUCKET_BYTES)
-    res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
-    if not isinstance(measurement, _Matrix):
+    if isinstance(measurement, _Matrix):
+        res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
+    else:
+        from rankopt.adapters.cache import keep_solved, reuse_solved
+
+        what = {"collective": args.collective, "algorithm": args.algorithm, **opts}
+        cache_opt = dict(args.probe).get("cache")
+        res = reuse_solved(cache_opt, measurement, network, what)
+        if res is None:
+            res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
+            keep_solved(cache_opt, measurement, network, what, res)
         res.extra["probe_cache"] = measurement.parameters.get("cache")
     if args.json:
         from rankopt._model_args import write_json

@@ -613,6 +613,92 @@ def _log(m: Measurement) -> None:
     logger.info("rankopt: %s", describe_cache(m.parameters.get("cache")))
 
 
+#: Environment variables that change which algorithm an engine runs (and so the order).
+_ENGINE_ENV = ("OMPI_MCA_", "MPICH_", "MPIR_CVAR_", "NCCL_", "I_MPI_", "RANKOPT_")
+
+
+def _solved_path(
+    cache: ProbeCache, network: Any, what: Mapping[str, Any]
+) -> tuple[Path, str] | None:
+    import hashlib
+
+    from rankopt.network.core import network_digest
+
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENGINE_ENV))
+    try:
+        text = repr((network_digest(network), sorted(what.items()), env))
+    except TypeError:  # options that do not sort: no memo
+        return None
+    key = hashlib.sha256(text.encode()).hexdigest()[:32]
+    return Path(str(cache.directory)) / f"solved-{key}.json", key
+
+
+def reuse_solved(
+    cache_option: Any, measurement: Measurement, network: Any, what: Mapping[str, Any]
+) -> Any:
+    """The result solved before on this very network with these options, or None.
+
+    Only after a cache hit (``measurement.parameters["cache"]["status"] ==
+    "hit"``): the network is then the stored one, number for number, and the
+    same options (``what``: collective, algorithm and every solve option) and
+    the same engine variables of the environment give the same order, so the
+    solve is skipped. A note on the result says so.
+    """
+    info = measurement.parameters.get("cache") or {}
+    cache = resolve_cache(cache_option)
+    if cache is None or info.get("status") != "hit":
+        return None
+    found = _solved_path(cache, network, what)
+    if found is None or not found[0].is_file():
+        return None
+    from rankopt._files import MAX_TEXT_BYTES, open_regular
+    from rankopt.solvers.result import SolveResult
+
+    try:
+        with open_regular(found[0], what="kept solve", max_bytes=MAX_TEXT_BYTES) as fh:
+            doc = json.loads(fh.read())
+        if doc.get("key") != found[1]:
+            return None
+        res = SolveResult.from_dict(doc["result"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        logger.info("rankopt: kept solve %s unusable (%s); solving again", found[0], exc)
+        return None
+    return replace_notes(res, "solve: the order solved before on this probe, same options: reused")
+
+
+def replace_notes(res: Any, note: str) -> Any:
+    """``res`` with ``note`` added to its notes."""
+    from dataclasses import replace
+
+    return replace(res, notes=(*res.notes, note))
+
+
+def keep_solved(
+    cache_option: Any, measurement: Measurement, network: Any, what: Mapping[str, Any], res: Any
+) -> None:
+    """Keep ``res`` for :func:`reuse_solved` (the root, after a solve with the cache on).
+
+    A failure to write is logged, never raised: the memo only saves time.
+    """
+    cache = resolve_cache(cache_option)
+    if cache is None or not measurement.parameters.get("cache"):
+        return
+    found = _solved_path(cache, network, what)
+    if found is None:
+        return
+    from rankopt._files import atomic_write_text
+
+    try:
+        doc = {"format": "rankopt.solved/1", "key": found[1], "result": res.to_dict()}
+        atomic_write_text(found[0], json.dumps(doc) + "\n", what="kept solve")
+        now = time.time()
+        for old in found[0].parent.glob("solved-*.json"):  # the memo stays small
+            if now - old.stat().st_mtime > cache.max_age:
+                old.unlink(missing_ok=True)
+    except (OSError, ValueError, TypeError) as exc:
+        logger.info("rankopt: could not keep the solve (%s)", exc)
+
+
 def describe_cache(info: Mapping[str, Any] | None) -> str:
     """One line on what the cache did, for the entry points' reports.
 

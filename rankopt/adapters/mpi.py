@@ -512,10 +512,17 @@ def optimize(
 
             if measurement is None:
                 raise RankoptMPIError(f"the probe returned no measurement on root rank {root}")
+            from rankopt.adapters.cache import keep_solved, reuse_solved
+
             network = Network.from_measurement(measurement)
-            shown.start(f"solve ({size} processes)", 0, "")
-            res = solve(network, collective, algorithm, **solve_options)
-            shown.finish(f"{res.method}, modelled {res.speedup:.3g}x")
+            cache_opt = (probe_options or {}).get("cache")
+            what = {"collective": collective, "algorithm": algorithm, **solve_options}
+            res = reuse_solved(cache_opt, measurement, network, what)
+            if res is None:
+                shown.start(f"solve ({size} processes)", 0, "")
+                res = solve(network, collective, algorithm, **solve_options)
+                shown.finish(f"{res.method}, modelled {res.speedup:.3g}x")
+                keep_solved(cache_opt, measurement, network, what, res)
             payload = ("ok", res)
         except Exception as exc:  # noqa: BLE001
             shown.finish("failed")

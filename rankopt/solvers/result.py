@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +106,43 @@ class SolveResult:
     def __iter__(self) -> Iterator[Any]:
         yield self.order
         yield self.cost
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SolveResult:
+        """The result :meth:`to_dict` wrote (its ``history`` and most of ``extra`` aside).
+
+        Examples
+        --------
+        >>> import rankopt, numpy as np
+        >>> lat = np.array([[0, 1, 9, 1], [1, 0, 1, 9], [9, 1, 0, 1], [1, 9, 1, 0.]])
+        >>> res = rankopt.solve(lat, rng=0)
+        >>> back = SolveResult.from_dict(res.to_dict())
+        >>> back.order.tolist() == res.order.tolist(), back.cost == res.cost
+        (True, True)
+        """
+        interval = d.get("speedup_interval")
+        extra = {k: d[k] for k in ("robust", "probe_cache") if d.get(k) is not None}
+        return cls(
+            order=np.asarray(d["order"], dtype=np.int64),
+            rank_of=np.asarray(d["rank_of"], dtype=np.int64),
+            cost=float(d["cost"]),
+            baseline_cost=float(d["baseline_cost"]),
+            speedup=float(d["speedup"]),
+            method=str(d["method"]),
+            objective=str(d["objective"]),
+            collective=str(d["collective"]),
+            algorithm=str(d["algorithm"]),
+            iterations=int(d["iterations"]),
+            evaluations=int(d["evaluations"]),
+            runtime_s=float(d["runtime_s"]),
+            stop_reason=str(d["stop_reason"]),
+            seed=int(d["seed"]),
+            extra=extra,
+            nbytes=None if d.get("nbytes") is None else float(d["nbytes"]),
+            speedup_interval=None if interval is None else (float(interval[0]), float(interval[1])),
+            network=d.get("network"),
+            notes=tuple(str(x) for x in d.get("notes") or ()),
+        )
 
     def summary(self) -> str:
         """A few readable lines: what was modelled, the modelled gain, how it stopped."""
