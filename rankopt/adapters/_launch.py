@@ -501,12 +501,12 @@ def _solve(
     else:
         from rankopt.adapters.cache import keep_solved, reuse_solved
 
-        what = {"collective": args.collective, "algorithm": args.algorithm, **opts}
+        spec = {"collective": args.collective, "algorithm": args.algorithm, **opts}
         cache_opt = dict(args.probe).get("cache")
-        res = reuse_solved(cache_opt, measurement, network, what)
+        res = reuse_solved(cache_opt, measurement, network, spec)
         if res is None:
             res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
-            keep_solved(cache_opt, measurement, network, what, res)
+            keep_solved(cache_opt, measurement, network, spec, res)
         res.extra["probe_cache"] = measurement.parameters.get("cache")
     if args.json:
         from rankopt._model_args import write_json
