@@ -474,10 +474,64 @@ def _broadcast_json(probe: Any, value: Any) -> Any:
     return json.loads(_share_int64(probe, words, "cache").astype(np.uint8).tobytes().decode())
 
 
+def check_slots(plan: list[tuple[int, int, int]], network: Any) -> list[list[int]]:
+    """The planned pairs in slots of pairs that share nothing: run side by side, each alone.
+
+    Two pairs share something when they have a host in common (a process, or
+    its host's link) or, at a level of the stored hierarchy where a pair
+    leaves its group, the same group's uplink in the same direction. Pairs
+    of one slot then see what they would see alone; a drift check of ``k``
+    blocks takes a few slots instead of ``k`` (on racks: the in-rack pairs and
+    one direction of every rack-to-rack pair together).
+
+    Examples
+    --------
+    >>> import rankopt
+    >>> net = rankopt.Network.from_matrices(
+    ...     np.full((4, 4), 1e-5), hosts=["a", "b", "c", "d"], groups=[[0, 0, 1, 1]])
+    >>> check_slots([(0, 1, 8), (2, 3, 8), (0, 2, 8), (3, 1, 8), (1, 3, 8)], net)
+    [[0, 1], [2, 3], [4]]
+    """
+    hosts = list(network.hosts) if network.hosts is not None else list(range(len(plan) + 1))
+    n = network.n
+    host_of = (
+        np.unique(np.asarray(hosts, dtype=object).astype(str), return_inverse=True)[1]
+        if network.hosts is not None
+        else np.arange(n)
+    )
+    levels = [np.asarray(g) for g in (network.groups or [])]
+
+    def uses(i: int, j: int) -> set[tuple[Any, ...]]:
+        out: set[tuple[Any, ...]] = {("h", int(host_of[i])), ("h", int(host_of[j]))}
+        for k, lab in enumerate(levels):
+            if lab[i] != lab[j]:
+                out.add(("out", k, int(lab[i])))
+                out.add(("in", k, int(lab[j])))
+        return out
+
+    slots: list[list[int]] = []
+    taken: list[set[tuple[Any, ...]]] = []
+    for s, (i, j, _) in enumerate(plan):
+        need = uses(i, j)
+        for slot, busy in zip(slots, taken, strict=True):
+            if not need & busy:
+                slot.append(s)
+                busy |= need
+                break
+        else:
+            slots.append([s])
+            taken.append(set(need))
+    return slots
+
+
 def _sample(
-    probe: Any, plan: list[tuple[int, int, int]]
+    probe: Any, plan: list[tuple[int, int, int]], slots: list[list[int]] | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Measure every planned pair alone; the same latencies and rates on every process."""
+    """Measure the planned pairs, a slot of pairs that share nothing at a time.
+
+    The same latencies and rates on every process; ``slots`` (default: one
+    pair a slot) from :func:`check_slots`.
+    """
     from rankopt.probe._engine import PAIR_SHARE
 
     me, p = probe.me, probe.p
@@ -486,13 +540,20 @@ def _sample(
     small_out = np.zeros(p.latency_bytes, dtype=np.uint8)
     small_in = np.zeros(p.latency_bytes, dtype=np.uint8)
     ack_out, ack_in = np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.uint8)
-    for s, (i, j, nbytes) in enumerate(plan):
+    slots = [[s] for s in range(len(plan))] if slots is None else slots
+    for step, slot in enumerate(slots):
         t0 = probe.epoch
-        if probe.hooks.stall_round == s + 1:  # the test hook: this process stops here
+        if probe.hooks.stall_round == step + 1:  # the test hook: this process stops here
             probe.hooks.stall()
         deadline = t0 + PAIR_SHARE * p.timeout
         failed = -1
-        big = np.zeros(nbytes, dtype=np.uint8) if nbytes and me in (i, j) else None
+        mine = [s for s in slot if me in plan[s][:2]]
+        if not mine:
+            probe._consensus("cache", step, len(slots), t0, failed, [plan[s][:2] for s in slot])
+            continue
+        s = mine[0]  # a process is in one pair of a slot
+        i, j, nbytes = plan[s]
+        big = np.zeros(nbytes, dtype=np.uint8) if nbytes else None
         if me == i:
             rtt = probe._initiate(j, small_out, small_in, _TAGS_LAT, CHECK_PINGS, deadline)
             took = None
@@ -513,7 +574,7 @@ def _sample(
                 ok = probe._respond(i, big, ack_out, _TAGS_BW, CHECK_REPEATS, deadline)
             if not ok:
                 failed = i
-        probe._consensus("cache", s, len(plan), t0, failed, [(i, j)])
+        probe._consensus("cache", step, len(slots), t0, failed, [plan[s][:2] for s in slot])
     both = _share_int64(probe, np.concatenate([lat, bw]), "cache")
     k = len(plan)
     return both[:k].astype(np.float64) / 1e9, both[k:].astype(np.float64)
@@ -558,18 +619,23 @@ def probe_with_cache(
                 plan = _check_plan(network)
         except Exception as exc:  # noqa: BLE001 - a broken entry never stops the job
             stored, reason = None, f"the entry could not be used ({type(exc).__name__}: {exc})"
-    decision = np.zeros(2 + 3 * CHECK_PAIRS, dtype=np.int64)
+    decision = np.zeros(2 + 4 * CHECK_PAIRS, dtype=np.int64)
     if me == 0 and stored is not None and plan:
+        slot_of = np.zeros(len(plan), dtype=np.int64)
+        for k, slot in enumerate(check_slots(plan, network)):
+            slot_of[slot] = k
         decision[0], decision[1] = _CHECK, len(plan)
-        decision[2 : 2 + 3 * len(plan)] = np.array(plan, dtype=np.int64).ravel()
+        rows4 = np.column_stack([np.array(plan, dtype=np.int64), slot_of])
+        decision[2 : 2 + 4 * len(plan)] = rows4.ravel()
     decision = _share_int64(probe, decision, "cache")
     info: dict[str, Any] = {"key": key, "directory": str(cache.directory)}
     if decision[0] == _CHECK:
         count = int(decision[1])
-        rows = decision[2 : 2 + 3 * count].reshape(-1, 3)
-        plan = [(int(a), int(b), int(c)) for a, b, c in rows]
+        rows = decision[2 : 2 + 4 * count].reshape(-1, 4)
+        plan = [(int(a), int(b), int(c)) for a, b, c, _ in rows]
+        slots = [np.flatnonzero(rows[:, 3] == k).tolist() for k in range(int(rows[:, 3].max()) + 1)]
         t_check = time.perf_counter()
-        lat, bw = _sample(probe, plan)
+        lat, bw = _sample(probe, plan, [s for s in slots if s])
         check_s = time.perf_counter() - t_check
         verdict = np.zeros(1, dtype=np.int64)
         if me == 0 and stored is not None:
