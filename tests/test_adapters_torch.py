@@ -290,3 +290,31 @@ def test_probe_port_held_by_a_stranger_is_one_error_within_the_timeout(tmp_path,
             expected = "belongs to another job" if squatter == "store" else "no rankopt store"
             assert expected in errors[0] and "--probe-port" in errors[0], errors
     assert elapsed < limit
+
+
+def test_a_python_program_runs_in_the_launcher_process_as_python_would(tmp_path):
+    prog = tmp_path / "p.py"
+    prog.write_text(
+        "import logging, os, sys\n"
+        "logging.basicConfig(level=logging.INFO, format='%(message)s')\n"
+        "logging.getLogger('x').info('info shows')\n"
+        "print(__name__, sys.argv, os.environ['RANK'], sys.path[0] == os.path.dirname(__file__))\n"
+        "sys.exit(int(sys.argv[1]))\n"
+    )
+    boom = tmp_path / "boom.py"
+    boom.write_text("raise ValueError('from the program')\n")
+    code = (
+        "import logging, os, sys; logging.basicConfig(level=logging.WARNING)\n"
+        "from rankopt.cli._run import run_inline, python_program\n"
+        "env = {**os.environ, 'RANK': '3'}\n"
+        "run_inline(python_program([sys.executable, *sys.argv[1:]]), env)\n"
+    )
+    ok = subprocess.run([sys.executable, "-c", code, str(prog), "7"], capture_output=True,
+                        text=True, cwd=tmp_path, timeout=60)  # fmt: skip
+    assert ok.returncode == 7, ok.stderr
+    assert ok.stdout.strip() == f"__main__ ['{prog}', '7'] 3 True"
+    assert "info shows" in ok.stderr  # the program's own logging set-up took effect
+    bad = subprocess.run([sys.executable, "-c", code, str(boom)], capture_output=True,
+                         text=True, cwd=tmp_path, timeout=60)  # fmt: skip
+    assert bad.returncode == 1
+    assert "Traceback" in bad.stderr and "ValueError: from the program" in bad.stderr

@@ -1,5 +1,6 @@
 """``rankopt run [options] -- PROGRAM ARGS`` (and ``python -m rankopt.run``): renumber a
-torch.distributed job with :func:`rankopt.adapters._launch.launch`, then exec the program."""
+torch.distributed job with :func:`rankopt.adapters._launch.launch`, then run the program
+(a Python program of this interpreter in this process, anything else exec'd)."""
 
 from __future__ import annotations
 
@@ -76,11 +77,85 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
         return 0
     sys.stdout.flush()
     sys.stderr.flush()
+    inline = python_program(command)
+    if inline is not None and not os.environ.get("RANKOPT_RUN_EXEC"):
+        run_inline(inline, env)  # raises SystemExit with the program's status
     try:
         os.execvpe(command[0], command, env)
     except OSError as exc:
         raise RankoptInputError(f"cannot run {command[0]!r}: {exc}") from exc
     return 127  # not reached
+
+
+def python_program(command: Sequence[str]) -> tuple[str, str, list[str]] | None:
+    """``("path", SCRIPT, ARGS)`` or ``("module", NAME, ARGS)`` for a program this interpreter runs.
+
+    Only ``python SCRIPT ...`` and ``python -m MODULE ...`` with this very
+    interpreter and no interpreter flags: those run in this process, where
+    the probe already imported torch, instead of a new one that imports it
+    again (seconds at every start). Anything else is exec'd.
+
+    Examples
+    --------
+    >>> import sys
+    >>> python_program([sys.executable, "train.py", "--lr", "0.1"])
+    ('path', 'train.py', ['--lr', '0.1'])
+    >>> python_program([sys.executable, "-u", "train.py"]) is None
+    True
+    """
+    import shutil
+
+    if len(command) < 2:
+        return None
+    exe = shutil.which(command[0]) if os.sep not in command[0] else command[0]
+    if exe is None or os.path.realpath(exe) != os.path.realpath(sys.executable):
+        return None
+    if command[1] == "-m" and len(command) > 2:
+        return ("module", command[2], list(command[3:]))
+    if command[1].startswith("-"):
+        return None
+    return ("path", command[1], list(command[2:]))
+
+
+def run_inline(program: tuple[str, str, list[str]], env: dict[str, str]) -> None:
+    """Run ``program`` as ``python`` would, in this process, with ``env``; never returns.
+
+    ``sys.argv``, ``sys.path[0]`` and ``__main__`` are what ``python SCRIPT``
+    or ``python -m MODULE`` give; an uncaught exception prints its traceback
+    and exits with status 1, ``SystemExit`` keeps its status. Set
+    ``RANKOPT_RUN_EXEC=1`` to exec a new interpreter instead.
+    """
+    import logging
+    import runpy
+    import traceback
+
+    kind, target, rest = program
+    root = logging.getLogger()  # the program's logging.basicConfig must take effect
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    root.setLevel(logging.WARNING)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = [target, *rest]
+    if kind == "path":
+        sys.path[0] = os.path.dirname(os.path.abspath(target))
+    else:
+        sys.path[0] = os.getcwd()
+    try:
+        if kind == "path":
+            runpy.run_path(target, run_name="__main__")
+        else:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        raise SystemExit(130) from None
+    except BaseException:  # noqa: BLE001 - what the interpreter does with it
+        traceback.print_exc()
+        sys.stderr.flush()
+        raise SystemExit(1) from None
+    raise SystemExit(0)
 
 
 def check_program(command: Sequence[str]) -> None:
