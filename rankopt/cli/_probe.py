@@ -237,7 +237,9 @@ def _summary(m: Any, path: Path) -> str:
         f"median latency {np.median(m.latency[off]) * 1e6:.3g} us"
     )
     if m.bandwidth is not None:
-        line += f", median bandwidth {np.median(m.bandwidth[off]) / 1e9:.3g} GB/s"
+        from rankopt.units import format_rate
+
+        line += f", median bandwidth {format_rate(float(np.median(m.bandwidth[off])))}"
     return line + f", {m.duration:.2f} s"
 
 
