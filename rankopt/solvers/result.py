@@ -14,6 +14,14 @@ from rankopt.units import format_size
 __all__ = ["SolveResult"]
 
 
+#: The scalar fields of :class:`SolveResult` as :meth:`SolveResult.to_dict` writes them.
+_PLAIN_FIELDS: tuple[tuple[str, Any], ...] = (
+    ("cost", float), ("baseline_cost", float), ("speedup", float), ("method", str),
+    ("objective", str), ("collective", str), ("algorithm", str), ("iterations", int),
+    ("evaluations", int), ("runtime_s", float), ("stop_reason", str), ("seed", int),
+)  # fmt: skip
+
+
 def _fmt_seconds(x: float) -> str:
     ax = abs(x)
     if ax == 0 or ax >= 1:
@@ -122,21 +130,11 @@ class SolveResult:
         """
         interval = d.get("speedup_interval")
         extra = {k: d[k] for k in ("robust", "probe_cache") if d.get(k) is not None}
+        plain = {name: cast(d[name]) for name, cast in _PLAIN_FIELDS}
         return cls(
             order=np.asarray(d["order"], dtype=np.int64),
             rank_of=np.asarray(d["rank_of"], dtype=np.int64),
-            cost=float(d["cost"]),
-            baseline_cost=float(d["baseline_cost"]),
-            speedup=float(d["speedup"]),
-            method=str(d["method"]),
-            objective=str(d["objective"]),
-            collective=str(d["collective"]),
-            algorithm=str(d["algorithm"]),
-            iterations=int(d["iterations"]),
-            evaluations=int(d["evaluations"]),
-            runtime_s=float(d["runtime_s"]),
-            stop_reason=str(d["stop_reason"]),
-            seed=int(d["seed"]),
+            **plain,
             extra=extra,
             nbytes=None if d.get("nbytes") is None else float(d["nbytes"]),
             speedup_interval=None if interval is None else (float(interval[0]), float(interval[1])),
