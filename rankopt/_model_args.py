@@ -213,7 +213,7 @@ def check_json_destination(dest: str | None) -> None:
         return
     import os
 
-    from rankopt._files import check_output_path
+    from rankopt._files import check_writable
 
     if os.path.isfile(dest) and not str(dest).endswith(".json"):
         raise RankoptInputError(
@@ -221,7 +221,7 @@ def check_json_destination(dest: str | None) -> None:
             "name ending in .json, or `-` (or nothing, as the last option) for standard "
             "output."
         )
-    check_output_path(dest, what="--json")
+    check_writable(dest, what="--json")  # it is written after the work
 
 
 def write_json(dest: str, text: str) -> None:

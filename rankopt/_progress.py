@@ -188,9 +188,3 @@ class Progress:
             self.update(p.step)
 
         return callback
-
-    def __enter__(self) -> Progress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.finish()

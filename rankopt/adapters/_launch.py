@@ -499,14 +499,16 @@ def _solve(
     if isinstance(measurement, _Matrix):
         res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
     else:
-        from rankopt.adapters.cache import keep_solved, reuse_solved
+        from rankopt.adapters.cache import solved_once
 
         spec = {"collective": args.collective, "algorithm": args.algorithm, **opts}
-        cache_opt = dict(args.probe).get("cache")
-        res = reuse_solved(cache_opt, measurement, network, spec)
-        if res is None:
-            res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)
-            keep_solved(cache_opt, measurement, network, spec, res)
+        res = solved_once(
+            dict(args.probe).get("cache"),
+            measurement,
+            network,
+            spec,
+            lambda: solve(network, args.collective, args.algorithm, keep_rank0=True, **opts),
+        )
         res.extra["probe_cache"] = measurement.parameters.get("cache")
     if args.json:
         from rankopt._model_args import write_json

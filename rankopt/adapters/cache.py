@@ -53,7 +53,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -492,13 +492,9 @@ def check_slots(plan: list[tuple[int, int, int]], network: Any) -> list[list[int
     >>> check_slots([(0, 1, 8), (2, 3, 8), (0, 2, 8), (3, 1, 8), (1, 3, 8)], net)
     [[0, 1], [2, 3], [4]]
     """
-    hosts = list(network.hosts) if network.hosts is not None else list(range(len(plan) + 1))
-    n = network.n
-    host_of = (
-        np.unique(np.asarray(hosts, dtype=object).astype(str), return_inverse=True)[1]
-        if network.hosts is not None
-        else np.arange(n)
-    )
+    from rankopt.probe._topology import host_labels
+
+    host_of = host_labels(network.hosts) if network.hosts is not None else np.arange(network.n)
     levels = [np.asarray(g) for g in (network.groups or [])]
 
     def uses(i: int, j: int) -> set[tuple[Any, ...]]:
@@ -670,8 +666,6 @@ def probe_with_cache(
 
 
 def _with_cache_info(m: Measurement, info: Mapping[str, Any]) -> Measurement:
-    from dataclasses import replace
-
     return replace(m, parameters=dict(m.parameters) | {"cache": dict(info)})
 
 
@@ -729,13 +723,7 @@ def reuse_solved(
     except (OSError, ValueError, KeyError, TypeError) as exc:
         logger.info("rankopt: kept solve %s unusable (%s); solving again", found[0], exc)
         return None
-    return replace_notes(res, "solve: the order solved before on this probe, same options: reused")
-
-
-def replace_notes(res: Any, note: str) -> Any:
-    """``res`` with ``note`` added to its notes."""
-    from dataclasses import replace
-
+    note = "solve: the order solved before on this probe, same options: reused"
     return replace(res, notes=(*res.notes, note))
 
 
@@ -763,6 +751,25 @@ def keep_solved(
                 old.unlink(missing_ok=True)
     except (OSError, ValueError, TypeError) as exc:
         logger.info("rankopt: could not keep the solve (%s)", exc)
+
+
+def solved_once(
+    cache_option: Any,
+    measurement: Measurement,
+    network: Any,
+    what: Mapping[str, Any],
+    run: Callable[[], Any],
+) -> Any:
+    """The kept result of this probe and options (:func:`reuse_solved`), else ``run()``, kept.
+
+    What every entry point's root calls in place of ``solve``: ``run`` is
+    the solve itself, ``what`` every option that shapes it.
+    """
+    res = reuse_solved(cache_option, measurement, network, what)
+    if res is None:
+        res = run()
+        keep_solved(cache_option, measurement, network, what, res)
+    return res
 
 
 def describe_cache(info: Mapping[str, Any] | None) -> str:

@@ -512,18 +512,19 @@ def optimize(
 
             if measurement is None:
                 raise RankoptMPIError(f"the probe returned no measurement on root rank {root}")
-            from rankopt.adapters.cache import keep_solved, reuse_solved
+            from rankopt.adapters.cache import solved_once
 
             network = Network.from_measurement(measurement)
-            cache_opt = (probe_options or {}).get("cache")
-            what = {"collective": collective, "algorithm": algorithm, **solve_options}
-            res = reuse_solved(cache_opt, measurement, network, what)
-            if res is None:
+
+            def run() -> SolveResult:
                 shown.start(f"solve ({size} processes)", 0, "")
-                res = solve(network, collective, algorithm, **solve_options)
-                shown.finish(f"{res.method}, modelled {res.speedup:.3g}x")
-                keep_solved(cache_opt, measurement, network, what, res)
-            payload = ("ok", res)
+                out = solve(network, collective, algorithm, **solve_options)
+                shown.finish(f"{out.method}, modelled {out.speedup:.3g}x")
+                return out
+
+            what = {"collective": collective, "algorithm": algorithm, **solve_options}
+            cache_opt = (probe_options or {}).get("cache")
+            payload = ("ok", solved_once(cache_opt, measurement, network, what, run))
         except Exception as exc:  # noqa: BLE001
             shown.finish("failed")
             payload = ("error", f"{type(exc).__name__}: {exc}")

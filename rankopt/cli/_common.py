@@ -16,6 +16,7 @@ __all__ = [
     "add_matrix_args",
     "add_problem_args",
     "problem_kwargs",
+    "solve_as_asked",
     "Inputs",
     "read_inputs",
     "table",
@@ -49,6 +50,26 @@ def add_problem_args(p: argparse.ArgumentParser) -> None:
 
     add_matrix_args(p)
     add_model_arguments(p, default_nbytes=DEFAULT_NBYTES, solver=False)
+
+
+def solve_as_asked(args: argparse.Namespace, network: Any, **extra: Any) -> Any:
+    """``solve()`` as the command line asks: the shared model and solver options.
+
+    ``rankopt solve`` and ``rankopt plot`` call it alike, so the picture is of
+    the order ``solve`` gives with the same flags; ``extra`` adds what only one
+    of them has (``max_iter``, ``keep_rank0``, ``callback``).
+    """
+    from rankopt._model_args import model_options
+    from rankopt.solvers import solve
+
+    return solve(
+        network,
+        args.collective,
+        args.algorithm,
+        nan=args.nan,
+        **model_options(args, network, solver=True),
+        **extra,
+    )
 
 
 def problem_kwargs(args: argparse.Namespace, network: Any) -> dict[str, Any]:

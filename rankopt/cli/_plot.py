@@ -16,8 +16,7 @@ from typing import Any
 from rankopt._files import atomic_write, check_output_path
 from rankopt._limits import MAX_DPI, check_bound
 from rankopt.cli import CLIError
-from rankopt.cli._common import add_matrix_args, problem_kwargs, read_network
-from rankopt.solvers import solve
+from rankopt.cli._common import add_matrix_args, read_network, solve_as_asked
 
 __all__ = ["register", "run"]
 
@@ -70,16 +69,7 @@ def run(args: argparse.Namespace) -> int:
     net, _ = read_network(args)
     res = None
     if kinds != ("hierarchy",):
-        res = solve(
-            net,
-            args.collective,
-            args.algorithm,
-            method=args.method,
-            rng=args.seed,
-            time_limit=args.time_limit,
-            nan=args.nan,
-            **problem_kwargs(args, net),
-        )
+        res = solve_as_asked(args, net)
     written = []
     for kind in kinds:
         if kind == "hierarchy":

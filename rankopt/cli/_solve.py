@@ -8,8 +8,7 @@ import sys
 
 from rankopt._model_args import add_json_option, check_json_destination, write_json
 from rankopt.cli import CLIError
-from rankopt.cli._common import add_matrix_args, problem_kwargs, progress, read_network
-from rankopt.solvers import solve
+from rankopt.cli._common import add_matrix_args, progress, read_network, solve_as_asked
 
 __all__ = ["register", "run"]
 
@@ -84,20 +83,9 @@ def run(args: argparse.Namespace) -> int:
         for line in net.provenance["topology"]["disagreements"]:
             print(f"rankopt solve: topology disagrees with bandwidth: {line}", file=sys.stderr)
     _check_outputs(args, hosts, net.n)  # a bad target fails now, not after the solve
-    kwargs = problem_kwargs(args, net)
     with progress("rankopt solve", not args.quiet and args.json != "-") as cb:
-        res = solve(
-            net,
-            args.collective,
-            args.algorithm,
-            method=args.method,
-            rng=args.seed,
-            time_limit=args.time_limit,
-            max_iter=args.max_iter,
-            keep_rank0=args.keep_rank0,
-            callback=cb,
-            nan=args.nan,
-            **kwargs,
+        res = solve_as_asked(
+            args, net, max_iter=args.max_iter, keep_rank0=args.keep_rank0, callback=cb
         )
     _write_outputs(args, res.order, hosts, net, res)
     if args.json:

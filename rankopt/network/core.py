@@ -42,6 +42,7 @@ from rankopt._validation import (
     check_groups,
     check_host_names,
 )
+from rankopt.units import format_rate
 
 __all__ = [
     "Network",
@@ -675,13 +676,7 @@ def describe_levels(groups: Sequence[NDArray[np.int64]], uplinks: Sequence[Any] 
 
 def _fmt_span(u: NDArray[np.float64]) -> str:
     lo, hi = float(np.min(u)), float(np.max(u))
-    return _fmt_rate(lo) if hi <= 1.05 * lo else f"{_fmt_rate(lo)}-{_fmt_rate(hi)}"
-
-
-def _fmt_rate(x: float) -> str:
-    from rankopt.units import format_rate
-
-    return format_rate(x)
+    return format_rate(lo) if hi <= 1.05 * lo else f"{format_rate(lo)}-{format_rate(hi)}"
 
 
 def _write_npz(path: Path, arrays: Mapping[str, Any]) -> Path:

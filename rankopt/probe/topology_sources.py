@@ -79,6 +79,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
+from rankopt.units import format_rate
 
 __all__ = [
     "TopologyLabels",
@@ -1205,20 +1206,14 @@ def compare_with_bandwidth(
         if med_in < gap * med_out:
             found.append(
                 f"level {k}: no bandwidth difference between inside and across groups "
-                f"(median {_rate(med_in)} inside, {_rate(med_out)} to siblings)"
+                f"(median {format_rate(med_in)} inside, {format_rate(med_out)} to siblings)"
             )
             continue
         threshold = np.sqrt(med_in * med_out)
         for a, b in zip(*np.nonzero(np.triu(inner & (bw < threshold))), strict=True):
             found.append(
                 f"level {k} group {int(lab[a])}: processes {int(a)} and {int(b)} share the "
-                f"group but their bandwidth ({_rate(bw[a, b])}) is that of different groups "
-                f"(median inside {_rate(med_in)}, to siblings {_rate(med_out)})"
+                f"group but their bandwidth ({format_rate(bw[a, b])}) is that of different groups "
+                f"(median inside {format_rate(med_in)}, to siblings {format_rate(med_out)})"
             )
     return found
-
-
-def _rate(x: float) -> str:
-    from rankopt.units import format_rate
-
-    return format_rate(x)

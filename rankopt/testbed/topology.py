@@ -84,10 +84,6 @@ def parse_time(value: str | float) -> float:
     return t
 
 
-def _fmt_rate(rate: float) -> str:
-    return units.format_rate(rate, bits=True)
-
-
 @dataclasses.dataclass(frozen=True)
 class Topology:
     """A tree network: hosts in racks, racks in pods, pods on a core.
@@ -262,11 +258,11 @@ class Topology:
             f"{self.n_hosts} hosts = {self.pods} pod(s) x "
             + (f"{self.racks_per_pod} racks, " if self.racks and self.pods > 1 else "")
             + racks,
-            f"host {_fmt_rate(self.rates[0])}",
-            f"rack uplink {_fmt_rate(self.rates[1])}",
+            f"host {units.format_rate(self.rates[0], bits=True)}",
+            f"rack uplink {units.format_rate(self.rates[1], bits=True)}",
         ]
         if self.pods > 1:
-            parts.append(f"pod uplink {_fmt_rate(self.rates[2])}")
+            parts.append(f"pod uplink {units.format_rate(self.rates[2], bits=True)}")
         for lv, name in ((1, "rack"), (2, "pod")):
             if self.latency[lv] > 0 and lv < self.levels:
                 parts.append(f"+{self.latency[lv] * 1e3:g} ms per {name} uplink")
