@@ -180,11 +180,16 @@ class Progress:
             return None
         units = {"latency": "rounds", "bandwidth": "slots"}
 
+        last = [0.0]  # the probe's elapsed seconds at the previous report
+
         def callback(p: Any) -> None:
             phase = f"probe {p.phase}"
             if self._phase != phase:
                 unit = units.get(p.phase, "steps") if p.steps else "stages"
                 self.start(phase, p.steps, unit, always=True)
+                # the phase began when the previous one ended, not at its first report
+                self._t0 -= max(float(p.elapsed) - last[0], 0.0)
+            last[0] = float(p.elapsed)
             self.update(p.step)
 
         return callback

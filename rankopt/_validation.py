@@ -15,7 +15,9 @@ forms can overflow or lose every digit:
   are below 1 s, so a larger value is a unit mistake);
 * bandwidth: finite, ``1e-3 <= x <= 1e15`` B/s (1 PB/s, a thousand times
   the fastest link today), off the diagonal;
-* message size ``nbytes``: ``0 < x <= 1e18`` bytes (1 EB).
+* message size ``nbytes``: ``0 < x <= 1e18`` bytes (1 EB);
+* uplink sharing exponent ``straggle``: ``1 <= x <= 2`` (:data:`STRAGGLE_RANGE`),
+  so ``K**straggle <= n**2``.
 
 One transfer then takes at most ``1e6 + 1e18 / 1e-3 = 1e21`` s, and a sum
 over the ``n^2 = 1e10`` pairs of ``n = 1e5`` processes stays below ``1e31``
@@ -49,6 +51,8 @@ __all__ = [
     "Quantity",
     "ValueRange",
     "RANGES",
+    "STRAGGLE_RANGE",
+    "check_straggle",
 ]
 
 NanPolicy = Literal["raise", "symmetric", "max", "mean"]
@@ -624,3 +628,23 @@ def check_host_names(hosts: Any, n: int | None = None, name: str = "hosts") -> t
     if n is not None and len(out) != n:
         raise RankoptInputError(f"`{name}` must have one entry per process ({n}); got {len(out)}.")
     return tuple(out)
+
+
+#: Bounds of the straggle exponent: an even split up to a slowest flow at
+#: ``K**-2`` of the uplink (beyond anything a probe has shown).
+STRAGGLE_RANGE = (1.0, 2.0)
+
+
+def check_straggle(straggle: Any) -> float:
+    """``straggle`` as a float in :data:`STRAGGLE_RANGE`, or a clear error."""
+    lo, hi = STRAGGLE_RANGE
+    try:
+        s = float(straggle)
+    except (TypeError, ValueError):
+        s = float("nan")
+    if isinstance(straggle, (bool, np.bool_)) or not lo <= s <= hi:
+        raise RankoptInputError(
+            f"`straggle` must be a number between {lo:g} (an even split of an uplink) and "
+            f"{hi:g}; got {straggle!r}."
+        )
+    return s

@@ -35,6 +35,7 @@ cdef class StepEval(SwapEval):
     cdef const long long[:, ::1] lab
     cdef const double[:, ::1] up
     cdef const double[:, ::1] upi
+    cdef const double[::1] share
     cdef const long long[::1] src
     cdef const long long[::1] dst
     cdef const double[::1] frac
@@ -66,7 +67,7 @@ cdef class StepEval(SwapEval):
     def __init__(self, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
                  double nbytes, bint has_rate, const long long[:, ::1] labels,
                  const double[:, ::1] uplink, const double[:, ::1] uplink_in,
-                 const long long[::1] src, const long long[::1] dst, const double[::1] frac,
+                 const double[::1] share, const long long[::1] src, const long long[::1] dst, const double[::1] frac,
                  const long long[::1] step_ptr, const long long[::1] repeat,
                  const long long[::1] tstep, const long long[::1] rptr,
                  const long long[::1] rtr, long long bufsize):
@@ -79,6 +80,7 @@ cdef class StepEval(SwapEval):
         self.lab = labels
         self.up = uplink
         self.upi = uplink_in
+        self.share = share
         self.nlev = labels.shape[0]
         self.src = src
         self.dst = dst
@@ -109,7 +111,8 @@ cdef class StepEval(SwapEval):
     # ---------------------------------------------------------------- core
     cdef void _count(self, const long long[::1] o, Py_ssize_t s) noexcept nogil:
         """Uplink transfer counts of step ``s`` and each used uplink's share
-        ``up / K`` (out of the group) or ``upi / K`` (into it); :meth:`_uncount`
+        ``up / share[K]`` (out of the group) or ``upi / share[K]`` (into it;
+        ``share[K]`` is ``K`` for an even split); :meth:`_uncount`
         clears them."""
         cdef Py_ssize_t e, L, q, G = self.up.shape[1]
         cdef long long a, b, f
@@ -138,10 +141,10 @@ cdef class StepEval(SwapEval):
                     ci[f] += 1
         for q in range(self.ntout):
             f = self.tout[q]
-            po[f] = up[f] / co[f]
+            po[f] = up[f] / self.share[co[f]]
         for q in range(self.ntin):
             f = self.tin[q]
-            pi[f] = upi[f] / ci[f]
+            pi[f] = upi[f] / self.share[ci[f]]
 
     cdef void _uncount(self) noexcept nogil:
         cdef Py_ssize_t q

@@ -3,13 +3,14 @@
 # When every transfer of a step carries the same c = frac * nbytes bytes, the
 # step time is
 #
-#   max over transfers e of  lat_e + c / min(bw_e, up[L,g] / K[L,g] ...)
+#   max over transfers e of  lat_e + c / min(bw_e, up[L,g] / share[K[L,g]] ...)
 #   = max( max_e (lat_e + c / bw_e),                                 slot A
 #          max over (level L, group g, direction d) with K > 0 of
-#              (max lat of the transfers leaving / entering g at L) + c / (up / K) )
+#              (max lat of the transfers leaving / entering g at L) + c / (up / share[K]) )
 #
 # where up is the uplink out of g (d = 0, transfers leaving g) or into g
-# (d = 1, transfers entering g)
+# (d = 1, transfers entering g) and share[K] = K ** straggle (K exactly for an
+# even split)
 #
 # (division and addition round monotonically, so the two forms are equal to
 # the last bit). Each (step, L, g, d) is a "slot" holding a multiset of
@@ -48,6 +49,7 @@ cdef class StepContention(SwapEval):
     cdef const long long[:, ::1] lab
     cdef const double[:, ::1] up
     cdef const double[:, ::1] upi
+    cdef const double[::1] share
     cdef const long long[:, ::1] gptr
     cdef const long long[::1] gmem
     cdef const long long[::1] src
@@ -94,7 +96,8 @@ cdef class StepContention(SwapEval):
 
     def __init__(self, full, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
                  const long long[:, ::1] labels, const double[:, ::1] uplink,
-                 const double[:, ::1] uplink_in, const long long[:, ::1] gptr,
+                 const double[:, ::1] uplink_in, const double[::1] share,
+                 const long long[:, ::1] gptr,
                  const long long[::1] gmem, const long long[::1] src, const long long[::1] dst,
                  const long long[::1] step_ptr, const double[::1] c, const double[::1] reps,
                  const long long[::1] sptr, const long long[::1] sidx,
@@ -109,6 +112,7 @@ cdef class StepContention(SwapEval):
         self.lab = labels
         self.up = uplink
         self.upi = uplink_in
+        self.share = share
         self.gptr = gptr
         self.gmem = gmem
         self.src = src
@@ -177,8 +181,8 @@ cdef class StepContention(SwapEval):
         g = (sl >> 1) & (self.G - 1)
         L = sl >> (self.gbits + 1)
         if sl & 1:  # transfers entering g: its uplink into the group
-            return mx + self.c[s] / (self.upi[L, g] / count)
-        return mx + self.c[s] / (self.up[L, g] / count)
+            return mx + self.c[s] / (self.upi[L, g] / self.share[count])
+        return mx + self.c[s] / (self.up[L, g] / self.share[count])
 
     cdef void _tset(self, Py_ssize_t s, Py_ssize_t sl, double v) noexcept nogil:
         cdef Py_ssize_t base = s * 2 * self.P, k = self.P + sl

@@ -15,7 +15,7 @@ import pytest
 from rankopt import RankoptInputError
 from rankopt.probe import ProbeTimeoutError
 from rankopt.probe._common import ProbeParams
-from rankopt.probe._engine import RECHECK_PASSES, recheck_pairs, run_probe
+from rankopt.probe._engine import RECHECK_PASSES, SHARING_PASSES, recheck_pairs, run_probe
 
 
 class _Hub:
@@ -170,10 +170,11 @@ def test_engine_reports_progress_per_round_and_slot():
         rounds = m.parameters["latency_rounds"]
         slots = m.parameters["bandwidth_slots"]
         again = len(m.parameters.get("recheck", [])) // RECHECK_PASSES  # groups the rates show
+        shared = bool(m.parameters.get("sharing"))  # two groups of two hosts shown
         assert phases == [("latency", i + 1, rounds) for i in range(rounds)] + [
             ("bandwidth", i + 1, slots) for i in range(slots)
         ] + [("recheck", i + 1, again) for _ in range(RECHECK_PASSES if again else 0)
-             for i in range(again)]  # fmt: skip
+             for i in range(again)] + [("sharing", 1, 1)] * (SHARING_PASSES * shared)  # fmt: skip
         assert all(b.elapsed >= a.elapsed for a, b in zip(seen[r], seen[r][1:], strict=False))
 
 

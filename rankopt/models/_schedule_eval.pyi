@@ -18,6 +18,7 @@ class StepEval(SwapEval):
         labels: NDArray[np.int64],
         uplink: NDArray[np.float64],
         uplink_in: NDArray[np.float64],
+        share: NDArray[np.float64],
         src: NDArray[np.int64],
         dst: NDArray[np.int64],
         frac: NDArray[np.float64],

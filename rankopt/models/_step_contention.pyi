@@ -20,6 +20,7 @@ class StepContention(SwapEval):
         labels: NDArray[np.int64],
         uplink: NDArray[np.float64],
         uplink_in: NDArray[np.float64],
+        share: NDArray[np.float64],
         gptr: NDArray[np.int64],
         gmem: NDArray[np.int64],
         src: NDArray[np.int64],

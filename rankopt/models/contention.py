@@ -81,6 +81,7 @@ def make_step_contention(sched: Schedule, net: Network, full: Any, *, alike: boo
         net.labels,
         net.uplink,
         net.uplink_in,
+        net.shares(int(np.diff(ptr).max(initial=0))),
         gptr,
         gmem,
         np.ascontiguousarray(src),

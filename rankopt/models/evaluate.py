@@ -27,6 +27,7 @@ def cost(
     objective: str | None = None,
     segment_size: float | None = None,
     inter: str | None = None,
+    straggle: float | None = None,
 ) -> float:
     """Modelled time in seconds of ``collective``/``algorithm`` under ``order``.
 
@@ -64,6 +65,10 @@ def cost(
         Segment size of the pipelined chain broadcast.
     inter : {"rings", "leaders"}, optional
         Inter-group phase of the hierarchical allreduce.
+    straggle : float, optional
+        With uplinks: the ``K`` transfers of a step through one uplink each
+        get ``uplink / K**straggle`` (default 1, an even split; a probe
+        measures it, :attr:`rankopt.Network.straggle`).
 
     Returns
     -------
@@ -75,7 +80,7 @@ def cost(
     α-β, step-synchronous: a step lasts as long as its slowest transfer
     ``latency[a, b] + bytes / rate``; the total is the sum over steps. With
     uplinks, the K transfers of a step that leave (enter) a group share its
-    uplink: each gets at most ``uplink / K`` (see
+    uplink: each gets at most ``uplink / K**straggle`` (see
     :func:`rankopt.models.network.reference_time`).
 
     The model of the last call is kept, keyed by a digest of every input
@@ -123,6 +128,7 @@ def cost(
         "uplink_bandwidth": uplink_bandwidth,
         "segment_size": segment_size,
         "inter": inter,
+        "straggle": straggle,
     }
     key = _digest(lat, collective, algorithm, kw)
     with _LOCK:

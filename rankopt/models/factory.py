@@ -74,12 +74,15 @@ def make_model(
     segment_size: float | None = None,
     inter: str | None = None,
     workload: Any = None,
+    straggle: Any = None,
 ) -> CostModel:
     """Build the cost model of ``collective``/``algorithm`` on a validated matrix.
 
     ``objective=None`` follows :func:`default_objective`. ``"time"`` without
     ``nbytes`` is latency-only (``bandwidth`` is then unused);
-    ``"contention"`` requires ``groups``, ``uplink_bandwidth`` and ``nbytes``.
+    ``"contention"`` requires ``groups``, ``uplink_bandwidth`` and ``nbytes``;
+    ``straggle`` (default 1: an even split) is how the transfers of a step
+    share an uplink (:attr:`rankopt.models.network.Network.straggle`).
     Hierarchical allreduce takes its groups from the finest level of
     ``groups``, or from :func:`rankopt.infer_hierarchy` when none are given.
 
@@ -100,6 +103,7 @@ def make_model(
             uplink_bandwidth=uplink_bandwidth,
             segment_size=segment_size,
             inter=inter,
+            straggle=straggle,
         )
     check_collective(collective, algorithm)
     if objective is None:
@@ -139,6 +143,7 @@ def make_model(
             nbytes=nbytes,
             groups=groups,
             uplink_bandwidth=uplink_bandwidth,
+            straggle=1.0 if straggle is None else straggle,
         )
     else:
         net = make_network(

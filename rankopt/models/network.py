@@ -25,10 +25,18 @@ from rankopt._validation import (
     check_groups,
     check_matrix,
     check_quantity,
+    check_straggle,
 )
 from rankopt.models.schedule import Schedule
 
-__all__ = ["Network", "make_network", "check_groups", "reference_time"]
+__all__ = [
+    "Network",
+    "make_network",
+    "check_groups",
+    "check_straggle",
+    "reference_time",
+    "share_table",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +59,12 @@ class Network:
     uplink_in : ndarray (levels, max G) of float64
         Capacity of each group's uplink into the group (bytes/s); the same
         array as ``uplink`` when the capacities were given without direction.
+    straggle : float
+        How ``K`` transfers of one step share an uplink: each gets
+        ``uplink / K**straggle`` (see :func:`share_table`). ``1.0`` is an
+        even split; above it, the slowest of several transfers that wait for
+        each other gets less than its fair share (TCP flows through one
+        bottleneck do), which the probe measures.
     """
 
     latency: NDArray[np.float64]
@@ -59,6 +73,7 @@ class Network:
     labels: NDArray[np.int64]
     uplink: NDArray[np.float64]
     uplink_in: NDArray[np.float64]
+    straggle: float = 1.0
 
     @property
     def n(self) -> int:
@@ -68,10 +83,28 @@ class Network:
     def levels(self) -> int:
         return int(self.labels.shape[0])
 
+    def shares(self, most: int = 0) -> NDArray[np.float64]:
+        """:func:`share_table` up to ``max(most, n)`` transfers (what the kernels divide by)."""
+        return share_table(max(int(most), self.n), self.straggle)
+
     @property
     def has_rate(self) -> bool:
         """Whether transfers have a bytes term (bandwidth or uplinks with a size)."""
         return self.nbytes is not None and (self.bandwidth is not None or self.levels > 0)
+
+
+def share_table(n: int, straggle: float = 1.0) -> NDArray[np.float64]:
+    """``K**straggle`` for ``K = 0..n``: a step's ``K`` transfers through one
+    uplink each get ``uplink / share[K]``.
+
+    With ``straggle == 1`` the entries are ``K`` exactly, so the kernels'
+    division is the even split to the last bit.
+
+    >>> share_table(3).tolist(), share_table(3, 1.5).round(3).tolist()
+    ([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 2.828, 5.196])
+    """
+    k = np.arange(n + 1, dtype=np.float64)
+    return k if straggle == 1.0 else np.ascontiguousarray(k**straggle)
 
 
 def _check_uplinks(
@@ -134,6 +167,7 @@ def make_network(
     nbytes: Any = None,
     groups: Any = None,
     uplink_bandwidth: Any = None,
+    straggle: Any = 1.0,
 ) -> Network:
     """Validate the inputs of a time model (``latency`` is already validated).
 
@@ -171,7 +205,15 @@ def make_network(
         labels = np.ascontiguousarray(np.array(labs, dtype=np.int64))
     up = np.ascontiguousarray(up)
     down = up if np.array_equal(up, down) else np.ascontiguousarray(down)
-    return Network(np.ascontiguousarray(latency, dtype=np.float64), bw, nb, labels, up, down)
+    return Network(
+        np.ascontiguousarray(latency, dtype=np.float64),
+        bw,
+        nb,
+        labels,
+        up,
+        down,
+        check_straggle(straggle),
+    )
 
 
 def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> float:
@@ -182,7 +224,8 @@ def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> f
     ``rate`` is the smallest of ``bandwidth[a, b]`` and, at every level where
     ``a`` and ``b`` are in different groups, ``uplink[g(a)] / K_out`` and
     ``uplink_in[g(b)] / K_in`` -- ``K_out`` (``K_in``) being the number of
-    transfers of this step that leave (enter) that group. A step lasts as
+    transfers of this step that leave (enter) that group, each raised to
+    ``net.straggle`` (1 by default: an even split). A step lasts as
     long as its slowest transfer and runs ``repeat`` times; the total is the
     sum over steps. Without bandwidth and uplinks only latency counts.
     """
@@ -208,8 +251,8 @@ def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> f
                     if ga != gb:
                         rate = min(
                             rate,
-                            net.uplink[lev, ga] / out_cnt[lev, ga],
-                            net.uplink_in[lev, gb] / in_cnt[lev, gb],
+                            net.uplink[lev, ga] / out_cnt[lev, ga] ** net.straggle,
+                            net.uplink_in[lev, gb] / in_cnt[lev, gb] ** net.straggle,
                         )
                 t += float(sched.frac[e]) * float(net.nbytes) / rate  # type: ignore[arg-type]
             longest = max(longest, t)

@@ -7,7 +7,9 @@
 ``objective="contention"``
     As ``"time"``, and the transfers of a step that leave (enter) a group
     share its uplink in that direction: K of them get ``uplink / K`` each
-    (``uplink`` out of the group, ``uplink_in`` into it).
+    (``uplink`` out of the group, ``uplink_in`` into it), or
+    ``uplink / K**straggle`` where the network says the slowest of them gets
+    less than its fair share (:attr:`Network.straggle`).
 
 See :func:`rankopt.models.network.reference_time` for the exact spec, which
 the compiled kernel (``src_ext/_schedule_eval.pyx``) is tested against.
@@ -67,6 +69,7 @@ def make_evaluator(sched: Schedule, net: Network, *, index: bool = True):
         net.labels,
         net.uplink,
         net.uplink_in,
+        net.shares(int(np.diff(sched.step_ptr).max(initial=0))),
         sched.src,
         sched.dst,
         sched.frac,

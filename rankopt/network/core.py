@@ -41,6 +41,7 @@ from rankopt._validation import (
     _check_range,
     check_groups,
     check_host_names,
+    check_straggle,
 )
 from rankopt.units import format_rate
 
@@ -355,6 +356,18 @@ class Network:
         return bool(self.groups) and len(self.uplinks) == len(self.groups)
 
     @property
+    def straggle(self) -> float:
+        """How the ``K`` transfers of a step share an uplink: ``uplink / K**straggle`` each.
+
+        ``provenance["straggle"]``: the probe measures it from transfers that
+        share an uplink (the slowest of them against one alone,
+        :func:`rankopt.probe.hierarchy.straggle_exponent`); 1 (an even split)
+        when nothing was measured. The contention model prices with it.
+        """
+        value = self.provenance.get("straggle")
+        return 1.0 if value is None else check_straggle(value)
+
+    @property
     def measured(self) -> bool:
         """Whether the entries carry spreads (a probe's medians) to judge gains by."""
         return self.latency_spread is not None or self.bandwidth_spread is not None
@@ -423,7 +436,11 @@ class Network:
             bandwidth_spread=None if bw is None else getattr(measurement, "bandwidth_spread", None),
             latency_samples=None if counts is None else np.asarray(counts) * lat_rep,
             bandwidth_samples=None if bw_counts is None else np.asarray(bw_counts) * bw_rep,
-            provenance={"probe": params, "duration_s": float(getattr(measurement, "duration", 0))},
+            provenance={
+                "probe": params,
+                "duration_s": float(getattr(measurement, "duration", 0)),
+                **({"straggle": params["straggle"]} if params.get("straggle") else {}),
+            },
         )
         if probed_groups:
             net = net._with_probed_hierarchy(probed_groups, params.get("uplink_capacity"))
@@ -590,7 +607,7 @@ class Network:
 
         Returns the keyword arguments for :func:`rankopt.solve` /
         :func:`rankopt.cost`: ``objective``, ``bandwidth``, ``nbytes``,
-        ``groups``, ``uplink_bandwidth``.
+        ``groups``, ``uplink_bandwidth`` and (with uplinks) ``straggle``.
         """
         size = DEFAULT_NBYTES if nbytes is None else float(nbytes)
         if self.bandwidth is not None and self.has_uplinks:
@@ -600,6 +617,7 @@ class Network:
                 "nbytes": size,
                 "groups": list(self.groups),
                 "uplink_bandwidth": [np.asarray(u) for u in self.uplinks],
+                "straggle": self.straggle,
             }
         if self.bandwidth is not None:
             return {"objective": "time", "bandwidth": self.bandwidth, "nbytes": size}
@@ -614,6 +632,8 @@ class Network:
         parts.append("with bandwidth" if self.bandwidth is not None else "latency only")
         head = ", ".join(parts)
         levels = describe_levels(self.groups, self.uplinks)
+        if levels and self.has_uplinks and self.straggle != 1.0:
+            levels += f"; K transfers on one uplink get 1/K^{self.straggle:.2f} of it each"
         return head + ("; levels: " + levels if levels else "; no hierarchy")
 
     def __repr__(self) -> str:
@@ -1006,7 +1026,7 @@ class Redraw:
     ...                                     bandwidth_spread=0.1 * bw)
     >>> lat, kw = Redraw(net, net.default_model())(np.random.default_rng(0))
     >>> lat.shape, sorted(kw)
-    ((4, 4), ['bandwidth', 'groups', 'nbytes', 'objective', 'uplink_bandwidth'])
+    ((4, 4), ['bandwidth', 'groups', 'nbytes', 'objective', 'straggle', 'uplink_bandwidth'])
     """
 
     def __init__(self, network: Network, model: Mapping[str, Any]) -> None:
@@ -1232,7 +1252,7 @@ def network_record(network: Network, *, matrices: bool = True) -> dict[str, Any]
 
     ``digest`` (:func:`network_digest`), ``n``, ``hosts``, ``date`` (UTC, ISO
     8601, when the record was made), ``source``, the hierarchy (``groups``,
-    ``uplinks``) and, with ``matrices``, ``latency`` and ``bandwidth`` with
+    ``uplinks``, ``straggle`` when not 1) and, with ``matrices``, ``latency`` and ``bandwidth`` with
     their spreads: enough for :func:`network_from_record` and ``rankopt
     check`` to re-probe and compare.
     """
@@ -1247,6 +1267,8 @@ def network_record(network: Network, *, matrices: bool = True) -> dict[str, Any]
         "groups": [lab.tolist() for lab in network.groups],
         "uplinks": [u.tolist() for u in network.uplinks],
     }
+    if network.straggle != 1.0:
+        rec["straggle"] = network.straggle
     if matrices:
         for name in ("latency", "bandwidth", "latency_spread", "bandwidth_spread"):
             value = getattr(network, name)
@@ -1276,7 +1298,10 @@ def network_from_record(record: Mapping[str, Any]) -> Network:
         if len(ups) == len(groups)
         else (),
         source=str(record.get("source", "order file")),
-        provenance={"recorded": record.get("date")},
+        provenance={
+            "recorded": record.get("date"),
+            **({"straggle": record["straggle"]} if record.get("straggle") else {}),
+        },
     )
 
 

@@ -139,7 +139,7 @@ class ProbeProgress:
     Attributes
     ----------
     phase : str
-        ``"latency"`` or ``"bandwidth"``.
+        ``"latency"``, ``"bandwidth"``, ``"recheck"`` or ``"sharing"``.
     step : int
         The round, slot or stage just finished (1-based).
     steps : int

@@ -25,6 +25,10 @@ engine runs the phases:
    recheck far from what its groups measured before is another tenant whose
    traffic comes and goes (``parameters["recheck"]``,
    :func:`rankopt.network.core.measured_variability`).
+6. **sharing** -- a few transfers from distinct hosts of one group to a
+   sibling group, side by side in one slot, against their rates alone: how
+   an uplink splits between the transfers that wait for each other
+   (:mod:`rankopt.probe.sharing`, ``parameters["straggle"]``).
 
 Every round and slot ends with a consensus: an allreduce of a failure flag with
 a deadline. When it fails or times out, all processes still alive exchange
@@ -609,6 +613,41 @@ class _Probe:
             )
         return rows
 
+    def _sharing(
+        self, lat: NDArray, bw: NDArray, hosts: Sequence[str], groups: Any
+    ) -> dict[str, Any]:
+        """The sharing test (:mod:`rankopt.probe.sharing`): ``straggle`` and its rows.
+
+        ``groups`` are the linear phase's; the all-pairs phase's are found in
+        the gathered bandwidth as the recheck finds them. The test runs
+        :data:`SHARING_PASSES` times (one pass alone varies by about 0.1 in
+        the exponent); ``straggle`` is the mean of the passes' estimates when
+        most of them saw the flows share a limit. Returns ``{"sharing": [[a,
+        b, rate a -> b], ...], "straggle": s}`` (no ``straggle`` when they did
+        not), or ``{}`` when no two groups can hold the test.
+        """
+        from rankopt.probe.hierarchy import infer_hierarchy
+        from rankopt.probe.sharing import sharing_pairs, straggle_exponent
+
+        if groups is None:
+            levels = infer_hierarchy(bandwidth=bw, hosts=hosts, linkage="single")
+        else:
+            levels = [np.asarray(lv, dtype=np.int64) for lv in groups]
+        pairs = sharing_pairs(levels)
+        if not pairs:
+            return {}
+        rows: list[list[float]] = []
+        passes = []
+        for _ in range(SHARING_PASSES):
+            together, _, _, _ = self._bandwidth(lat, [pairs], "sharing")
+            rows.extend([float(a), float(b), float(together[a, b])] for a, b in pairs)
+            passes.append(straggle_exponent(together, bw, pairs))
+        out: dict[str, Any] = {"sharing": rows}
+        shown = [p for p in passes if p is not None]
+        if 2 * len(shown) > len(passes):  # most passes saw the flows share a limit
+            out["straggle"] = float(np.mean(shown))
+        return out
+
     def run(self) -> Measurement:
         hosts, started = self._start()
         lat_mode = resolve_latency_mode(self.p.latency_mode, self.n)
@@ -638,6 +677,11 @@ class _Probe:
             recheck = self._recheck(lat, bw, hosts)
             if recheck:
                 found["recheck"] = recheck
+                finished = self.timings[-1][2]
+        if bw is not None:
+            sharing = self._sharing(lat, bw, hosts, found.get("groups"))
+            if sharing:
+                found |= sharing
                 finished = self.timings[-1][2]
         parameters = self.p.as_dict() | {
             "n": self.n,
@@ -669,6 +713,8 @@ class _Probe:
 
 #: Passes of the recheck stage (every recheck pair alone, once per pass).
 RECHECK_PASSES = 2
+#: Passes of the sharing test (its pairs side by side, once per pass).
+SHARING_PASSES = 3
 #: Most groups the recheck stage pairs up (their sibling pairs run one at a time).
 RECHECK_MAX_GROUPS = 8
 

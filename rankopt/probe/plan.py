@@ -53,10 +53,16 @@ from rankopt.probe._common import (
     resolve_bandwidth_mode,
     resolve_latency_mode,
 )
-from rankopt.probe._engine import RECHECK_PASSES, recheck_pairs
-from rankopt.probe.hierarchy import host_block_min, host_labels, infer_host_hierarchy
+from rankopt.probe._engine import RECHECK_PASSES, SHARING_PASSES, recheck_pairs
+from rankopt.probe.hierarchy import (
+    host_block_min,
+    host_labels,
+    infer_hierarchy,
+    infer_host_hierarchy,
+)
 from rankopt.probe.linear import LinearPlanner
 from rankopt.probe.schedule import _round_count, bandwidth_slots, round_partners
+from rankopt.probe.sharing import sharing_pairs
 
 __all__ = [
     "ProbePlan",
@@ -354,7 +360,7 @@ def plan_probe(
         its tiers as it would to measured ones, and the all-pairs schedule's
         recheck stage pairs up the groups it shows (without it, the recheck
         is not counted: at most ``RECHECK_PASSES`` slots per two sibling
-        groups).
+        groups), and so do the ``SHARING_PASSES`` slots of the sharing test.
     step_overhead : float
         Seconds per round, slot or latency pair for the processes' own work.
     latency_mode : {"auto", "all-pairs", "linear"}, optional
@@ -521,6 +527,16 @@ def plan_probe(
         found = [int(lv.max()) + 1 for lv in bw_planner.groups or []]
     elif lat_mode == "linear":
         found = [int(lv.max()) + 1 for lv in levels]
+    # the sharing test on the groups the bandwidth shows (all-pairs: known only when given)
+    share_levels: Any = None
+    if mode == "all-pairs" and rate_matrix is not None:
+        share_levels = infer_hierarchy(bandwidth=rate_matrix, hosts=list(hosts), linkage="single")
+    elif mode == "linear":
+        share_levels = bw_planner.groups
+    shared = sharing_pairs(share_levels) if share_levels else []
+    if shared:
+        stages.append(("sharing", SHARING_PASSES))
+        slots_all = slots_all + [list(shared) for _ in range(SHARING_PASSES)]
     bw_seconds = sum(
         _slot_time(s, params.bandwidth_bytes, rep_bw, rate_of, lat_of) for s in slots_all
     )

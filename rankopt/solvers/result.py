@@ -76,7 +76,8 @@ class SolveResult:
     network : dict or None
         The network solved on: ``n``, ``source``, ``hosts``, ``level_sizes``
         (group sizes per level, finest first), ``uplinks`` (bytes/s per group
-        per level), ``has_bandwidth``, ``hierarchy`` (how it was found).
+        per level), ``has_bandwidth``, ``hierarchy`` (how it was found),
+        ``straggle`` (how transfers share an uplink).
     notes : tuple of str
         What was ignored or decided and why (e.g. bandwidth measured but not
         used, the launch order kept).
@@ -162,6 +163,12 @@ class SolveResult:
                 f"  network           : {self.network.get('source')}, "
                 + (f"levels {levels}" if levels else "no hierarchy found")
             )
+            straggle = float(self.network.get("straggle") or 1.0)
+            if levels and self.objective == "contention" and straggle != 1.0:
+                lines.append(
+                    f"  uplink sharing    : K transfers on one uplink get 1/K^{straggle:.2f} "
+                    "of it each (measured)"
+                )
         speed = f"{self.speedup:.3f}x"
         if self.speedup_interval is not None:
             lo, hi = self.speedup_interval

@@ -140,6 +140,7 @@ def solve(
     nbytes: float | None = None,
     groups: Any = None,
     uplink_bandwidth: Any = None,
+    straggle: float | None = None,
     method: str = "auto",
     rng: None | int | np.random.Generator = 0,
     time_limit: float | None = None,
@@ -184,6 +185,10 @@ def solve(
         Message size in bytes (for time models).
     groups, uplink_bandwidth : optional
         Hierarchy labels and uplink capacities (for the contention model).
+    straggle : float, optional
+        How the ``K`` transfers of a step share an uplink: ``uplink /
+        K**straggle`` each. Default: the network's (a probe measures it,
+        :attr:`rankopt.Network.straggle`), else 1 (an even split).
     method : str
         One of the registered methods (``rankopt.solvers.METHODS``);
         ``"auto"`` follows :func:`auto_method`.
@@ -325,12 +330,14 @@ def solve(
             nbytes=nbytes,
             groups=groups,
             uplink_bandwidth=uplink_bandwidth,
+            straggle=straggle,
         )
         latency = network.latency
         bandwidth = model_kw["bandwidth"]
         nbytes = model_kw["nbytes"]
         groups = model_kw["groups"]
         uplink_bandwidth = model_kw["uplink_bandwidth"]
+        straggle = model_kw["straggle"]
     else:
         latency, bandwidth = as_matrices(latency, bandwidth)
     # the one working matrix: the input itself when it already is what the kernels read
@@ -362,20 +369,18 @@ def solve(
         notes.extend(wl_notes)
         if user_objective is None and objective in ("sum", "bottleneck"):
             objective = None  # latency only: the α-β time of every call
+    # the network's inputs of every model priced below (the draws, each call's own)
+    inputs = {
+        "bandwidth": bandwidth,
+        "nbytes": nbytes,
+        "groups": groups,
+        "uplink_bandwidth": uplink_bandwidth,
+        "straggle": straggle,
+    }
     model = (
         CustomModel(lat, objective)
         if callable(objective)
-        else make_model(
-            lat,
-            collective,
-            algorithm,
-            objective=objective,
-            bandwidth=bandwidth,
-            nbytes=nbytes,
-            groups=groups,
-            uplink_bandwidth=uplink_bandwidth,
-            workload=priced,
-        )
+        else make_model(lat, collective, algorithm, objective=objective, **inputs, workload=priced)
     )
     robust_info: dict[str, Any] | None = None
     if isinstance(robust, str) and robust == "auto":
@@ -383,8 +388,7 @@ def solve(
     if robust is not False and robust is not None:
         model, robust_info = _robust(
             model, callable(objective), network, lat, collective, algorithm, robust, seed,
-            {"objective": model.objective, "bandwidth": bandwidth, "nbytes": nbytes,
-             "groups": groups, "uplink_bandwidth": uplink_bandwidth,
+            {"objective": model.objective, **inputs,
              **({"workload": priced} if priced is not None else {})},
         )  # fmt: skip
         notes.append(
@@ -409,8 +413,7 @@ def solve(
     if priced is not None and len(priced) > 1 and robust_info is None and n <= PER_CALL_MAX_N:
         order = _best_of_per_call_orders(
             model, order, priced, fn, ctx, lat,
-            {"objective": model.objective, "bandwidth": bandwidth, "nbytes": nbytes,
-             "groups": groups, "uplink_bandwidth": uplink_bandwidth},
+            {"objective": model.objective, **inputs},
             notes,
         )  # fmt: skip
     if ctx.keep_rank0 and order[0] != 0:
@@ -469,10 +472,7 @@ def solve(
             algorithm,
             model={
                 "objective": model.objective,
-                "bandwidth": bandwidth,
-                "nbytes": nbytes,
-                "groups": groups,
-                "uplink_bandwidth": uplink_bandwidth,
+                **inputs,
                 **({"workload": priced} if priced is not None else {}),
             },
             rng=seed,
@@ -792,6 +792,7 @@ def _network_model(
     nbytes: Any,
     groups: Any,
     uplink_bandwidth: Any,
+    straggle: Any = None,
 ) -> tuple[Any, dict[str, Any], list[str]]:
     """The objective and model arguments for a :class:`rankopt.Network`, and notes.
 
@@ -808,6 +809,7 @@ def _network_model(
         "nbytes": nbytes,
         "groups": groups,
         "uplink_bandwidth": uplink_bandwidth,
+        "straggle": straggle,
     }
     if callable(objective) or objective in ("sum", "bottleneck"):
         if network.bandwidth is not None:
@@ -835,6 +837,8 @@ def _network_model(
                 )
         if kw["uplink_bandwidth"] is None and network.has_uplinks and groups is None:
             kw["uplink_bandwidth"] = [np.asarray(u) for u in network.uplinks]
+        if kw["straggle"] is None:
+            kw["straggle"] = network.straggle
     else:
         kw["groups"] = kw["uplink_bandwidth"] = None
         if network.has_uplinks and network.bandwidth is not None:
@@ -857,4 +861,5 @@ def _network_info(network: Any) -> dict[str, Any]:
         "uplinks": [np.asarray(u, dtype=float).tolist() for u in network.uplinks],
         "has_bandwidth": network.bandwidth is not None,
         "hierarchy": network.provenance.get("hierarchy", "given"),
+        "straggle": network.straggle,
     }

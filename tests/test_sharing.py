@@ -1,0 +1,158 @@
+"""How transfers share an uplink: the probe's sharing test and the models' ``straggle``.
+
+The probe runs a few transfers across one uplink side by side
+(:func:`~rankopt.probe.sharing.sharing_pairs`) and turns the slowest of them
+against one alone into the exponent ``straggle``
+(:func:`~rankopt.probe.sharing.straggle_exponent`); the network carries it
+and the contention model prices ``K`` transfers on one uplink at ``uplink /
+K**straggle`` each.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import rankopt
+from rankopt._validation import STRAGGLE_RANGE, RankoptInputError
+from rankopt.models.network import make_network, share_table
+from rankopt.network.core import network_from_record, network_record
+from rankopt.probe.measurement import Measurement
+from rankopt.probe.sharing import MAX_SHARING_FLOWS, sharing_pairs, straggle_exponent
+
+
+def _levels(rack, per_host=1):
+    rack = np.repeat(np.asarray(rack), per_host)
+    host = np.repeat(np.arange(len(rack) // per_host), per_host)
+    return [host, rack]
+
+
+# ------------------------------------------------------------------ pairs
+@pytest.mark.parametrize("seed", range(6))
+def test_pairs_cross_one_uplink_one_way_from_distinct_hosts(seed):
+    rng = np.random.default_rng(seed)
+    rack = rng.permutation(np.repeat(np.arange(3), 3))
+    levels = _levels(rack, per_host=2)
+    pairs = sharing_pairs(levels)
+    assert 2 <= len(pairs) <= MAX_SHARING_FLOWS
+    host, lab = levels
+    lows = {int(lab[a]) for a, _ in pairs}
+    highs = {int(lab[b]) for _, b in pairs}
+    # every first transfer (low rank -> high rank) leaves the same group for the same group
+    assert len(lows) == 1 and len(highs) == 1 and lows != highs
+    assert all(a < b for a, b in pairs)
+    ends = [a for a, _ in pairs] + [b for _, b in pairs]
+    assert len({int(host[x]) for x in ends}) == len(ends)  # one process per host
+
+
+def test_pairs_need_two_groups_of_two_hosts():
+    assert sharing_pairs([np.arange(4)]) == []  # hosts only
+    assert sharing_pairs(_levels([0, 0, 0, 1])) == []  # a group of one host
+    assert sharing_pairs(_levels([0, 0, 1, 1])) == [(0, 2), (1, 3)]
+    # several processes on each host: still one per host
+    assert sharing_pairs(_levels([0, 0, 1, 1], per_host=3)) == [(0, 6), (3, 9)]
+    # no two pairs oriented alike: groups {0, 3} and {1, 2} give 0 -> 1 or 1 -> 3, not both
+    assert sharing_pairs(_levels([0, 1, 1, 0])) == []
+
+
+# --------------------------------------------------------------- exponent
+def _rates(n, alone, flows):
+    together = np.full((n, n), np.nan)
+    for (a, b), r in flows.items():
+        together[a, b] = r
+    return together, np.full((n, n), alone)
+
+
+def test_even_split_is_one_and_a_straggler_raises_it():
+    pairs = [(0, 3), (1, 4), (2, 5)]
+    together, alone = _rates(6, 30.0, dict.fromkeys(pairs, 10.0))
+    assert straggle_exponent(together, alone, pairs) == pytest.approx(1.0)
+    together[0, 3] = 30.0 / 3**1.25
+    assert straggle_exponent(together, alone, pairs) == pytest.approx(1.25)
+
+
+def test_no_shared_limit_says_nothing():
+    pairs = [(0, 3), (1, 4), (2, 5)]
+    together, alone = _rates(6, 30.0, dict.fromkeys(pairs, 28.0))  # each kept its rate
+    assert straggle_exponent(together, alone, pairs) is None
+    assert straggle_exponent(together, alone, pairs[:1]) is None  # one flow shares nothing
+    together[0, 3] = 0.0  # a failed transfer
+    assert straggle_exponent(together, alone, pairs) is None
+
+
+def test_estimate_stays_in_range():
+    pairs = [(0, 2), (1, 3)]
+    together, alone = _rates(4, 30.0, {(0, 2): 15.5, (1, 3): 15.5})
+    # fairer than an even split (the flows were not all limited by the uplink): 1
+    assert straggle_exponent(together, alone, pairs) == STRAGGLE_RANGE[0]
+    together[0, 2] = 0.01
+    assert straggle_exponent(together, alone, pairs) == STRAGGLE_RANGE[1]
+
+
+def test_alone_is_the_best_rate_between_the_test_ends():
+    # the probe's own side-by-side pairs slowed some entries; the best one is a flow alone
+    pairs = [(0, 2), (1, 3)]
+    together, alone = _rates(4, 10.0, {(0, 2): 15.0, (1, 3): 12.0})
+    alone[0, 3] = 30.0
+    want = math.log(30.0 / 12.0) / math.log(2)
+    assert straggle_exponent(together, alone, pairs) == pytest.approx(want)
+
+
+# ------------------------------------------------------------------ models
+def test_share_table_and_bounds():
+    assert share_table(3).tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert share_table(4, 1.5)[4] == pytest.approx(8.0)
+    lat = np.full((4, 4), 1e-6)
+    kw = {"nbytes": 1e6, "groups": [0, 0, 1, 1], "uplink_bandwidth": 1e9}
+    for bad in (0.5, 2.5, float("nan"), True, "x"):
+        with pytest.raises(RankoptInputError, match="`straggle` must be"):
+            make_network(lat, straggle=bad, **kw)
+
+
+def test_straggle_prices_crossings_above_an_even_split():
+    rack = np.repeat([0, 1], 4)
+    lat = np.full((8, 8), 1e-6)
+    kw = {"bandwidth": 1e10, "nbytes": 1e8, "groups": rack, "uplink_bandwidth": 1e9}
+    inter = [0, 4, 1, 5, 2, 6, 3, 7]  # 4 ring flows on each uplink direction
+    contig = list(range(8))  # 1
+    even = rankopt.cost(lat, inter, **kw) / rankopt.cost(lat, contig, **kw)
+    slow = rankopt.cost(lat, inter, **kw, straggle=1.2) / rankopt.cost(
+        lat, contig, **kw, straggle=1.2
+    )
+    assert even == pytest.approx(4.0, rel=0.01)
+    assert slow == pytest.approx(4**1.2, rel=0.01)
+    # one flow per uplink is priced alike whatever the exponent
+    assert rankopt.cost(lat, contig, **kw, straggle=1.7) == rankopt.cost(lat, contig, **kw)
+
+
+def _measured(straggle=None):
+    rack = np.repeat([0, 1], 3)
+    bw = np.where(rack[:, None] == rack[None, :], 1e9, 1e8)
+    params = {"straggle": straggle} if straggle else {}
+    return Measurement(
+        latency=np.full((6, 6), 5e-5) * (1 - np.eye(6)),
+        bandwidth=bw * (1 - np.eye(6)),
+        hosts=tuple(f"h{i}" for i in range(6)),
+        parameters=params,
+    )
+
+
+def test_measured_straggle_reaches_the_solve_and_the_record():
+    net = rankopt.Network.from_measurement(_measured(1.3))
+    assert net.straggle == 1.3
+    assert rankopt.Network.from_measurement(_measured()).straggle == 1.0
+    assert "1/K^1.30" in net.describe()
+    kw = net.default_model()
+    assert kw["straggle"] == 1.3
+    res = rankopt.solve(net, rng=0)
+    order = [0, 3, 1, 4, 2, 5]  # 3 flows on each rack uplink
+    assert res.network["straggle"] == 1.3
+    assert "1/K^1.30" in res.summary()
+    # the solve prices with the measured exponent: cost() with it agrees
+    assert rankopt.cost(net.latency, res.order, **kw) == pytest.approx(res.cost)
+    with_s = rankopt.cost(net.latency, order, **kw)
+    without = rankopt.cost(net.latency, order, **{**kw, "straggle": None})
+    assert with_s > without
+    back = network_from_record(network_record(net))
+    assert back.straggle == 1.3
+    assert network_from_record(network_record(rankopt.Network.from_measurement(_measured())))
