@@ -15,7 +15,7 @@ import pytest
 from rankopt import RankoptInputError
 from rankopt.probe import ProbeTimeoutError
 from rankopt.probe._common import ProbeParams
-from rankopt.probe._engine import RECHECK_PASSES, SHARING_PASSES, recheck_pairs, run_probe
+from rankopt.probe._engine import RECHECK_PASSES, SHARING_STEPS, recheck_pairs, run_probe
 
 
 class _Hub:
@@ -174,7 +174,7 @@ def test_engine_reports_progress_per_round_and_slot():
         assert phases == [("latency", i + 1, rounds) for i in range(rounds)] + [
             ("bandwidth", i + 1, slots) for i in range(slots)
         ] + [("recheck", i + 1, again) for _ in range(RECHECK_PASSES if again else 0)
-             for i in range(again)] + [("sharing", 1, 1)] * (SHARING_PASSES * shared)  # fmt: skip
+             for i in range(again)] + [("sharing", i + 1, SHARING_STEPS + 1) for i in range((SHARING_STEPS + 1) * shared)]  # fmt: skip
         assert all(b.elapsed >= a.elapsed for a, b in zip(seen[r], seen[r][1:], strict=False))
 
 

@@ -156,3 +156,18 @@ def test_measured_straggle_reaches_the_solve_and_the_record():
     back = network_from_record(network_record(net))
     assert back.straggle == 1.3
     assert network_from_record(network_record(rankopt.Network.from_measurement(_measured())))
+
+
+def test_each_step_lasts_as_long_as_its_slowest_flow():
+    # the straggler changes from step to step: per-flow medians would see an even split
+    pairs = [(0, 3), (1, 4), (2, 5)]
+    steps = np.full((3, 6, 6), 10.0)
+    for s, (a, b) in enumerate(pairs):
+        steps[s, a, b] = 30.0 / 3**1.3
+    alone = np.full((6, 6), 30.0)
+    assert straggle_exponent(steps, alone, pairs) == pytest.approx(1.3)
+    # a step with a failed transfer is left out; all failed: nothing to say
+    steps[1, 1, 4] = 0.0
+    assert straggle_exponent(steps, alone, pairs) == pytest.approx(1.3)
+    steps[:, 0, 3] = np.nan
+    assert straggle_exponent(steps, alone, pairs) is None

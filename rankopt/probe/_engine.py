@@ -294,9 +294,11 @@ class _Probe:
         tags: tuple[int, int],
         count: int,
         deadline: float,
+        warmup: int | None = None,
     ) -> NDArray[np.float64] | None:
         """Send ``out`` and wait for ``back``, ``warmup + count`` times; timed samples."""
-        tr, warmup = self.tr, self.p.warmup
+        tr = self.tr
+        warmup = self.p.warmup if warmup is None else warmup
         delay = self.hooks.delay_to(peer)
         samples = np.empty(count)
         for i in range(warmup + count):
@@ -324,11 +326,12 @@ class _Probe:
         tags: tuple[int, int],
         count: int,
         deadline: float,
+        warmup: int | None = None,
     ) -> bool:
         tr = self.tr
         delay = self.hooks.delay_to(peer)
         try:
-            for _ in range(self.p.warmup + count):
+            for _ in range((self.p.warmup if warmup is None else warmup) + count):
                 if not tr.wait([tr.irecv(inbox, peer, tags[0])], deadline, busy=True):
                     return False
                 if delay:
@@ -503,15 +506,21 @@ class _Probe:
         tags: tuple[int, int],
         count: int,
         summarise: Callable[[NDArray[np.float64], int], tuple[float, float]],
+        warmup: int | None = None,
+        per_step: list[NDArray[np.float64]] | None = None,
     ) -> _Rows:
         """Run the pairs of every step (both sides in turn), then gather every row.
 
         The initiator sends ``out`` and times the round trip to the small answer;
         ``summarise(samples, peer)`` turns its samples into (value, spread). Returns
         the (n, n) value, spread and count matrices and the latest finish time.
+        ``warmup`` overrides the settings' untimed exchanges; with ``per_step``,
+        the (steps, n, n) values of every step (0 where a pair did not run) are
+        appended to it.
         """
         n, me = self.n, self.me
         row = np.zeros((3, n))  # value, spread, count
+        each = np.zeros((len(steps) if per_step is not None else 0, n))
         for s, pairs in enumerate(steps):
             if phase == "latency" and self.hooks.skew_round == s + 1:
                 time.sleep(self.hooks.skew_seconds)  # a late start: the deadlines stay common
@@ -523,19 +532,27 @@ class _Probe:
             deadline = t0 + PAIR_SHARE * self.p.timeout
             for first in sorted((me, peer)) if peer >= 0 else ():
                 if first == me:
-                    samples = self._initiate(peer, out, self.small_in, tags, count, deadline)
+                    samples = self._initiate(
+                        peer, out, self.small_in, tags, count, deadline, warmup
+                    )
                     if samples is None:
                         failed = peer
                         break
                     row[0, peer], row[1, peer] = summarise(samples, peer)
                     row[2, peer] += 1
-                elif not self._respond(peer, inbox, self.small_out, tags, count, deadline):
+                    if per_step is not None:
+                        each[s, peer] = row[0, peer]
+                elif not self._respond(peer, inbox, self.small_out, tags, count, deadline, warmup):
                     failed = peer
                     break
             self._consensus(phase, s, len(steps), t0, failed, pairs)
             self._progress(phase, s, len(steps), pairs)
-        gathered = self._allgather(np.concatenate([row.ravel(), [time.time()]]), "gather")
+        gathered = self._allgather(
+            np.concatenate([row.ravel(), each.ravel(), [time.time()]]), "gather"
+        )
         mats = gathered[:, : 3 * n].reshape(n, 3, n)
+        if per_step is not None:
+            per_step.append(gathered[:, 3 * n : -1].reshape(n, len(steps), n).transpose(1, 0, 2))
         finished = float(gathered[:, -1].max())
         self._set_epoch(finished)
         self.timings.append((phase, len(steps), finished))
@@ -555,7 +572,10 @@ class _Probe:
         latency: NDArray,
         slots: Sequence[Sequence[tuple[int, int]]],
         phase: str = "bandwidth",
+        **lockstep: Any,
     ) -> _Rows:
+        """The rates of every slot's pairs; ``lockstep`` passes ``count``,
+        ``warmup`` and ``per_step`` on to :meth:`_phase`."""
         nbytes = self.p.bandwidth_bytes
         me = self.me
 
@@ -567,7 +587,8 @@ class _Probe:
         out = np.ones(nbytes, dtype=np.uint8)
         inbox = np.zeros(nbytes, dtype=np.uint8)
         tags = (TAG_BW, TAG_ACK)
-        return self._phase(phase, slots, out, inbox, tags, self.p.bandwidth_repeats, rate)
+        count = lockstep.pop("count", self.p.bandwidth_repeats)
+        return self._phase(phase, slots, out, inbox, tags, count, rate, **lockstep)
 
     def _linear_bandwidth(
         self,
@@ -614,20 +635,27 @@ class _Probe:
         return rows
 
     def _sharing(
-        self, lat: NDArray, bw: NDArray, hosts: Sequence[str], groups: Any
+        self,
+        lat: NDArray,
+        bw: NDArray,
+        hosts: Sequence[str],
+        groups: Any,
+        recheck: Sequence[Sequence[float]] = (),
     ) -> dict[str, Any]:
         """The sharing test (:mod:`rankopt.probe.sharing`): ``straggle`` and its rows.
 
         ``groups`` are the linear phase's; the all-pairs phase's are found in
-        the gathered bandwidth as the recheck finds them. The test runs
-        :data:`SHARING_PASSES` times (one pass alone varies by about 0.1 in
-        the exponent); ``straggle`` is the mean of the passes' estimates when
-        most of them saw the flows share a limit. Returns ``{"sharing": [[a,
-        b, rate a -> b], ...], "straggle": s}`` (no ``straggle`` when they did
-        not), or ``{}`` when no two groups can hold the test.
+        the gathered bandwidth as the recheck finds them. The test is
+        :data:`SHARING_STEPS` lockstep steps, as a collective's: every pair
+        sends one message at the step's common start, and the step ends with
+        the slowest (one more step first, untimed in effect, brings the
+        connections up to speed). Returns ``{"sharing": [[a, b, rate a -> b
+        per step...], ...], "straggle": s}`` (no ``straggle`` when the flows
+        showed no shared limit), or ``{}`` when no two groups can hold the
+        test.
         """
         from rankopt.probe.hierarchy import infer_hierarchy
-        from rankopt.probe.sharing import sharing_pairs, straggle_exponent
+        from rankopt.probe.sharing import flow_groups, sharing_pairs, straggle_exponent
 
         if groups is None:
             levels = infer_hierarchy(bandwidth=bw, hosts=hosts, linkage="single")
@@ -636,16 +664,21 @@ class _Probe:
         pairs = sharing_pairs(levels)
         if not pairs:
             return {}
-        rows: list[list[float]] = []
-        passes = []
-        for _ in range(SHARING_PASSES):
-            together, _, _, _ = self._bandwidth(lat, [pairs], "sharing")
-            rows.extend([float(a), float(b), float(together[a, b])] for a, b in pairs)
-            passes.append(straggle_exponent(together, bw, pairs))
-        out: dict[str, Any] = {"sharing": rows}
-        shown = [p for p in passes if p is not None]
-        if 2 * len(shown) > len(passes):  # most passes saw the flows share a limit
-            out["straggle"] = float(np.mean(shown))
+        kept: list[NDArray[np.float64]] = []
+        self._bandwidth(
+            lat, [pairs] * (SHARING_STEPS + 1), "sharing", count=1, warmup=0, per_step=kept
+        )
+        steps = kept[0][1:]  # the first step brings the connections up to speed
+        out: dict[str, Any] = {
+            "sharing": [[float(a), float(b), *map(float, steps[:, a, b])] for a, b in pairs]
+        }
+        alone = np.array(bw, dtype=np.float64)
+        for a, b, r_ab, r_ba in recheck:  # pairs alone across two groups
+            alone[int(a), int(b)] = max(alone[int(a), int(b)], r_ab)
+            alone[int(b), int(a)] = max(alone[int(b), int(a)], r_ba)
+        s = straggle_exponent(steps, alone, pairs, flow_groups(levels, pairs))
+        if s is not None:
+            out["straggle"] = s
         return out
 
     def run(self) -> Measurement:
@@ -679,7 +712,7 @@ class _Probe:
                 found["recheck"] = recheck
                 finished = self.timings[-1][2]
         if bw is not None:
-            sharing = self._sharing(lat, bw, hosts, found.get("groups"))
+            sharing = self._sharing(lat, bw, hosts, found.get("groups"), found.get("recheck", ()))
             if sharing:
                 found |= sharing
                 finished = self.timings[-1][2]
@@ -713,8 +746,8 @@ class _Probe:
 
 #: Passes of the recheck stage (every recheck pair alone, once per pass).
 RECHECK_PASSES = 2
-#: Passes of the sharing test (its pairs side by side, once per pass).
-SHARING_PASSES = 3
+#: Timed lockstep steps of the sharing test (its pairs side by side, one message each).
+SHARING_STEPS = 8
 #: Most groups the recheck stage pairs up (their sibling pairs run one at a time).
 RECHECK_MAX_GROUPS = 8
 

@@ -53,7 +53,7 @@ from rankopt.probe._common import (
     resolve_bandwidth_mode,
     resolve_latency_mode,
 )
-from rankopt.probe._engine import RECHECK_PASSES, SHARING_PASSES, recheck_pairs
+from rankopt.probe._engine import RECHECK_PASSES, SHARING_STEPS, recheck_pairs
 from rankopt.probe.hierarchy import (
     host_block_min,
     host_labels,
@@ -360,7 +360,7 @@ def plan_probe(
         its tiers as it would to measured ones, and the all-pairs schedule's
         recheck stage pairs up the groups it shows (without it, the recheck
         is not counted: at most ``RECHECK_PASSES`` slots per two sibling
-        groups), and so do the ``SHARING_PASSES`` slots of the sharing test.
+        groups), and so do the ``SHARING_STEPS + 1`` slots of the sharing test.
     step_overhead : float
         Seconds per round, slot or latency pair for the processes' own work.
     latency_mode : {"auto", "all-pairs", "linear"}, optional
@@ -535,8 +535,8 @@ def plan_probe(
         share_levels = bw_planner.groups
     shared = sharing_pairs(share_levels) if share_levels else []
     if shared:
-        stages.append(("sharing", SHARING_PASSES))
-        slots_all = slots_all + [list(shared) for _ in range(SHARING_PASSES)]
+        stages.append(("sharing", SHARING_STEPS + 1))
+        slots_all = slots_all + [list(shared) for _ in range(SHARING_STEPS + 1)]
     bw_seconds = sum(
         _slot_time(s, params.bandwidth_bytes, rep_bw, rate_of, lat_of) for s in slots_all
     )

@@ -9,22 +9,27 @@ flow alone, not ``K``. The contention model prices the split as
 ``uplink / K**straggle`` (:attr:`rankopt.Network.straggle`); this module
 measures ``straggle``.
 
-The test runs, in one slot, ``K`` transfers from distinct hosts of one group
-to distinct hosts of a sibling group, all in the same direction (the probe's
-lower rank of a pair sends first, so every pair is oriented alike; the
-answers that follow are not in step and are not used). Against the rate of
-one flow alone, the slowest together gives
+The test runs ``K`` transfers from distinct hosts of one group to distinct
+hosts of a sibling group, all in the same direction (the probe's lower rank
+of a pair sends first, so every pair is oriented alike; the answers that
+follow are not in step and are not used), in lockstep steps as a
+collective's: every step each pair sends one message from the step's common
+start, and the step lasts as long as its slowest transfer. Against one
+flow alone, the mean step gives
 
-    ``straggle = log(alone / slowest) / log(K)``.
+    ``straggle = log(mean over steps of alone / slowest) / log(K)``.
 
-When the flows did not slow down by more than :data:`SHARED_SLOWDOWN`, the uplink was
-not their limit and the test says nothing (``None``); the estimate is kept
-within :data:`~rankopt._validation.STRAGGLE_RANGE`.
+When the typical flow did not slow down by more than
+:data:`SHARED_SLOWDOWN`, the uplink was not their limit and the test says
+nothing (``None``); the estimate is kept within
+:data:`~rankopt._validation.STRAGGLE_RANGE`.
 
 Contents
 --------
 sharing_pairs
     The test's pairs, from the groups the probe found.
+flow_groups
+    The two groups the test's flows leave and enter.
 straggle_exponent
     The exponent from the rates together and alone.
 """
@@ -39,7 +44,13 @@ from numpy.typing import NDArray
 
 from rankopt._validation import STRAGGLE_RANGE
 
-__all__ = ["MAX_SHARING_FLOWS", "SHARED_SLOWDOWN", "sharing_pairs", "straggle_exponent"]
+__all__ = [
+    "MAX_SHARING_FLOWS",
+    "SHARED_SLOWDOWN",
+    "sharing_pairs",
+    "straggle_exponent",
+    "flow_groups",
+]
 
 #: Most transfers the sharing test runs side by side.
 MAX_SHARING_FLOWS = 4
@@ -127,46 +138,82 @@ def sharing_pairs(
     return []
 
 
+def flow_groups(
+    groups: Sequence[NDArray[np.int64]], pairs: Sequence[tuple[int, int]]
+) -> tuple[list[int], list[int]]:
+    """Every process of the group the test's flows leave, and of the one they enter.
+
+    The finest level above the hosts at which all senders share one group and
+    all receivers another; the pair ends themselves when there is none.
+
+    >>> import numpy as np
+    >>> rack = np.array([0, 0, 1, 1, 0, 1])
+    >>> flow_groups([np.arange(6), rack], [(0, 2), (1, 3)])
+    ([0, 1, 4], [2, 3, 5])
+    """
+    lows = [a for a, _ in pairs]
+    highs = [b for _, b in pairs]
+    for lab in groups[1:]:
+        lab = np.asarray(lab, dtype=np.int64)
+        src, dst = set(lab[lows].tolist()), set(lab[highs].tolist())
+        if len(src) == 1 and len(dst) == 1 and src != dst:
+            return (
+                np.flatnonzero(lab == lab[lows[0]]).tolist(),
+                np.flatnonzero(lab == lab[highs[0]]).tolist(),
+            )
+    return lows, highs
+
+
 def straggle_exponent(
-    together: NDArray[np.float64],
+    steps: NDArray[np.float64],
     alone: NDArray[np.float64],
     pairs: Sequence[tuple[int, int]],
+    ends: tuple[Sequence[int], Sequence[int]] | None = None,
 ) -> float | None:
     """``straggle`` from the sharing test's rates, or ``None`` when nothing was shared.
 
-    ``together[a, b]`` is the rate of the transfer ``a -> b`` in the test
-    and ``alone`` the probe's rate matrix (bytes/s). Only the first
-    transfer of every pair (low rank to high) started with the others, so
-    only those are read. A flow alone is taken at the best rate the probe
-    measured from any of the test's senders to any of its receivers (the
-    probe's own side-by-side pairs may have slowed some of them). When the
-    typical flow of the test slowed by more than :data:`SHARED_SLOWDOWN`
-    (an even split of ``K >= 2`` flows slows each ``K`` times), the
-    estimate is ``log(alone / slowest together) / log(K)``, within
-    :data:`~rankopt._validation.STRAGGLE_RANGE`.
+    ``steps[s, a, b]`` is the rate of the transfer ``a -> b`` in lockstep step
+    ``s`` of the test (an (n, n) matrix is one step) and ``alone`` the
+    probe's rate matrix (bytes/s). Only the first transfer of every pair
+    (low rank to high) started with the others, so only those are read. A
+    flow alone is taken at the best rate in ``alone`` from any process of
+    ``ends[0]`` to any of ``ends[1]`` (default: the test's senders and
+    receivers; :func:`flow_groups` gives their whole groups), since the
+    probe's own side-by-side pairs may have slowed some of them. A step lasts ``alone / slowest``
+    times a flow alone; when the typical flow slowed by more than
+    :data:`SHARED_SLOWDOWN` (an even split of ``K >= 2`` flows slows each
+    ``K`` times), the estimate is ``log(mean step) / log(K)``, within
+    :data:`~rankopt._validation.STRAGGLE_RANGE`. Steps with a failed
+    transfer (rate 0 or not finite) are left out.
 
     Examples
     --------
-    Three flows alone at 30 MB/s; together the slowest got 8.3 MB/s (an
-    even split would give 10):
+    Three flows alone at 30 MB/s; in two steps together the slowest got 8.3
+    and 9.1 MB/s (an even split would give 10):
 
     >>> import numpy as np
     >>> alone = np.full((6, 6), 30e6)
-    >>> together = np.full((6, 6), 11e6)
-    >>> together[0, 3] = 8.3e6
-    >>> round(straggle_exponent(together, alone, [(0, 3), (1, 4), (2, 5)]), 2)
-    1.17
+    >>> steps = np.full((2, 6, 6), 11e6)
+    >>> steps[0, 0, 3], steps[1, 2, 5] = 8.3e6, 9.1e6
+    >>> round(straggle_exponent(steps, alone, [(0, 3), (1, 4), (2, 5)]), 2)
+    1.13
     """
     k = len(pairs)
     if k < 2:
         return None
     lows = [a for a, _ in pairs]
     highs = [b for _, b in pairs]
-    got = np.array([together[a, b] for a, b in pairs], dtype=np.float64)
-    best = float(np.max(np.asarray(alone, dtype=np.float64)[np.ix_(lows, highs)]))
-    if not (np.all(np.isfinite(got)) and np.all(got > 0) and np.isfinite(best) and best > 0):
+    senders, receivers = ends if ends is not None else (lows, highs)
+    rates = np.asarray(steps, dtype=np.float64)
+    if rates.ndim == 2:
+        rates = rates[None]
+    got = rates[:, lows, highs]  # (steps, K)
+    got = got[np.all(np.isfinite(got) & (got > 0), axis=1)]
+    best = float(np.max(np.asarray(alone, dtype=np.float64)[np.ix_(senders, receivers)]))
+    if got.shape[0] == 0 or not (np.isfinite(best) and best > 0):
         return None
     if best <= SHARED_SLOWDOWN * float(np.median(got)):
         return None  # the flows kept about their rate alone: no shared limit
+    step = float(np.mean(best / got.min(axis=1)))  # each step as long as its slowest
     lo, hi = STRAGGLE_RANGE
-    return float(min(max(math.log(best / float(got.min())) / math.log(k), lo), hi))
+    return float(min(max(math.log(step) / math.log(k), lo), hi))
