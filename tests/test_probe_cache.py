@@ -385,3 +385,47 @@ def test_a_cache_hit_reuses_the_order_solved_on_the_same_probe(tmp_path, monkeyp
     next(tmp_path.glob("solved-*.json")).write_text("{not json")
     assert reuse_solved(opt, hit, net, what) is None
     assert reuse_solved(False, hit, net, what) is None
+
+
+def test_an_entry_keeps_its_hierarchy_and_a_remap_moves_every_rank_fact(monkeypatch):
+    from rankopt.adapters.cache import _remapped, _with_hierarchy_kept
+    from rankopt.network.core import Network
+
+    rack = np.array([0, 1, 0, 1, 0, 1])
+    bw = np.where(rack[:, None] == rack[None, :], 1e9, 1e8) * (1 - np.eye(6))
+    m = Measurement(
+        np.full((6, 6), 5e-5) * (1 - np.eye(6)),
+        bw,
+        tuple(f"h{i}" for i in range(6)),
+        parameters={"recheck": [[0.0, 1.0, 1e8, 2e8]], "sharing": [[2.0, 5.0, 3e7, 4e7]]},
+    )
+    kept = _with_hierarchy_kept(m)
+    fresh = Network.from_measurement(m)
+    assert kept.parameters["inferred_hierarchy"]["groups"] == [g.tolist() for g in fresh.groups]
+
+    # a hit does not cluster again: the stored groups are used as they are
+    def refuse(*a, **k):
+        raise AssertionError("inferred again")
+
+    monkeypatch.setattr(Network, "infer_hierarchy", refuse)
+    again = Network.from_measurement(kept)
+    assert [g.tolist() for g in again.groups] == [g.tolist() for g in fresh.groups]
+    assert again.provenance["hierarchy"] == fresh.provenance["hierarchy"]
+    for a, b in zip(again.uplinks, fresh.uplinks, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+    # this launch numbers the hosts the other way round: process k was stored idx[k]
+    idx = np.array([5, 4, 3, 2, 1, 0])
+    moved = _remapped(kept, idx, tuple(kept.hosts[i] for i in idx))
+    p = moved.parameters
+    assert p["inferred_hierarchy"]["groups"][-1] == rack[idx].tolist()
+    assert p["recheck"] == [[5.0, 4.0, 1e8, 2e8]] and p["sharing"] == [[3.0, 0.0, 3e7, 4e7]]
+    net = Network.from_measurement(moved)
+    np.testing.assert_array_equal(net.groups[-1], rack[idx])
+    # a linear probe's own groups move alike
+    linear = _remapped(
+        Measurement(m.latency, m.bandwidth, m.hosts, parameters={"groups": [rack.tolist()]}),
+        idx,
+        moved.hosts,
+    )
+    assert linear.parameters["groups"] == [rack[idx].tolist()]

@@ -293,8 +293,33 @@ def _remapped(m: Measurement, idx: NDArray[np.int64], hosts: tuple[str, ...]) ->
         started_at=m.started_at,
         finished_at=m.finished_at,
         backend=m.backend,
-        parameters=dict(m.parameters),
+        parameters=_remapped_parameters(m.parameters, idx),
     )
+
+
+#: Probe facts that list pairs of stored ranks in their first two columns.
+_RANK_ROWS = ("recheck", "sharing")
+
+
+def _remapped_parameters(params: Mapping[str, Any], idx: NDArray[np.int64]) -> dict[str, Any]:
+    """The probe's facts in the ranks of this launch: process ``k`` is stored ``idx[k]``.
+
+    Per-process group labels are read through ``idx``; rows that name stored
+    ranks get this launch's ranks.
+    """
+    out = dict(params)
+    inv = np.empty_like(idx)
+    inv[idx] = np.arange(idx.size)
+    if isinstance(out.get("groups"), list):
+        out["groups"] = [np.asarray(g)[idx].tolist() for g in out["groups"]]
+    kept = out.get("inferred_hierarchy")
+    if isinstance(kept, Mapping) and isinstance(kept.get("groups"), list):
+        groups = [np.asarray(g)[idx].tolist() for g in kept["groups"]]
+        out["inferred_hierarchy"] = {**kept, "groups": groups}
+    for name in _RANK_ROWS:
+        if isinstance(out.get(name), list):
+            out[name] = [[float(inv[int(r[0])]), float(inv[int(r[1])]), *r[2:]] for r in out[name]]
+    return out
 
 
 def _lookup(
@@ -658,11 +683,21 @@ def probe_with_cache(
     if me == 0:
         try:
             cache.path(key).parent.mkdir(parents=True, exist_ok=True)
-            fresh.save(cache.path(key))
+            _with_hierarchy_kept(fresh).save(cache.path(key))
         except (OSError, RankoptInputError) as exc:
             logger.warning("rankopt: the probe could not be cached in %s: %s", cache.directory, exc)
     _log(result)
     return result
+
+
+def _with_hierarchy_kept(m: Measurement) -> Measurement:
+    """``m`` with the hierarchy its network infers, so a hit need not infer it again."""
+    from rankopt.network.core import Network
+
+    if m.parameters.get("groups"):  # the probe found its groups itself
+        return m
+    kept = Network.from_measurement(m).kept_hierarchy()
+    return replace(m, parameters=dict(m.parameters) | {"inferred_hierarchy": kept})
 
 
 def _with_cache_info(m: Measurement, info: Mapping[str, Any]) -> Measurement:
