@@ -24,7 +24,7 @@ from rankopt.network.io import load_matrix
 from rankopt.order import invert
 from rankopt.probe.hierarchy import infer_hierarchy
 from rankopt.probe.measurement import Measurement, load_measurement
-from rankopt.solvers import METHODS, solve
+from rankopt.solvers import METHODS, show_options, solve
 from rankopt.solvers.result import SolveResult
 
 __version__ = "0.1.0"
@@ -33,6 +33,7 @@ __all__ = [
     "solve",
     "SolveResult",
     "METHODS",
+    "show_options",
     "load_matrix",
     "check_matrix",
     "check_order",

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rankopt.models import make_model
-from rankopt.solvers import METHODS
+from rankopt.solvers import METHODS, STOP_REASONS
 from rankopt.solvers._base import SolveContext
 
 N = 7
@@ -66,6 +66,7 @@ def test_method_output_is_a_permutation_no_worse_than_its_start(method, objectiv
     assert sorted(order.tolist()) == list(range(N))
     assert model.cost(order) <= model.cost(np.arange(N)) * (1 + 1e-12)
     assert out.evaluations >= 0 and out.iterations >= 0
+    assert out.stop_reason in STOP_REASONS, out.stop_reason
     # with an explicit start, the method's own output is no worse than that start
     start = np.random.default_rng(5).permutation(N)
     ctx = SolveContext(gen=np.random.default_rng(0), seed=0, max_iter=200, init=start)
@@ -101,3 +102,27 @@ def test_exact_methods_reach_the_enumerated_optimum(method):
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_every_method_takes_some_model(method):
     assert any(_applies(method, _model(o, a, 1)) is not None for o, a in MODELS)
+
+
+# ------------------------------------------------------------------ registry
+def test_registry_refuses_a_second_method_under_a_taken_name():
+    from rankopt.solvers._base import register
+
+    with pytest.raises(ValueError, match="registered already"):
+        register("ils")(lambda model, ctx: None)
+    fn = METHODS["swap"].fn
+    assert register("swap", METHODS["swap"].options, METHODS["swap"].doc)(fn) is fn  # same: ok
+
+
+def test_every_method_is_described_and_auto_accepts_what_it_may_pick():
+    from rankopt.solvers import method_options, show_options
+
+    text = show_options()
+    for name, entry in METHODS.items():
+        assert entry.doc, name
+        assert f"{name}: {entry.doc}" in text
+    picked = {"ils", "anneal", "layout", "two_opt", "brute_force", "held_karp"}
+    auto = set(method_options("auto"))
+    assert all(set(method_options(m)) <= auto for m in picked)
+    with pytest.raises(ValueError, match="`method` must be one of"):
+        show_options("nope")

@@ -200,7 +200,7 @@ def test_time_limit_guard(rng):
         (
             {"method": "ils", "options": {"neighbours": 3}},
             TypeError,
-            r"method 'ils' got unknown option\(s\) 'neighbours'; it accepts: 'neighbors'",
+            r"method 'ils' got unknown option\(s\) 'neighbours'; it accepts: 'candidates', 'neighbors', 'window'",
         ),
         (
             {"method": "ils", "options": {"neighbors": 0}},

@@ -19,7 +19,7 @@ from rankopt.solvers import greedy as _greedy_methods  # noqa: F401
 from rankopt.solvers import layout as _layout_methods  # noqa: F401
 from rankopt.solvers import ring as _ring_methods  # noqa: F401
 from rankopt.solvers import swap as _swap_methods  # noqa: F401
-from rankopt.solvers._base import METHODS
+from rankopt.solvers._base import METHODS, STOP_REASONS, method_options, show_options
 from rankopt.solvers.solve import auto_method, solve
 
-__all__ = ["solve", "auto_method", "METHODS"]
+__all__ = ["solve", "auto_method", "METHODS", "STOP_REASONS", "method_options", "show_options"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
@@ -16,8 +16,12 @@ __all__ = [
     "SolveContext",
     "MethodOutput",
     "METHODS",
+    "Method",
+    "STOP_REASONS",
     "register",
     "check_method_options",
+    "method_options",
+    "show_options",
     "start_order",
     "no_worse_than_start",
     "rank0_pinned",
@@ -126,25 +130,101 @@ class MethodOutput:
 
 MethodFn = Callable[[CostModel, SolveContext], MethodOutput]
 
-#: name -> (function, option names it accepts, one-line description)
-METHODS: dict[str, tuple[MethodFn, tuple[str, ...], str]] = {}
+#: Why a method stopped (``MethodOutput.stop_reason``, ``SolveResult.stop_reason``):
+#: a closed set, so that callers can branch on it.
+STOP_REASONS = frozenset(
+    {
+        "optimal",  # an exact method proved it
+        "constructed",  # a construction, no search
+        "local_optimum",  # no improving move left
+        "threshold_converged",  # the bottleneck's threshold search closed
+        "max_iter",  # the iteration budget
+        "max_evals",  # the evaluation budget
+        "time_limit",  # the wall-clock guard
+        "launch_order_kept",  # nothing beat the launch order (set by solve())
+    }
+)
+
+
+class Method(NamedTuple):
+    """One registered method: what :data:`METHODS` maps a name to."""
+
+    fn: MethodFn
+    options: tuple[str, ...]
+    doc: str
+    delegates: bool = False  # picks another method and passes it its options (auto)
+
+
+#: name -> :class:`Method` (function, option names it accepts, one-line description)
+METHODS: dict[str, Method] = {}
 
 
 def register(
-    name: str, options: tuple[str, ...] = (), doc: str = ""
+    name: str,
+    options: tuple[str, ...] = (),
+    doc: str = "",
+    *,
+    delegates: bool = False,
+    replace: bool = False,
 ) -> Callable[[MethodFn], MethodFn]:
-    """Decorator adding a method to the registry behind ``solve(method=name)``."""
+    """Decorator adding a method to the registry behind ``solve(method=name)``.
+
+    ``doc`` is its one line in :func:`show_options` and ``rankopt compare``;
+    a method that ``delegates`` (``auto``) accepts every option of the
+    methods it may pick. Like :func:`rankopt.engines.register`, a second
+    method under a taken name is refused unless ``replace``.
+    """
 
     def deco(fn: MethodFn) -> MethodFn:
-        METHODS[name] = (fn, options, doc)
+        old = METHODS.get(name)
+        if old is not None and not replace and old.fn is not fn:
+            raise ValueError(
+                f"a method called {name!r} is registered already ({old.fn.__module__}."
+                f"{old.fn.__qualname__}); pass replace=True to replace it."
+            )
+        METHODS[name] = Method(fn, tuple(options), doc, delegates)
         return fn
 
     return deco
 
 
+def method_options(method: str) -> tuple[str, ...]:
+    """The options ``solve(method=method, options=...)`` accepts, sorted.
+
+    A method that delegates (``auto``) accepts those of every other method.
+    """
+    entry = METHODS[method]
+    if not entry.delegates:
+        return tuple(sorted(entry.options))
+    return tuple(sorted({o for m in METHODS.values() if not m.delegates for o in m.options}))
+
+
+def show_options(method: str | None = None) -> str:
+    """Every method (or one) with its description and the options it accepts.
+
+    In the manner of :func:`scipy.optimize.show_options`; the options are
+    described in each method's documentation (``help(rankopt.solve)``).
+
+    >>> print(show_options("ils"))
+    ils: 2-opt/Or-opt + Or-3opt kicks
+        options: candidates, neighbors, window
+    """
+    names = sorted(METHODS) if method is None else [method]
+    if method is not None and method not in METHODS:
+        raise ValueError(
+            f"`method` must be one of {', '.join(map(repr, sorted(METHODS)))}; got {method!r}."
+        )
+    lines = []
+    for name in names:
+        opts = method_options(name)
+        lines.append(f"{name}: {METHODS[name].doc}")
+        lines.append(f"    options: {', '.join(opts) if opts else 'none'}")
+    return "\n".join(lines)
+
+
 def check_method_options(method: str, options: Mapping[str, Any]) -> None:
     """Unknown options are an error (a typo must not silently run defaults)."""
-    allowed = METHODS[method][1]
+    allowed = method_options(method)
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise TypeError(

@@ -26,6 +26,7 @@ from rankopt.models.custom import CustomModel
 from rankopt.order import identity, invert
 from rankopt.solvers._base import (
     METHODS,
+    STOP_REASONS,
     MethodOutput,
     SolveContext,
     check_method_options,
@@ -96,14 +97,10 @@ def auto_method(model: CostModel, time_limit: float | None = None) -> str:
     return "anneal"
 
 
-@register(
-    "auto",
-    options=("neighbors", "window", "candidates", "starts", "max_evals"),
-    doc="exact when small, else the best heuristic",
-)
+@register("auto", doc="exact when small, else the best heuristic", delegates=True)
 def _auto(model: CostModel, ctx: SolveContext) -> MethodOutput:
     name = auto_method(model, ctx.time_limit)
-    fn, allowed, _ = METHODS[name]
+    fn, allowed = METHODS[name].fn, METHODS[name].options
     sub = SolveContext(
         **{**ctx.__dict__, "options": {k: v for k, v in ctx.options.items() if k in allowed}}
     )
@@ -407,8 +404,13 @@ def solve(
         options=opts,
         start=t0,
     )
-    fn = METHODS[method][0]
+    fn = METHODS[method].fn
     out = fn(model, ctx)
+    if out.stop_reason not in STOP_REASONS:  # a method's bug, not the caller's input
+        raise RuntimeError(
+            f"method {method!r} stopped with {out.stop_reason!r}, not one of "
+            f"{', '.join(sorted(STOP_REASONS))}"
+        )
     order = np.asarray(out.order, dtype=np.int64)
     if priced is not None and len(priced) > 1 and robust_info is None and n <= PER_CALL_MAX_N:
         order = _best_of_per_call_orders(
