@@ -65,6 +65,7 @@ from rankopt._limits import (
     check_nesting,
 )
 from rankopt._validation import RankoptInputError
+from rankopt.errors import RankoptFileError
 from rankopt.units import format_size
 
 __all__ = [
@@ -95,13 +96,6 @@ _KINDS = (
     (stat.S_ISLNK, "a symbolic link"),
     (stat.S_ISREG, "a regular file"),
 )
-
-
-class RankoptFileError(RankoptInputError, OSError):
-    """A file rankopt refuses to write or read: wrong kind, too large, or unreadable.
-
-    Both a :class:`rankopt.RankoptInputError` (a ``ValueError``) and an ``OSError``.
-    """
 
 
 def file_kind(mode: int) -> str:

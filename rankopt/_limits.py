@@ -60,7 +60,8 @@ from typing import Any
 
 import numpy as np
 
-from rankopt._validation import MAX_INTEGER, RankoptInputError
+from rankopt._validation import MAX_INTEGER
+from rankopt.errors import RankoptLimitError
 
 __all__ = [
     "MAX_ARRAY_BYTES",
@@ -142,10 +143,6 @@ PROBE_LIMITS: dict[str, float] = {
     "uplink_flows": MAX_PROBE_FLOWS,
     "timeout": MAX_TIMEOUT,
 }
-
-
-class RankoptLimitError(RankoptInputError):
-    """A size-like input above its bound (:mod:`rankopt._limits`)."""
 
 
 def quote_name(name: str) -> str:

@@ -35,7 +35,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt.errors import RankoptError
+from rankopt.errors import RankoptInputError
 
 __all__ = [
     "RankoptInputError",
@@ -93,10 +93,6 @@ RANGES: dict[str, ValueRange] = {
 #: Largest positive integer option (a budget such as ``max_iter``): 2**53, the
 #: largest integer a float64 holds exactly (:data:`rankopt._limits.MAX_ITERATIONS`).
 MAX_INTEGER = 2**53
-
-
-class RankoptInputError(RankoptError, ValueError):
-    """Raised when an argument passed to rankopt is invalid."""
 
 
 def _first_index(mask: NDArray[np.bool_]) -> tuple[int, ...]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from rankopt._limits import MAX_N
 from rankopt._validation import RankoptInputError, check_host_name
-from rankopt.errors import RankoptError
+from rankopt.errors import RendezvousError
 
 __all__ = [
     "LaunchEnv",
@@ -283,10 +283,6 @@ def check_rendezvous(env: Mapping[str, str], timeout: float) -> LaunchEnv:
     info = detect(env)
     resolve(info.master_addr, timeout)
     return info
-
-
-class RendezvousError(RankoptError, RuntimeError):
-    """A torch.distributed rendezvous that did not complete within its timeout."""
 
 
 def init_gloo(timeout: float, name: str = "timeout", env: Mapping[str, str] | None = None) -> None:

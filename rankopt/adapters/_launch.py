@@ -49,15 +49,11 @@ from rankopt.adapters._common import (
     save_order,
 )
 from rankopt.adapters._env import LaunchEnv, check_timeout, detect, resolve
-from rankopt.errors import RankoptError
+from rankopt.errors import LaunchError
 
 __all__ = ["add_arguments", "launch", "LaunchDecision", "LaunchOptions", "child_env"]
 
 logger = logging.getLogger("rankopt")
-
-
-class LaunchError(RankoptError, RuntimeError):
-    """The launcher could not produce an order (same message on every rank)."""
 
 
 @dataclass(frozen=True)

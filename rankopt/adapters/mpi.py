@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from rankopt._validation import RankoptInputError, check_order
 from rankopt.adapters._common import option_digests, order_digest
-from rankopt.errors import RankoptError
+from rankopt.errors import RankoptMPIError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -39,22 +39,6 @@ __all__ = ["reorder", "optimize", "run_program", "original_world", "RankoptMPIEr
 logger = logging.getLogger("rankopt")
 
 _ORIGINAL_WORLD: list[Any] = []
-
-
-class RankoptMPIError(RankoptError, RuntimeError):
-    """Raised identically on every rank when a collective adapter step fails.
-
-    Attributes
-    ----------
-    silent : list of int
-        Ranks that did not answer within the deadline (empty when every rank
-        answered). With a silent rank, ``MPI_Finalize`` would wait for it forever,
-        so MPI is set to abort the job at exit (``mpi4py.run.set_abort_status``).
-    """
-
-    def __init__(self, message: str, *, silent: Sequence[int] = ()) -> None:
-        super().__init__(message)
-        self.silent = sorted(set(silent))
 
 
 _TAG_AGREE = 0x7A20

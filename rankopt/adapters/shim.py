@@ -110,7 +110,7 @@ from typing import Any, Literal
 from rankopt._files import atomic_write_bytes
 from rankopt._validation import RankoptInputError
 from rankopt.adapters._shim_src import generate as _gen
-from rankopt.errors import RankoptError
+from rankopt.errors import ShimBuildError
 
 __all__ = [
     "LIBRARY_NAME",
@@ -137,10 +137,6 @@ _SOURCES = (
     "mpi_version.c",
 )
 _OPEN_MPI_LAUNCHERS = ("mpiexec", "mpirun", "orterun", "prterun", "oshrun")
-
-
-class ShimBuildError(RankoptError, RuntimeError):
-    """The shim cannot be built: no MPI compiler wrapper, or the compile failed."""
 
 
 def cache_dir() -> Path:

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError, check_positive
-from rankopt.errors import RankoptError
+from rankopt.errors import ProbeTimeoutError
 
 __all__ = [
     "ProbeTimeoutError",
@@ -97,39 +97,6 @@ def resolve_latency_mode(mode: str, n: int) -> str:
     if mode != "auto":
         return mode
     return "all-pairs" if n <= AUTO_LATENCY_ALL_PAIRS_MAX else "linear"
-
-
-class ProbeTimeoutError(RankoptError, RuntimeError):
-    """A peer did not answer within the probe's timeout.
-
-    Raised on every process that is still alive, with the same phase and step.
-
-    Attributes
-    ----------
-    phase : str
-        ``"start"``, ``"latency"``, ``"bandwidth"`` or ``"gather"``.
-    step : int
-        1-based round (latency) or slot (bandwidth) in which it happened.
-    pairs : list of (int, int)
-        Pairs in which a process waited in vain for its partner.
-    ranks : list of int
-        Processes that did not report back at all.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        phase: str = "",
-        step: int = 0,
-        pairs: list[tuple[int, int]] | None = None,
-        ranks: list[int] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.phase = phase
-        self.step = step
-        self.pairs = list(pairs or [])
-        self.ranks = list(ranks or [])
 
 
 @dataclass(frozen=True)

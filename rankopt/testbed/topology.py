@@ -23,17 +23,11 @@ from typing import Any
 import numpy as np
 
 from rankopt import units
-from rankopt.errors import RankoptError
+from rankopt.errors import TestbedError
 
 __all__ = ["Topology", "TestbedError", "parse_rate", "parse_time"]
 
 _SUBNET = "10.213"
-
-
-class TestbedError(RankoptError, RuntimeError):
-    """The testbed cannot be built or used on this machine."""
-
-    __test__ = False  # not a pytest test class
 
 
 _TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
