@@ -13,9 +13,9 @@ engine passes.
 
 from __future__ import annotations
 
-from rankopt.engines.base import Choice, Env, Nodes, TorchEngine
+from rankopt.engines.base import Choice, Env, MPIEngine, Nodes, TorchEngine
 
-__all__ = ["ToyCCL", "CROSSOVER"]
+__all__ = ["ToyCCL", "ToyMPI", "CROSSOVER"]
 
 #: Bytes from which toyccl's allreduce and allgather switch to the ring.
 CROSSOVER = 64 * 1024
@@ -41,3 +41,26 @@ class ToyCCL(TorchEngine):
         small = collective != "reduce_scatter" and nbytes < CROSSOVER
         model = "recursive_doubling" if small else "ring"
         return model, {"engine_algorithm": model, "rule": "size", "source": self.source}
+
+
+class ToyMPI(MPIEngine):
+    """toympi: an MPICH-derived MPI library with its own launcher, every allreduce a ring.
+
+    Its version string also says "MPICH" (as MVAPICH2's does); its marker is
+    the longer match, so :func:`rankopt.engines.from_library` picks it, and
+    its launcher's variables are all :func:`rankopt.adapters._env.detect`
+    needs to know a process it started.
+    """
+
+    name = "toympi"
+    doc = "toympi 2.3 (an example MPI engine)"
+    source = "toympi/src/coll/allreduce.c (toympi 2.3): ring"
+    collectives = ("allreduce",)
+    markers = ("toympi2",)
+    launch_vars = ("TOY_COMM_WORLD_RANK", "TOY_COMM_WORLD_SIZE")
+    local_vars = ("TOY_COMM_WORLD_LOCAL_RANK", "TOY_COMM_WORLD_LOCAL_SIZE")
+    job_vars = ("TOY_JOBID",)
+
+    def choose(self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes) -> Choice:
+        """Always the ring."""
+        return "ring", {"engine_algorithm": "ring", "rule": "fixed", "source": self.source}

@@ -20,7 +20,7 @@ from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
-from example_engine import CROSSOVER, ToyCCL
+from example_engine import CROSSOVER, ToyCCL, ToyMPI
 
 import rankopt
 from rankopt import RankoptInputError
@@ -282,3 +282,41 @@ def test_the_example_engine_runs_what_it_says(toyccl):
     assert toyccl.algorithm("allreduce", CROSSOVER, 8, env={})[0] == "ring"
     assert toyccl.algorithm("reduce_scatter", 8, 8, env={})[0] == "ring"
     assert toyccl.algorithm("broadcast", 8, 8, env={})[1]["rule"] == "untabulated"
+
+
+def test_an_mpi_engine_is_one_module_and_one_registry_line():
+    """A derived MPI library: named by its longer marker, its launcher read from its variables."""
+    from rankopt.adapters._env import detect
+    from rankopt.engines import from_library
+
+    version = "TOYMPI2 Version: 2.3.7 (derived from MPICH Version: 3.2.1)"
+    assert from_library(version).name == "mpich"  # not registered yet: the parent's marker
+    engine = register(ToyMPI())
+    try:
+        assert from_library(version) is engine
+        assert from_library("MPICH Version: 4.2.0").name == "mpich"
+        env = {
+            "TOY_COMM_WORLD_RANK": "2",
+            "TOY_COMM_WORLD_SIZE": "4",
+            "TOY_COMM_WORLD_LOCAL_RANK": "0",
+            "TOY_COMM_WORLD_LOCAL_SIZE": "4",
+            "TOY_JOBID": "j7",
+        }
+        e = detect(env)
+        assert (e.launcher, e.rank, e.world_size, e.local_rank, e.job_id) == (
+            "toympi",
+            2,
+            4,
+            0,
+            "j7",
+        )
+        assert e.master_addr == "127.0.0.1"  # every process on one host
+        assert engine.algorithm("allreduce", 1 << 20, 8, env={})[0] == "ring"
+    finally:
+        del ENGINES[engine.name]
+    with pytest.raises(RankoptInputError, match="TOY_COMM_WORLD_RANK"):
+        register(ToyMPI())
+        try:
+            detect({})
+        finally:
+            del ENGINES["toympi"]

@@ -137,6 +137,25 @@ def test_planner_finds_zones_racks_and_congested_vms(seed):
     assert pairs <= 30 * net.n
 
 
+@pytest.mark.parametrize("seed", [3, 11, 20])
+def test_planner_finds_small_racks_that_blocked_rounds_scatter(seed):
+    # one process per host: the zones' rounds run in blocks, and a rack of two to five
+    # hosts whose hosts were pivots of different blocks (or rounds) met no host of its
+    # own; a host alone must not join a group through one noisy pair, nor be kept out
+    # of its own by a congested member. Each of these layouts lost a small rack before.
+    net = random_network(512, 400, sigma=0.15, congested=0.08, rng=seed)
+    planner = LatencyPlanner(net.hosts)
+    gen = np.random.default_rng(seed)
+    stages = _run(planner, lambda a, b: np.median(net.samples(a, b, 10, gen), axis=1))
+    first = np.unique(planner.host_of, return_index=True)[1]
+    found = [lv[first] for lv in planner.levels()[1:]]
+    assert [int(f.max()) + 1 for f in found] == [int(t.max()) + 1 for t in net.groups]
+    for f, t in zip(found, net.groups, strict=True):
+        assert _same_partition(f, t)
+    assert set(np.flatnonzero(planner.factor > 1)) == set(np.flatnonzero(net.factor > 1))
+    assert len(stages) <= 12 and sum(a.size for a, _ in stages) <= 30 * net.n
+
+
 def test_planner_fills_every_pair_from_its_block():
     # no sample noise: measured pairs keep their value, the others their block's
     # (the model's rack pairs differ by up to 10 % either way inside one block)

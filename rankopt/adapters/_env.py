@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rankopt._limits import MAX_N
 from rankopt._validation import RankoptInputError, check_host_name
@@ -56,7 +57,9 @@ class LaunchEnv:
     master_port : int
         Port of the program's rendezvous store.
     launcher : str
-        ``"torchrun"``, ``"env"`` (RANK set by hand), ``"openmpi"``, ``"mpich"`` or ``"slurm"``.
+        ``"torchrun"``, ``"env"`` (RANK set by hand), the name of the MPI engine
+        whose launcher variables are set (``"openmpi"``, ``"mpich"``: each
+        engine's ``launch_vars``, ``local_vars`` and ``job_vars``) or ``"slurm"``.
     agent_store : bool
         True under torchrun's agent-hosted store (``TORCHELASTIC_USE_AGENT_STORE``):
         the store already runs and outlives the worker processes.
@@ -81,6 +84,13 @@ def _int(env: Mapping[str, str], key: str) -> int:
         raise RankoptInputError(
             f"environment variable {key} must be an integer; got {env[key]!r}."
         ) from None
+
+
+def _mpi_launcher(env: Mapping[str, str]) -> Any:
+    """The registered MPI engine whose launcher variables ``env`` holds, or None."""
+    from rankopt.engines import ENGINES
+
+    return next((e for e in ENGINES.values() if e.family == "mpi" and e.launched(env)), None)
 
 
 def first_slurm_host(nodelist: str) -> str:
@@ -141,20 +151,15 @@ def detect(
         if "LOCAL_RANK" in env:
             local_rank = _int(env, "LOCAL_RANK")
         job = f"{env.get('TORCHELASTIC_RUN_ID', '')}.{env.get('TORCHELASTIC_RESTART_COUNT', '0')}"
-    elif "OMPI_COMM_WORLD_RANK" in env and "OMPI_COMM_WORLD_SIZE" in env:
-        launcher = "openmpi"
-        rank, size = _int(env, "OMPI_COMM_WORLD_RANK"), _int(env, "OMPI_COMM_WORLD_SIZE")
-        if "OMPI_COMM_WORLD_LOCAL_RANK" in env:
-            local_rank = _int(env, "OMPI_COMM_WORLD_LOCAL_RANK")
-        single_host = env.get("OMPI_COMM_WORLD_LOCAL_SIZE") == env["OMPI_COMM_WORLD_SIZE"]
-        job = env.get("PMIX_NAMESPACE", env.get("OMPI_MCA_orte_ess_jobid", ""))
-    elif "PMI_RANK" in env and "PMI_SIZE" in env:
-        launcher = "mpich"
-        rank, size = _int(env, "PMI_RANK"), _int(env, "PMI_SIZE")
-        if "MPI_LOCALRANKID" in env:
-            local_rank = _int(env, "MPI_LOCALRANKID")
-        single_host = env.get("MPI_LOCALNRANKS") == env["PMI_SIZE"]
-        job = env.get("PMI_KVSNAME", "")
+    elif (mpi := _mpi_launcher(env)) is not None:
+        launcher = mpi.name
+        rank, size = (_int(env, v) for v in mpi.launch_vars)
+        if mpi.local_vars is not None:
+            local_var, local_size = mpi.local_vars
+            if local_var in env:
+                local_rank = _int(env, local_var)
+            single_host = env.get(local_size) == env[mpi.launch_vars[1]]
+        job = next((env[v] for v in mpi.job_vars if v in env), "")
     elif "SLURM_PROCID" in env and ("SLURM_NTASKS" in env or "SLURM_NPROCS" in env):
         launcher = "slurm"
         rank = _int(env, "SLURM_PROCID")
@@ -165,9 +170,14 @@ def detect(
         single_host = env.get("SLURM_STEP_NUM_NODES", env.get("SLURM_NNODES")) == "1"
         job = f"{env.get('SLURM_JOB_ID', '')}.{env.get('SLURM_STEP_ID', '')}"
     else:
+        from rankopt.engines import ENGINES
+
+        mpis = ", ".join(
+            f"{e.launch_vars[0]} ({e.name})" for e in ENGINES.values() if e.family == "mpi"
+        )
         raise RankoptInputError(
-            "no launcher found: expected RANK and WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK "
-            "(mpiexec), PMI_RANK (MPICH) or SLURM_PROCID (srun) in the environment."
+            f"no launcher found: expected RANK and WORLD_SIZE (torchrun), {mpis} or "
+            "SLURM_PROCID (srun) in the environment."
         )
     if size < 1 or not 0 <= rank < size:
         raise RankoptInputError(

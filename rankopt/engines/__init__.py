@@ -97,15 +97,20 @@ def names(family: str | None = None) -> tuple[str, ...]:
 def from_library(text: str) -> Engine:
     """The MPI engine a library version string names (:data:`DEFAULT_MPI` if none does).
 
+    The engine with the longest marker in ``text`` wins (:meth:`Engine.marker_in`),
+    so an engine registered for a derived library is not shadowed by its parent's.
+
     Examples
     --------
     >>> from_library("MPICH Version: 4.2.0").name, from_library("Open MPI v5.0.5").name
     ('mpich', 'openmpi')
     """
-    for e in ENGINES.values():
-        if e.family == "mpi" and e.named_by(text):
-            return e
-    return ENGINES[DEFAULT_MPI]
+    best, length = ENGINES[DEFAULT_MPI], 0
+    for e in ENGINES.values():  # the most specific marker; on a tie, the later registered
+        got = e.marker_in(text) if e.family == "mpi" else 0
+        if got and got >= length:
+            best, length = e, got
+    return best
 
 
 def from_backend(backend: str) -> Engine | None:

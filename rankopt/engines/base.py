@@ -96,6 +96,12 @@ class Engine(abc.ABC):
     launch_vars : tuple of (str, str)
         The rank and size variables its launcher exports to every process
         (what :func:`rankopt.adapters._env.detect` reads).
+    local_vars : tuple of (str, str) or None
+        The variables of the process's index on its host and of the number
+        of processes there, when its launcher exports them.
+    job_vars : tuple of str
+        Variables that identify one launch, first present wins (keeps the
+        rendezvous keys of restarts apart).
     """
 
     name: ClassVar[str]
@@ -108,6 +114,8 @@ class Engine(abc.ABC):
     probe_module: ClassVar[str]
     apply_function: ClassVar[str]
     launch_vars: ClassVar[tuple[str, str]]
+    local_vars: ClassVar[tuple[str, str] | None] = None
+    job_vars: ClassVar[tuple[str, ...]] = ()
 
     @abc.abstractmethod
     def choose(self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes) -> Choice:
@@ -188,10 +196,19 @@ class Engine(abc.ABC):
 
     def named_by(self, text: str) -> bool:
         """Whether ``text`` (library version or backend name) names this engine."""
+        return self.marker_in(text) > 0
+
+    def marker_in(self, text: str) -> int:
+        """Length of the longest of its markers that ``text`` holds (0: none).
+
+        The longest match names an engine most specifically: an engine for a
+        derived library (marker ``"mvapich2"``) wins over its parent's
+        (``"mpich"``) on the derived library's version string.
+        """
         low = str(text).strip().lower()
         if self.family == "torch":
-            return low in self.markers
-        return any(m in low for m in self.markers)
+            return len(low) if low in self.markers else 0
+        return max((len(m) for m in self.markers if m in low), default=0)
 
     def __repr__(self) -> str:
         return f"<engine {self.name!r}: {self.doc}>"

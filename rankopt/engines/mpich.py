@@ -259,6 +259,8 @@ class MPICH(MPIEngine):
     collectives = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall")
     markers = ("mpich", "mvapich")
     launch_vars = ("PMI_RANK", "PMI_SIZE")
+    local_vars = ("MPI_LOCALRANKID", "MPI_LOCALNRANKS")
+    job_vars = ("PMI_KVSNAME",)
 
     def choose(
         self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes, itemsize: int = 8

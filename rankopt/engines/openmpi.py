@@ -316,6 +316,8 @@ class OpenMPI(MPIEngine):
     collectives = ("allreduce", "alltoall")
     markers = ("open mpi",)
     launch_vars = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")
+    local_vars = ("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE")
+    job_vars = ("PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid")
 
     def choose(
         self, collective: str, nbytes: float, n: int, *, env: Env, nodes: Nodes, itemsize: int = 8
