@@ -7,7 +7,7 @@ import pytest
 
 import rankopt
 from rankopt import RankoptInputError
-from rankopt.models._algorithms import btree_parents
+from rankopt.models._algorithms import RING_SCHEDULES, btree_parents
 from rankopt.models.schedule import ALGORITHMS, chain_segments, schedule
 
 PAIRS = [(c, a) for c, algs in ALGORITHMS.items() for a in algs]
@@ -175,3 +175,23 @@ def test_schedule_errors():
         schedule("allreduce", "hierarchical", 4, groups=[0, 0, 0, 1], inter="rings")
     with pytest.raises(RankoptInputError, match="`inter` must be one of"):
         schedule("allreduce", "hierarchical", 4, inter="tree")
+
+
+@pytest.mark.parametrize("collective,algorithm", sorted(RING_SCHEDULES))
+def test_ring_schedules_are_alike_steps_and_invariant_under_rotation(collective, algorithm):
+    s = schedule(collective, algorithm, 7, nbytes=7e6)
+    assert s.n_distinct == 1 or all(
+        np.array_equal(s.src[s.step_ptr[k] : s.step_ptr[k + 1]], s.src[: s.step_ptr[1]])
+        for k in range(s.n_distinct)
+    )
+    gen = np.random.default_rng(3)
+    lat = gen.uniform(1e-6, 1e-4, (7, 7))
+    rack = np.arange(7) % 3
+    kw = {"bandwidth": gen.uniform(1e8, 1e9, (7, 7)), "nbytes": 7e6}
+    kw |= {"groups": rack, "uplink_bandwidth": 1e8, "objective": "contention"}
+    order = gen.permutation(7)
+    base = rankopt.cost(lat, order, collective, algorithm, **kw)
+    for k in range(1, 7):
+        assert rankopt.cost(lat, np.roll(order, k), collective, algorithm, **kw) == pytest.approx(
+            base, rel=1e-12
+        )

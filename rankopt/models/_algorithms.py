@@ -756,3 +756,10 @@ GENERATORS = {
     ("alltoall", "pairwise"): _pairwise,
     ("alltoall", "linear"): _linear_alltoall,
 }
+
+#: The algorithms whose steps are all alike and in which every rank plays the
+#: same part (rings): their models are invariant under rotating the order, and
+#: the contention kernel stores their one step with a repeat count.
+RING_SCHEDULES = frozenset(
+    {("allreduce", "ring"), ("allgather", "ring"), ("reduce_scatter", "ring")}
+)

@@ -25,30 +25,12 @@ from rankopt.models._algorithms import GENERATORS, Layout
 
 __all__ = ["Schedule", "schedule", "ALGORITHMS", "DEFAULT_SEGMENT_SIZE", "chain_segments"]
 
-#: Valid algorithm names per collective (the names are the API).
+#: Valid algorithm names per collective (the names are the API), in the order
+#: of :data:`rankopt.models._algorithms.GENERATORS`, the one list of algorithms:
+#: a generator registered there is an algorithm here.
 ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "allreduce": (
-        "ring",
-        "recursive_doubling",
-        "rabenseifner",
-        "rabenseifner_ompi",
-        "rabenseifner_mpich",
-        "binomial",
-        "double_binary_tree",
-        "hierarchical",
-    ),
-    "allgather": ("ring", "recursive_doubling", "bruck"),
-    "reduce_scatter": ("ring", "recursive_halving", "pairwise"),
-    "broadcast": (
-        "binomial",
-        "binomial_gloo",
-        "binary_tree",
-        "chain",
-        "scatter_ring_allgather",
-        "scatter_recursive_doubling_allgather",
-    ),
-    "reduce": ("binomial", "reduce_scatter_gather", "ring_gather"),
-    "alltoall": ("pairwise", "linear"),
+    c: tuple(a for (cc, a) in GENERATORS if cc == c)
+    for c in dict.fromkeys(c for c, _ in GENERATORS)
 }
 
 #: Segment size (bytes) of the pipelined chain broadcast when none is given.
