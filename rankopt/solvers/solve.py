@@ -418,89 +418,24 @@ def solve(
             {"objective": model.objective, **inputs},
             notes,
         )  # fmt: skip
-    if ctx.keep_rank0 and order[0] != 0:
-        if not model.capabilities.rotation_invariant:  # a method's bug, not the caller's input
-            raise RuntimeError(
-                f"method {method!r} moved rank 0 under keep_rank0=True on a model that is "
-                "not rotation invariant"
-            )
-        order = np.roll(order, -int(np.flatnonzero(order == 0)[0]))
-    cost = model.cost(order)
-    if init_order is not None:
-        init_cost = model.cost(init_order)
-        if init_cost < cost:
-            order, cost = init_order, init_cost
-    if groups is not None and len(groups) and not callable(objective) and n <= TIE_BREAK_MAX_N:
-        order = _fewer_crossings_at_equal_cost(model, order, cost, groups, ctx.keep_rank0)
-        cost = model.cost(order)
+    order, cost = _polished(model, order, ctx, method, init_order, groups, objective)
     stop_reason = out.stop_reason
     kept = not cost < baseline
     if kept:
-        # never hand back an order that does not beat the launch order
-        if cost > baseline:
-            logger.warning(
-                "solve: method %s found no order better than the launch order "
-                "(%.6g >= %.6g); the launch order is kept",
-                out.method or method,
-                cost,
-                baseline,
-            )
-        extra["found_cost"] = float(cost)
-        extra["method_stop_reason"] = stop_reason
-        if cost > baseline:
-            stop_reason = LAUNCH_KEPT
-        order, cost = identity(n), baseline
-        notes.append("no order found that beats the launch order: the launch order is kept")
+        order, cost, stop_reason = _launch_order_kept(
+            n, cost, baseline, stop_reason, out.method or method, extra, notes
+        )
     interval = None
-    from rankopt.models.robust import INTERVAL_MAX_N
-
-    if network is not None and network.measured and n > INTERVAL_MAX_N:
-        notes.append(
-            f"no speedup interval above n = {INTERVAL_MAX_N} (its draws are several n x n "
-            "arrays each): the modelled gain is not checked against the measured spread"
-        )
-    elif network is not None and network.measured and not callable(objective):
-        from rankopt.models.robust import (
-            interval_of,
-            keep_launch_order,
-            modelled_interval,
-            speedup_draws,
-        )
-
-        ratios = speedup_draws(
-            network,
-            order,
-            collective,
-            algorithm,
-            model={
-                "objective": model.objective,
-                **inputs,
-                **({"workload": priced} if priced is not None else {}),
-            },
-            rng=seed,
-        )
-        # the same order as the launch has no model error: its speedup is 1 exactly
-        interval = (1.0, 1.0) if kept else modelled_interval(ratios)
-        why = None if kept else keep_launch_order(ratios)
-        if why is not None:
-            extra["found_cost"] = float(cost)
-            extra["method_stop_reason"] = stop_reason
-            extra["found_interval"] = interval
-            notes.append(
-                f"the order found is modelled {baseline / cost:.3g}x faster (90% interval "
-                f"{interval[0]:.3g}-{interval[1]:.3g}x with the measured spread and the "
-                f"model's error), but {why}: "
-                "the launch order is kept"
-            )
-            order, cost, stop_reason = identity(n), baseline, LAUNCH_KEPT
-            interval = (1.0, 1.0)
-        elif not kept and not interval_of(ratios)[0] > 1.0:
-            notes.append(
-                f"the order found is slower than the launch order on some drawn networks "
-                f"(5th percentile {interval_of(ratios)[0]:.3g}x), by at most the tolerance; "
-                "it is faster "
-                f"on most (median {float(np.median(ratios)):.3g}x), so it is applied"
-            )
+    if network is not None and network.measured and not callable(objective):
+        draws_model = {
+            "objective": model.objective,
+            **inputs,
+            **({"workload": priced} if priced is not None else {}),
+        }
+        order, cost, stop_reason, interval = _checked_against_spread(
+            network, order, cost, baseline, stop_reason, kept,
+            (collective, algorithm, draws_model, seed), extra, notes,
+        )  # fmt: skip
     if robust_info is not None:
         median_model = model.models[0]  # type: ignore[attr-defined]
         robust_info["median_cost"] = float(median_model.cost(order))
@@ -783,6 +718,121 @@ def _price_workload(
         return priced, c.collective, c.algorithm, c.nbytes, notes, extra
     algs = "+".join(sorted({c.algorithm for c in priced}))
     return priced, "workload", algs, None, notes, extra
+
+
+def _polished(
+    model: Any,
+    order: NDArray[np.int64],
+    ctx: SolveContext,
+    method: str,
+    init_order: NDArray[np.int64] | None,
+    groups: Any,
+    objective: Any,
+) -> tuple[NDArray[np.int64], float]:
+    """The method's order made final: rank 0 first when asked, never worse than
+    ``init``, and among equal costs the one with the fewest group crossings."""
+    n = model.n
+    if ctx.keep_rank0 and order[0] != 0:
+        if not model.capabilities.rotation_invariant:  # a method's bug, not the caller's input
+            raise RuntimeError(
+                f"method {method!r} moved rank 0 under keep_rank0=True on a model that is "
+                "not rotation invariant"
+            )
+        order = np.roll(order, -int(np.flatnonzero(order == 0)[0]))
+    cost = model.cost(order)
+    if init_order is not None:
+        init_cost = model.cost(init_order)
+        if init_cost < cost:
+            order, cost = init_order, init_cost
+    if groups is not None and len(groups) and not callable(objective) and n <= TIE_BREAK_MAX_N:
+        order = _fewer_crossings_at_equal_cost(model, order, cost, groups, ctx.keep_rank0)
+        cost = model.cost(order)
+    return order, float(cost)
+
+
+def _launch_order_kept(
+    n: int,
+    cost: float,
+    baseline: float,
+    stop_reason: str,
+    method: str,
+    extra: dict[str, Any],
+    notes: list[str],
+) -> tuple[NDArray[np.int64], float, str]:
+    """The launch order, when the order found does not beat it (never hand back worse)."""
+    if cost > baseline:
+        logger.warning(
+            "solve: method %s found no order better than the launch order "
+            "(%.6g >= %.6g); the launch order is kept",
+            method,
+            cost,
+            baseline,
+        )
+    extra["found_cost"] = float(cost)
+    extra["method_stop_reason"] = stop_reason
+    if cost > baseline:
+        stop_reason = LAUNCH_KEPT
+    notes.append("no order found that beats the launch order: the launch order is kept")
+    return identity(n), baseline, stop_reason
+
+
+def _checked_against_spread(
+    network: Any,
+    order: NDArray[np.int64],
+    cost: float,
+    baseline: float,
+    stop_reason: str,
+    kept: bool,
+    priced_as: tuple[str, str, dict[str, Any], int],
+    extra: dict[str, Any],
+    notes: list[str],
+) -> tuple[NDArray[np.int64], float, str, tuple[float, float] | None]:
+    """The modelled speedup's interval over networks drawn from the measured spread,
+    and the launch order instead when the order found could be slower than it.
+
+    ``priced_as`` is ``(collective, algorithm, model keywords, seed)`` of the draws.
+    Returns the order, its cost, the stop reason and the interval (None above
+    :data:`~rankopt.models.robust.INTERVAL_MAX_N`, whose draws would not fit).
+    """
+    from rankopt.models.robust import (
+        INTERVAL_MAX_N,
+        interval_of,
+        keep_launch_order,
+        modelled_interval,
+        speedup_draws,
+    )
+
+    n = len(order)
+    if n > INTERVAL_MAX_N:
+        notes.append(
+            f"no speedup interval above n = {INTERVAL_MAX_N} (its draws are several n x n "
+            "arrays each): the modelled gain is not checked against the measured spread"
+        )
+        return order, cost, stop_reason, None
+    collective, algorithm, model_kw, seed = priced_as
+    ratios = speedup_draws(network, order, collective, algorithm, model=model_kw, rng=seed)
+    # the same order as the launch has no model error: its speedup is 1 exactly
+    interval = (1.0, 1.0) if kept else modelled_interval(ratios)
+    why = None if kept else keep_launch_order(ratios)
+    if why is not None:
+        extra["found_cost"] = float(cost)
+        extra["method_stop_reason"] = stop_reason
+        extra["found_interval"] = interval
+        notes.append(
+            f"the order found is modelled {baseline / cost:.3g}x faster (90% interval "
+            f"{interval[0]:.3g}-{interval[1]:.3g}x with the measured spread and the "
+            f"model's error), but {why}: "
+            "the launch order is kept"
+        )
+        return identity(n), baseline, LAUNCH_KEPT, (1.0, 1.0)
+    if not kept and not interval_of(ratios)[0] > 1.0:
+        notes.append(
+            f"the order found is slower than the launch order on some drawn networks "
+            f"(5th percentile {interval_of(ratios)[0]:.3g}x), by at most the tolerance; "
+            "it is faster "
+            f"on most (median {float(np.median(ratios)):.3g}x), so it is applied"
+        )
+    return order, cost, stop_reason, interval
 
 
 def _network_model(
