@@ -26,8 +26,9 @@ engine runs the phases:
    traffic comes and goes (``parameters["recheck"]``,
    :func:`rankopt.network.core.measured_variability`).
 6. **sharing** -- a few transfers from distinct hosts of one group to a
-   sibling group, side by side in one slot, against their rates alone: how
-   an uplink splits between the transfers that wait for each other
+   sibling group, side by side, one message each in every one of
+   :data:`SHARING_STEPS` steps (and one before them), against a flow alone:
+   how an uplink splits between the transfers that wait for each other
    (:mod:`rankopt.probe.sharing`, ``parameters["straggle"]``).
 
 Every round and slot ends with a consensus: an allreduce of a failure flag with
