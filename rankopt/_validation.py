@@ -43,6 +43,7 @@ __all__ = [
     "check_order",
     "check_groups",
     "check_positive",
+    "check_ranks",
     "check_options",
     "check_quantity",
     "check_host_name",
@@ -644,3 +645,21 @@ def check_straggle(straggle: Any) -> float:
             f"{hi:g}; got {straggle!r}."
         )
     return s
+
+
+def check_ranks(n: Any, where: str, name: str = "n") -> int:
+    """A process count: a whole number from 2 to :data:`rankopt._limits.MAX_N`.
+
+    The one check of ``n`` for every model, schedule and engine call;
+    ``where`` names the call in the error.
+
+    >>> check_ranks(8, "schedule()")
+    8
+    """
+    from rankopt._limits import MAX_N, check_bound
+
+    count = int(check_positive(n, name, integer=True))
+    check_bound(count, name, MAX_N, where, integer=True)
+    if count < 2:
+        raise RankoptInputError(f"`{name}` must be at least 2 ({where}); got {count}.")
+    return count

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankopt._validation import RankoptInputError
+from rankopt._validation import RankoptInputError, check_options, check_quantity, check_ranks
 
 __all__ = ["Table", "lookup", "env_flag", "env_int", "node_sizes", "check_call", "FALLBACK"]
 
@@ -81,20 +80,8 @@ def node_sizes(nodes: Sequence[Any] | None, n: int) -> list[int] | None:
 
 
 def check_call(collective: str, nbytes: float, n: int) -> tuple[float, int]:
-    """Validate one call's collective, size and communicator size."""
+    """Validate one call's collective, size and communicator size (the models' own checks)."""
     from rankopt.models.schedule import ALGORITHMS
 
-    if collective not in ALGORITHMS:
-        raise RankoptInputError(
-            f"`collective` must be one of {', '.join(map(repr, ALGORITHMS))}; "
-            f"got {collective!r} instead."
-        )
-    try:
-        size = float(nbytes)
-    except (TypeError, ValueError):
-        raise RankoptInputError(f"`nbytes` must be a number of bytes; got {nbytes!r}.") from None
-    if not (size > 0 and math.isfinite(size)):
-        raise RankoptInputError(f"`nbytes` must be positive and finite; got {nbytes!r}.")
-    if int(n) != n or n < 2:
-        raise RankoptInputError(f"`n` must be an integer >= 2; got {n!r}.")
-    return size, int(n)
+    check_options("collective", collective, tuple(ALGORITHMS))
+    return check_quantity(nbytes, "nbytes", "nbytes"), check_ranks(n, "an engine's call")

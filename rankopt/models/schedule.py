@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt._validation import RankoptInputError, check_options, check_positive, check_quantity
+from rankopt._validation import (
+    RankoptInputError,
+    check_options,
+    check_positive,
+    check_quantity,
+    check_ranks,
+)
 from rankopt.models._algorithms import GENERATORS, Layout
 
 __all__ = ["Schedule", "schedule", "ALGORITHMS", "DEFAULT_SEGMENT_SIZE", "chain_segments"]
@@ -260,12 +266,7 @@ def schedule(
     14
     """
     check_collective(collective, algorithm)
-    n = check_positive(n, "n", integer=True)
-    from rankopt._limits import MAX_N, check_bound
-
-    check_bound(n, "n", MAX_N, "schedule()", integer=True)
-    if n < 2:
-        raise RankoptInputError(f"`n` must be at least 2; got {n}.")
+    n = check_ranks(n, "schedule()")
     opts: dict[str, Any] = {}
     if algorithm == "chain":
         if segment_size is not None:
