@@ -53,7 +53,9 @@ level down. Nodes are split top down, all nodes of a stage side by side:
    pivots as groups seem left (at most :data:`MAX_PIVOTS`) and a member of
    each group the last round found in another block. A node whose pairs show
    one tier is flat. When a node ran in blocks, a last round compares its
-   groups two by two (one group found in two blocks is one). Children of two
+   groups two by two (one group found in two blocks is one), and, when two or
+   more hosts are still alone, one more has them meet each other (a small
+   group whose hosts were all pivots of different blocks). Children of two
    or more hosts are the nodes of the next rounds; when a node is split,
    every host gets :data:`REFERENCE_PAIRS` pairs across its children.
 3. **blocks**: between every two sibling groups of two or more hosts,
@@ -128,6 +130,8 @@ MAX_FRESH = 16
 PIVOT_LOAD = 128
 #: Most representatives of known children a host left to place is measured against.
 MAX_TARGETS = 64
+#: Most hosts alone after a merge round that all meet each other in its last round.
+LONE_CHUNK = 64
 #: Rounds after which the hosts of a node still unplaced stay groups of one.
 MAX_ROUNDS = 12
 #: Measured pairs per block of two sibling groups (and per flat group).
@@ -313,6 +317,7 @@ class _Node:
     split: bool = False  # whether the last round ran in blocks
     blocked: bool = False  # whether any round ran in blocks
     merging: bool = False  # a round comparing the groups found in different blocks
+    lone: bool = False  # a last round comparing the hosts still alone after it
     k: int = PIVOTS
     rounds: int = 0
     threshold: float = np.nan
@@ -566,7 +571,7 @@ class LatencyPlanner:
                     k = min(node.k, part.size)
                     blocks.append((part, np.sort(self.gen.choice(part, size=k, replace=False))))
             if node.merging:
-                merge = self._merge_pairs(node)
+                merge = self._lone_pairs(node) if node.lone else self._merge_pairs(node)
                 if merge.size:
                     parts.append(merge)
                 else:  # one group of two or more hosts: nothing to join
@@ -579,12 +584,15 @@ class LatencyPlanner:
             kn = np.array(known, dtype=np.int64)
             parts.append(cross(kn, kn))  # known groups' representatives, all pairs
             # each host waiting meets a random member of every known group: the
-            # group's members share the load
+            # group's members share the load. Congested members are left out where
+            # their factors are known; at the top, where none is known yet, a host
+            # meets two members (one congested member must not keep it out)
             for t in known:
-                group = np.array(next(c for c in node.children if t in c), dtype=np.int64)
-                parts.append(
-                    np.stack([rest, group[self.gen.integers(0, group.size, rest.size)]], 1)
-                )
+                pool = self._usual(next(c for c in node.children if t in c))
+                for _ in range(2 if node.depth == 0 else 1):
+                    parts.append(
+                        np.stack([rest, pool[self.gen.integers(0, pool.size, rest.size)]], 1)
+                    )
             for part, piv in blocks:  # pivots meet their block's hosts and each other
                 parts.append(cross(part, piv))
                 parts.append(cross(piv, piv))
@@ -610,7 +618,8 @@ class LatencyPlanner:
 
         Rounds run in blocks find one group several times (once per block it
         has a pivot in) and may leave a pivot alone whose group is in other
-        blocks; these pairs join the copies.
+        blocks; these pairs join the copies. The hosts still alone after them
+        meet each other in one more round (:meth:`_lone_pairs`).
         """
         groups = [c for c in node.children if len(c) > 1]
         alone = [c[0] for c in node.children if len(c) == 1]
@@ -619,10 +628,44 @@ class LatencyPlanner:
             for i, a in enumerate(groups)
             for b in groups[i + 1 :]
         ]
-        # a pivot alone in its block may have its group in another block
-        pairs += [(x, int(self.gen.choice(g))) for x in alone for g in groups]
+        # a pivot alone in its block may have its group in another block; it meets
+        # a member not known to be congested (each group's load on two at least)
+        pools = [self._usual(c) for c in groups]
+        pairs += [(x, int(self.gen.choice(g))) for x in alone for g in pools]
         node.targets = sorted({x for pr in pairs for x in pr})
         return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+    def _usual(self, group: Sequence[int]) -> NDArray[np.int64]:
+        """The members of ``group`` not known to be congested (all of them when fewer than
+        two are).
+
+        A group's representative in a pair that decides where a host goes is
+        drawn from these: a congested member's factor is only an estimate,
+        and its pairs sit above the group's level by it. Two members at least
+        share the group's pairs, so that no process takes them all.
+        """
+        g = np.asarray(group, dtype=np.int64)
+        usual = g[self.factor[g] <= 1.0]
+        return usual if usual.size >= 2 else g
+
+    def _lone_pairs(self, node: _Node) -> NDArray[np.int64]:
+        """Pairs between the hosts of ``node`` still alone after its merge round.
+
+        A small group (two to a few hosts) whose every host was a pivot of a
+        different block, or of a different round, is as many hosts alone,
+        none of which met another: no pending host met them, and the merge
+        round pairs hosts alone only with groups. They meet each other here,
+        all pairs in chunks of at most :data:`LONE_CHUNK` hosts (a host's
+        pairs stay bounded; after the merge round few hosts are alone).
+        """
+        alone = [c[0] for c in node.children if len(c) == 1]
+        lone = np.array(alone, dtype=np.int64)[self.gen.permutation(len(alone))]
+        parts = [np.zeros((0, 2), dtype=np.int64)]
+        for chunk in np.array_split(lone, -(-lone.size // LONE_CHUNK)) if lone.size else []:
+            i, j = np.triu_indices(chunk.size, 1)
+            parts.append(np.stack([chunk[i], chunk[j]], axis=1))
+        node.targets = sorted(alone)
+        return np.concatenate(parts)
 
     def _block_pairs(self) -> NDArray[np.int64]:
         """Random pairs for every block of two sibling groups (and flat group) with few."""
@@ -834,6 +877,10 @@ class LatencyPlanner:
                 node.merging = True  # one more round: join the copies of a group
                 node.targets = [node.children[0][0]]
                 return
+            if node.merging and not node.lone and sum(len(c) == 1 for c in node.children) > 1:
+                node.lone = True  # and one more: the hosts still alone meet each other
+                node.targets = [node.children[0][0]]
+                return
             self._finish(node, values)
 
     def _relative(
@@ -854,7 +901,13 @@ class LatencyPlanner:
         hold: when its pair to one anchored group is ``gap`` times below the
         second best and the square root of the node's tier ratio below the
         median of the others (with two groups only, both by the larger of the
-        two), it joins that group. ``label`` is updated in place.
+        two), it joins that group. The others are the other groups' best
+        pairs, and its pairs to every other host of the node, grouped or not,
+        whichever median is lower (a pair one noisy step below its tier to a
+        group among hosts mostly alone is not a group's level). A pair to a
+        host known to be congested counts :data:`SLOW_MARGIN` higher (the
+        ratios hold over the host's own factor, the other's is an estimate).
+        ``label`` is updated in place.
         """
         tiers = float(np.sqrt(node.level / node.low)) if node.low > 0 else self.gap
         lg, lh = local[g], local[h]
@@ -869,25 +922,42 @@ class LatencyPlanner:
         free_g, free_h = alone[label[lg]], alone[label[lh]]
         to_g, to_h = group[label[lg]], group[label[lh]]
         best: dict[int, dict[int, float]] = {}  # per small group: its best pair to each group
-        for me_arr, other_arr, pick in (
-            (lg, lh, touch & free_g & to_h),
-            (lh, lg, touch & free_h & to_g),
+        # a pair to a member known to be congested counts SLOW_MARGIN higher: the
+        # member's factor is an estimate, and one divided out too far makes the pair
+        # look nearer than its tier
+        slow_g = np.where(self.factor[g] > 1.0, SLOW_MARGIN, 1.0)
+        slow_h = np.where(self.factor[h] > 1.0, SLOW_MARGIN, 1.0)
+        # and every pair of it to a host of the node, grouped or not: the level its
+        # pairs show away from the group it would join
+        every: dict[int, list[tuple[int, float]]] = {}
+        for me_arr, other_arr, pick, to, margin in (
+            (lg, lh, touch & free_g, to_h, slow_h),
+            (lh, lg, touch & free_h, to_g, slow_g),
         ):
-            for me, other, v in zip(
+            for me, other, v, grouped in zip(
                 label[me_arr[pick]].tolist(),
                 label[other_arr[pick]].tolist(),
-                values[pick].tolist(),
+                (values * margin)[pick].tolist(),
+                to[pick].tolist(),
                 strict=True,
             ):
-                seen = best.setdefault(me, {})
-                seen[other] = min(seen.get(other, np.inf), v)
+                if other == me:
+                    continue
+                every.setdefault(me, []).append((other, v))
+                if grouped:
+                    seen = best.setdefault(me, {})
+                    seen[other] = min(seen.get(other, np.inf), v)
         for me, seen in best.items():
             if len(seen) < 2:
                 continue
             ranked = sorted(seen.items(), key=lambda e: e[1])
             first, second = ranked[0][1], ranked[1][1]
             rest = [v for _, v in ranked[1:]]
-            others = 0.5 * (rest[(len(rest) - 1) // 2] + rest[len(rest) // 2])
+            away = sorted(v for other, v in every[me] if other != ranked[0][0])
+            others = min(
+                0.5 * (rest[(len(rest) - 1) // 2] + rest[len(rest) // 2]),
+                0.5 * (away[(len(away) - 1) // 2] + away[len(away) // 2]),
+            )
             # with three groups or more, the median of the others backs the step
             ratio = self.gap if len(rest) >= 2 else max(self.gap, tiers)
             if first * ratio <= second and first * max(ratio, tiers) <= others:
