@@ -171,3 +171,16 @@ def test_each_step_lasts_as_long_as_its_slowest_flow():
     assert straggle_exponent(steps, alone, pairs) == pytest.approx(1.3)
     steps[:, 0, 3] = np.nan
     assert straggle_exponent(steps, alone, pairs) is None
+
+
+def test_the_test_runs_across_the_least_loaded_uplinks():
+    # three racks of three; another tenant loads rack 0's way out: rates from it read low
+    rack = np.repeat([0, 1, 2], 3)
+    levels = [np.arange(9), rack]
+    rates = np.where(rack[:, None] == rack[None, :], 120.0, 30.0)
+    quiet = sharing_pairs(levels, rates=rates)
+    rates[rack == 0, :] = np.where(rack[None, :] == 0, 120.0, 8.0)  # rows: out of rack 0
+    loaded = sharing_pairs(levels, rates=rates)
+    assert len(quiet) == len(loaded) == 3
+    assert {int(rack[a]) for a, _ in loaded} != {0}  # not sent out of the loaded rack
+    assert {int(rack[a]) for a, _ in quiet} == {0}  # quiet: the first groups, as before

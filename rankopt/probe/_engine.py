@@ -662,7 +662,11 @@ class _Probe:
             levels = infer_hierarchy(bandwidth=bw, hosts=hosts, linkage="single")
         else:
             levels = [np.asarray(lv, dtype=np.int64) for lv in groups]
-        pairs = sharing_pairs(levels)
+        alone = np.array(bw, dtype=np.float64)
+        for a, b, r_ab, r_ba in recheck:  # pairs alone across two groups
+            alone[int(a), int(b)] = max(alone[int(a), int(b)], r_ab)
+            alone[int(b), int(a)] = max(alone[int(b), int(a)], r_ba)
+        pairs = sharing_pairs(levels, rates=alone)  # across the least loaded uplinks
         if not pairs:
             return {}
         kept: list[NDArray[np.float64]] = []
@@ -673,10 +677,6 @@ class _Probe:
         out: dict[str, Any] = {
             "sharing": [[float(a), float(b), *map(float, steps[:, a, b])] for a, b in pairs]
         }
-        alone = np.array(bw, dtype=np.float64)
-        for a, b, r_ab, r_ba in recheck:  # pairs alone across two groups
-            alone[int(a), int(b)] = max(alone[int(a), int(b)], r_ab)
-            alone[int(b), int(a)] = max(alone[int(b), int(a)], r_ba)
         s = straggle_exponent(steps, alone, pairs, flow_groups(levels, pairs))
         if s is not None:
             out["straggle"] = s

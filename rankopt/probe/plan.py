@@ -533,7 +533,7 @@ def plan_probe(
         share_levels = infer_hierarchy(bandwidth=rate_matrix, hosts=list(hosts), linkage="single")
     elif mode == "linear":
         share_levels = bw_planner.groups
-    shared = sharing_pairs(share_levels) if share_levels else []
+    shared = sharing_pairs(share_levels, rates=rate_matrix) if share_levels else []
     if shared:
         stages.append(("sharing", SHARING_STEPS + 1))
         slots_all = slots_all + [list(shared) for _ in range(SHARING_STEPS + 1)]

@@ -20,9 +20,9 @@ split the uplink evenly (exponent 1.00-1.01 on three launches), while the
 ring's loosely coupled steps do not; the two-way steps read 1.06-1.27, and
 priced with that the modelled speedup of a launch order came within 7% of
 the measured one (3.82x against 3.58x; 3.00x with an even split). Against one
-flow alone, the mean step gives
+flow alone, the typical step gives
 
-    ``straggle = log(mean over steps of alone / slowest) / log(K)``.
+    ``straggle = log(median over steps of alone / slowest) / log(K)``.
 
 When the typical flow did not slow down by more than
 :data:`SHARED_SLOWDOWN`, the uplink was not their limit and the test says
@@ -90,16 +90,37 @@ def _match(low: list[int], high: list[int], most: int) -> list[tuple[int, int]]:
     return pairs
 
 
+def _quietness(
+    rates: NDArray[np.float64] | None,
+    pairs: Sequence[tuple[int, int]],
+    inside: NDArray[np.int64],
+    lab: NDArray[np.int64],
+) -> float:
+    """The best rate from the senders' group to the receivers' (0 without rates),
+    rounded down to 10% steps so that near-equal uplinks tie."""
+    if rates is None:
+        return 0.0
+    src = inside[lab[inside] == lab[pairs[0][0]]]
+    dst = inside[lab[inside] == lab[pairs[0][1]]]
+    best = float(np.max(np.asarray(rates, dtype=np.float64)[np.ix_(src, dst)]))
+    return math.floor(math.log(best) / math.log(1.1)) if best > 0 else 0.0
+
+
 def sharing_pairs(
-    groups: Sequence[NDArray[np.int64]], most: int = MAX_SHARING_FLOWS
+    groups: Sequence[NDArray[np.int64]],
+    most: int = MAX_SHARING_FLOWS,
+    rates: NDArray[np.float64] | None = None,
 ) -> list[tuple[int, int]]:
     """Pairs of the sharing test: ``K`` transfers across one uplink, one direction.
 
     ``groups`` are the probe's process labels per level, hosts first. The
     test uses the first level above the hosts with two groups of two or more
     hosts under one parent: of the :data:`MAX_SHARING_GROUPS` largest such
-    groups, the two (and the direction) that give the most pairs oriented
-    alike, one process per host. Pairs are ``(low, high)`` ranks, every one
+    groups, the two (and the direction) whose uplinks are least loaded --
+    the best rate ``rates`` (the probe's, bytes/s) shows from one to the
+    other, within 10% of the best of all -- and among those the most pairs
+    oriented alike, one process per host. Another tenant's load on the
+    tested uplink would read as uneven sharing. Pairs are ``(low, high)`` ranks, every one
     with its low rank in the same group, so the first transfer of every pair
     leaves that group and the answers enter it. Empty when no level has such
     groups or fewer than two pairs can be oriented alike.
@@ -124,6 +145,7 @@ def sharing_pairs(
             else np.zeros(n, dtype=np.int64)
         )
         best: list[tuple[int, int]] = []
+        best_key = (-1.0, 0)
         for p in np.unique(parent).tolist():
             inside = np.flatnonzero(parent == p)
             hosts = {
@@ -136,8 +158,11 @@ def sharing_pairs(
                 for gb in big[i + 1 :]:
                     a, b = hosts[ga], hosts[gb]
                     for pairs in (_match(a, b, most), [(y, x) for x, y in _match(b, a, most)]):
-                        if len(pairs) > len(best):
-                            best = pairs
+                        if len(pairs) < 2:
+                            continue
+                        key = (_quietness(rates, pairs, inside, lab), len(pairs))
+                        if key > best_key:
+                            best, best_key = pairs, key
         if len(best) >= 2:
             return sorted((min(x, y), max(x, y)) for x, y in best)
     return []
@@ -219,6 +244,6 @@ def straggle_exponent(
         return None
     if best <= SHARED_SLOWDOWN * float(np.median(got)):
         return None  # the flows kept about their rate alone: no shared limit
-    step = float(np.mean(best / got.min(axis=1)))  # each step as long as its slowest
+    step = float(np.median(best / got.min(axis=1)))  # each step as long as its slowest
     lo, hi = STRAGGLE_RANGE
     return float(min(max(math.log(step) / math.log(k), lo), hi))
