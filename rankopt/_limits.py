@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from rankopt._validation import MAX_INTEGER
+from rankopt._validation import MAX_INTEGER, RankoptInputError, check_positive
 from rankopt.errors import RankoptLimitError
 
 __all__ = [
@@ -214,7 +214,7 @@ def check_bound(
     >>> check_bound(10**9, "n", MAX_N, "rankopt.schedule()", integer=True)
     Traceback (most recent call last):
     ...
-    rankopt._limits.RankoptLimitError: rankopt.schedule(): `n` must be at most 16,384; got 1,000,000,000.
+    rankopt.errors.RankoptLimitError: rankopt.schedule(): `n` must be at most 16,384; got 1,000,000,000.
     """
     pre = f"{where}: " if where else ""
     u = f" {unit}" if unit else ""
@@ -369,3 +369,19 @@ def check_probe_settings(
             raise RankoptLimitError(f"{pre}{quote_name(name)} must be positive; got {value!r}.")
         check_bound(value, name, limit, where, minimum=low, integer=integer, unit=unit)
     return settings
+
+
+def check_ranks(n: Any, where: str, name: str = "n") -> int:
+    """A process count: a whole number from 2 to :data:`rankopt._limits.MAX_N`.
+
+    The one check of ``n`` for every model, schedule and engine call;
+    ``where`` names the call in the error.
+
+    >>> check_ranks(8, "schedule()")
+    8
+    """
+    count = int(check_positive(n, name, integer=True))
+    check_bound(count, name, MAX_N, where, integer=True)
+    if count < 2:
+        raise RankoptInputError(f"`{name}` must be at least 2 ({where}); got {count}.")
+    return count

@@ -43,7 +43,6 @@ __all__ = [
     "check_order",
     "check_groups",
     "check_positive",
-    "check_ranks",
     "check_options",
     "check_quantity",
     "check_host_name",
@@ -556,7 +555,7 @@ def check_host_name(name: Any, what: str = "host name") -> str:
     >>> check_host_name("node1\\n")
     Traceback (most recent call last):
     ...
-    rankopt._validation.RankoptInputError: host name 'node1\\n': expected an RFC 1123 host name ...
+    rankopt.errors.RankoptInputError: host name 'node1\\n': expected an RFC 1123 host name ...
     """
     import ipaddress
 
@@ -645,21 +644,3 @@ def check_straggle(straggle: Any) -> float:
             f"{hi:g}; got {straggle!r}."
         )
     return s
-
-
-def check_ranks(n: Any, where: str, name: str = "n") -> int:
-    """A process count: a whole number from 2 to :data:`rankopt._limits.MAX_N`.
-
-    The one check of ``n`` for every model, schedule and engine call;
-    ``where`` names the call in the error.
-
-    >>> check_ranks(8, "schedule()")
-    8
-    """
-    from rankopt._limits import MAX_N, check_bound
-
-    count = int(check_positive(n, name, integer=True))
-    check_bound(count, name, MAX_N, where, integer=True)
-    if count < 2:
-        raise RankoptInputError(f"`{name}` must be at least 2 ({where}); got {count}.")
-    return count

@@ -90,7 +90,7 @@ def parse_size(value: str | float, name: str = "size") -> int:
     >>> parse_size("16 megs", "--nbytes")
     Traceback (most recent call last):
     ...
-    rankopt._validation.RankoptInputError: --nbytes must be a size such as 16M, 16MiB, 64MB or 1e6; got '16 megs'.
+    rankopt.errors.RankoptInputError: --nbytes must be a size such as 16M, 16MiB, 64MB or 1e6; got '16 megs'.
     """
     if isinstance(value, bool):
         raise _bad(name, value, "a size", "16M, 16MiB, 64MB or 1e6")
@@ -144,7 +144,7 @@ def parse_rate(value: str | float, name: str = "rate") -> float:
     >>> parse_rate("10Gbps", "--uplink-bandwidth")
     Traceback (most recent call last):
     ...
-    rankopt._validation.RankoptInputError: --uplink-bandwidth: 'Gbps' is ambiguous (bits or bytes?); write Gbit/s or GB/s; got '10Gbps'.
+    rankopt.errors.RankoptInputError: --uplink-bandwidth: 'Gbps' is ambiguous (bits or bytes?); write Gbit/s or GB/s; got '10Gbps'.
     """
     if isinstance(value, bool):
         raise _bad(name, value, "a rate", "25Gbit/s, 3GB/s, 200mbit or 1e9 (bytes/s)")

@@ -227,7 +227,7 @@ def check_binding(
     >>> check_binding(f, 2, ["b", "a"])
     Traceback (most recent call last):
     ...
-    rankopt._validation.RankoptInputError: --order o.json was solved on other hosts: launch rank 0 ran on 'a' (probe of d) and runs on 'b' now (2 of 2 ranks moved); re-probe (drop --order) or solve again for these hosts.
+    rankopt.errors.RankoptInputError: --order o.json was solved on other hosts: launch rank 0 ran on 'a' (probe of d) and runs on 'b' now (2 of 2 ranks moved); re-probe (drop --order) or solve again for these hosts.
     """
     rec = order_file.network
     size = len(order_file.order)

@@ -226,7 +226,7 @@ def find_mpicc(mpicc: str | os.PathLike[str] | None = None) -> Path:
     >>> find_mpicc("/no/such/mpicc")
     Traceback (most recent call last):
     ...
-    rankopt.adapters.shim.ShimBuildError: MPI compiler wrapper '/no/such/mpicc' not found.
+    rankopt.errors.ShimBuildError: MPI compiler wrapper '/no/such/mpicc' not found.
     """
     if mpicc is not None:
         found = shutil.which(os.fspath(mpicc))

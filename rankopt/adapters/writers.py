@@ -196,7 +196,7 @@ def write_rankfile(
     RankoptInputError
         If ``order`` is not a permutation, ``hosts`` has the wrong length or a
         name a launcher cannot read, or ``path`` is not a writable place for a
-        regular file (a :class:`rankopt._files.RankoptFileError`).
+        regular file (a :class:`rankopt.errors.RankoptFileError`).
 
     Examples
     --------

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rankopt._validation import RankoptInputError, check_options, check_quantity, check_ranks
+from rankopt._limits import check_ranks
+from rankopt._validation import RankoptInputError, check_options, check_quantity
 
 __all__ = ["Table", "lookup", "env_flag", "env_int", "node_sizes", "check_call", "FALLBACK"]
 
@@ -33,6 +34,7 @@ def lookup(table: Table, n: int, nbytes: float) -> Any:
 
     Examples
     --------
+    >>> import math
     >>> lookup(((4, ((8, "a"), (math.inf, "b"))), (math.inf, ((math.inf, "c"),))), 3, 8)
     'b'
     """

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rankopt._limits import check_ranks
 from rankopt._validation import (
     RankoptInputError,
     check_options,
     check_positive,
     check_quantity,
-    check_ranks,
 )
 from rankopt.models._algorithms import GENERATORS, Layout
 
