@@ -67,7 +67,8 @@ cdef class StepEval(SwapEval):
     def __init__(self, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
                  double nbytes, bint has_rate, const long long[:, ::1] labels,
                  const double[:, ::1] uplink, const double[:, ::1] uplink_in,
-                 const double[::1] share, const long long[::1] src, const long long[::1] dst, const double[::1] frac,
+                 const double[::1] share, const long long[::1] src,
+                 const long long[::1] dst, const double[::1] frac,
                  const long long[::1] step_ptr, const long long[::1] repeat,
                  const long long[::1] tstep, const long long[::1] rptr,
                  const long long[::1] rtr, long long bufsize):
