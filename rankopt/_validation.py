@@ -516,95 +516,195 @@ def check_options(name: str, value: str, valid: tuple[str, ...] | list[str]) -> 
 
 
 # ----------------------------------------------------------------- host names
-#: One label of an RFC 1123 host name: 1-63 ASCII letters, digits and '-', not
-#: starting or ending with '-'. ``\Z`` (not ``$``) so a trailing newline fails.
-_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
+#: One label of a host name: 1-63 ASCII letters, digits, '-' and '_', neither
+#: first nor last a '-'. ``\Z`` (not ``$``) so a trailing newline fails.
+_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\Z")
 #: An IPv6 zone (``fe80::1%eth0``): an interface name or number.
 _ZONE = re.compile(r"[A-Za-z0-9_.-]{1,15}\Z")
 
+#: What :func:`check_host_name` accepts, as its errors say it.
+_HOST_RULE = (
+    "an RFC 1123 host name (dot-separated labels of 1-63 letters, digits, '-' and '_', not "
+    "starting or ending with '-') or an IP address"
+)
 
-def check_host_name(name: Any, what: str = "host name") -> str:
+
+def _host_name_problem(name: str) -> str | None:
+    """Why ``name`` is not an accepted host name, or ``None`` when it is."""
+    import ipaddress
+
+    if not name:
+        return "it is empty"
+    if not name.isascii() or not name.isprintable():
+        bad = next(c for c in name if not (c.isascii() and c.isprintable()))
+        return f"it holds {bad!r} (white space, a control or a non-ASCII character)"
+    addr, pct, zone = name.partition("%")
+    if ":" in addr:
+        try:
+            ipaddress.IPv6Address(addr)
+        except ValueError:
+            return "':' appears only in an IPv6 address, and this is none"
+        if pct and not _ZONE.match(zone):
+            return f"the IPv6 zone {zone!r} is not an interface name"
+        return None
+    if pct:
+        return "'%' appears only before the zone of an IPv6 address"
+    body = name[:-1] if name.endswith(".") else name
+    labels = body.split(".")
+    if all(part.isdigit() for part in labels) and len(labels) > 1:
+        try:
+            ipaddress.IPv4Address(body)
+        except ValueError:
+            return "all-numeric labels make an IPv4 address, and this is none"
+        return None
+    if len(body) > 253:
+        return f"it is {len(body)} characters long (253 at most)"
+    for part in labels:
+        if not _LABEL.match(part):
+            if not part:
+                return "it has an empty label (two dots, or a leading dot)"
+            if len(part) > 63:
+                return f"the label {part[:12]!r}... is {len(part)} characters long (63 at most)"
+            odd = next((c for c in part if not (c.isalnum() or c in "-_")), None)
+            if odd is not None:
+                return f"it holds {odd!r}"
+            return f"the label {part!r} starts or ends with '-'"
+    return None
+
+
+def check_host_name(name: Any, what: str = "host name", *, where: str = "") -> str:
     """Return ``name`` if it is a host name rankopt accepts; raise otherwise.
 
-    Accepted: an RFC 1123 host name -- dot-separated labels of 1 to 63 ASCII
-    letters, digits and hyphens (a hyphen neither first nor last in a
-    label), 253 characters at most, an optional final dot -- or an IPv4 or
-    IPv6 address (an IPv6 zone of letters, digits, ``_``, ``.`` and ``-``).
-    Nothing else: no white space (a trailing newline included), no control
-    or NUL characters, no non-ASCII (zero-width spaces), no ``_``, ``=``,
-    ``#``, ``,`` or ``/``, so a name written to a rankfile, a hostfile or a
-    Slurm hostfile stays one name on one line.
+    One rule for every name that enters rankopt (a probe's hosts, a
+    matrix file's, an order file's, a topology's, ``MASTER_ADDR``): what
+    ``hostname``, ``hostname -f``, DNS, Slurm, Kubernetes and cloud
+    metadata report, and nothing that could break a line of a rankfile, a
+    hostfile or a Slurm hostfile.
+
+    Accepted:
+
+    * short names and FQDNs: dot-separated labels of 1 to 63 ASCII letters,
+      digits, ``-`` and ``_`` (a hyphen neither first nor last in a label),
+      253 characters at most, an optional final dot (``node7``,
+      ``node7.cluster.local.``, ``ip-10-0-0-5.ec2.internal``, a Kubernetes
+      pod ``web-7d9f8b6c5d-x2x4z`` or ``web-0.nginx.default.svc``, an IDN
+      in its ``xn--`` form). ``_`` goes beyond RFC 1123 because real hosts
+      carry it (Docker Compose v1 containers ``proj_node_1``, Windows and
+      NetBIOS names) and no output format gives it a meaning;
+    * IPv4 addresses (``10.0.0.5``) and IPv6 addresses (``fe80::1``, with
+      an interface zone ``fe80::1%eth0``).
+
+    Rejected, each with the reason in the message:
+
+    * anything but a ``str`` (bytes: decode first; :func:`check_host_names`
+      does);
+    * the empty name, an empty label (``a..b``, ``.a``), a label over 63
+      characters or a name over 253;
+    * white space (a trailing newline included), control and NUL
+      characters, non-ASCII characters (a zero-width space looks like
+      nothing): a rankfile or hostfile line would split or hide them;
+    * ``=``, ``#``, ``,``, ``/``, ``@``, ``[``, ``]``, ``*`` and every other
+      punctuation: rankfile syntax (``rank 0=host slot=0``), hostfile
+      comments, Slurm host lists (``node[1-4],gpu1``);
+    * ``:`` outside an IPv6 address (``host:2`` is Open MPI's slot syntax
+      and ``host:port`` is an address, not a host), ``%`` outside an IPv6
+      zone;
+    * dotted all-numeric names that are no IPv4 address (``10.0.0.256``,
+      ``1.2.3``): a mistyped address, not a name.
 
     Parameters
     ----------
     name : str
-        The name (``node1``, ``node1.cluster.local``, ``10.0.0.5``). Bytes are
-        not names: decode them first.
+        The name.
     what : str
         How the error names it (``"hosts[3]"``, ``"job host"``).
+    where : str, optional
+        Where the name was read (``"line 4"``, ``"order file 'o.json'"``),
+        added to the message.
+
+    Returns
+    -------
+    str
+        ``name``, unchanged.
 
     Raises
     ------
     RankoptInputError
-        If ``name`` is not a str or not an accepted host name.
+        If ``name`` is not a str or not an accepted host name; the message
+        names ``what``, the value, ``where`` and the reason.
 
     Examples
     --------
     >>> check_host_name("ip-10-0-0-5.ec2.internal")
     'ip-10-0-0-5.ec2.internal'
-    >>> check_host_name("node1\\n")
+    >>> check_host_name("fe80::1%eth0")
+    'fe80::1%eth0'
+    >>> check_host_name("node1\\n", where="line 3")
     Traceback (most recent call last):
     ...
-    rankopt.errors.RankoptInputError: host name 'node1\\n': expected an RFC 1123 host name ...
+    rankopt.errors.RankoptInputError: host name 'node1\\n' on line 3: expected an RFC 1123 host name ...
     """
-    import ipaddress
-
+    at = f" on {where}" if where else ""
     if not isinstance(name, str):
         raise RankoptInputError(
-            f"{what} must be a str; got {type(name).__name__} {name!r} instead"
+            f"{what}{at} must be a str; got {type(name).__name__} {name!r} instead"
             + (" (decode bytes first)." if isinstance(name, (bytes, np.bytes_)) else ".")
         )
-    if name.isascii() and name.isprintable():
-        addr, pct, zone = name.partition("%")
-        try:
-            ipaddress.ip_address(addr)
-            if not pct or (":" in addr and _ZONE.match(zone)):
-                return name
-        except ValueError:
-            pass
-        body = name[:-1] if name.endswith(".") else name
-        if 0 < len(body) <= 253 and all(_LABEL.match(part) for part in body.split(".")):
-            return name
-    raise RankoptInputError(f"{what} {name!r}: expected {_HOST_RULE}.")
+    problem = _host_name_problem(name)
+    if problem is not None:
+        raise RankoptInputError(f"{what} {name!r}{at}: expected {_HOST_RULE}; {problem}.")
+    return name
 
 
-#: What :func:`check_host_name` accepts, as its errors say it.
-_HOST_RULE = (
-    "an RFC 1123 host name (dot-separated labels of 1-63 letters, digits and '-', not "
-    "starting or ending with '-') or an IP address"
-)
-
-
-def check_host_names(hosts: Any, n: int | None = None, name: str = "hosts") -> tuple[str, ...]:
+def check_host_names(
+    hosts: Any, n: int | None = None, name: str = "hosts", *, where: str = ""
+) -> tuple[str, ...]:
     """Validate a sequence of host names (one per process); return them as a tuple of str.
 
     Every name must pass :func:`check_host_name`; bytes and NumPy byte
     strings are decoded (UTF-8) first, so a name stored as bytes is the
     name, not its ``repr``.
 
+    Parameters
+    ----------
+    hosts : sequence of str
+        Host of every process.
+    n : int, optional
+        Number of processes ``hosts`` must name.
+    name : str
+        Name of the argument, used in error messages.
+    where : str, optional
+        Where the names were read, added to the message.
+
     Raises
     ------
     RankoptInputError
         If ``hosts`` is not a sequence of names, has the wrong length, or a
-        name is not accepted; the message names the position.
+        name is not accepted; the message names the position and the reason.
+
+    Examples
+    --------
+    >>> check_host_names(["node1", b"node2"], 2)
+    ('node1', 'node2')
+    >>> check_host_names(["a", "b:2"])
+    Traceback (most recent call last):
+    ...
+    rankopt.errors.RankoptInputError: `hosts` must hold host names; hosts[1] is 'b:2', expected ...
     """
+    at = f" ({where})" if where else ""
     if isinstance(hosts, (str, bytes)) or not isinstance(hosts, (Sequence, np.ndarray)):
         raise RankoptInputError(
-            f"`{name}` must be a sequence of host names; got {type(hosts).__name__} instead."
+            f"`{name}`{at} must be a sequence of host names, one per process; "
+            f"got {type(hosts).__name__} {_short_repr(hosts)} instead."
         )
     if isinstance(hosts, np.ndarray) and hosts.ndim != 1:
         raise RankoptInputError(
-            f"`{name}` must be a 1-D sequence of host names; got shape {hosts.shape}."
+            f"`{name}`{at} must be a 1-D sequence of host names; got shape {hosts.shape}."
+        )
+    if n is not None and len(hosts) != n:
+        raise RankoptInputError(
+            f"`{name}`{at} must name the host of each of the {n} processes (one entry per "
+            f"process); got {len(hosts)} names instead."
         )
     out = []
     for i, h in enumerate(hosts):
@@ -612,18 +712,26 @@ def check_host_names(hosts: Any, n: int | None = None, name: str = "hosts") -> t
             try:
                 h = bytes(h).decode("utf-8")
             except UnicodeDecodeError:
-                raise RankoptInputError(f"{name}[{i}] is not UTF-8 text: {h!r}.") from None
+                raise RankoptInputError(f"{name}[{i}]{at} is not UTF-8 text: {h!r}.") from None
         elif isinstance(h, np.str_):
             h = str(h)
-        try:
-            out.append(check_host_name(h, f"{name}[{i}]"))
-        except RankoptInputError:
+        if not isinstance(h, str):
             raise RankoptInputError(
-                f"`{name}` must hold host names; {name}[{i}] is {h!r}, expected {_HOST_RULE}."
-            ) from None
-    if n is not None and len(out) != n:
-        raise RankoptInputError(f"`{name}` must have one entry per process ({n}); got {len(out)}.")
+                f"`{name}`{at} must hold host names (str); {name}[{i}] is {type(h).__name__} {h!r}."
+            )
+        problem = _host_name_problem(h)
+        if problem is not None:
+            raise RankoptInputError(
+                f"`{name}`{at} must hold host names; {name}[{i}] is {h!r}, expected "
+                f"{_HOST_RULE}; {problem}."
+            )
+        out.append(h)
     return tuple(out)
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 #: Bounds of the straggle exponent: an even split up to a slowest flow at

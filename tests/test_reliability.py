@@ -296,7 +296,7 @@ def test_run_checks_the_program_first(capsys, monkeypatch, tmp_path):
 # --------------------------------------------------------------- host names
 @pytest.mark.parametrize(
     "name", ["h0\n", "h0\x00evil", "h\u200b0", "h 0", "h=0", "h#0", "h,0", "", "-h", "a" * 64,
-             "fe80::1%e v", "h_0"]
+             "fe80::1%e v", "h:0"]
 )  # fmt: skip
 def test_host_names_are_full_matches_of_rfc_1123(name):
     with pytest.raises(RankoptInputError, match="expected an RFC 1123 host name"):

@@ -32,7 +32,13 @@ from typing import Literal, cast
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from rankopt._validation import RankoptInputError, check_matrix, check_options, check_positive
+from rankopt._validation import (
+    RankoptInputError,
+    check_host_names,
+    check_matrix,
+    check_options,
+    check_positive,
+)
 
 __all__ = [
     "infer_hierarchy",
@@ -251,7 +257,8 @@ def infer_hierarchy(
     RankoptInputError
         If neither matrix is given, a matrix is invalid (not square, fewer
         than 2 processes, not finite, negative, a zero bandwidth), the two
-        shapes differ, ``hosts`` does not name one host per process,
+        shapes differ, ``hosts`` does not name one host per process or
+        holds a name :func:`rankopt._validation.check_host_name` refuses,
         ``linkage`` is unknown or ``gap`` is not greater than 1.
 
     See Also
@@ -477,19 +484,7 @@ def infer_host_hierarchy(
 
 def _check_hosts(hosts: Sequence[str], n: int) -> NDArray[np.int64]:
     """Host labels of ``hosts``, after checking that it names one host per process."""
-    try:
-        size = None if isinstance(hosts, str | bytes) else len(hosts)
-    except TypeError:
-        size = None
-    if size is None:
-        raise RankoptInputError(
-            f"`hosts` must be a sequence of host names, one per process; got {hosts!r} instead."
-        )
-    if size != n:
-        raise RankoptInputError(
-            f"`hosts` must name the host of each of the {n} processes; got {size} names instead."
-        )
-    return host_labels(hosts)
+    return host_labels(check_host_names(hosts, n, "hosts"))
 
 
 def block_max(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> NDArray[np.float64]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,14 +129,6 @@ class Measurement:
             )
         n = lat.shape[0]
         set_(self, "latency", lat)
-        if isinstance(self.hosts, (Sequence, np.ndarray)) and not isinstance(
-            self.hosts, (str, bytes)
-        ):
-            if len(self.hosts) != n:
-                raise RankoptInputError(
-                    f"`hosts` must name the host of each of the {n} processes; "
-                    f"got {len(self.hosts)} names instead."
-                )
         set_(self, "hosts", check_host_names(self.hosts, n, "hosts"))
         has_bw = self.bandwidth is not None
         for name, dtype, default in (

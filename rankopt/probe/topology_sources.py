@@ -59,8 +59,8 @@ before the first dot: ``node1`` and ``node1.cluster.local``) when it is
 unique on both sides. The source's names include its aliases (an EC2
 instance's private DNS names and IPs). A short name that matches two of the
 source's names, or two job hosts that match one, is an error naming both;
-so is a job host name that is neither an RFC 1123 host name nor an IP
-address.
+so is a host name (the job's, or one of a text topology's lines) that
+:func:`rankopt._validation.check_host_name` refuses.
 
 Labels give the groups; the probe gives the capacities: apply_topology
 keeps the network's bandwidth and infers each group's uplink from it.
@@ -78,7 +78,7 @@ from typing import Any, NoReturn
 import numpy as np
 from numpy.typing import NDArray
 
-from rankopt._validation import RankoptInputError
+from rankopt._validation import RankoptInputError, check_host_name
 from rankopt.units import format_rate
 
 __all__ = [
@@ -275,37 +275,6 @@ class TopologyLabels:
 
 
 _IP_LIKE = re.compile(r"[0-9.]+\Z|.*:")
-
-
-def check_host_name(name: str, what: str = "host name") -> None:
-    """Refuse a name that is neither an RFC 1123 host name nor an IP address.
-
-    Parameters
-    ----------
-    name : str
-        A host name (``node1``, ``node1.cluster.local``, ``10.0.0.5``).
-    what : str
-        How the error names it.
-
-    Raises
-    ------
-    RankoptInputError
-        If ``name`` is not dot-separated labels of 1 to 63 letters, digits
-        and hyphens (not first or last), 253 characters at most, nor an IPv4
-        or IPv6 address.
-
-    Examples
-    --------
-    >>> from rankopt.probe.topology_sources import check_host_name
-    >>> check_host_name("ip-10-0-0-5.ec2.internal")
-    >>> check_host_name("node_1")
-    Traceback (most recent call last):
-    ...
-    rankopt.errors.RankoptInputError: host name 'node_1': expected an RFC 1123 host name ...
-    """
-    from rankopt._validation import check_host_name as check
-
-    check(name, what)
 
 
 class _NameIndex:
@@ -982,7 +951,7 @@ def from_text(text: str) -> TopologyLabels:
             raise RankoptInputError(
                 f"line {number}: {len(parts)} columns, the first line had {width}."
             )
-        labels[parts[0]] = tuple(parts[1:])
+        labels[check_host_name(parts[0], where=f"line {number}")] = tuple(parts[1:])
     if not labels:
         raise RankoptInputError("no `host group ...` lines found.")
     names = tuple(f"level {k}" for k in range(1, (width or 1)))
