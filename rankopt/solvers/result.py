@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,45 @@ _PLAIN_FIELDS: tuple[tuple[str, Any], ...] = (
     ("objective", str), ("collective", str), ("algorithm", str), ("iterations", int),
     ("evaluations", int), ("runtime_s", float), ("stop_reason", str), ("seed", int),
 )  # fmt: skip
+
+
+#: Entries of ``extra`` that :meth:`SolveResult.to_dict` writes at the top level.
+_TOP_EXTRA = ("robust", "probe_cache")
+
+
+class _NotJson(Exception):
+    """A value :func:`_json_ready` cannot write as JSON; the message says which and why."""
+
+
+def _json_ready(value: Any, where: str) -> Any:
+    """``value`` in JSON types, or :class:`_NotJson` naming the first part that is not.
+
+    NumPy numbers and arrays become Python numbers and lists, tuples become
+    lists; a NaN or an infinity (no JSON number), a key that is not a str
+    and any other object are not JSON.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            raise _NotJson(f"{where} is {float(value)!r}, which JSON has no number for")
+        return float(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return _json_ready(value.tolist(), where)
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(x, f"{where}[{i}]") for i, x in enumerate(value)]
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise _NotJson(f"{where} has the key {k!r}, and JSON keys are strings")
+            out[k] = _json_ready(v, f"{where}[{k!r}]")
+        return out
+    raise _NotJson(f"{where} is a {type(value).__name__}")
 
 
 def _fmt_seconds(x: float) -> str:
@@ -65,7 +105,9 @@ class SolveResult:
     history : tuple of (float, float)
         ``(seconds since start, best cost)`` pairs: the convergence curve.
     extra : dict
-        Method details (``found_cost`` when the launch order was kept).
+        Method details (``found_cost`` when the launch order was kept,
+        ``robust``, ``workload``, ``hierarchical``, ``probe_cache``).
+        :meth:`to_dict` writes every entry JSON can hold and names the others.
     nbytes : float or None
         Message size the model priced (bytes).
     speedup_interval : (float, float) or None
@@ -118,7 +160,13 @@ class SolveResult:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SolveResult:
-        """The result :meth:`to_dict` wrote (its ``history`` and most of ``extra`` aside).
+        """The result :meth:`to_dict` wrote (its ``history`` aside).
+
+        ``extra`` is every entry :meth:`to_dict` wrote (``extra`` and the
+        top-level ``robust`` and ``probe_cache``), in JSON types: lists where
+        the solve had tuples or arrays. Entries it dropped
+        (``extra_dropped``) are not there. A dictionary written before
+        ``extra`` was kept gives its ``robust`` and ``probe_cache``.
 
         Examples
         --------
@@ -130,7 +178,8 @@ class SolveResult:
         (True, True)
         """
         interval = d.get("speedup_interval")
-        extra = {k: d[k] for k in ("robust", "probe_cache") if d.get(k) is not None}
+        extra = dict(d.get("extra") or {})
+        extra.update({k: d[k] for k in _TOP_EXTRA if d.get(k) is not None})
         plain = {name: cast(d[name]) for name, cast in _PLAIN_FIELDS}
         return cls(
             order=np.asarray(d["order"], dtype=np.int64),
@@ -213,7 +262,34 @@ class SolveResult:
         return self.summary()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dictionary (lists and plain numbers)."""
+        """JSON-ready dictionary (lists and plain numbers); :meth:`from_dict` reads it back.
+
+        ``extra`` is written in full where JSON can hold it: ``robust`` and
+        ``probe_cache`` at the top level, every other entry under ``extra``,
+        NumPy numbers and arrays as numbers and lists. An entry JSON cannot
+        hold (an object such as a ``Network``, a NaN or an infinity, a key
+        that is not a str) is left out, and ``extra_dropped`` maps its key
+        to the reason; ``history`` is not written.
+
+        Examples
+        --------
+        >>> import dataclasses, rankopt, numpy as np
+        >>> lat = np.array([[0, 1, 9, 1], [1, 0, 1, 9], [9, 1, 0, 1], [1, 9, 1, 0.]])
+        >>> res = rankopt.solve(lat, rng=0)
+        >>> res = dataclasses.replace(res, extra={"tries": np.int64(3), "seen": {1, 2}})
+        >>> d = res.to_dict()
+        >>> d["extra"], d["extra_dropped"]
+        ({'tries': 3}, {'seen': "extra['seen'] is a set"})
+        """
+        kept: dict[str, Any] = {}
+        dropped: dict[str, str] = {}
+        for key, value in self.extra.items():
+            try:
+                if not isinstance(key, str):
+                    raise _NotJson(f"the key {key!r} of extra is not a str")
+                kept[key] = _json_ready(value, f"extra[{key!r}]")
+            except _NotJson as exc:
+                dropped[str(key)] = str(exc)
         return {
             "order": [int(x) for x in self.order],
             "rank_of": [int(x) for x in self.rank_of],
@@ -235,7 +311,8 @@ class SolveResult:
             else [float(x) for x in self.speedup_interval],
             "modelled": True,
             "network": self.network,
-            "robust": self.extra.get("robust"),
-            "probe_cache": self.extra.get("probe_cache"),
+            **{k: kept.pop(k, None) for k in _TOP_EXTRA},
+            "extra": kept,
+            "extra_dropped": dropped,
             "notes": list(self.notes),
         }
