@@ -18,6 +18,8 @@ forms can overflow or lose every digit:
 * message size ``nbytes``: ``0 < x <= 1e18`` bytes (1 EB);
 * uplink sharing exponent ``straggle``: ``1 <= x <= 2`` (:data:`STRAGGLE_RANGE`),
   so ``K**straggle <= n**2``.
+* share of other tenants' load that yields to more flows, ``elastic``:
+  ``0 <= x <= 1``.
 
 One transfer then takes at most ``1e6 + 1e18 / 1e-3 = 1e21`` s, and a sum
 over the ``n^2 = 1e10`` pairs of ``n = 1e5`` processes stays below ``1e31``
@@ -53,6 +55,7 @@ __all__ = [
     "RANGES",
     "STRAGGLE_RANGE",
     "check_straggle",
+    "check_elastic",
 ]
 
 NanPolicy = Literal["raise", "symmetric", "max", "mean"]
@@ -752,3 +755,22 @@ def check_straggle(straggle: Any) -> float:
             f"{hi:g}; got {straggle!r}."
         )
     return s
+
+
+def check_elastic(elastic: Any) -> float:
+    """``elastic`` as a float in ``[0, 1]``, or a clear error.
+
+    ``0``: another tenant's load on an uplink keeps its rate whatever runs
+    beside it (paced traffic); ``1``: it yields to every new flow as TCP
+    flows through one bottleneck do (:func:`rankopt.models.network.tenant_flows`).
+    """
+    try:
+        e = float(elastic)
+    except (TypeError, ValueError):
+        e = float("nan")
+    if isinstance(elastic, (bool, np.bool_)) or not 0.0 <= e <= 1.0:
+        raise RankoptInputError(
+            "`elastic` must be a number between 0 (other tenants' load keeps its rate) and 1 "
+            f"(it yields to new flows as TCP does); got {elastic!r}."
+        )
+    return e

@@ -36,6 +36,8 @@ cdef class StepEval(SwapEval):
     cdef const double[:, ::1] up
     cdef const double[:, ::1] upi
     cdef const double[::1] share
+    cdef const double[:, ::1] mo
+    cdef const double[:, ::1] mi
     cdef const long long[::1] src
     cdef const long long[::1] dst
     cdef const double[::1] frac
@@ -67,7 +69,8 @@ cdef class StepEval(SwapEval):
     def __init__(self, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
                  double nbytes, bint has_rate, const long long[:, ::1] labels,
                  const double[:, ::1] uplink, const double[:, ::1] uplink_in,
-                 const double[::1] share, const long long[::1] src,
+                 const double[::1] share, const double[:, ::1] tenant,
+                 const double[:, ::1] tenant_in, const long long[::1] src,
                  const long long[::1] dst, const double[::1] frac,
                  const long long[::1] step_ptr, const long long[::1] repeat,
                  const long long[::1] tstep, const long long[::1] rptr,
@@ -82,6 +85,8 @@ cdef class StepEval(SwapEval):
         self.up = uplink
         self.upi = uplink_in
         self.share = share
+        self.mo = tenant
+        self.mi = tenant_in
         self.nlev = labels.shape[0]
         self.src = src
         self.dst = dst
@@ -112,15 +117,18 @@ cdef class StepEval(SwapEval):
     # ---------------------------------------------------------------- core
     cdef void _count(self, const long long[::1] o, Py_ssize_t s) noexcept nogil:
         """Uplink transfer counts of step ``s`` and each used uplink's share
-        ``up / share[K]`` (out of the group) or ``upi / share[K]`` (into it;
-        ``share[K]`` is ``K`` for an even split); :meth:`_uncount`
-        clears them."""
+        ``up / (share[K] + m)`` (out of the group) or ``upi / (share[K] + m)``
+        (into it; ``share[K]`` is ``K`` for an even split, ``m`` the tenant
+        flows that yield and ``up`` the capacity beside them, ``uplink * (1 +
+        m)``); :meth:`_uncount` clears them."""
         cdef Py_ssize_t e, L, q, G = self.up.shape[1]
         cdef long long a, b, f
         cdef long long *co = &self.cout[0, 0]
         cdef long long *ci = &self.cin[0, 0]
         cdef const double *up = &self.up[0, 0]
         cdef const double *upi = &self.upi[0, 0]
+        cdef const double *mo = &self.mo[0, 0]
+        cdef const double *mi = &self.mi[0, 0]
         cdef double *po = &self.capo[0, 0]
         cdef double *pi = &self.capi[0, 0]
         self.ntout = 0
@@ -142,10 +150,10 @@ cdef class StepEval(SwapEval):
                     ci[f] += 1
         for q in range(self.ntout):
             f = self.tout[q]
-            po[f] = up[f] / self.share[co[f]]
+            po[f] = up[f] / (self.share[co[f]] + mo[f])
         for q in range(self.ntin):
             f = self.tin[q]
-            pi[f] = upi[f] / self.share[ci[f]]
+            pi[f] = upi[f] / (self.share[ci[f]] + mi[f])
 
     cdef void _uncount(self) noexcept nogil:
         cdef Py_ssize_t q

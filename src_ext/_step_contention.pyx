@@ -10,7 +10,8 @@
 #
 # where up is the uplink out of g (d = 0, transfers leaving g) or into g
 # (d = 1, transfers entering g) and share[K] = K ** straggle (K exactly for an
-# even split)
+# even split); beside m tenant flows that yield to ours, up is the capacity
+# uplink * (1 + m) and the divisor share[K] + m
 #
 # (division and addition round monotonically, so the two forms are equal to
 # the last bit). Each (step, L, g, d) is a "slot" holding a multiset of
@@ -50,6 +51,8 @@ cdef class StepContention(SwapEval):
     cdef const double[:, ::1] up
     cdef const double[:, ::1] upi
     cdef const double[::1] share
+    cdef const double[:, ::1] mo
+    cdef const double[:, ::1] mi
     cdef const long long[:, ::1] gptr
     cdef const long long[::1] gmem
     cdef const long long[::1] src
@@ -97,6 +100,7 @@ cdef class StepContention(SwapEval):
     def __init__(self, full, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
                  const long long[:, ::1] labels, const double[:, ::1] uplink,
                  const double[:, ::1] uplink_in, const double[::1] share,
+                 const double[:, ::1] tenant, const double[:, ::1] tenant_in,
                  const long long[:, ::1] gptr,
                  const long long[::1] gmem, const long long[::1] src, const long long[::1] dst,
                  const long long[::1] step_ptr, const double[::1] c, const double[::1] reps,
@@ -113,6 +117,8 @@ cdef class StepContention(SwapEval):
         self.up = uplink
         self.upi = uplink_in
         self.share = share
+        self.mo = tenant
+        self.mi = tenant_in
         self.gptr = gptr
         self.gmem = gmem
         self.src = src
@@ -181,8 +187,8 @@ cdef class StepContention(SwapEval):
         g = (sl >> 1) & (self.G - 1)
         L = sl >> (self.gbits + 1)
         if sl & 1:  # transfers entering g: its uplink into the group
-            return mx + self.c[s] / (self.upi[L, g] / self.share[count])
-        return mx + self.c[s] / (self.up[L, g] / self.share[count])
+            return mx + self.c[s] / (self.upi[L, g] / (self.share[count] + self.mi[L, g]))
+        return mx + self.c[s] / (self.up[L, g] / (self.share[count] + self.mo[L, g]))
 
     cdef void _tset(self, Py_ssize_t s, Py_ssize_t sl, double v) noexcept nogil:
         cdef Py_ssize_t base = s * 2 * self.P, k = self.P + sl

@@ -62,11 +62,11 @@ def test_directional_network_keeps_both_arrays():
 # ------------------------------------------------------ kernels == the specs
 @pytest.mark.parametrize("c,a", PAIRS)
 @pytest.mark.parametrize("n", [5, 8, 13])
-@pytest.mark.parametrize("straggle", [1.0, 1.35])
-def test_compiled_matches_reference_with_directional_uplinks(c, a, n, straggle):
+@pytest.mark.parametrize("straggle,elastic", [(1.0, 0.0), (1.35, 0.0), (1.2, 1.0), (1.0, 0.4)])
+def test_compiled_matches_reference_with_directional_uplinks(c, a, n, straggle, elastic):
     rng = np.random.default_rng(n)
     lat, kw = _directional(rng, n, bw_kind="scalar" if n == 5 else "matrix")
-    model = make_model(lat, c, a, objective="contention", straggle=straggle, **kw)
+    model = make_model(lat, c, a, objective="contention", straggle=straggle, elastic=elastic, **kw)
     orders = np.array([rng.permutation(n) for _ in range(4)])
     ref = [_spec(model, o) for o in orders]
     assert [model.cost(o) for o in orders] == pytest.approx(ref, rel=1e-12)
@@ -101,11 +101,14 @@ def test_compiled_matches_reference_with_directional_uplinks(c, a, n, straggle):
     st.integers(0, 2**31),
     st.sampled_from(PAIRS),
     st.sampled_from([1.0, 1.2, 2.0]),
+    st.sampled_from([0.0, 0.5, 1.0]),
 )
-def test_compiled_matches_reference_with_directional_uplinks_random(n, seed, pair, straggle):
+def test_compiled_matches_reference_with_directional_uplinks_random(
+    n, seed, pair, straggle, elastic
+):
     rng = np.random.default_rng(seed)
     lat, kw = _directional(rng, n, bw_kind="none" if seed % 3 == 0 else "matrix")
-    model = make_model(lat, *pair, objective="contention", straggle=straggle, **kw)
+    model = make_model(lat, *pair, objective="contention", straggle=straggle, elastic=elastic, **kw)
     o = rng.permutation(n)
     assert model.cost(o) == pytest.approx(_spec(model, o), rel=1e-12)
     if pair[1] == "hierarchical" or n < 2:

@@ -15,10 +15,16 @@ import pytest
 
 import rankopt
 from rankopt._validation import STRAGGLE_RANGE, RankoptInputError
-from rankopt.models.network import make_network, share_table
+from rankopt.models.network import make_network, share_table, tenant_flows
 from rankopt.network.core import network_from_record, network_record
 from rankopt.probe.measurement import Measurement
-from rankopt.probe.sharing import MAX_SHARING_FLOWS, sharing_pairs, straggle_exponent
+from rankopt.probe.sharing import (
+    MAX_SHARING_FLOWS,
+    elastic_share,
+    loaded_pairs,
+    sharing_pairs,
+    straggle_exponent,
+)
 
 
 def _levels(rack, per_host=1):
@@ -184,3 +190,96 @@ def test_the_test_runs_across_the_least_loaded_uplinks():
     assert len(quiet) == len(loaded) == 3
     assert {int(rack[a]) for a, _ in loaded} != {0}  # not sent out of the loaded rack
     assert {int(rack[a]) for a, _ in quiet} == {0}  # quiet: the first groups, as before
+
+
+# ------------------------------------------------ other tenants: does the load yield?
+def test_the_second_test_runs_out_of_the_most_loaded_group():
+    rack = np.repeat([0, 1, 2], 3)
+    levels = [np.arange(9), rack]
+    rates = np.where(rack[:, None] == rack[None, :], 120.0, 30.0)
+    assert loaded_pairs(levels, rates) == ([], 0.0, 0.0)  # nothing much slower
+    rates[np.ix_(rack == 2, rack != 2)] = 10.0  # rack 2's way out is loaded
+    # racks are contiguous: rack 2 holds the top ranks, so no pair can send low to high
+    # out of it -- and the next slowest way is not much slower: nothing to test
+    assert loaded_pairs(levels, rates) == ([], 0.0, 0.0)
+    rack = np.array([2, 0, 1, 2, 0, 1, 2, 0, 1])  # interleaved ranks
+    levels = [np.arange(9), rack]
+    rates = np.where(rack[:, None] == rack[None, :], 120.0, 30.0)
+    rates[np.ix_(rack == 2, rack != 2)] = 10.0
+    pairs, loaded, quiet = loaded_pairs(levels, rates)
+    assert len(pairs) == 3 and loaded == 10.0
+    assert all(rack[a] == 2 and rack[b] != 2 and a < b for a, b in pairs)
+    assert len({int(rack[b]) for _, b in pairs}) == 1  # into one sibling group
+
+
+@pytest.mark.parametrize("straggle", [1.0, 1.2])
+@pytest.mark.parametrize("m_true,yielding", [(2.0, 1.0), (2.0, 0.5), (0.5, 1.0), (1.0, 0.0)])
+def test_elastic_share_reads_back_the_yielding_load(straggle, m_true, yielding):
+    # one flow alone beside the load gets C / (1 + m_true); K flows beside the part
+    # that yields (m = yielding * m_true) and the part that does not
+    cap, k = 30.0, 3
+    m = yielding * m_true
+    loaded = cap / (1 + m_true)
+    per_flow = loaded * (1 + m) / (k**straggle + m)
+    pairs = [(0, 3), (1, 4), (2, 5)]
+    steps = np.full((4, 6, 6), per_flow)
+    got = elastic_share(steps, pairs, loaded, cap, straggle)
+    assert got == pytest.approx(yielding, abs=1e-9)
+
+
+def test_elastic_share_says_nothing_on_an_unloaded_uplink_or_failed_steps():
+    pairs = [(0, 2), (1, 3)]
+    steps = np.full((2, 4, 4), 15.0)
+    assert elastic_share(steps, pairs, loaded=29.0, quiet=30.0) is None  # not loaded
+    assert elastic_share(steps * np.nan, pairs, loaded=10.0, quiet=30.0) is None
+    assert elastic_share(steps, pairs[:1], loaded=10.0, quiet=30.0) is None
+    # flows that kept their rate alone: everything yielded (more cannot be read)
+    assert elastic_share(np.full((2, 4, 4), 10.0), pairs, 10.0, 30.0) == 1.0
+
+
+def test_tenant_flows_count_the_yielding_load_per_uplink_and_direction():
+    up = np.array([[30.0, 10.0, np.inf], [5.0, 5.0, np.inf]])
+    down = np.array([[30.0, 30.0, np.inf], [5.0, 2.5, np.inf]])
+    out, inn = tenant_flows(up, down, 0.5)
+    assert out.tolist() == [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0]]
+    assert inn.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.5, 0.0]]
+    zero = tenant_flows(up, down, 0.0)
+    assert not zero[0].any() and not zero[1].any()
+
+
+def test_yielding_load_prices_crossings_at_the_fair_share():
+    # two racks, interleaved ring: 4 flows out of each rack per step. Rack 0's way out
+    # gives one transfer 10 of the 30 its sibling gives: 2 flows of another tenant.
+    rack = np.repeat([0, 1], 4)
+    lat = np.full((8, 8), 1e-7)
+    ups = [np.array([[10e6, 30e6], [30e6, 30e6]])]
+    kw = {"bandwidth": 1e10, "nbytes": 1e8, "groups": [rack], "uplink_bandwidth": ups}
+    inter = [0, 4, 1, 5, 2, 6, 3, 7]
+    paced = rankopt.cost(lat, inter, **kw)
+    tcp = rankopt.cost(lat, inter, **kw, elastic=1.0)
+    # paced: 4 flows split the 10 left (2.5 each); TCP: 4 of 6 flows on 30 (5 each)
+    assert paced / tcp == pytest.approx(2.0, rel=0.01)
+    half = rankopt.cost(lat, inter, **kw, elastic=0.5)
+    assert tcp < half < paced
+    contig = list(range(8))  # one flow on each way: alone, it gets what it measured
+    assert rankopt.cost(lat, contig, **kw, elastic=1.0) == pytest.approx(
+        rankopt.cost(lat, contig, **kw), rel=1e-12
+    )
+    with pytest.raises(RankoptInputError, match="`elastic`"):
+        rankopt.cost(lat, inter, **kw, elastic=1.5)
+
+
+def test_measured_elastic_reaches_the_solve_the_record_and_the_summary():
+    m = _measured(1.2)
+    m.parameters["elastic"] = 0.8
+    net = rankopt.Network.from_measurement(m)
+    assert net.elastic == 0.8
+    assert rankopt.Network.from_measurement(_measured()).elastic == 0.0
+    assert "yields" in net.describe()
+    kw = net.default_model()
+    assert kw["elastic"] == 0.8
+    res = rankopt.solve(net, rng=0)
+    assert res.network["elastic"] == 0.8
+    assert "other tenants" in res.summary()
+    assert rankopt.cost(net.latency, res.order, **kw) == pytest.approx(res.cost)
+    assert network_from_record(network_record(net)).elastic == 0.8

@@ -298,7 +298,7 @@ def _remapped(m: Measurement, idx: NDArray[np.int64], hosts: tuple[str, ...]) ->
 
 
 #: Probe facts that list pairs of stored ranks in their first two columns.
-_RANK_ROWS = ("recheck", "sharing")
+_RANK_ROWS = ("recheck", "sharing", "sharing_loaded")
 
 
 def _remapped_parameters(params: Mapping[str, Any], idx: NDArray[np.int64]) -> dict[str, Any]:

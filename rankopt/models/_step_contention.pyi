@@ -21,6 +21,8 @@ class StepContention(SwapEval):
         uplink: NDArray[np.float64],
         uplink_in: NDArray[np.float64],
         share: NDArray[np.float64],
+        tenant: NDArray[np.float64],
+        tenant_in: NDArray[np.float64],
         gptr: NDArray[np.int64],
         gmem: NDArray[np.int64],
         src: NDArray[np.int64],

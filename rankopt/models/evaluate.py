@@ -28,6 +28,7 @@ def cost(
     segment_size: float | None = None,
     inter: str | None = None,
     straggle: float | None = None,
+    elastic: float | None = None,
 ) -> float:
     """Modelled time in seconds of ``collective``/``algorithm`` under ``order``.
 
@@ -69,6 +70,11 @@ def cost(
         With uplinks: the ``K`` transfers of a step through one uplink each
         get ``uplink / K**straggle`` (default 1, an even split; a probe
         measures it, :attr:`rankopt.Network.straggle`).
+    elastic : float, optional
+        With uplinks: how much of another tenant's load on an uplink yields
+        to more transfers, 0 (default: none) to 1 (all, as TCP flows do; see
+        :func:`rankopt.models.network.tenant_flows`; a probe measures it,
+        :attr:`rankopt.Network.elastic`).
 
     Returns
     -------
@@ -129,6 +135,7 @@ def cost(
         "segment_size": segment_size,
         "inter": inter,
         "straggle": straggle,
+        "elastic": elastic,
     }
     key = _digest(lat, collective, algorithm, kw)
     with _LOCK:

@@ -75,6 +75,7 @@ def make_model(
     inter: str | None = None,
     workload: Any = None,
     straggle: Any = None,
+    elastic: Any = None,
 ) -> CostModel:
     """Build the cost model of ``collective``/``algorithm`` on a validated matrix.
 
@@ -82,7 +83,9 @@ def make_model(
     ``nbytes`` is latency-only (``bandwidth`` is then unused);
     ``"contention"`` requires ``groups``, ``uplink_bandwidth`` and ``nbytes``;
     ``straggle`` (default 1: an even split) is how the transfers of a step
-    share an uplink (:attr:`rankopt.models.network.Network.straggle`).
+    share an uplink (:attr:`rankopt.models.network.Network.straggle`) and
+    ``elastic`` (default 0) how much of other tenants' load yields to them
+    (:func:`rankopt.models.network.tenant_flows`).
     Hierarchical allreduce takes its groups from the finest level of
     ``groups``, or from :func:`rankopt.infer_hierarchy` when none are given.
 
@@ -104,6 +107,7 @@ def make_model(
             segment_size=segment_size,
             inter=inter,
             straggle=straggle,
+            elastic=elastic,
         )
     check_collective(collective, algorithm)
     if objective is None:
@@ -144,6 +148,7 @@ def make_model(
             groups=groups,
             uplink_bandwidth=uplink_bandwidth,
             straggle=1.0 if straggle is None else straggle,
+            elastic=0.0 if elastic is None else elastic,
         )
     else:
         net = make_network(

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 from rankopt._validation import (
     RANGES,
     RankoptInputError,
+    check_elastic,
     check_groups,
     check_matrix,
     check_quantity,
@@ -36,6 +37,7 @@ __all__ = [
     "check_straggle",
     "reference_time",
     "share_table",
+    "tenant_flows",
 ]
 
 
@@ -65,6 +67,16 @@ class Network:
         even split; above it, the slowest of several transfers that wait for
         each other gets less than its fair share (TCP flows through one
         bottleneck do), which the probe measures.
+    elastic : float
+        How much of another tenant's load on an uplink yields to more flows
+        (0: none, paced traffic keeps its rate; 1: all of it, as TCP flows
+        do). With ``m`` tenant flows on an uplink (:func:`tenant_flows`),
+        ``K`` transfers each get ``uplink * (1 + m) / (K**straggle + m)``
+        (``uplink`` being what one transfer alone gets beside the tenant).
+    tenant : ndarray (levels, max G) of float64
+        ``m`` of each uplink out of its group (zeros with ``elastic == 0``).
+    tenant_in : ndarray (levels, max G) of float64
+        ``m`` of each uplink into its group.
     """
 
     latency: NDArray[np.float64]
@@ -74,6 +86,15 @@ class Network:
     uplink: NDArray[np.float64]
     uplink_in: NDArray[np.float64]
     straggle: float = 1.0
+    elastic: float = 0.0
+    tenant: NDArray[np.float64] | None = None
+    tenant_in: NDArray[np.float64] | None = None
+
+    def __post_init__(self) -> None:
+        if self.tenant is None or self.tenant_in is None:
+            out, inn = tenant_flows(self.uplink, self.uplink_in, self.elastic)
+            object.__setattr__(self, "tenant", out)
+            object.__setattr__(self, "tenant_in", inn)
 
     @property
     def n(self) -> int:
@@ -86,6 +107,17 @@ class Network:
     def shares(self, most: int = 0) -> NDArray[np.float64]:
         """:func:`share_table` up to ``max(most, n)`` transfers (what the kernels divide by)."""
         return share_table(max(int(most), self.n), self.straggle)
+
+    def capacities(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``uplink * (1 + tenant)`` out and in: what the kernels divide by
+        ``share[K] + tenant`` (the uplinks themselves when nothing yields)."""
+        assert self.tenant is not None and self.tenant_in is not None
+        if self.elastic == 0.0:
+            return self.uplink, self.uplink_in
+        return (
+            np.ascontiguousarray(self.uplink * (1.0 + self.tenant)),
+            np.ascontiguousarray(self.uplink_in * (1.0 + self.tenant_in)),
+        )
 
     @property
     def has_rate(self) -> bool:
@@ -105,6 +137,42 @@ def share_table(n: int, straggle: float = 1.0) -> NDArray[np.float64]:
     """
     k = np.arange(n + 1, dtype=np.float64)
     return k if straggle == 1.0 else np.ascontiguousarray(k**straggle)
+
+
+def tenant_flows(
+    uplink: NDArray[np.float64], uplink_in: NDArray[np.float64], elastic: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Other tenants' flows on every uplink that yield to ours, out and in.
+
+    An uplink that gives one transfer ``u`` where the least loaded uplink of
+    its level (either direction) gives ``C`` carries load from elsewhere;
+    if that load is TCP it is about ``C / u - 1`` flows, each taking what
+    one of ours takes, and it yields to more flows of ours. ``elastic``
+    (0..1, the probe's sharing test on a loaded uplink measures it) scales
+    that count: ``m = elastic * (C / u - 1)``. ``K`` transfers then get
+    ``u * (1 + m) / (K**straggle + m)`` each: ``u / K**straggle`` with
+    ``m = 0``, and ``C / (K + m)``, the fair share beside ``m`` flows, with
+    ``straggle = 1``. Padding (``inf``) and unloaded uplinks get 0.
+
+    >>> up = np.array([[30.0, 10.0, np.inf]])
+    >>> tenant_flows(up, up, 1.0)[0].tolist()
+    [[0.0, 2.0, 0.0]]
+    """
+    out = np.zeros(uplink.shape, dtype=np.float64)
+    inn = np.zeros(uplink_in.shape, dtype=np.float64)
+    if elastic == 0.0 or uplink.size == 0:
+        return out, inn
+    for lev in range(uplink.shape[0]):
+        both = np.concatenate([uplink[lev], uplink_in[lev]])
+        both = both[np.isfinite(both)]
+        if both.size == 0:
+            continue
+        top = float(both.max())
+        for src, dst in ((uplink, out), (uplink_in, inn)):
+            row = src[lev]
+            fin = np.isfinite(row) & (row > 0)
+            dst[lev, fin] = elastic * np.maximum(top / row[fin] - 1.0, 0.0)
+    return np.ascontiguousarray(out), np.ascontiguousarray(inn)
 
 
 def _check_uplinks(
@@ -168,6 +236,7 @@ def make_network(
     groups: Any = None,
     uplink_bandwidth: Any = None,
     straggle: Any = 1.0,
+    elastic: Any = 0.0,
 ) -> Network:
     """Validate the inputs of a time model (``latency`` is already validated).
 
@@ -213,6 +282,7 @@ def make_network(
         up,
         down,
         check_straggle(straggle),
+        check_elastic(0.0 if elastic is None else elastic),
     )
 
 
@@ -225,7 +295,9 @@ def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> f
     ``a`` and ``b`` are in different groups, ``uplink[g(a)] / K_out`` and
     ``uplink_in[g(b)] / K_in`` -- ``K_out`` (``K_in``) being the number of
     transfers of this step that leave (enter) that group, each raised to
-    ``net.straggle`` (1 by default: an even split). A step lasts as
+    ``net.straggle`` (1 by default: an even split) -- beside ``m`` yielding
+    tenant flows (``net.tenant``, ``net.tenant_in``) the share is
+    ``uplink * (1 + m) / (K**straggle + m)``. A step lasts as
     long as its slowest transfer and runs ``repeat`` times; the total is the
     sum over steps. Without bandwidth and uplinks only latency counts.
     """
@@ -249,10 +321,16 @@ def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> f
                 for lev in range(net.levels):
                     ga, gb = int(net.labels[lev, a]), int(net.labels[lev, b])
                     if ga != gb:
+                        mo = float(net.tenant[lev, ga])  # type: ignore[index]
+                        mi = float(net.tenant_in[lev, gb])  # type: ignore[index]
                         rate = min(
                             rate,
-                            net.uplink[lev, ga] / out_cnt[lev, ga] ** net.straggle,
-                            net.uplink_in[lev, gb] / in_cnt[lev, gb] ** net.straggle,
+                            net.uplink[lev, ga]
+                            * (1.0 + mo)
+                            / (out_cnt[lev, ga] ** net.straggle + mo),
+                            net.uplink_in[lev, gb]
+                            * (1.0 + mi)
+                            / (in_cnt[lev, gb] ** net.straggle + mi),
                         )
                 t += float(sched.frac[e]) * float(net.nbytes) / rate  # type: ignore[arg-type]
             longest = max(longest, t)

@@ -39,6 +39,7 @@ from rankopt._validation import (
     RankoptInputError,
     _as_real,
     _check_range,
+    check_elastic,
     check_groups,
     check_host_names,
     check_straggle,
@@ -368,6 +369,22 @@ class Network:
         return 1.0 if value is None else check_straggle(value)
 
     @property
+    def elastic(self) -> float:
+        """How much of another tenant's load on an uplink yields to more transfers, 0..1.
+
+        ``provenance["elastic"]``: the probe's sharing test, run again across
+        the most loaded uplink, compares how ``K`` transfers split it with how
+        they split an unloaded one (:func:`rankopt.probe.sharing.elastic_share`).
+        0 (the load keeps its rate, as paced traffic does) when nothing was
+        measured; 1 when it yields as TCP flows do. With ``m`` such flows on
+        an uplink (:func:`rankopt.models.network.tenant_flows`) the contention
+        model gives ``K`` transfers ``uplink * (1 + m) / (K**straggle + m)``
+        each, not ``uplink / K**straggle``.
+        """
+        value = self.provenance.get("elastic")
+        return 0.0 if value is None else check_elastic(value)
+
+    @property
     def measured(self) -> bool:
         """Whether the entries carry spreads (a probe's medians) to judge gains by."""
         return self.latency_spread is not None or self.bandwidth_spread is not None
@@ -441,6 +458,7 @@ class Network:
                 "probe": params,
                 "duration_s": float(getattr(measurement, "duration", 0)),
                 **({"straggle": params["straggle"]} if params.get("straggle") else {}),
+                **({"elastic": params["elastic"]} if params.get("elastic") else {}),
             },
         )
         if probed_groups:
@@ -625,7 +643,8 @@ class Network:
 
         Returns the keyword arguments for :func:`rankopt.solve` /
         :func:`rankopt.cost`: ``objective``, ``bandwidth``, ``nbytes``,
-        ``groups``, ``uplink_bandwidth`` and (with uplinks) ``straggle``.
+        ``groups``, ``uplink_bandwidth`` and (with uplinks) ``straggle`` and
+        ``elastic``.
         """
         size = DEFAULT_NBYTES if nbytes is None else float(nbytes)
         if self.bandwidth is not None and self.has_uplinks:
@@ -636,6 +655,7 @@ class Network:
                 "groups": list(self.groups),
                 "uplink_bandwidth": [np.asarray(u) for u in self.uplinks],
                 "straggle": self.straggle,
+                "elastic": self.elastic,
             }
         if self.bandwidth is not None:
             return {"objective": "time", "bandwidth": self.bandwidth, "nbytes": size}
@@ -652,6 +672,8 @@ class Network:
         levels = describe_levels(self.groups, self.uplinks)
         if levels and self.has_uplinks and self.straggle != 1.0:
             levels += f"; K transfers on one uplink get 1/K^{self.straggle:.2f} of it each"
+        if levels and self.has_uplinks and self.elastic != 0.0:
+            levels += f"; other tenants' load yields to more transfers ({self.elastic:.2f})"
         return head + ("; levels: " + levels if levels else "; no hierarchy")
 
     def __repr__(self) -> str:
@@ -1055,8 +1077,11 @@ class Redraw:
     >>> net = rankopt.Network.from_matrices(np.full((4, 4), 30e-6), bw,
     ...                                     bandwidth_spread=0.1 * bw)
     >>> lat, kw = Redraw(net, net.default_model())(np.random.default_rng(0))
-    >>> lat.shape, sorted(kw)
-    ((4, 4), ['bandwidth', 'groups', 'nbytes', 'objective', 'straggle', 'uplink_bandwidth'])
+    >>> lat.shape
+    (4, 4)
+    >>> sorted(kw)  # doctest: +NORMALIZE_WHITESPACE
+    ['bandwidth', 'elastic', 'groups', 'nbytes', 'objective', 'straggle',
+     'uplink_bandwidth']
     """
 
     def __init__(self, network: Network, model: Mapping[str, Any]) -> None:
@@ -1299,6 +1324,8 @@ def network_record(network: Network, *, matrices: bool = True) -> dict[str, Any]
     }
     if network.straggle != 1.0:
         rec["straggle"] = network.straggle
+    if network.elastic != 0.0:
+        rec["elastic"] = network.elastic
     if matrices:
         for name in ("latency", "bandwidth", "latency_spread", "bandwidth_spread"):
             value = getattr(network, name)
@@ -1331,6 +1358,7 @@ def network_from_record(record: Mapping[str, Any]) -> Network:
         provenance={
             "recorded": record.get("date"),
             **({"straggle": record["straggle"]} if record.get("straggle") else {}),
+            **({"elastic": record["elastic"]} if record.get("elastic") else {}),
         },
     )
 

@@ -29,7 +29,10 @@ engine runs the phases:
    sibling group, side by side, one message each in every one of
    :data:`SHARING_STEPS` steps (and one before them), against a flow alone:
    how an uplink splits between the transfers that wait for each other
-   (:mod:`rankopt.probe.sharing`, ``parameters["straggle"]``).
+   (:mod:`rankopt.probe.sharing`, ``parameters["straggle"]``); then, when
+   one way out of a group is much slower than its siblings', the same test
+   across it: how much of another tenant's load there yields to more flows
+   (``parameters["elastic"]``).
 
 Every round and slot ends with a consensus: an allreduce of a failure flag with
 a deadline. When it fails or times out, all processes still alive exchange
@@ -653,10 +656,19 @@ class _Probe:
         connections up to speed). Returns ``{"sharing": [[a, b, rate a -> b
         per step...], ...], "straggle": s}`` (no ``straggle`` when the flows
         showed no shared limit), or ``{}`` when no two groups can hold the
-        test.
+        test. When one way between two groups is much slower than the others
+        (:func:`~rankopt.probe.sharing.loaded_pairs`) the test runs across it
+        too: ``"sharing_loaded"`` rows and ``"elastic"``, how much of the load
+        there yielded (:func:`~rankopt.probe.sharing.elastic_share`).
         """
         from rankopt.probe.hierarchy import infer_hierarchy
-        from rankopt.probe.sharing import flow_groups, sharing_pairs, straggle_exponent
+        from rankopt.probe.sharing import (
+            elastic_share,
+            flow_groups,
+            loaded_pairs,
+            sharing_pairs,
+            straggle_exponent,
+        )
 
         if groups is None:
             levels = infer_hierarchy(bandwidth=bw, hosts=hosts, linkage="single")
@@ -680,6 +692,20 @@ class _Probe:
         s = straggle_exponent(steps, alone, pairs, flow_groups(levels, pairs))
         if s is not None:
             out["straggle"] = s
+        # again across the most loaded way out of a group: does its load yield?
+        loaded, rate, quiet = loaded_pairs(levels, alone)
+        if loaded:
+            kept = []
+            self._bandwidth(
+                lat, [loaded] * (SHARING_STEPS + 1), "sharing", count=1, warmup=0, per_step=kept
+            )
+            steps = kept[0][1:]
+            out["sharing_loaded"] = [
+                [float(a), float(b), *map(float, steps[:, a, b])] for a, b in loaded
+            ]
+            e = elastic_share(steps, loaded, rate, quiet, 1.0 if s is None else s)
+            if e is not None:
+                out["elastic"] = e
         return out
 
     def run(self) -> Measurement:

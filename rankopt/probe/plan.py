@@ -62,7 +62,7 @@ from rankopt.probe.hierarchy import (
 )
 from rankopt.probe.linear import LinearPlanner
 from rankopt.probe.schedule import _round_count, bandwidth_slots, round_partners
-from rankopt.probe.sharing import sharing_pairs
+from rankopt.probe.sharing import loaded_pairs, sharing_pairs
 
 __all__ = [
     "ProbePlan",
@@ -537,6 +537,11 @@ def plan_probe(
     if shared:
         stages.append(("sharing", SHARING_STEPS + 1))
         slots_all = slots_all + [list(shared) for _ in range(SHARING_STEPS + 1)]
+        # and across the most loaded way out of a group, when one is much slower
+        loaded = loaded_pairs(share_levels, rate_matrix)[0] if rate_matrix is not None else []
+        if loaded:
+            stages.append(("sharing", SHARING_STEPS + 1))
+            slots_all = slots_all + [list(loaded) for _ in range(SHARING_STEPS + 1)]
     bw_seconds = sum(
         _slot_time(s, params.bandwidth_bytes, rep_bw, rate_of, lat_of) for s in slots_all
     )

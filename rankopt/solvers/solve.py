@@ -335,8 +335,10 @@ def solve(
         groups = model_kw["groups"]
         uplink_bandwidth = model_kw["uplink_bandwidth"]
         straggle = model_kw["straggle"]
+        elastic = model_kw["elastic"]
     else:
         latency, bandwidth = as_matrices(latency, bandwidth)
+        elastic = None
     # the one working matrix: the input itself when it already is what the kernels read
     lat = check_matrix(latency, "latency", nan=nan, copy=False, dtypes=KERNEL_DTYPES)
     n = lat.shape[0]
@@ -373,6 +375,7 @@ def solve(
         "groups": groups,
         "uplink_bandwidth": uplink_bandwidth,
         "straggle": straggle,
+        "elastic": elastic,
     }
     model = (
         CustomModel(lat, objective)
@@ -862,6 +865,7 @@ def _network_model(
         "groups": groups,
         "uplink_bandwidth": uplink_bandwidth,
         "straggle": straggle,
+        "elastic": None,
     }
     if callable(objective) or objective in ("sum", "bottleneck"):
         if network.bandwidth is not None:
@@ -891,6 +895,8 @@ def _network_model(
             kw["uplink_bandwidth"] = [np.asarray(u) for u in network.uplinks]
         if kw["straggle"] is None:
             kw["straggle"] = network.straggle
+        if kw["uplink_bandwidth"] is not None and uplink_bandwidth is None:
+            kw["elastic"] = network.elastic  # the tenants measured on the network's own uplinks
     else:
         kw["groups"] = kw["uplink_bandwidth"] = None
         if network.has_uplinks and network.bandwidth is not None:
@@ -914,4 +920,5 @@ def _network_info(network: Any) -> dict[str, Any]:
         "has_bandwidth": network.bandwidth is not None,
         "hierarchy": network.provenance.get("hierarchy", "given"),
         "straggle": network.straggle,
+        "elastic": network.elastic,
     }
