@@ -490,7 +490,9 @@ def _solve(
     if isinstance(measurement, _Matrix):
         network = Network.from_matrices(measurement.latency, hosts=hosts, source="file")
     else:
-        network = Network.from_measurement(measurement)
+        from rankopt.adapters.cache import network_of
+
+        network = network_of(measurement)  # built once: the cache may have built it
     opts.setdefault("nbytes", DDP_BUCKET_BYTES)
     if isinstance(measurement, _Matrix):
         res = solve(network, args.collective, args.algorithm, keep_rank0=True, **opts)

@@ -26,6 +26,9 @@ cache_key
     the probe settings that change what it measures.
 probe_with_cache
     The collective: look up, check, reuse or probe and store.
+network_of
+    The network of a measurement: the one the root built when it stored a
+    fresh probe, else a new one.
 
 Entries are ``.npz`` measurement files (:meth:`Measurement.save`), written
 atomically by the root alone, so a crash never leaves a partial entry. The
@@ -52,6 +55,7 @@ import logging
 import math
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -71,6 +75,7 @@ __all__ = [
     "resolve_cache",
     "cache_key",
     "probe_with_cache",
+    "network_of",
     "default_directory",
     "CACHE_ENV",
     "DEFAULT_MAX_AGE",
@@ -682,22 +687,76 @@ def probe_with_cache(
     result = _with_cache_info(fresh, info)
     if me == 0:
         try:
+            built = None
+            if not fresh.parameters.get("groups"):  # the hierarchy to keep is inferred: build
+                from rankopt.network.core import Network
+
+                built = Network.from_measurement(result)  # the network the caller solves on
+                _BUILT[id(result)] = (weakref.ref(result, _forget(id(result))), built)
             cache.path(key).parent.mkdir(parents=True, exist_ok=True)
-            _with_hierarchy_kept(fresh).save(cache.path(key))
+            _with_hierarchy_kept(fresh, built).save(cache.path(key))
         except (OSError, RankoptInputError) as exc:
             logger.warning("rankopt: the probe could not be cached in %s: %s", cache.directory, exc)
     _log(result)
     return result
 
 
-def _with_hierarchy_kept(m: Measurement) -> Measurement:
-    """``m`` with the hierarchy its network infers, so a hit need not infer it again."""
-    from rankopt.network.core import Network
+def _with_hierarchy_kept(m: Measurement, network: Any = None) -> Measurement:
+    """``m`` with the hierarchy its network infers, so a hit need not infer it again.
 
+    ``network``: the network of ``m`` when already built (its hierarchy is
+    the one kept); built here otherwise.
+    """
     if m.parameters.get("groups"):  # the probe found its groups itself
         return m
-    kept = Network.from_measurement(m).kept_hierarchy()
+    if network is None:
+        from rankopt.network.core import Network
+
+        network = Network.from_measurement(m)
+    kept = network.kept_hierarchy()
     return replace(m, parameters=dict(m.parameters) | {"inferred_hierarchy": kept})
+
+
+#: The network :func:`probe_with_cache` built on the root for the measurement
+#: it returned, by the measurement's ``id`` while it lives: :func:`network_of`
+#: hands it out instead of building it again.
+_BUILT: dict[int, tuple[weakref.ref[Measurement], Any]] = {}
+
+
+def _forget(key: int) -> Callable[[Any], None]:
+    """The weakref callback that drops the network of the measurement ``key`` with it."""
+
+    def drop(_ref: Any) -> None:
+        _BUILT.pop(key, None)
+
+    return drop
+
+
+def network_of(measurement: Measurement) -> Any:
+    """The :class:`~rankopt.network.core.Network` of ``measurement``, built once.
+
+    At a cold start the root of :func:`probe_with_cache` builds the network
+    of the measurement it returns, to keep its inferred hierarchy with the
+    stored entry; for that very measurement object this returns that
+    network. For any other measurement (every rank but the root, a hit, a
+    probe without the cache) it is ``Network.from_measurement(measurement)``.
+    The entry points call this instead of building the network themselves,
+    so a cold start infers the hierarchy once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankopt.probe.measurement import Measurement
+    >>> m = Measurement(np.full((2, 2), 1e-5) * (1 - np.eye(2)), None, ("a", "b"))
+    >>> network_of(m).n
+    2
+    """
+    entry = _BUILT.get(id(measurement))
+    if entry is not None and entry[0]() is measurement:
+        return entry[1]
+    from rankopt.network.core import Network
+
+    return Network.from_measurement(measurement)
 
 
 def _with_cache_info(m: Measurement, info: Mapping[str, Any]) -> Measurement:

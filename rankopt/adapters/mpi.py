@@ -491,14 +491,13 @@ def optimize(
     payload: tuple[str, Any]
     if rank == root:
         try:
-            from rankopt.network.core import Network
             from rankopt.solvers.solve import solve
 
             if measurement is None:
                 raise RankoptMPIError(f"the probe returned no measurement on root rank {root}")
-            from rankopt.adapters.cache import solved_once
+            from rankopt.adapters.cache import network_of, solved_once
 
-            network = Network.from_measurement(measurement)
+            network = network_of(measurement)  # built once: the cache may have built it
 
             def run() -> SolveResult:
                 shown.start(f"solve ({size} processes)", 0, "")

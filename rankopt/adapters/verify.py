@@ -399,8 +399,7 @@ def _solve_gloo(
     import torch.distributed as dist
 
     from rankopt._progress import Progress
-    from rankopt.adapters.cache import probe_arguments
-    from rankopt.network.core import Network
+    from rankopt.adapters.cache import network_of, probe_arguments
     from rankopt.probe.torch import measure
     from rankopt.solvers.solve import solve
 
@@ -413,7 +412,7 @@ def _solve_gloo(
             opts = dict(solve_options)
             if workload is not None:
                 opts["workload"] = workload
-            res = solve(Network.from_measurement(m), collective, **opts)
+            res = solve(network_of(m), collective, **opts)
             payload[0] = (
                 "ok",
                 res.order.tolist(),

@@ -275,9 +275,9 @@ def _probe_and_save(
     status = 0
     if rank == 0:
         from rankopt._validation import RankoptInputError
-        from rankopt.network.core import Network
+        from rankopt.adapters.cache import network_of
 
-        net = Network.from_measurement(m)
+        net = network_of(m)
         if args.topology is not None:
             from rankopt.probe.topology_sources import apply_topology, read_topology
 
