@@ -8,6 +8,7 @@ import stat
 
 import numpy as np
 import pytest
+from _launcher_env import detected, world_env
 
 from rankopt._validation import RankoptInputError
 from rankopt.adapters import (
@@ -215,35 +216,15 @@ def test_detect_torchrun():
         "TORCHELASTIC_USE_AGENT_STORE": "True",
         "OMPI_COMM_WORLD_RANK": "0",
     }
-    e = detect(env)
-    assert (e.rank, e.world_size, e.local_rank, e.master_addr, e.master_port) == (
-        5,
-        8,
-        1,
-        "h0",
-        29400,
-    )
+    e = detected(env, rank=5, world_size=8, local_rank=1, master_addr="h0", master_port=29400)
     assert e.launcher == "torchrun" and e.agent_store and e.job_id == "job.2"
     e2 = detect(env, master_addr="x", master_port=1234)
     assert (e2.master_addr, e2.master_port) == ("x", 1234)
 
 
 def test_detect_mpi_and_slurm():
-    ompi = {
-        "OMPI_COMM_WORLD_RANK": "2",
-        "OMPI_COMM_WORLD_SIZE": "8",
-        "OMPI_COMM_WORLD_LOCAL_RANK": "2",
-        "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
-        "MASTER_ADDR": "n0",
-    }
-    e = detect(ompi)
-    assert (e.rank, e.world_size, e.local_rank, e.launcher, e.master_port) == (
-        2,
-        8,
-        2,
-        "openmpi",
-        29500,
-    )
+    ompi = {**world_env("OMPI", 2, 8, 2, 4), "MASTER_ADDR": "n0"}
+    e = detected(ompi, rank=2, world_size=8, local_rank=2, launcher="openmpi", master_port=29500)
     assert not e.agent_store
     mpich = {"PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALRANKID": "1", "MPI_LOCALNRANKS": "2"}
     assert detect(mpich).master_addr == "127.0.0.1"
@@ -255,8 +236,7 @@ def test_detect_mpi_and_slurm():
         "SLURM_NNODES": "2",
         "MASTER_PORT": "1",
     }
-    e = detect(slurm)
-    assert (e.rank, e.master_addr, e.master_port, e.launcher) == (3, "gpu07", 1, "slurm")
+    detected(slurm, rank=3, master_addr="gpu07", master_port=1, launcher="slurm")
 
 
 @pytest.mark.parametrize(
@@ -486,12 +466,7 @@ def test_child_env_renumbers_rank_only():
     out = child_env(env, detect(env), d)
     assert out["RANK"] == "1" and out["ROLE_RANK"] == "1" and out["RANKOPT_LAUNCH_RANK"] == "3"
     assert out["LOCAL_RANK"] == "1" and out["CUDA_VISIBLE_DEVICES"] == "1"
-    ompi = {
-        "OMPI_COMM_WORLD_RANK": "2",
-        "OMPI_COMM_WORLD_SIZE": "4",
-        "OMPI_COMM_WORLD_LOCAL_RANK": "2",
-        "OMPI_COMM_WORLD_LOCAL_SIZE": "4",
-    }
+    ompi = world_env("OMPI", 2, 4, 2, 4)
     out = child_env(
         ompi, detect(ompi), LaunchDecision(2, 3, np.array([0, 1, 3, 2]), ("h",) * 4, "")
     )

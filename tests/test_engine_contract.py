@@ -20,6 +20,7 @@ from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
+from _launcher_env import detected, world_env
 from example_engine import CROSSOVER, ToyCCL, ToyMPI
 
 import rankopt
@@ -296,21 +297,8 @@ def test_an_mpi_engine_is_one_module_and_one_registry_line():
     try:
         assert from_library(version) is engine
         assert from_library("MPICH Version: 4.2.0").name == "mpich"
-        env = {
-            "TOY_COMM_WORLD_RANK": "2",
-            "TOY_COMM_WORLD_SIZE": "4",
-            "TOY_COMM_WORLD_LOCAL_RANK": "0",
-            "TOY_COMM_WORLD_LOCAL_SIZE": "4",
-            "TOY_JOBID": "j7",
-        }
-        e = detect(env)
-        assert (e.launcher, e.rank, e.world_size, e.local_rank, e.job_id) == (
-            "toympi",
-            2,
-            4,
-            0,
-            "j7",
-        )
+        env = {**world_env("TOY", 2, 4, 0, 4), "TOY_JOBID": "j7"}
+        e = detected(env, launcher="toympi", rank=2, world_size=4, local_rank=0, job_id="j7")
         assert e.master_addr == "127.0.0.1"  # every process on one host
         assert engine.algorithm("allreduce", 1 << 20, 8, env={})[0] == "ring"
     finally:
