@@ -576,10 +576,13 @@ class _Probe:
         latency: NDArray,
         slots: Sequence[Sequence[tuple[int, int]]],
         phase: str = "bandwidth",
-        **lockstep: Any,
+        *,
+        count: int | None = None,
+        warmup: int | None = None,
+        per_step: list[NDArray[np.float64]] | None = None,
     ) -> _Rows:
-        """The rates of every slot's pairs; ``lockstep`` passes ``count``,
-        ``warmup`` and ``per_step`` on to :meth:`_phase`."""
+        """The rates of every slot's pairs; ``count`` (default: the bandwidth
+        repeats), ``warmup`` and ``per_step`` as :meth:`_phase` takes them."""
         nbytes = self.p.bandwidth_bytes
         me = self.me
 
@@ -591,8 +594,11 @@ class _Probe:
         out = np.ones(nbytes, dtype=np.uint8)
         inbox = np.zeros(nbytes, dtype=np.uint8)
         tags = (TAG_BW, TAG_ACK)
-        count = lockstep.pop("count", self.p.bandwidth_repeats)
-        return self._phase(phase, slots, out, inbox, tags, count, rate, **lockstep)
+        if count is None:
+            count = self.p.bandwidth_repeats
+        return self._phase(
+            phase, slots, out, inbox, tags, count, rate, warmup=warmup, per_step=per_step
+        )
 
     def _linear_bandwidth(
         self,
@@ -627,9 +633,11 @@ class _Probe:
         rate, rate_spread, counts, found = planner.result()
         return rate, rate_spread, counts, finished, found
 
-    def _recheck(self, lat: NDArray, bw: NDArray, hosts: Sequence[str]) -> list[list[float]]:
+    def _recheck(
+        self, lat: NDArray, bw: NDArray, hosts: Sequence[str], levels: Sequence[NDArray[np.int64]]
+    ) -> list[list[float]]:
         """Every recheck pair alone, :data:`RECHECK_PASSES` times: ``[a, b, r_ab, r_ba]`` rows."""
-        pairs = recheck_pairs(bw, hosts)
+        pairs = recheck_pairs(bw, hosts, levels)
         rows: list[list[float]] = []
         for _ in range(RECHECK_PASSES if pairs else 0):
             again, _, _, _ = self._bandwidth(lat, [[p] for p in pairs], "recheck")
@@ -643,13 +651,13 @@ class _Probe:
         lat: NDArray,
         bw: NDArray,
         hosts: Sequence[str],
-        groups: Any,
+        groups: Sequence[NDArray[np.int64]],
         recheck: Sequence[Sequence[float]] = (),
     ) -> dict[str, Any]:
         """The sharing test (:mod:`rankopt.probe.sharing`): ``straggle`` and its rows.
 
-        ``groups`` are the linear phase's; the all-pairs phase's are found in
-        the gathered bandwidth as the recheck finds them. The test is
+        ``groups`` are the linear phase's, or the all-pairs phase's as the
+        recheck found them (:func:`bandwidth_levels`). The test is
         :data:`SHARING_STEPS` lockstep steps, as a collective's: every pair
         sends one message at the step's common start, and the step ends with
         the slowest (one more step first, untimed in effect, brings the
@@ -661,7 +669,6 @@ class _Probe:
         too: ``"sharing_loaded"`` rows and ``"elastic"``, how much of the load
         there yielded (:func:`~rankopt.probe.sharing.elastic_share`).
         """
-        from rankopt.probe.hierarchy import infer_hierarchy
         from rankopt.probe.sharing import (
             elastic_share,
             flow_groups,
@@ -670,10 +677,7 @@ class _Probe:
             straggle_exponent,
         )
 
-        if groups is None:
-            levels = infer_hierarchy(bandwidth=bw, hosts=hosts, linkage="single")
-        else:
-            levels = [np.asarray(lv, dtype=np.int64) for lv in groups]
+        levels = [np.asarray(lv, dtype=np.int64) for lv in groups]
         alone = np.array(bw, dtype=np.float64)
         for a, b, r_ab, r_ba in recheck:  # pairs alone across two groups
             alone[int(a), int(b)] = max(alone[int(a), int(b)], r_ab)
@@ -723,7 +727,7 @@ class _Probe:
             levels = infer_link_levels(lat, hosts)
             host_lat = None
             latency_rounds = len(rounds)
-        bw = bw_spread = bw_counts = None
+        bw = bw_spread = bw_counts = bw_levels = None
         slots: list[list[tuple[int, int]]] = []
         mode = resolve_bandwidth_mode(self.p.bandwidth_mode, len(set(hosts)))
         if self.p.bandwidth and mode == "linear":
@@ -734,12 +738,16 @@ class _Probe:
         elif self.p.bandwidth:
             slots = bandwidth_slots(lat, hosts, concurrency=self.p.bw_concurrency, levels=levels)
             bw, bw_spread, bw_counts, finished = self._bandwidth(lat, slots)
-            recheck = self._recheck(lat, bw, hosts)
+            bw_levels = bandwidth_levels(bw, hosts)  # once: the recheck's and sharing's groups
+            recheck = self._recheck(lat, bw, hosts, bw_levels)
             if recheck:
                 found["recheck"] = recheck
                 finished = self.timings[-1][2]
         if bw is not None:
-            sharing = self._sharing(lat, bw, hosts, found.get("groups"), found.get("recheck", ()))
+            share_groups = found.get("groups")
+            if share_groups is None:
+                share_groups = bw_levels if bw_levels is not None else bandwidth_levels(bw, hosts)
+            sharing = self._sharing(lat, bw, hosts, share_groups, found.get("recheck", ()))
             if sharing:
                 found |= sharing
                 finished = self.timings[-1][2]
@@ -779,12 +787,16 @@ SHARING_STEPS = 8
 RECHECK_MAX_GROUPS = 8
 
 
-def recheck_pairs(bandwidth: NDArray[np.float64], hosts: Sequence[str]) -> list[tuple[int, int]]:
+def recheck_pairs(
+    bandwidth: NDArray[np.float64],
+    hosts: Sequence[str],
+    levels: Sequence[NDArray[np.int64]] | None = None,
+) -> list[tuple[int, int]]:
     """One process pair per two sibling groups above the hosts, for the recheck stage.
 
-    The groups are those :meth:`rankopt.Network.infer_hierarchy` finds in the
-    gathered bandwidth (single linkage, hosts first), so every process
-    computes the same list. Levels with more than :data:`RECHECK_MAX_GROUPS`
+    The groups are ``levels`` when given, else those
+    :func:`bandwidth_levels` finds in the gathered bandwidth, so every
+    process computes the same list. Levels with more than :data:`RECHECK_MAX_GROUPS`
     groups are left out (their sibling pairs would cost too many slots);
     the pair of groups ``g < h`` is their lowest ranks.
 
@@ -795,9 +807,8 @@ def recheck_pairs(bandwidth: NDArray[np.float64], hosts: Sequence[str]) -> list[
     >>> recheck_pairs(bw, [f"h{i}" for i in range(6)])
     [(0, 1), (0, 4), (1, 4)]
     """
-    from rankopt.probe.hierarchy import infer_hierarchy
-
-    levels = infer_hierarchy(bandwidth=bandwidth, hosts=hosts, linkage="single")
+    if levels is None:
+        levels = bandwidth_levels(bandwidth, hosts)
     pairs: list[tuple[int, int]] = []
     n = len(hosts)
     for k, lab in enumerate(levels[1:], start=1):
@@ -810,6 +821,19 @@ def recheck_pairs(bandwidth: NDArray[np.float64], hosts: Sequence[str]) -> list[
                 if parent[a] == parent[b]:
                     pairs.append((min(a, b), max(a, b)))
     return pairs
+
+
+def bandwidth_levels(
+    bandwidth: NDArray[np.float64], hosts: Sequence[str]
+) -> list[NDArray[np.int64]]:
+    """The groups the all-pairs probe's recheck and sharing tests run on.
+
+    :func:`rankopt.probe.hierarchy.infer_hierarchy` of the gathered
+    bandwidth, single linkage, hosts first: the same on every process.
+    """
+    from rankopt.probe.hierarchy import infer_hierarchy
+
+    return infer_hierarchy(bandwidth=bandwidth, hosts=hosts, linkage="single")
 
 
 def pair_budget_cut(rtt: NDArray[np.float64], repeats: int) -> NDArray[np.int64]:

@@ -53,11 +53,15 @@ from rankopt.probe._common import (
     resolve_bandwidth_mode,
     resolve_latency_mode,
 )
-from rankopt.probe._engine import RECHECK_PASSES, SHARING_STEPS, recheck_pairs
+from rankopt.probe._engine import (
+    RECHECK_PASSES,
+    SHARING_STEPS,
+    bandwidth_levels,
+    recheck_pairs,
+)
 from rankopt.probe.hierarchy import (
     host_block_min,
     host_labels,
-    infer_hierarchy,
     infer_host_hierarchy,
 )
 from rankopt.probe.linear import LinearPlanner
@@ -492,6 +496,7 @@ def plan_probe(
 
     stages: list[tuple[str, int]] = []
     slots_all: list[list[tuple[int, int]]] = []
+    bw_levels: list[NDArray[np.int64]] | None = None
     found = [n_hosts]
     if mode == "all-pairs":
         slots_all = bandwidth_slots(
@@ -500,7 +505,13 @@ def plan_probe(
         stages = [("all-pairs", len(slots_all))]
         found = [int(lv.max()) + 1 for lv in levels]
         # the recheck of the groups the bandwidth shows (known only when it is given)
-        again = recheck_pairs(rate_matrix, list(hosts)) if rate_matrix is not None else []
+        if rate_matrix is not None:
+            bw_levels = bandwidth_levels(rate_matrix, list(hosts))
+        again = (
+            recheck_pairs(rate_matrix, list(hosts), bw_levels)
+            if rate_matrix is not None and bw_levels
+            else []
+        )
         if again:
             stages.append(("recheck", RECHECK_PASSES * len(again)))
             slots_all = slots_all + [[p] for _ in range(RECHECK_PASSES) for p in again]
@@ -529,8 +540,8 @@ def plan_probe(
         found = [int(lv.max()) + 1 for lv in levels]
     # the sharing test on the groups the bandwidth shows (all-pairs: known only when given)
     share_levels: Any = None
-    if mode == "all-pairs" and rate_matrix is not None:
-        share_levels = infer_hierarchy(bandwidth=rate_matrix, hosts=list(hosts), linkage="single")
+    if mode == "all-pairs" and bw_levels is not None:
+        share_levels = bw_levels
     elif mode == "linear":
         share_levels = bw_planner.groups
     shared = sharing_pairs(share_levels, rates=rate_matrix) if share_levels else []
