@@ -40,24 +40,62 @@ def _rand(state):
     return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+_INDEX = types.int64[::1]
+_NEIGHBORS = types.Array(types.int64, 2, "C", readonly=True)
+
+
+@numba.njit(
+    types.UniTuple(types.int64, 2)(_INDEX, _INDEX, _NEIGHBORS, types.int64, types.float64, _STATE),
+    cache=True,
+    nogil=True,
+)
+def _pick(order, pos, nbr, lo, p_near, state):
+    """Two positions ``>= lo`` to swap: random, or (probability ``p_near``) near.
+
+    A near pair puts the process of a random position against one of the
+    ``nbr`` nearest nodes of its node; returns ``(i, i)`` when that node's
+    position is pinned (below ``lo``), a move the caller skips.
+    """
+    m = order.shape[0] - lo
+    i = lo + int(_rand(state) * m)
+    if _rand(state) < p_near:
+        row = nbr[order[i]]
+        j = pos[row[int(_rand(state) * row.shape[0])]]
+        if j < lo:
+            j = i
+    else:
+        j = lo + int(_rand(state) * m)
+        if i == j:
+            j = lo + (j - lo + 1) % m
+    return i, j
+
+
 @numba.njit(
     types.float64[::1](
-        OBJECTIVE, _LATENCY, types.int64[::1], types.int64, types.int64, types.int64
+        OBJECTIVE,
+        _LATENCY,
+        _INDEX,
+        _INDEX,
+        _NEIGHBORS,
+        types.int64,
+        types.int64,
+        types.float64,
+        _STATE,
     ),
     cache=True,
     nogil=True,
 )
-def sample_swaps(f, lat, order, lo, count, seed):
-    """Cost changes of ``count`` random swaps of positions ``>= lo`` from ``order``."""
-    state = np.array([seed], dtype=np.uint64)
-    n = order.shape[0]
+def sample_swaps(f, lat, order, pos, nbr, lo, count, p_near, state):
+    """Cost changes of ``count`` swaps (:func:`_pick`) from ``order``, which is left as it was.
+
+    A pinned near pick is sampled as a zero change.
+    """
     cur = f(lat, order)
-    out = np.empty(count)
+    out = np.zeros(count)
     for t in range(count):
-        i = lo + int(_rand(state) * (n - lo))
-        j = lo + int(_rand(state) * (n - lo))
+        i, j = _pick(order, pos, nbr, lo, p_near, state)
         if i == j:
-            j = lo + (j - lo + 1) % (n - lo)
+            continue
         order[i], order[j] = order[j], order[i]
         out[t] = f(lat, order) - cur
         order[i], order[j] = order[j], order[i]
@@ -68,35 +106,43 @@ def sample_swaps(f, lat, order, lo, count, seed):
     types.Tuple((types.float64, types.float64, types.float64, types.int64))(
         OBJECTIVE,
         _LATENCY,
-        types.int64[::1],
+        _INDEX,
+        _INDEX,
+        _NEIGHBORS,
         types.int64,
         types.int64,
+        types.float64,
         types.float64,
         types.float64,
         _STATE,
         types.float64,
-        types.int64[::1],
+        _INDEX,
         types.float64,
     ),
     cache=True,
     nogil=True,
 )
-def run(f, lat, order, lo, iters, temp, factor, state, cur, best, best_cost):
-    """``iters`` Metropolis proposals (swap, or insert with probability 0.2) at positions ``>= lo``.
+def run(f, lat, order, pos, nbr, lo, iters, temp, factor, p_near, state, cur, best, best_cost):
+    """``iters`` Metropolis proposals at positions ``>= lo``: swaps (:func:`_pick`), or inserts.
 
-    Resumable: the generator state, temperature and current cost come in and
-    go out, so slicing a run changes nothing but where it may stop. Returns
-    ``(cur, temp, best_cost, accepted)``; ``order`` and ``best`` are updated
-    in place.
+    An insert (probability 0.2) moves one process to another position, the
+    ones in between shift. The temperature is multiplied by ``factor``
+    before each proposal; at temperature 0 only moves that do not raise the
+    cost are taken (a descent). Resumable: the generator state, temperature
+    and current cost come in and go out, so slicing a run changes nothing
+    but where it may stop. Returns ``(cur, temp, best_cost, accepted)``;
+    ``order``, its inverse ``pos`` and ``best`` are updated in place.
     """
-    n = order.shape[0]
-    m = n - lo
+    m = order.shape[0] - lo
     tmp = order.copy()
     accepted = 0
     for _ in range(iters):
-        i = lo + int(_rand(state) * m)
-        j = lo + int(_rand(state) * m)
         insert = _rand(state) < 0.2
+        if insert:
+            i = lo + int(_rand(state) * m)
+            j = lo + int(_rand(state) * m)
+        else:
+            i, j = _pick(order, pos, nbr, lo, p_near, state)
         u = _rand(state)
         temp *= factor
         if i == j:
@@ -118,8 +164,12 @@ def run(f, lat, order, lo, iters, temp, factor, state, cur, best, best_cost):
         if d <= 0.0 or (temp > 0.0 and u < math.exp(-d / temp)):
             if insert:
                 order[:] = tmp
+                for k in range(min(i, j), max(i, j) + 1):
+                    pos[order[k]] = k
             else:
                 order[i], order[j] = order[j], order[i]
+                pos[order[i]] = i
+                pos[order[j]] = j
             cur = c
             accepted += 1
             if cur < best_cost:
