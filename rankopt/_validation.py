@@ -18,8 +18,7 @@ forms can overflow or lose every digit:
 * message size ``nbytes``: ``0 < x <= 1e18`` bytes (1 EB);
 * uplink sharing exponent ``straggle``: ``1 <= x <= 2`` (:data:`STRAGGLE_RANGE`),
   so ``K**straggle <= n**2``.
-* share of other tenants' load that yields to more flows, ``elastic``:
-  ``0 <= x <= 1``.
+* how other tenants' load answers more flows, ``elastic``: ``-1 <= x <= 1``.
 
 One transfer then takes at most ``1e6 + 1e18 / 1e-3 = 1e21`` s, and a sum
 over the ``n^2 = 1e10`` pairs of ``n = 1e5`` processes stays below ``1e31``
@@ -758,19 +757,22 @@ def check_straggle(straggle: Any) -> float:
 
 
 def check_elastic(elastic: Any) -> float:
-    """``elastic`` as a float in ``[0, 1]``, or a clear error.
+    """``elastic`` as a float in ``[-1, 1]``, or a clear error.
 
     ``0``: another tenant's load on an uplink keeps its rate whatever runs
     beside it (paced traffic); ``1``: it yields to every new flow as TCP
-    flows through one bottleneck do (:func:`rankopt.models.network.tenant_flows`).
+    flows through one bottleneck do; below 0 it takes more than a fair share
+    from more flows (long-lived flows against short transfers)
+    (:func:`rankopt.models.network.tenant_flows`).
     """
     try:
         e = float(elastic)
     except (TypeError, ValueError):
         e = float("nan")
-    if isinstance(elastic, (bool, np.bool_)) or not 0.0 <= e <= 1.0:
+    if isinstance(elastic, (bool, np.bool_)) or not -1.0 <= e <= 1.0:
         raise RankoptInputError(
-            "`elastic` must be a number between 0 (other tenants' load keeps its rate) and 1 "
-            f"(it yields to new flows as TCP does); got {elastic!r}."
+            "`elastic` must be a number between -1 (other tenants' load takes more from more "
+            "flows) and 1 (it yields to them as TCP does; 0: it keeps its rate); got "
+            f"{elastic!r}."
         )
     return e

@@ -15,7 +15,7 @@ import pytest
 
 import rankopt
 from rankopt._validation import STRAGGLE_RANGE, RankoptInputError
-from rankopt.models.network import make_network, share_table, tenant_flows
+from rankopt.models.network import MIN_TENANT, make_network, share_table, tenant_flows
 from rankopt.network.core import network_from_record, network_record
 from rankopt.probe.measurement import Measurement
 from rankopt.probe.sharing import (
@@ -213,7 +213,9 @@ def test_the_second_test_runs_out_of_the_most_loaded_group():
 
 
 @pytest.mark.parametrize("straggle", [1.0, 1.2])
-@pytest.mark.parametrize("m_true,yielding", [(2.0, 1.0), (2.0, 0.5), (0.5, 1.0), (1.0, 0.0)])
+@pytest.mark.parametrize(
+    "m_true,yielding", [(2.0, 1.0), (2.0, 0.5), (0.5, 1.0), (1.0, 0.0), (1.0, -0.5)]
+)
 def test_elastic_share_reads_back_the_yielding_load(straggle, m_true, yielding):
     # one flow alone beside the load gets C / (1 + m_true); K flows beside the part
     # that yields (m = yielding * m_true) and the part that does not
@@ -245,6 +247,9 @@ def test_tenant_flows_count_the_yielding_load_per_uplink_and_direction():
     assert inn.tolist() == [[0.0, 0.0, 0.0], [0.0, 0.5, 0.0]]
     zero = tenant_flows(up, down, 0.0)
     assert not zero[0].any() and not zero[1].any()
+    back = tenant_flows(up, down, -1.0)  # takes more: negative, never below MIN_TENANT
+    assert back[0].tolist() == [[0.0, MIN_TENANT, 0.0], [0.0, 0.0, 0.0]]
+    assert back[1].tolist() == [[0.0, 0.0, 0.0], [0.0, MIN_TENANT, 0.0]]
 
 
 def test_yielding_load_prices_crossings_at_the_fair_share():
@@ -265,6 +270,8 @@ def test_yielding_load_prices_crossings_at_the_fair_share():
     assert rankopt.cost(lat, contig, **kw, elastic=1.0) == pytest.approx(
         rankopt.cost(lat, contig, **kw), rel=1e-12
     )
+    # load that takes more from more flows: slower than an even split of what is left
+    assert rankopt.cost(lat, inter, **kw, elastic=-0.25) > paced
     with pytest.raises(RankoptInputError, match="`elastic`"):
         rankopt.cost(lat, inter, **kw, elastic=1.5)
 
@@ -275,7 +282,7 @@ def test_measured_elastic_reaches_the_solve_the_record_and_the_summary():
     net = rankopt.Network.from_measurement(m)
     assert net.elastic == 0.8
     assert rankopt.Network.from_measurement(_measured()).elastic == 0.0
-    assert "yields" in net.describe()
+    assert "answers more transfers (+0.80)" in net.describe()
     kw = net.default_model()
     assert kw["elastic"] == 0.8
     res = rankopt.solve(net, rng=0)

@@ -370,13 +370,15 @@ class Network:
 
     @property
     def elastic(self) -> float:
-        """How much of another tenant's load on an uplink yields to more transfers, 0..1.
+        """How another tenant's load on an uplink answers more transfers, -1..1.
 
         ``provenance["elastic"]``: the probe's sharing test, run again across
         the most loaded uplink, compares how ``K`` transfers split it with how
         they split an unloaded one (:func:`rankopt.probe.sharing.elastic_share`).
         0 (the load keeps its rate, as paced traffic does) when nothing was
-        measured; 1 when it yields as TCP flows do. With ``m`` such flows on
+        measured; 1 when it yields as TCP flows do; below 0 when it takes more
+        than a fair share from more transfers (long-lived flows against short
+        ones). With ``m`` such flows on
         an uplink (:func:`rankopt.models.network.tenant_flows`) the contention
         model gives ``K`` transfers ``uplink * (1 + m) / (K**straggle + m)``
         each, not ``uplink / K**straggle``.
@@ -673,7 +675,7 @@ class Network:
         if levels and self.has_uplinks and self.straggle != 1.0:
             levels += f"; K transfers on one uplink get 1/K^{self.straggle:.2f} of it each"
         if levels and self.has_uplinks and self.elastic != 0.0:
-            levels += f"; other tenants' load yields to more transfers ({self.elastic:.2f})"
+            levels += f"; other tenants' load answers more transfers ({self.elastic:+.2f})"
         return head + ("; levels: " + levels if levels else "; no hierarchy")
 
     def __repr__(self) -> str:

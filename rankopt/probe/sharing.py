@@ -50,10 +50,15 @@ beside it, and ``K`` transfers split what is left; TCP flows yield, so ``K``
 transfers beside ``m`` of them get about ``K / (K + m)`` of the uplink --
 more than ``K`` times less than one alone got. On the emulated racks three
 50 Mbit/s TCP flows on a 250 Mbit/s uplink made the model priced with what
-was left over-state crossings by 59-107%. The test runs a second time across
-the most loaded way out of a group (:func:`loaded_pairs`) and reads how much
-of the load yielded (:func:`elastic_share`); the model then counts the
-yielding load as flows beside ours (:func:`rankopt.models.network.tenant_flows`).
+was left over-state crossings by 59-107% on some launches -- while on another,
+three 1 MiB transfers beside two unpaced TCP flows slowed 5.3 times where an
+even split of what one alone got would be 3.2: long-lived flows take more than
+a fair share from short ones. Neither can be told from one transfer alone. The
+test runs a second time across the most loaded way out of a group
+(:func:`loaded_pairs`) and reads how the load answered more flows
+(:func:`elastic_share`); the model then counts it as flows beside ours
+(:func:`rankopt.models.network.tenant_flows`), fewer than none where it took
+more.
 """
 
 from __future__ import annotations
@@ -295,8 +300,12 @@ def elastic_share(
     ``R = (K**straggle + m) / (1 + m)`` times, so the typical step (median
     of ``loaded / slowest``) gives ``m = (K**straggle - R) / (R - 1)``.
     The load, counted in flows like ours, is ``quiet / loaded - 1``; the
-    share of it that yielded is ``m`` over that, within ``[0, 1]``: 0 for
-    paced traffic (it kept its rate: ``R = K**straggle``), 1 for TCP. ``None``
+    share of it that yielded is ``m`` over that, within ``[-1, 1]``: 0 for
+    paced traffic (it kept its rate: ``R = K**straggle``), 1 for TCP that
+    yields. Below 0 the transfers slowed more than an even split of what one
+    alone got: long-lived TCP flows of another tenant take more than a fair
+    share from short transfers (on the emulated racks three 1 MiB transfers
+    beside two unpaced TCP flows slowed 5.3 times, not 3.2). ``None``
     when the uplink is not loaded enough to tell (``quiet / loaded - 1``
     below :data:`LOAD_TO_TELL`) or no step finished.
 
@@ -312,6 +321,11 @@ def elastic_share(
 
     >>> elastic_share(steps / 2, [(0, 2), (1, 3)], loaded=10e6, quiet=30e6)
     0.0
+
+    Long-lived flows that take more: each of the two got a quarter.
+
+    >>> elastic_share(steps / 4, [(0, 2), (1, 3)], loaded=10e6, quiet=30e6)
+    -0.3333333333333333
     """
     k = len(pairs)
     if k < 2 or not (loaded > 0 and quiet > 0):
@@ -330,8 +344,8 @@ def elastic_share(
     alone = float(k) ** float(straggle)
     if slow <= 1.0:
         return 1.0
-    m = max((alone - slow) / (slow - 1.0), 0.0)
-    return float(min(m / load, 1.0))
+    m = (alone - slow) / (slow - 1.0)  # below 0: slowed more than an even split
+    return float(min(max(m / load, -1.0), 1.0))
 
 
 def flow_groups(

@@ -119,8 +119,8 @@ class SolveResult:
         The network solved on: ``n``, ``source``, ``hosts``, ``level_sizes``
         (group sizes per level, finest first), ``uplinks`` (bytes/s per group
         per level), ``has_bandwidth``, ``hierarchy`` (how it was found),
-        ``straggle`` (how transfers share an uplink), ``elastic`` (how much of other
-        tenants' load yields to them).
+        ``straggle`` (how transfers share an uplink), ``elastic`` (how other
+        tenants' load answers more transfers).
     notes : tuple of str
         What was ignored or decided and why (e.g. bandwidth measured but not
         used, the launch order kept).
@@ -222,8 +222,9 @@ class SolveResult:
             elastic = float(self.network.get("elastic") or 0.0)
             if levels and self.objective == "contention" and elastic != 0.0:
                 lines.append(
-                    f"  other tenants     : their load on an uplink yields to more transfers "
-                    f"({elastic:.2f}; 1 = as TCP flows do; measured)"
+                    f"  other tenants     : their load on an uplink answers more transfers "
+                    f"({elastic:+.2f}: +1 yields as TCP does, 0 keeps its rate, -1 takes "
+                    "more; measured)"
                 )
         speed = f"{self.speedup:.3f}x"
         if self.speedup_interval is not None:
