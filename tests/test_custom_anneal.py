@@ -7,16 +7,14 @@ hosts and square blocks of hosts on racks is the structure the search
 should approach.
 """
 
-import math
-
 import numba
 import numpy as np
 import pytest
 
-from rankopt import solve
+from rankopt import solve, synthetic_cloud
 from rankopt.solvers._base import SolveContext
 from rankopt.solvers.anneal import anneal
-from rankopt.solvers.custom import CustomModel, near_nodes, start_temperatures
+from rankopt.solvers.custom import CustomModel, near_nodes
 
 
 def grid_edges(side):
@@ -85,8 +83,8 @@ def test_anneal_from_a_random_order_approaches_the_hidden_structure(seed):
     known = stencil8(lat, blocks(8, 4))
     init = np.random.default_rng(seed).permutation(64)
     res = solve(lat, objective=stencil8, rng=seed, init=init)
-    assert res.cost < stencil8(lat, init) / 2.5  # it moves, far (a random order: 4.1-4.5x)
-    assert res.cost <= 1.45 * known  # measured 1.18-1.34x (seeds 0-2)
+    assert res.cost < stencil8(lat, init) / 2.5  # it moves, far: measured 0.22-0.33x
+    assert res.cost <= 1.45 * known  # measured 1.01-1.35x (seeds 0-2)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -98,7 +96,7 @@ def test_anneal_improves_on_the_greedy_start(seed):
     res = solve(lat, objective=stencil12, rng=seed)
     assert res.method == "anneal"
     assert res.cost < start.cost
-    assert res.cost <= 1.39 * known  # measured 1.36x
+    assert res.cost <= 1.39 * known  # measured 1.27-1.36x (seeds 0-2)
     assert start.cost >= known  # the structure is better than the start
 
 
@@ -121,15 +119,13 @@ def test_never_worse_than_the_start(max_iter):
         assert model.reference_cost(out.order) <= model.reference_cost(init)
 
 
-def test_start_temperatures_from_the_small_uphill_moves():
-    deltas = np.array([-5.0, 0.0] + [1.0] * 20 + [100.0] * 80)
-    hot, warm, cold = start_temperatures(deltas)
-    # warm: a small move (10th percentile, 1.0) accepted with probability 0.2
-    assert math.exp(-1.0 / warm) == pytest.approx(0.2)
-    assert math.exp(-1.0 / cold) == pytest.approx(1e-3)
-    # hot: the median uphill move accepted with probability 0.2
-    assert math.exp(-100.0 / hot) == pytest.approx(0.2)
-    assert start_temperatures(np.array([-1.0, 0.0])) == (0.0, 0.0, 0.0)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_anneal_moves_from_the_greedy_start_on_a_cloud(seed):
+    """The stencil on a synthetic cloud: the anneal used to return this start unchanged."""
+    lat = synthetic_cloud(2, 2, 4, 4, rng=1).latency
+    start = solve(lat, objective=stencil8, method="greedy_cluster", rng=seed)
+    res = solve(lat, objective=stencil8, rng=seed)
+    assert res.cost < 0.98 * start.cost  # measured 0.95-0.96x
 
 
 def test_near_nodes_are_the_nearest_and_tie_free_of_index_order():

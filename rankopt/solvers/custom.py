@@ -7,21 +7,22 @@ declares it as its ``kernel``, and ``anneal`` runs :func:`anneal_custom`
 entirely in Numba. A plain Python callable also works, through the generic
 (slower) annealing loop.
 
-Moves: swaps, half of them between the processes of two nearby nodes (one of
-the ``NEIGHBORS`` nearest by latency, :func:`near_nodes`), the others between
-any two positions; and inserts (one process moves, the ones in between
-shift). Each is scored by a full re-evaluation of ``f`` (``f`` is a black
-box).
+Moves: swaps, a quarter of them between the processes of two nearby nodes
+(one of the ``NEIGHBORS`` nearest by latency, :func:`near_nodes`), the
+others between any two positions; and inserts (one process moves, the ones
+in between shift). Each is scored by a full re-evaluation of ``f`` (``f``
+is a black box).
 
-Schedule: ``CYCLES`` geometric cycles, each from the best order found so
-far, then a descent at temperature 0 (``DESCENT`` of the proposals). The
-temperature comes from swap deltas sampled at the start
-(:func:`start_temperatures`): the *small* uphill moves (10th percentile) are
-accepted with probability 0.2 at the start of a cycle, 1e-3 at its end. The
-start is a construction: a temperature set from the average uphill move (as
-the other loops do) accepted about 70% of the proposals on stencil traffic
-at n = 144-256 and melted the start to 4x its cost, and the cooling did not
-find its way back below the start within the budget.
+Schedule: a descent (temperature 0, ``DESCENT`` of the proposals), one
+geometric anneal from ``t0`` to ``t1``
+(:func:`rankopt.solvers._temperature.temperatures`, from swap deltas
+sampled at the start), and a closing descent; each stage starts from the
+best order found so far. Without the descents the anneal returned its
+start unchanged on stencil traffic (a 16x16 grid on a synthetic cloud,
+seeds 0-2): ``t0`` accepted about 70% of the proposals, the order melted to
+4x the start's cost, and at ``t1`` it still accepted 4-6% of them and
+ended 1.25x above the start, so the best order seen was the start, though
+the start is not even a local optimum: a descent from it is 10% cheaper.
 
 The Numba loop (:mod:`rankopt.solvers._custom_kernels`) calls ``f``
 through one function type, so it is compiled once and cached on disk; it is
@@ -30,7 +31,6 @@ loaded on first use, never at import.
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
 
@@ -41,32 +41,26 @@ from rankopt._validation import RankoptInputError
 from rankopt.models.base import CostModel
 from rankopt.models.custom import CustomModel, is_jitted
 from rankopt.solvers._base import SolveContext, rank0_pinned
+from rankopt.solvers._temperature import temperatures
 
 __all__ = [
     "CustomModel",
     "anneal_custom",
     "is_jitted",
     "near_nodes",
-    "start_temperatures",
     "SLICE_S",
 ]
 
 #: Seconds of work per slice of the Numba loop (the time-limit granularity).
 SLICE_S = 2e-3
-#: Annealing cycles, each from the best order found so far.
-CYCLES = 4
-#: Share of the proposals spent on the closing descent (temperature 0).
+#: Share of the proposals spent on each descent (temperature 0), before and after the anneal.
 DESCENT = 0.05
 #: Share of the swaps proposed between nearby nodes (:func:`near_nodes`).
-NEAR = 0.5
+NEAR = 0.25
 #: Nearby nodes per node.
 NEIGHBORS = 10
 #: Move deltas sampled at the start to set the temperature.
 SAMPLES = 200
-#: Probability of accepting a typical uphill move at the start of the first cycle ...
-ACCEPT_START = 0.2
-#: ... and a small one at the end of each cycle.
-ACCEPT_END = 1e-3
 
 
 def near_nodes(
@@ -88,27 +82,6 @@ def near_nodes(
     return np.ascontiguousarray(idx[:, : min(k, n - 1)], dtype=np.int64)
 
 
-def start_temperatures(deltas: NDArray[np.float64]) -> tuple[float, float, float]:
-    """``(hot, warm, cold)`` temperatures from move deltas sampled at the start order.
-
-    ``hot`` accepts a median uphill move with probability ``ACCEPT_START``,
-    ``warm`` a small one (10th percentile), ``cold`` a small one with
-    probability ``ACCEPT_END``. All 0 when no sampled move goes uphill.
-
-    Examples
-    --------
-    >>> [round(t, 3) for t in start_temperatures(np.array([-1.0, 0.0, 1.0, 1.0, 50.0]))]
-    [0.621, 0.621, 0.145]
-    """
-    up = deltas[deltas > 0]
-    if len(up) == 0:
-        return 0.0, 0.0, 0.0
-    small = float(np.percentile(up, 10))
-    warm = small / -math.log(ACCEPT_START)
-    hot = max(float(np.median(up)) / -math.log(ACCEPT_START), warm)
-    return hot, warm, small / -math.log(ACCEPT_END)
-
-
 def anneal_custom(
     model: CostModel,
     ctx: SolveContext,
@@ -119,12 +92,11 @@ def anneal_custom(
 ) -> NDArray[np.int64]:
     """Anneal a model whose cost is a Numba ``kernel`` (see the module docstring).
 
-    ``CYCLES`` geometric schedules from ``t0`` to ``t1``
-    (:func:`start_temperatures`), each from the best order found so far,
-    then a descent, ``iters`` proposals in all. Every stage runs in slices
-    of about ``SLICE_S`` seconds (their length adapts to the measured
-    speed) so that ``time_limit`` is read often; the slicing does not change
-    the moves. Used by ``anneal`` when ``model.capabilities.kernel`` is set.
+    ``iters`` proposals in all: descent, anneal, descent. Every stage runs
+    in slices of about ``SLICE_S`` seconds (their length adapts to the
+    measured speed) so that ``time_limit`` is read often; the slicing does
+    not change the moves. Used by ``anneal`` when
+    ``model.capabilities.kernel`` is set.
     """
     from rankopt.solvers import _custom_kernels  # imports Numba: first use only
 
@@ -150,17 +122,13 @@ def anneal_custom(
             f"`objective` must return a finite number; {model.objective}(latency, order) "
             f"returned nan or inf for an order one swap away from {order.tolist()}."
         )
-    hot, warm, cold = start_temperatures(deltas)
+    t0, t1 = temperatures(deltas)
     best = order.copy()
     best_cost = float(model.cost(order))
     stages = [(iters, 0.0, 0.0)]  # no sampled move goes uphill: a descent
-    if hot > 0.0:
-        cycle = (iters - int(iters * DESCENT)) // CYCLES
-        # cycle c starts at hot (warm/hot)^(c/(CYCLES-1)): hot first, warm last
-        stages = [
-            (cycle, hot * (warm / hot) ** (c / max(CYCLES - 1, 1)), cold) for c in range(CYCLES)
-        ]
-        stages.append((iters - CYCLES * cycle, 0.0, 0.0))
+    if t0 > 0.0:
+        descent = int(iters * DESCENT)
+        stages = [(descent, 0.0, 0.0), (iters - 2 * descent, t0, t1), (descent, 0.0, 0.0)]
     every = max(iters // 20, 1)
     size = 1
     done = 0
