@@ -23,6 +23,9 @@ seeds 0-2): ``t0`` accepted about 70% of the proposals, the order melted to
 4x the start's cost, and at ``t1`` it still accepted 4-6% of them and
 ended 1.25x above the start, so the best order seen was the start, though
 the start is not even a local optimum: a descent from it is 10% cheaper.
+On those stencils the descents still do most of the work (the anneal
+accepts 35% of its proposals and ends above the first descent's order); on
+random traffic the anneal does (``bench/bench_custom_qap.py``).
 
 The Numba loop (:mod:`rankopt.solvers._custom_kernels`) calls ``f``
 through one function type, so it is compiled once and cached on disk; it is
