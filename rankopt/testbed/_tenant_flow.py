@@ -13,8 +13,10 @@ rate and does not back off when the link is full, as a media stream or
 another tenant's unresponsive traffic); ``ON``/``OFF``
 seconds give an on/off pattern (``OFF`` 0: always on). ``SEED`` jitters the
 first on-period's start so that flows do not switch in lockstep. A paced
-source sends 16 KiB chunks on a fixed schedule (token bucket without burst),
-so its rate is reproducible to the percent.
+source sends 16 KiB chunks on a fixed schedule: a token bucket ``_BURST_S``
+deep, so that a flow held back by a full link catches up by at most that much
+and does not burst to make up a whole slow period; its rate is reproducible
+to the percent.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import time
 
 _CHUNK = 16 << 10
 _DATAGRAM = 1400  # below the testbed links' MTU: no IP fragments
+_BURST_S = 0.05  # backlog a paced flow may catch up on, seconds of its rate
 
 
 def _drain(conn: socket.socket) -> None:
@@ -90,6 +93,9 @@ def source(
                 continue
         if rate > 0:
             due = epoch + sent / rate
+            if due < now - _BURST_S:  # held back: forget the backlog beyond the bucket
+                epoch += now - _BURST_S - due
+                due = now - _BURST_S
             if due > now:
                 time.sleep(due - now)
         try:
