@@ -756,23 +756,26 @@ def check_straggle(straggle: Any) -> float:
     return s
 
 
-def check_elastic(elastic: Any) -> float:
-    """``elastic`` as a float in ``[-1, 1]``, or a clear error.
+def check_elastic(elastic: Any, *, reading: bool = False) -> float:
+    """``elastic`` as a float in ``[0, 1]`` (``reading``: ``[-1, 1]``), or a clear error.
 
     ``0``: another tenant's load on an uplink keeps its rate whatever runs
     beside it (paced traffic); ``1``: it yields to every new flow as TCP
-    flows through one bottleneck do; below 0 it takes more than a fair share
-    from more flows (long-lived flows against short transfers)
-    (:func:`rankopt.models.network.tenant_flows`).
+    flows through one bottleneck do
+    (:func:`rankopt.models.network.tenant_flows`). A probe's ``reading``
+    (:func:`rankopt.probe.sharing.elastic_share`) may be below 0: short
+    transfers lost more than an even split to congestion-controlled load
+    (:attr:`rankopt.Network.elastic` turns it into the model's value).
     """
+    lo = -1.0 if reading else 0.0
     try:
         e = float(elastic)
     except (TypeError, ValueError):
         e = float("nan")
-    if isinstance(elastic, (bool, np.bool_)) or not -1.0 <= e <= 1.0:
+    if isinstance(elastic, (bool, np.bool_)) or not lo <= e <= 1.0:
+        what = "the probe's `elastic` reading" if reading else "`elastic`"
         raise RankoptInputError(
-            "`elastic` must be a number between -1 (other tenants' load takes more from more "
-            "flows) and 1 (it yields to them as TCP does; 0: it keeps its rate); got "
-            f"{elastic!r}."
+            f"{what} must be a number between {lo:g} and 1 (1: other tenants' load yields to "
+            f"more flows as TCP does; 0: it keeps its rate); got {elastic!r}."
         )
     return e

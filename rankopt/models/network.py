@@ -38,7 +38,6 @@ __all__ = [
     "reference_time",
     "share_table",
     "tenant_flows",
-    "MIN_TENANT",
 ]
 
 
@@ -71,7 +70,7 @@ class Network:
     elastic : float
         How much of another tenant's load on an uplink yields to more flows
         (0: none, paced traffic keeps its rate; 1: all of it, as TCP flows
-        do; below 0 it takes more from more flows). With ``m`` tenant flows on an uplink (:func:`tenant_flows`),
+        do). With ``m`` tenant flows on an uplink (:func:`tenant_flows`),
         ``K`` transfers each get ``uplink * (1 + m) / (K**straggle + m)``
         (``uplink`` being what one transfer alone gets beside the tenant).
     tenant : ndarray (levels, max G) of float64
@@ -140,12 +139,6 @@ def share_table(n: int, straggle: float = 1.0) -> NDArray[np.float64]:
     return k if straggle == 1.0 else np.ascontiguousarray(k**straggle)
 
 
-#: Least tenant count of an uplink whose load takes more from more flows
-#: (``elastic < 0``): ``K`` transfers slow at most ``(K**straggle - 0.75) / 0.25``
-#: times, and ``1 + m`` stays positive.
-MIN_TENANT = -0.75
-
-
 def tenant_flows(
     uplink: NDArray[np.float64], uplink_in: NDArray[np.float64], elastic: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -159,11 +152,7 @@ def tenant_flows(
     count: ``m = elastic * (C / u - 1)``. ``K`` transfers then get
     ``u * (1 + m) / (K**straggle + m)`` each: ``u / K**straggle`` with
     ``m = 0``, and ``C / (K + m)``, the fair share beside ``m`` flows, with
-    ``straggle = 1``. A negative ``elastic`` is load that takes more from
-    more flows than an even split of what one left (long-lived flows
-    against short transfers): ``m`` is then negative, at least
-    :data:`MIN_TENANT`, and ``K`` transfers slow more than ``K**straggle``
-    times. Padding (``inf``) and unloaded uplinks get 0.
+    ``straggle = 1``. Padding (``inf``) and unloaded uplinks get 0.
 
     >>> up = np.array([[30.0, 10.0, np.inf]])
     >>> tenant_flows(up, up, 1.0)[0].tolist()
@@ -182,8 +171,7 @@ def tenant_flows(
         for src, dst in ((uplink, out), (uplink_in, inn)):
             row = src[lev]
             fin = np.isfinite(row) & (row > 0)
-            m = elastic * np.maximum(top / row[fin] - 1.0, 0.0)
-            dst[lev, fin] = np.maximum(m, MIN_TENANT)
+            dst[lev, fin] = elastic * np.maximum(top / row[fin] - 1.0, 0.0)
     return np.ascontiguousarray(out), np.ascontiguousarray(inn)
 
 

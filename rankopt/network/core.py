@@ -369,22 +369,49 @@ class Network:
         return 1.0 if value is None else check_straggle(value)
 
     @property
-    def elastic(self) -> float:
-        """How another tenant's load on an uplink answers more transfers, -1..1.
+    def elastic_reading(self) -> float | None:
+        """What the probe's sharing test across a loaded uplink read, -1..1, or None.
 
-        ``provenance["elastic"]``: the probe's sharing test, run again across
-        the most loaded uplink, compares how ``K`` transfers split it with how
-        they split an unloaded one (:func:`rankopt.probe.sharing.elastic_share`).
-        0 (the load keeps its rate, as paced traffic does) when nothing was
-        measured; 1 when it yields as TCP flows do; below 0 when it takes more
-        than a fair share from more transfers (long-lived flows against short
-        ones). With ``m`` such flows on
-        an uplink (:func:`rankopt.models.network.tenant_flows`) the contention
-        model gives ``K`` transfers ``uplink * (1 + m) / (K**straggle + m)``
-        each, not ``uplink / K**straggle``.
+        ``provenance["elastic"]`` (:func:`rankopt.probe.sharing.elastic_share`):
+        how ``K`` transfers split the most loaded uplink, against how they
+        split an unloaded one. 1: the load yielded to them as TCP flows do;
+        0: it kept its rate (paced traffic); below 0: the transfers lost more
+        than an even split of what one alone got, which only
+        congestion-controlled load can do to short transfers.
         """
         value = self.provenance.get("elastic")
-        return 0.0 if value is None else check_elastic(value)
+        return None if value is None else check_elastic(value, reading=True)
+
+    @property
+    def elastic_range(self) -> tuple[float, float]:
+        """The values of :attr:`elastic` the probe cannot tell apart: ``(lo, hi)``.
+
+        A reading below 0 tells that the load is congestion-controlled, not
+        how much of it yields to a collective's long, back-to-back transfers
+        (on the testbed, rings beside such load ran as ``elastic`` 0.5 to 1
+        priced them where the reading was -0.1 to -0.3): ``(0, 1)``. Else the
+        reading itself, or ``(0, 0)`` when nothing was read.
+        """
+        r = self.elastic_reading
+        if r is None:
+            return (0.0, 0.0)
+        return (0.0, 1.0) if r < 0.0 else (r, r)
+
+    @property
+    def elastic(self) -> float:
+        """How much of another tenant's load on an uplink yields to more transfers, 0..1.
+
+        The model's value, from the probe's :attr:`elastic_reading`: the
+        reading itself when it is 0..1, the middle of :attr:`elastic_range`
+        when it is below 0 (the draws behind a modelled speedup's interval
+        span the whole range), 0 (the load keeps its rate, as paced traffic
+        does) when nothing was read. With ``m`` such flows on an uplink
+        (:func:`rankopt.models.network.tenant_flows`) the contention model
+        gives ``K`` transfers ``uplink * (1 + m) / (K**straggle + m)`` each,
+        not ``uplink / K**straggle``.
+        """
+        lo, hi = self.elastic_range
+        return 0.5 * (lo + hi)
 
     @property
     def measured(self) -> bool:
@@ -460,7 +487,7 @@ class Network:
                 "probe": params,
                 "duration_s": float(getattr(measurement, "duration", 0)),
                 **({"straggle": params["straggle"]} if params.get("straggle") else {}),
-                **({"elastic": params["elastic"]} if params.get("elastic") else {}),
+                **({"elastic": params["elastic"]} if params.get("elastic") is not None else {}),
             },
         )
         if probed_groups:
@@ -674,8 +701,14 @@ class Network:
         levels = describe_levels(self.groups, self.uplinks)
         if levels and self.has_uplinks and self.straggle != 1.0:
             levels += f"; K transfers on one uplink get 1/K^{self.straggle:.2f} of it each"
-        if levels and self.has_uplinks and self.elastic != 0.0:
-            levels += f"; other tenants' load answers more transfers ({self.elastic:+.2f})"
+        lo, hi = self.elastic_range
+        if levels and self.has_uplinks and hi > lo:
+            levels += (
+                "; other tenants' load is congestion-controlled (yields "
+                f"{lo:.0%}-{hi:.0%} to more transfers)"
+            )
+        elif levels and self.has_uplinks and self.elastic != 0.0:
+            levels += f"; other tenants' load yields {self.elastic:.0%} to more transfers"
         return head + ("; levels: " + levels if levels else "; no hierarchy")
 
     def __repr__(self) -> str:
@@ -1060,8 +1093,10 @@ class Redraw:
     nothing on the draws. Entries of smaller blocks keep their value with
     log-normal noise of their uncertainty (:func:`_log_sigma`: the median's
     standard error and the spread of their level); uplinks get the spread of
-    the pairs that cross them. The uncertainties are computed once; each call
-    draws one network.
+    the pairs that cross them, and how much of other tenants' load yields
+    is drawn evenly from :attr:`Network.elastic_range` when the probe could
+    not pin it down. The uncertainties are computed once; each call draws
+    one network.
 
     Parameters
     ----------
@@ -1125,6 +1160,10 @@ class Redraw:
         self.base_kw = {
             k: v for k, v in model.items() if k not in ("bandwidth", "uplink_bandwidth")
         }
+        # a load the probe read as congestion-controlled: how much of it yields is a range
+        lo, hi = network.elastic_range
+        own = self.ups is not None and model.get("elastic") == network.elastic
+        self.elastic_span = (lo, hi) if own and hi > lo else None
 
     def _draw(
         self,
@@ -1169,6 +1208,8 @@ class Redraw:
             )
         if self.ups is not None:
             kw["uplink_bandwidth"] = _perturb_uplinks(self.ups, self.s_ups, gen, self.drift)
+        if self.elastic_span is not None:
+            kw["elastic"] = float(gen.uniform(*self.elastic_span))
         return lat_s, kw
 
 
@@ -1326,8 +1367,8 @@ def network_record(network: Network, *, matrices: bool = True) -> dict[str, Any]
     }
     if network.straggle != 1.0:
         rec["straggle"] = network.straggle
-    if network.elastic != 0.0:
-        rec["elastic"] = network.elastic
+    if network.elastic_reading is not None:
+        rec["elastic"] = network.elastic_reading
     if matrices:
         for name in ("latency", "bandwidth", "latency_spread", "bandwidth_spread"):
             value = getattr(network, name)
@@ -1360,7 +1401,7 @@ def network_from_record(record: Mapping[str, Any]) -> Network:
         provenance={
             "recorded": record.get("date"),
             **({"straggle": record["straggle"]} if record.get("straggle") else {}),
-            **({"elastic": record["elastic"]} if record.get("elastic") else {}),
+            **({"elastic": record["elastic"]} if record.get("elastic") is not None else {}),
         },
     )
 

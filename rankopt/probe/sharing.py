@@ -289,7 +289,7 @@ def elastic_share(
     quiet: float,
     straggle: float = 1.0,
 ) -> float | None:
-    """How much of the load on a loaded uplink yields to more flows, 0..1.
+    """How much of the load on a loaded uplink yielded to more flows: the reading, -1..1.
 
     ``steps[s, a, b]`` are the rates of the sharing test's transfers across
     the loaded uplink (only ``a -> b`` of every pair in ``pairs`` started
@@ -303,11 +303,13 @@ def elastic_share(
     share of it that yielded is ``m`` over that, within ``[-1, 1]``: 0 for
     paced traffic (it kept its rate: ``R = K**straggle``), 1 for TCP that
     yields. Below 0 the transfers slowed more than an even split of what one
-    alone got: long-lived TCP flows of another tenant take more than a fair
-    share from short transfers (on the emulated racks three 1 MiB transfers
-    beside two unpaced TCP flows slowed 5.3 times, not 3.2). ``None``
-    when the uplink is not loaded enough to tell (``quiet / loaded - 1``
-    below :data:`LOAD_TO_TELL`) or no step finished.
+    alone got, which only congestion-controlled load does: long-lived TCP
+    flows take more than a fair share from short transfers (on the emulated
+    racks three 1 MiB transfers beside two unpaced TCP flows slowed 5.3
+    times, not 3.2), while a collective's long back-to-back transfers get
+    more of it back; :attr:`rankopt.Network.elastic_range` is then ``(0, 1)``.
+    ``None`` when the uplink is not loaded enough to tell (``quiet / loaded
+    - 1`` below :data:`LOAD_TO_TELL`) or no step finished.
 
     Two flows beside two TCP flows of another tenant get a third of the
     uplink each where one alone got a third: it yielded.

@@ -119,8 +119,9 @@ class SolveResult:
         The network solved on: ``n``, ``source``, ``hosts``, ``level_sizes``
         (group sizes per level, finest first), ``uplinks`` (bytes/s per group
         per level), ``has_bandwidth``, ``hierarchy`` (how it was found),
-        ``straggle`` (how transfers share an uplink), ``elastic`` (how other
-        tenants' load answers more transfers).
+        ``straggle`` (how transfers share an uplink), ``elastic`` and
+        ``elastic_range`` (how much of other tenants' load yields to more
+        transfers, and what the probe cannot tell apart).
     notes : tuple of str
         What was ignored or decided and why (e.g. bandwidth measured but not
         used, the launch order kept).
@@ -220,11 +221,17 @@ class SolveResult:
                     "of it each (measured)"
                 )
             elastic = float(self.network.get("elastic") or 0.0)
-            if levels and self.objective == "contention" and elastic != 0.0:
+            lo, hi = self.network.get("elastic_range") or (elastic, elastic)
+            if levels and self.objective == "contention" and hi > lo:
                 lines.append(
-                    f"  other tenants     : their load on an uplink answers more transfers "
-                    f"({elastic:+.2f}: +1 yields as TCP does, 0 keeps its rate, -1 takes "
-                    "more; measured)"
+                    "  other tenants     : their load on an uplink is congestion-controlled; "
+                    f"priced yielding {elastic:.0%} to more transfers, the interval "
+                    f"{lo:.0%}-{hi:.0%} (measured)"
+                )
+            elif levels and self.objective == "contention" and elastic != 0.0:
+                lines.append(
+                    f"  other tenants     : their load on an uplink yields {elastic:.0%} to "
+                    "more transfers (100%: as TCP does, 0%: keeps its rate; measured)"
                 )
         speed = f"{self.speedup:.3f}x"
         if self.speedup_interval is not None:

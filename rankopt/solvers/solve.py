@@ -921,4 +921,5 @@ def _network_info(network: Any) -> dict[str, Any]:
         "hierarchy": network.provenance.get("hierarchy", "given"),
         "straggle": network.straggle,
         "elastic": network.elastic,
+        "elastic_range": list(network.elastic_range),
     }
