@@ -17,7 +17,9 @@ with the others, and the best order measured (seconds, median of
 ``--repeats``), the fraction of the best of the user path and of its order
 replayed, the modelled speedup
 with its 90% interval as printed, the measured speedup, whether the interval
-holds it, and the modelled speedup's error against the measured one.
+holds it, and the modelled speedup's error against the measured one; then one
+line that counts the launches against the targets (interval holds, within ±25%,
+user path at least 95% of the best).
 """
 
 from __future__ import annotations
@@ -103,8 +105,34 @@ def main() -> None:
                     rows.append(
                         {**row, "case": label or "none", "network": net, "launch_no": launch}
                     )
+    print()
+    print(tally(rows))
     if args.output:
         Path(args.output).write_text(json.dumps(rows, indent=1))
+
+
+def tally(rows: list[dict]) -> str:
+    """The targets' counts over ``rows``: interval, ±25%, ≥95% of best, median error."""
+    if not rows:
+        return "no launches"
+    n = len(rows)
+    inside = sum(
+        r["modelled_interval"] is not None
+        and r["modelled_interval"][0] - 0.005
+        <= r["speedup_user"]
+        <= r["modelled_interval"][1] + 0.005
+        for r in rows
+    )
+    errs = sorted(r["modelled_speedup"] / r["speedup_user"] - 1.0 for r in rows)
+    near = sum(abs(e) <= 0.25 for e in errs)
+    best = sum(r["fraction_of_best"] >= 0.95 for r in rows)
+    replay = sum(r["best"] / r["user_replay"] >= 0.95 for r in rows)
+    mid = errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])
+    return (
+        f"{n} launches: interval holds {inside}/{n}, modelled within ±25% {near}/{n}, "
+        f"user path >= 95% of best {best}/{n} (its order replayed {replay}/{n}), "
+        f"median modelled error {mid:+.0%}, largest {errs[-1]:+.0%}"
+    )
 
 
 if __name__ == "__main__":
