@@ -12,8 +12,9 @@
       objectives): swap moves scored by ``model.swap_delta`` and insert moves
       (one process moves to another rank, the ranks in between shift) scored
       by a full ``model.cost``. Models whose cost is a Numba ``kernel``
-      (custom objectives) run the whole loop in Numba
-      (:mod:`rankopt.solvers.custom`).
+      (custom objectives) run the whole loop in Numba, as a descent, one
+      anneal and a closing descent, a quarter of the swaps between nearby
+      nodes (:mod:`rankopt.solvers.custom`).
 
 Which loop runs is read from the model's
 :class:`~rankopt.models.base.Capabilities`: ``ring == "sum"`` (with its
