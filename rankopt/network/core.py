@@ -388,9 +388,10 @@ class Network:
 
         A reading below 0 tells that the load is congestion-controlled, not
         how much of it yields to a collective's long, back-to-back transfers
-        (on the testbed, rings beside such load ran as ``elastic`` 0.5 to 1
-        priced them where the reading was -0.1 to -0.3): ``(0, 1)``. Else the
-        reading itself, or ``(0, 0)`` when nothing was read.
+        (on the testbed, with readings of -0.09 to -0.30, rings beside such
+        load ran anywhere from what ``elastic`` 0 to ``elastic`` 1 priced):
+        ``(0, 1)``. Else the reading itself, or ``(0, 0)`` when nothing was
+        read.
         """
         r = self.elastic_reading
         if r is None:
