@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,11 +63,22 @@ def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> di
     return row
 
 
+def _inside(row: dict) -> bool:
+    """Whether the printed interval (two decimals) holds the measured speedup."""
+    lo, hi = row["modelled_interval"] or (float("nan"),) * 2
+    return lo - 0.005 <= row["speedup_user"] <= hi + 0.005
+
+
+def _error(row: dict) -> float:
+    """The modelled speedup's error against the measured one."""
+    return row["modelled_speedup"] / row["speedup_user"] - 1.0
+
+
 def fmt(label: str, net: str, launch: int, row: dict) -> str:
     lo, hi = row["modelled_interval"] or (float("nan"),) * 2
     meas = row["speedup_user"]
-    inside = lo - 0.005 <= meas <= hi + 0.005
-    err = row["modelled_speedup"] / meas - 1.0
+    inside = _inside(row)
+    err = _error(row)
     return (
         f"| {label} | {net} | {launch} | {row['launch']:.2f} | {row['user']:.2f} | "
         f"{row['user_replay']:.2f} | {row['best']:.2f} ({row['best_label']}) | "
@@ -116,22 +128,16 @@ def tally(rows: list[dict]) -> str:
     if not rows:
         return "no launches"
     n = len(rows)
-    inside = sum(
-        r["modelled_interval"] is not None
-        and r["modelled_interval"][0] - 0.005
-        <= r["speedup_user"]
-        <= r["modelled_interval"][1] + 0.005
-        for r in rows
-    )
-    errs = sorted(r["modelled_speedup"] / r["speedup_user"] - 1.0 for r in rows)
+    inside = sum(_inside(r) for r in rows)
+    errs = [_error(r) for r in rows]
     near = sum(abs(e) <= 0.25 for e in errs)
     best = sum(r["fraction_of_best"] >= 0.95 for r in rows)
     replay = sum(r["best"] / r["user_replay"] >= 0.95 for r in rows)
-    mid = errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])
+    mid = statistics.median(errs)
     return (
         f"{n} launches: interval holds {inside}/{n}, modelled within ±25% {near}/{n}, "
         f"user path >= 95% of best {best}/{n} (its order replayed {replay}/{n}), "
-        f"median modelled error {mid:+.0%}, largest {errs[-1]:+.0%}"
+        f"median modelled error {mid:+.0%}, largest {max(errs):+.0%}"
     )
 
 

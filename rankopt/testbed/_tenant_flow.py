@@ -17,6 +17,10 @@ source sends 16 KiB chunks on a fixed schedule: a token bucket ``_BURST_S``
 deep, so that a flow held back by a full link catches up by at most that much
 and does not burst to make up a whole slow period; its rate is reproducible
 to the percent.
+
+A sink writes one line, ``ready``, on stdout once it listens: the handshake
+:class:`rankopt.testbed.tenant.Tenant` waits for before it starts the
+sources. Nothing else is written.
 """
 
 from __future__ import annotations
