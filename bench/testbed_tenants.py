@@ -14,7 +14,7 @@ namespaces); writes only under a temporary folder it removes.
 
 The table: launch, user path (its own job), the user path's order replayed
 with the others, and the best order measured (seconds, median of
-``--repeats``), the fraction of the best of the user path and of its order
+``--repeats``, 5 by default), the fraction of the best of the user path and of its order
 replayed, the modelled speedup
 with its 90% interval as printed, the measured speedup, whether the interval
 holds it, and the modelled speedup's error against the measured one; then one
@@ -25,6 +25,8 @@ user path at least 95% of the best).
 from __future__ import annotations
 
 import argparse
+import bisect
+import itertools
 import json
 import statistics
 import subprocess
@@ -60,6 +62,12 @@ def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> di
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     report = json.loads(out.read_text())
     row = [r for r in report["summary"] if (r["tenant"] is None) == (tenant is None)][0]
+    # the rack of every rank around the user path's ring: which uplinks its flows cross
+    bounds = list(itertools.accumulate(int(k) for k in racks.split(",")))
+    rack = [bisect.bisect_right(bounds, h) for h in report["hosts"]]
+    user = next(iter(report["user"].values()))
+    if user.get("order") is not None:
+        row["user_racks"] = "".join(str(rack[r]) for r in user["order"])
     return row
 
 
@@ -94,12 +102,23 @@ def main() -> None:
     p.add_argument("--quick", action="store_true", help="one network, one tenant case")
     p.add_argument("--engine", default="mpi-ring", help="testbed engine (default: mpi-ring)")
     p.add_argument("--size", type=int, default=16, help="allreduce MB (default: 16)")
-    p.add_argument("--repeats", type=int, default=3, help="timed runs per order (default: 3)")
+    p.add_argument(
+        "--repeats", type=int, default=5,
+        help="timed runs per order (default: 5: a neighbour's on/off period meets every order)",
+    )  # fmt: skip
     p.add_argument("--launches", type=int, default=2, help="user-path launches per case")
+    p.add_argument("--case", help="only the tenant cases whose label holds this text")
+    p.add_argument("--network", help="only the networks whose racks are this, e.g. 3,3,3")
     p.add_argument("-o", "--output", help="also write the rows as JSON here")
     args = p.parse_args()
     nets = NETWORKS[:1] if args.quick else NETWORKS
     cases = [(None, None, [])] if args.no_tenant else TENANTS[: 1 if args.quick else None]
+    if args.case:
+        cases = [c for c in cases if c[0] is not None and args.case in c[0]]
+    if args.network:
+        nets = [net for net in nets if net[0] == args.network]
+    if not cases or not nets:
+        p.error(f"no case or network matches --case {args.case!r} --network {args.network!r}")
     print("| tenant | racks, uplink | launch | launch s | user path s | replayed s | best s | "
           "of best | replayed of best | modelled (90%) | measured | in interval | "
           "modelled error |")  # fmt: skip

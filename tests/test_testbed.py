@@ -147,6 +147,32 @@ def test_user_path_commands_and_report_parsing():
     assert parse_report("nothing")["modelled_speedup"] is None
 
 
+def test_timing_loop_permutes_jobs_after_the_first_repeat():
+    from rankopt.testbed._worker_common import timing_loop
+
+    def run(seed):
+        calls = []
+
+        def allreduce(o, buf):
+            calls.append((o, buf))
+            return float(o) + (0.5 if buf == 7 else 0.0)
+
+        cfg = {"jobs": [[0, 7], [1, 7], [2, 7], [3, 9]], "repeats": 6, "seed": seed}
+        times = timing_loop(cfg, allreduce, make_buffer=lambda b: b)
+        return calls, times
+
+    calls, times = run(3)
+    # each job's list holds its own time, once per repeat
+    assert times == [[0.5] * 6, [1.5] * 6, [2.5] * 6, [3.0] * 6]
+    timed = [c for c in calls if c[1] != 64 * 1024][:]
+    rounds = [timed[4 * r : 4 * r + 4] for r in range(6)]
+    assert rounds[0] == [(0, 7), (1, 7), (2, 7), (3, 9)]
+    assert all(sorted(r) == sorted(rounds[0]) for r in rounds)
+    assert len({tuple(r) for r in rounds}) > 1  # the order moves between repeats
+    assert run(3)[0] == calls  # every rank draws the same permutations
+    assert run(4)[0] != calls
+
+
 def test_topology_rejects_bad_input():
     with pytest.raises(ValueError, match="`hosts_per_rack` must be a positive integer"):
         Topology(0)

@@ -31,7 +31,11 @@ def timing_loop(
 
     ``allreduce(order_index, buffer)`` runs one allreduce and returns the slowest
     rank's time.  Repeats are the outer loop so that slow phases of a busy
-    machine hit every order alike.
+    machine hit every order alike, and every repeat after the first runs the
+    jobs in a new order (a permutation drawn from ``cfg["seed"]``, the same on
+    every rank): a neighbour whose load comes and goes on a period would
+    otherwise meet each job at the same phase on every repeat, and a job could
+    read fast or slow for where it sits in the list.
     """
     jobs: Sequence[tuple[int, int]] = [(int(o), int(b)) for o, b in cfg["jobs"]]
     sizes = sorted({b for _, b in jobs} | {WARMUP_BYTES})
@@ -40,8 +44,10 @@ def timing_loop(
         allreduce(o, buffers[WARMUP_BYTES])
     times: list[list[float]] = [[] for _ in jobs]
     deadline = time.monotonic() + float(cfg.get("budget_s", 1e9))
-    for _ in range(int(cfg.get("repeats", 3))):
-        for k, (o, b) in enumerate(jobs):
+    gen = np.random.default_rng(int(cfg.get("seed", 0)))
+    for rep in range(int(cfg.get("repeats", 3))):
+        for k in gen.permutation(len(jobs)) if rep else range(len(jobs)):
+            o, b = jobs[k]
             times[k].append(allreduce(o, buffers[b]))
         if time.monotonic() > deadline:
             break
