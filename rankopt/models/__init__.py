@@ -26,10 +26,25 @@ under both objectives: the all-at-once all-to-all (``"linear"``,
 :mod:`rankopt.models.concurrent`: the busiest link's time) and Gloo's
 broadcast (``"binomial_gloo"``, :mod:`rankopt.models.flow`: every send posted
 once its data is there, concurrent flows sharing links max-min fairly).
+
+Algorithms
+----------
+Each algorithm is one :class:`~rankopt.models._algorithms.Algorithm` (its step
+generator, closed form, invariances and pricing model), registered with
+:func:`register_algorithm`; :data:`ALGORITHMS` lists the registered names per
+collective and :data:`ALGORITHM_SPECS` holds the specs.
 """
 
 from __future__ import annotations
 
+from rankopt.models._algorithms import (
+    ALGORITHM_SPECS,
+    Algorithm,
+    Layout,
+    Step,
+    algorithm_spec,
+    register_algorithm,
+)
 from rankopt.models.base import Capabilities, CostModel
 from rankopt.models.custom import CustomModel
 from rankopt.models.evaluate import cost
@@ -42,6 +57,12 @@ __all__ = [
     "CustomModel",
     "make_model",
     "ALGORITHMS",
+    "ALGORITHM_SPECS",
+    "Algorithm",
+    "Step",
+    "Layout",
+    "algorithm_spec",
+    "register_algorithm",
     "OBJECTIVES",
     "RING_OBJECTIVES",
     "default_objective",

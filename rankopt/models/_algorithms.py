@@ -16,7 +16,9 @@ result back at the end.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +26,11 @@ from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
 
-__all__ = ["Step", "GENERATORS", "Layout", "parallel", "btree_parents"]
+__all__ = [
+    "Step", "Layout", "Algorithm", "register_algorithm", "algorithm_spec", "ALGORITHM_SPECS",
+    "ALGORITHMS", "GENERATORS", "RING_SCHEDULES", "COLLECTIVES", "MODEL_KINDS",
+    "parallel", "btree_parents",
+]  # fmt: skip
 
 Blocks = tuple[int, ...]
 
@@ -728,38 +734,340 @@ def _hierarchical(n, wb, *, groups=None, inter=None, **_):
     return red + mid + bc, Layout(m, 1 / m)
 
 
-#: (collective, algorithm) -> generator(n, wb, **options) -> (steps, layout)
-GENERATORS = {
-    ("allreduce", "ring"): _ring_allreduce,
-    ("allreduce", "recursive_doubling"): _rd_allreduce,
-    ("allreduce", "rabenseifner"): _rabenseifner,
-    ("allreduce", "rabenseifner_ompi"): _rabenseifner_ompi,
-    ("allreduce", "rabenseifner_mpich"): _rabenseifner_mpich,
-    ("allreduce", "binomial"): _binomial_allreduce,
-    ("allreduce", "double_binary_tree"): _double_binary_tree,
-    ("allreduce", "hierarchical"): _hierarchical,
-    ("allgather", "ring"): _ring_allgather,
-    ("allgather", "recursive_doubling"): _rd_allgather,
-    ("allgather", "bruck"): _bruck,
-    ("reduce_scatter", "ring"): _ring_reduce_scatter,
-    ("reduce_scatter", "recursive_halving"): _rh_reduce_scatter,
-    ("reduce_scatter", "pairwise"): _pairwise_reduce_scatter,
-    ("broadcast", "binomial"): _binomial_bcast,
-    ("broadcast", "binomial_gloo"): _binomial_gloo_bcast,
-    ("broadcast", "binary_tree"): _binary_tree_bcast,
-    ("broadcast", "chain"): _chain,
-    ("broadcast", "scatter_ring_allgather"): _scatter_ring_bcast,
-    ("broadcast", "scatter_recursive_doubling_allgather"): _scatter_rd_bcast,
-    ("reduce", "binomial"): _binomial_reduce,
-    ("reduce", "reduce_scatter_gather"): _reduce_scatter_gather,
-    ("reduce", "ring_gather"): _ring_gather_reduce,
-    ("alltoall", "pairwise"): _pairwise,
-    ("alltoall", "linear"): _linear_alltoall,
-}
+# -------------------------------------------------------------- the registry
+#: How an algorithm's transfers are priced (:func:`rankopt.models.make_model`):
+#: ``"step"`` step-synchronous (:class:`~rankopt.models.step.StepModel`);
+#: ``"concurrent"`` every transfer in flight at once
+#: (:class:`~rankopt.models.concurrent.ConcurrentTime`); ``"flow"`` each rank's
+#: sends share its link while the tree's levels overlap
+#: (:class:`~rankopt.models.flow.FlowTime`); ``"pairwise"`` one exchange per
+#: step with an O(1) swap kernel when there is no hierarchy
+#: (:class:`~rankopt.models.pairwise.PairwiseTime`); ``"chain"`` a pipelined
+#: chain (:class:`~rankopt.models.chain.ChainTime`); ``"hierarchical"`` rings
+#: inside groups and across them
+#: (:class:`~rankopt.models.step.HierarchicalModel`).
+MODEL_KINDS = ("step", "concurrent", "flow", "pairwise", "chain", "hierarchical")
 
-#: The algorithms whose steps are all alike and in which every rank plays the
-#: same part (rings): their models are invariant under rotating the order, and
-#: the contention kernel stores their one step with a repeat count.
-RING_SCHEDULES = frozenset(
-    {("allreduce", "ring"), ("allgather", "ring"), ("reduce_scatter", "ring")}
-)
+#: What ``schedule()`` hands a generator beyond ``n``: ``"segments"`` (the
+#: pipeline's segment count and sizes, from ``nbytes`` and ``segment_size``) and
+#: ``"groups"`` (one group label per rank, and ``inter``).
+SCHEDULE_OPTIONS = ("segments", "groups")
+
+#: A closed form: ``(p, alpha, nbytes, bandwidth, segment_size) -> seconds``.
+ClosedForm = Callable[[int, float, float, float, "float | None"], float]
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One collective algorithm: everything rankopt needs to price and order it.
+
+    Registering one (:func:`register_algorithm`) is all it takes to make it a
+    name of :data:`rankopt.models.ALGORITHMS`: ``schedule()``, ``cost()``,
+    ``make_model()``, ``solve()``, the CLI's ``--algorithm`` and every suite of
+    ``tests/test_algorithm_contract.py`` read it from here.
+
+    Parameters
+    ----------
+    collective : str
+        One of :data:`COLLECTIVES`.
+    name : str
+        The algorithm's name (the API): lower case, digits and ``_``.
+    generator : callable
+        ``generator(n, with_blocks, **options) -> (steps, layout)``: the steps of
+        concurrent transfers in new-rank numbers (:class:`Step`) and the block
+        layout (:class:`Layout`). With ``with_blocks`` every transfer lists the
+        blocks it carries, so that a test can execute the schedule.
+    doc : str
+        One line: what it does and which engine runs it (the source read).
+    closed_form : callable, optional
+        ``closed_form(p, alpha, nbytes, bandwidth, segment_size)``: its time on
+        ``p`` ranks of a uniform network (latency ``alpha``, ``bandwidth``), for
+        every ``p >= 2``, not only powers of two. The contract suite holds the
+        model to it at 1e-9.
+    closed_form_at : {"any", "pow2"}
+        The sizes ``closed_form`` holds at: every ``p``, or powers of two only
+        (a fold or uneven pieces elsewhere). Where the form holds at every ``p``
+        the contract checks sizes that are not powers of two too.
+    no_closed_form : str
+        Why there is none, when ``closed_form`` is None (required then).
+    ring : bool
+        Every step alike and every rank playing the same part (a ring): its
+        models are invariant under rotating the order, the contention kernel
+        stores one step with a repeat count, and the greedy start orders
+        clusters for neighbours (optimal leaf ordering) rather than mapping
+        them to the bits of recursive partners.
+    model : str
+        How its transfers are priced; one of :data:`MODEL_KINDS`.
+    options : tuple of str
+        What ``schedule()`` passes its generator; from :data:`SCHEDULE_OPTIONS`.
+
+    Examples
+    --------
+    >>> from rankopt.models._algorithms import ALGORITHM_SPECS
+    >>> spec = ALGORITHM_SPECS["allreduce", "ring"]
+    >>> spec.ring, spec.model, round(spec.closed_form(4, 1e-6, 4e6, 1e9, None) * 1e3, 3)
+    (True, 'step', 6.006)
+    """
+
+    collective: str
+    name: str
+    generator: Callable[..., tuple[list[Step], Layout]]
+    doc: str
+    closed_form: ClosedForm | None = None
+    closed_form_at: str = "any"
+    no_closed_form: str = ""
+    ring: bool = False
+    model: str = "step"
+    options: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        where = f"algorithm {self.collective!r}/{self.name!r}"
+        if self.collective not in COLLECTIVES:
+            raise RankoptInputError(
+                f"{where}: `collective` must be one of {', '.join(map(repr, COLLECTIVES))}."
+            )
+        if not (isinstance(self.name, str) and _NAME.fullmatch(self.name)):
+            raise RankoptInputError(
+                f"{where}: `name` must be lower case letters, digits and '_'; got {self.name!r}."
+            )
+        if not callable(self.generator):
+            raise RankoptInputError(
+                f"{where}: `generator` must be callable; got {self.generator!r}."
+            )
+        if not (isinstance(self.doc, str) and self.doc.strip()):
+            raise RankoptInputError(f"{where}: `doc` must say in one line what it does.")
+        if self.closed_form is None and not self.no_closed_form.strip():
+            raise RankoptInputError(
+                f"{where}: give a `closed_form`, or say in `no_closed_form` why there is none."
+            )
+        if self.closed_form_at not in ("any", "pow2"):
+            raise RankoptInputError(
+                f"{where}: `closed_form_at` must be 'any' or 'pow2'; got {self.closed_form_at!r}."
+            )
+        if self.model not in MODEL_KINDS:
+            raise RankoptInputError(
+                f"{where}: `model` must be one of {', '.join(map(repr, MODEL_KINDS))}; "
+                f"got {self.model!r}."
+            )
+        bad = [o for o in self.options if o not in SCHEDULE_OPTIONS]
+        if bad:
+            raise RankoptInputError(
+                f"{where}: `options` must be among {', '.join(map(repr, SCHEDULE_OPTIONS))}; "
+                f"got {bad!r}."
+            )
+
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+#: The collectives rankopt prices, in this order.
+COLLECTIVES = ("allreduce", "allgather", "reduce_scatter", "broadcast", "reduce", "alltoall")
+
+#: (collective, name) -> :class:`Algorithm`, in registration order: the one list of algorithms.
+ALGORITHM_SPECS: dict[tuple[str, str], Algorithm] = {}
+
+
+def register_algorithm(spec: Algorithm, *, replace: bool = False) -> Algorithm:
+    """Add ``spec`` to :data:`ALGORITHM_SPECS` and return it.
+
+    Raises
+    ------
+    RankoptInputError
+        If ``spec`` is not an :class:`Algorithm`, or another algorithm of its
+        collective has its name (unless ``replace``).
+    """
+    if not isinstance(spec, Algorithm):
+        raise RankoptInputError(f"`spec` must be an Algorithm; got {spec!r}.")
+    key = (spec.collective, spec.name)
+    if key in ALGORITHM_SPECS and not replace and ALGORITHM_SPECS[key] is not spec:
+        raise RankoptInputError(
+            f"an algorithm {spec.collective!r}/{spec.name!r} is registered already."
+        )
+    ALGORITHM_SPECS[key] = spec
+    return spec
+
+
+def algorithm_spec(collective: str, algorithm: str) -> Algorithm:
+    """The registered :class:`Algorithm` (names checked by ``check_collective`` first)."""
+    try:
+        return ALGORITHM_SPECS[collective, algorithm]
+    except KeyError:
+        raise RankoptInputError(
+            f"no algorithm {algorithm!r} for collective {collective!r}; see "
+            "rankopt.models.ALGORITHMS."
+        ) from None
+
+
+class _Names(Mapping[str, tuple[str, ...]]):
+    """collective -> its algorithms' names, read live from :data:`ALGORITHM_SPECS`."""
+
+    def _table(self) -> dict[str, tuple[str, ...]]:
+        out: dict[str, list[str]] = {}
+        for c, a in ALGORITHM_SPECS:
+            out.setdefault(c, []).append(a)
+        return {c: tuple(v) for c, v in out.items()}
+
+    def __getitem__(self, key: str) -> tuple[str, ...]:
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __repr__(self) -> str:
+        return repr(self._table())
+
+
+class _Generators(Mapping[tuple[str, str], Callable[..., tuple[list[Step], Layout]]]):
+    """(collective, algorithm) -> generator, read live from :data:`ALGORITHM_SPECS`."""
+
+    def __getitem__(self, key: tuple[str, str]) -> Callable[..., tuple[list[Step], Layout]]:
+        return ALGORITHM_SPECS[key].generator
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(list(ALGORITHM_SPECS))
+
+    def __len__(self) -> int:
+        return len(ALGORITHM_SPECS)
+
+
+class _Rings(AbstractSet[tuple[str, str]]):
+    """The (collective, algorithm) pairs whose spec says ``ring``, read live."""
+
+    def _pairs(self) -> list[tuple[str, str]]:
+        return [k for k, s in ALGORITHM_SPECS.items() if s.ring]
+
+    def __contains__(self, key: object) -> bool:
+        spec = ALGORITHM_SPECS.get(key) if isinstance(key, tuple) else None  # type: ignore[call-overload]
+        return bool(spec is not None and spec.ring)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._pairs())
+
+    def __len__(self) -> int:
+        return len(self._pairs())
+
+
+#: Valid algorithm names per collective (the names are the API), in registration order.
+ALGORITHMS: Mapping[str, tuple[str, ...]] = _Names()
+#: (collective, algorithm) -> generator(n, wb, **options) -> (steps, layout).
+GENERATORS: Mapping[tuple[str, str], Callable[..., tuple[list[Step], Layout]]] = _Generators()
+#: The algorithms whose spec says ``ring`` (rotation invariant, one step stored).
+RING_SCHEDULES: AbstractSet[tuple[str, str]] = _Rings()
+
+
+# ---------------------------------------------- closed forms (uniform network)
+def _cf_lg(p: int) -> int:
+    """ceil(log2 p): the rounds of a binomial tree or of Bruck's doubling."""
+    return (p - 1).bit_length()
+
+
+def _cf_fold_cost(p: int, a: float, m: float, b: float) -> float:
+    """The MPICH fold of a non-power of two: the whole vector in, and back out."""
+    return 0.0 if p & (p - 1) == 0 else 2 * (a + m / b)
+
+
+def _cf_ring_like(p, a, m, b, seg):  # p - 1 steps of one block
+    return (p - 1) * (a + m / (p * b))
+
+
+def _cf_halving(p, a, m, b, seg):  # lg p steps, the blocks halve (or double) each step
+    return (p.bit_length() - 1) * a + (p - 1) / p * m / b
+
+
+def _cf_rab(p, a, m, b, seg):  # halving then doubling over the largest power of two, folded
+    q = 1 << (p.bit_length() - 1)
+    lg = q.bit_length() - 1
+    return 2 * lg * a + 2 * (q - 1) / q * m / b + _cf_fold_cost(p, a, m, b)
+
+
+def _cf_rab_ompi(p, a, m, b, seg):  # Open MPI folds in three steps: M/2 both ways, M/2, M
+    q = 1 << (p.bit_length() - 1)
+    fold = 0.0 if p == q else 3 * a + 2 * m / b
+    return _cf_rab(q, a, m, b, seg) + fold
+
+
+def _spec(c, name, gen, doc, form=None, **kw) -> None:
+    register_algorithm(Algorithm(c, name, gen, doc, closed_form=form, **kw))
+
+
+# fmt: off
+_spec("allreduce", "ring", _ring_allreduce,
+      "ring reduce-scatter then ring allgather, rank r sending to r + 1",
+      lambda p, a, m, b, seg: 2 * (p - 1) * (a + m / (p * b)), ring=True)
+_spec("allreduce", "recursive_doubling", _rd_allreduce,
+      "recursive doubling, distance 1 first, the whole vector every step (Open MPI, MPICH)",
+      lambda p, a, m, b, seg: ((p.bit_length() - 1) * (a + m / b) + _cf_fold_cost(p, a, m, b)))
+_spec("allreduce", "rabenseifner", _rabenseifner,
+      "recursive halving then doubling, distance p/2 first (Thakur et al. 2005)", _cf_rab)
+_spec("allreduce", "rabenseifner_ompi", _rabenseifner_ompi,
+      "Open MPI's redscat_allgather: vector halving at distance 1 first", _cf_rab_ompi)
+_spec("allreduce", "rabenseifner_mpich", _rabenseifner_mpich,
+      "MPICH's reduce_scatter_allgather, halving at distance 1 first", _cf_rab)
+_spec("allreduce", "binomial", _binomial_allreduce,
+      "binomial reduce to rank 0 then binomial broadcast (MPICH trees)",
+      lambda p, a, m, b, seg: 2 * _cf_lg(p) * (a + m / b))
+_spec("allreduce", "double_binary_tree", _double_binary_tree,
+      "NCCL's double binary tree (ncclGetDtree), each tree half the vector",
+      lambda p, a, m, b, seg: 2 * (p.bit_length() - 1) * (a + m / (2 * b)),
+      closed_form_at="pow2")
+_spec("allreduce", "hierarchical", _hierarchical,
+      "intra-group ring reduce-scatter, inter-group ring allreduce, intra-group allgather",
+      no_closed_form="its time depends on the groups; tests price it per group shape",
+      model="hierarchical", options=("groups",))
+_spec("allgather", "ring", _ring_allgather,
+      "ring allgather, rank r sending to r + 1 (MPICH, Open MPI, Gloo)", _cf_ring_like, ring=True)
+_spec("allgather", "recursive_doubling", _rd_allgather,
+      "recursive-doubling allgather, distance 1 first (MPICH; MPICH fold)",
+      _cf_halving, closed_form_at="pow2")
+_spec("allgather", "bruck", _bruck,
+      "Bruck allgather, distance 1 first, sending to r - d (MPICH's order)",
+      lambda p, a, m, b, seg: _cf_lg(p) * a + (p - 1) / p * m / b)
+_spec("reduce_scatter", "ring", _ring_reduce_scatter,
+      "ring reduce-scatter, rank r sending to r + 1 (MPICH)", _cf_ring_like, ring=True)
+_spec("reduce_scatter", "recursive_halving", _rh_reduce_scatter,
+      "recursive-halving reduce-scatter, distance p/2 first (MPICH)",
+      _cf_halving, closed_form_at="pow2")
+_spec("reduce_scatter", "pairwise", _pairwise_reduce_scatter,
+      "MPICH's pairwise reduce-scatter: step i sends to r + i", _cf_ring_like)
+_spec("broadcast", "binomial", _binomial_bcast,
+      "MPICH binomial broadcast, largest distance first",
+      lambda p, a, m, b, seg: _cf_lg(p) * (a + m / b))
+# a rank's lg p - h sends share its link: path 0 -> 1 -> 3 -> 7 ...
+_spec("broadcast", "binomial_gloo", _binomial_gloo_bcast,
+      "Gloo's binomial broadcast, distance 1 first, a rank's sends sharing its link",
+      lambda p, a, m, b, seg: (lg := p.bit_length() - 1) * a + lg * (lg + 1) / 2 * m / b,
+      closed_form_at="pow2", model="flow")
+_spec("broadcast", "binary_tree", _binary_tree_bcast,
+      "binary-heap broadcast tree (parent (k - 1) // 2), not pipelined",
+      lambda p, a, m, b, seg: (p.bit_length() - 1) * (a + m / b))
+_spec("broadcast", "chain", _chain,
+      "pipelined chain 0 -> 1 -> ... -> n-1, one segment per link per step",
+      lambda p, a, m, b, seg: (p - 2 + m / seg) * (a + seg / b),
+      model="chain", options=("segments",))
+_spec("broadcast", "scatter_ring_allgather", _scatter_ring_bcast,
+      "MPICH's scatter_ring_allgather: binomial scatter, ring allgather",
+      lambda p, a, m, b, seg: (p.bit_length() - 1 + p - 1) * a + 2 * (p - 1) / p * m / b,
+      closed_form_at="pow2")
+_spec("broadcast", "scatter_recursive_doubling_allgather", _scatter_rd_bcast,
+      "MPICH's scatter_recursive_doubling_allgather broadcast",
+      _cf_rab, closed_form_at="pow2")
+_spec("reduce", "binomial", _binomial_reduce,
+      "MPICH binomial reduce to rank 0, distance 1 first",
+      lambda p, a, m, b, seg: _cf_lg(p) * (a + m / b))
+_spec("reduce", "reduce_scatter_gather", _reduce_scatter_gather,
+      "MPICH's reduce_scatter_gather reduce to rank 0",
+      _cf_rab, closed_form_at="pow2")
+# ring reduce-scatter, then the root takes p - 1 chunks in turn
+_spec("reduce", "ring_gather", _ring_gather_reduce,
+      "Gloo's reduce: ring reduce-scatter, then rank 0 takes the p - 1 chunks in turn",
+      lambda p, a, m, b, seg: 2 * (p - 1) * (a + m / (p * b)))
+_spec("alltoall", "pairwise", _pairwise,
+      "pairwise exchange: r ^ i on powers of two, else r + i (MPICH, Open MPI)",
+      _cf_ring_like, model="pairwise")
+# every block at once through one link
+_spec("alltoall", "linear", _linear_alltoall,
+      "every block at once (Open MPI's basic_linear/linear_sync, MPICH's scattered)",
+      lambda p, a, m, b, seg: a + (p - 1) / p * m / b, model="concurrent")
+# fmt: on

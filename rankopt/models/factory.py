@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from rankopt._limits import MAX_COUNT, check_bound, check_chain_segments
 from rankopt._validation import RankoptInputError, check_options
+from rankopt.models._algorithms import algorithm_spec
 from rankopt.models.base import CostModel
 from rankopt.models.network import check_groups, make_network
 from rankopt.models.ring import RingBottleneck, RingSum
@@ -154,7 +155,8 @@ def make_model(
         net = make_network(
             latency, bandwidth=bandwidth if nbytes is not None else None, nbytes=nbytes
         )
-    if algorithm == "hierarchical":
+    kind = algorithm_spec(collective, algorithm).model
+    if kind == "hierarchical":
         if groups is not None:
             finest = check_groups(groups, n)[0]
         else:
@@ -162,25 +164,27 @@ def make_model(
 
             levels = infer_hierarchy(latency, net.bandwidth if bandwidth is not None else None)
             finest = levels[0] if levels else np.arange(n, dtype=np.int64)
-        return HierarchicalModel(net, finest, objective, inter=inter)
-    if algorithm == "chain":  # the segment count is checked before schedule() allocates it
+        return HierarchicalModel(
+            net, finest, objective, inter=inter, collective=collective, algorithm=algorithm
+        )
+    if kind == "chain":  # the segment count is checked before schedule() allocates it
         check_chain_segments(
             nbytes, segment_size, f"{collective}/{algorithm}", default=DEFAULT_SEGMENT_SIZE
         )
     sched = schedule(collective, algorithm, n, nbytes=nbytes, segment_size=segment_size)
-    if algorithm == "chain" and not net.levels:
+    if kind == "chain" and not net.levels:
         from rankopt.models.chain import ChainTime
 
         return ChainTime(sched, net, objective)
-    if (collective, algorithm) == ("alltoall", "linear"):
+    if kind == "concurrent":
         from rankopt.models.concurrent import ConcurrentTime
 
         return ConcurrentTime(sched, net, objective)
-    if (collective, algorithm) == ("broadcast", "binomial_gloo"):
+    if kind == "flow":
         from rankopt.models.flow import FlowTime
 
         return FlowTime(sched, net, objective)
-    if (collective, algorithm) == ("alltoall", "pairwise") and not net.levels:
+    if kind == "pairwise" and not net.levels:
         from rankopt.models.pairwise import PairwiseTime
 
         return PairwiseTime(sched, net, objective)

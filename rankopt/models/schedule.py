@@ -8,7 +8,8 @@ schedule
     ``schedule(collective, algorithm, n, ...)`` for every algorithm in
     :data:`ALGORITHMS`.
 ALGORITHMS
-    Valid algorithm names per collective.
+    Valid algorithm names per collective, read live from the registry
+    (:func:`rankopt.models.register_algorithm`).
 """
 
 from __future__ import annotations
@@ -27,17 +28,10 @@ from rankopt._validation import (
     check_positive,
     check_quantity,
 )
-from rankopt.models._algorithms import GENERATORS, Layout
+from rankopt.models._algorithms import ALGORITHMS, Layout, algorithm_spec
 
 __all__ = ["Schedule", "schedule", "ALGORITHMS", "DEFAULT_SEGMENT_SIZE", "chain_segments"]
 
-#: Valid algorithm names per collective (the names are the API), in the order
-#: of :data:`rankopt.models._algorithms.GENERATORS`, the one list of algorithms:
-#: a generator registered there is an algorithm here.
-ALGORITHMS: dict[str, tuple[str, ...]] = {
-    c: tuple(a for (cc, a) in GENERATORS if cc == c)
-    for c in dict.fromkeys(c for c, _ in GENERATORS)
-}
 
 #: Segment size (bytes) of the pipelined chain broadcast when none is given.
 DEFAULT_SEGMENT_SIZE = 1 << 16
@@ -267,15 +261,16 @@ def schedule(
     """
     check_collective(collective, algorithm)
     n = check_ranks(n, "schedule()")
+    spec = algorithm_spec(collective, algorithm)
     opts: dict[str, Any] = {}
-    if algorithm == "chain":
+    if "segments" in spec.options:
         if segment_size is not None:
             segment_size = check_positive(segment_size, "segment_size")
         if nbytes is not None:
             nbytes = check_quantity(nbytes, "nbytes", "nbytes")
         k, fr = chain_segments(nbytes, segment_size)
         opts.update(segments=k, seg_fracs=fr)
-    if algorithm == "hierarchical":
+    if "groups" in spec.options:
         if groups is not None:
             lab = np.asarray(groups)
             if lab.shape != (n,):
@@ -292,7 +287,7 @@ def schedule(
                         f"inter='rings' needs groups of equal size; got sizes {sizes.tolist()}."
                     )
             opts["inter"] = inter
-    steps, layout = GENERATORS[collective, algorithm](n, bool(blocks), **opts)
+    steps, layout = spec.generator(n, bool(blocks), **opts)
     if not blocks:
         steps = _compress(steps)
     ptr = np.zeros(len(steps) + 1, dtype=np.int64)

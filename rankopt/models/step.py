@@ -163,7 +163,7 @@ class StepModel(CostModel):
 
 
 class HierarchicalModel(CostModel):
-    """Hierarchical allreduce: its schedule depends on where each rank runs.
+    """A grouped algorithm (``model="hierarchical"``): its schedule depends on where each rank runs.
 
     The group of new rank ``k`` is ``groups[order[k]]`` (the finest level of
     the hierarchy: hosts). Groups are taken in the order of their lowest new
@@ -172,13 +172,23 @@ class HierarchicalModel(CostModel):
     sizes: :meth:`cost` maps the order to positions (``O(n log n)`` in NumPy)
     and evaluates the compiled schedule of that size sequence, built once and
     cached. :meth:`swap_delta` is the difference of two full evaluations.
+    ``collective``/``algorithm`` name the registered algorithm whose generator
+    takes the groups (``options=("groups",)``).
     """
 
     _CACHE = 32
 
     def __init__(
-        self, net: Network, groups: NDArray[np.int64], objective: str, inter: str | None = None
+        self,
+        net: Network,
+        groups: NDArray[np.int64],
+        objective: str,
+        inter: str | None = None,
+        *,
+        collective: str = "allreduce",
+        algorithm: str = "hierarchical",
     ) -> None:
+        self.collective, self.algorithm = collective, algorithm
         self.network = net
         self.groups = np.asarray(groups, dtype=np.int64)
         self.n = net.n
@@ -196,8 +206,8 @@ class HierarchicalModel(CostModel):
     def schedule_for(self, order: NDArray[np.int64]) -> Schedule:
         """The schedule the algorithm runs under ``order``."""
         return schedule(
-            "allreduce",
-            "hierarchical",
+            self.collective,
+            self.algorithm,
             self.n,
             groups=self.groups[np.asarray(order)],
             inter=self.inter,
@@ -224,7 +234,7 @@ class HierarchicalModel(CostModel):
         ev = self._evaluators.get(sizes)
         if ev is None:
             lab = np.repeat(np.arange(self._ngroups), np.frombuffer(sizes, dtype=np.int64))
-            sched = schedule("allreduce", "hierarchical", self.n, groups=lab, inter=self.inter)
+            sched = schedule(self.collective, self.algorithm, self.n, groups=lab, inter=self.inter)
             ev = make_evaluator(sched, self.network, index=False)
             if len(self._evaluators) >= self._CACHE:
                 self._evaluators.pop(next(iter(self._evaluators)))
