@@ -542,6 +542,85 @@ MUTANTS: tuple[Mutant, ...] = (
         "flow spec: a filled flow takes all that is left of its other links (no max-min refill)",
         ("tests/test_flow.py",),
     ),
+    # ------------------------------------ sizes that are not powers of two
+    Mutant(
+        "binary_tree_parent_off_by_one",
+        "rankopt/models/_algorithms.py",
+        "    parent = np.array([-1] + [(k - 1) // 2 for k in range(1, n)], dtype=np.int64)",
+        "    parent = np.array([-1] + [k // 2 for k in range(1, n)], dtype=np.int64)",
+        "binary-tree broadcast: parent k // 2 (the same depth on powers of two, deeper elsewhere)",
+        ("tests/test_algorithm_contract.py",),
+    ),
+    Mutant(
+        "bruck_last_step_full",
+        "rankopt/models/_algorithms.py",
+        "        cnt = min(d, n - d)",
+        "        cnt = d",
+        "Bruck allgather: the last step sends d blocks where n - d are left (not a power of two)",
+        ("tests/test_algorithm_contract.py",),
+    ),
+    # ------------------------------------------------ the last block of a tile loop
+    Mutant(
+        "is_symmetric_skips_last_column",
+        "src_ext/_ring_eval.pyx",
+        "            while j0 < n and sym:\n                jend = j0 + B if j0 + B < n else n",
+        "            while j0 < n and sym:\n                jend = j0 + B if j0 + B < n else n - 1",
+        "is_symmetric: the last tile of each row band stops one column short",
+        ("tests/test_ring_kernels.py::test_is_symmetric_sees_one_asymmetric_pair_anywhere",),
+    ),
+    Mutant(
+        "symmetrize_skips_last_column",
+        "src_ext/_ring_eval.pyx",
+        "            while j0 < n:\n                jend = j0 + B if j0 + B < n else n",
+        "            while j0 < n:\n                jend = j0 + B if j0 + B < n else n - 1",
+        "symmetrize: the last tile of each row band stops one column short (left unwritten)",
+        ("tests/test_ring_kernels.py::test_symmetrize_writes_every_entry",),
+    ),
+    # ------------------------------------------ documented thresholds, at the limit
+    Mutant(
+        "auto_brute_force_limit",
+        "rankopt/solvers/solve.py",
+        '    if n <= 8:\n        return "brute_force"',
+        '    if n < 8:\n        return "brute_force"',
+        "auto rule: brute force below 8 processes, not up to 8 as documented",
+        ("tests/test_solvers.py::test_auto_rule_at_each_documented_limit",),
+    ),
+    Mutant(
+        "auto_held_karp_limit",
+        "rankopt/solvers/solve.py",
+        "caps.ring_sum_exact and n <= min(AUTO_EXACT_MAX_N, HELD_KARP_MAX_N)",
+        "caps.ring_sum_exact and n < min(AUTO_EXACT_MAX_N, HELD_KARP_MAX_N)",
+        "auto rule: Held-Karp below 12 processes, not up to 12 as documented",
+        ("tests/test_solvers.py::test_auto_rule_at_each_documented_limit",),
+    ),
+    Mutant(
+        "auto_greedy_time_limit_inclusive",
+        "rankopt/solvers/solve.py",
+        '    if time_limit is not None and time_limit < 1e-5 * n:\n        return "greedy_cluster"',
+        '    if time_limit is not None and time_limit <= 1e-5 * n:\n        return "greedy_cluster"',
+        "auto rule: greedy_cluster at exactly 10 us per process, documented as under it",
+        ("tests/test_solvers.py::test_auto_rule_at_each_documented_limit",),
+    ),
+    # --------------------------------------------- directional (asymmetric) rates
+    Mutant(
+        "chain_kernel_reads_reverse_rate",
+        "src_ext/_schedule_eval.pyx",
+        "            r = bw[a, b] if has_bw else INF",
+        "            r = bw[b, a] if has_bw else INF",
+        "chain kernel: a link's rate read in the other direction",
+        ("tests/test_algorithm_contract.py",),
+    ),
+    Mutant(
+        "step_cache_keeps_reverse_rate",
+        "src_ext/_schedule_eval.pyx",
+        "                self.tr[e] = (self.bw[o[self.src[e]], o[self.dst[e]]] if self.has_bw else INF)",
+        "                self.tr[e] = (self.bw[o[self.dst[e]], o[self.src[e]]] if self.has_bw else INF)",
+        "step evaluator: the pair rate cached for a swap's untouched transfers is the reverse one",
+        (
+            "tests/test_directional_uplinks.py::"
+            "test_swap_deltas_after_accepted_swaps_read_each_direction",
+        ),
+    ),
 )
 
 #: A pytest plugin written into each copy: the run stops unless rankopt comes from the copy.

@@ -276,7 +276,7 @@ cdef class StepEval(SwapEval):
         return k
 
     cdef void _apply(self, long long i, long long j) noexcept nogil:
-        cdef long long tmp = self.cur[i], s, e, a, b
+        cdef long long tmp = self.cur[i], s, e
         cdef Py_ssize_t pi = self.rptr[i], pj = self.rptr[j], k, q, rest
         cdef double t
         self.cur[i] = self.cur[j]
@@ -293,12 +293,8 @@ cdef class StepEval(SwapEval):
             rest = self.ptr[s + 1] - self.ptr[s] - k
             for q in range(k):
                 e = self.buf[q]
-                a = self.cur[self.src[e]]
-                b = self.cur[self.dst[e]]
                 t = self._time(self.cur, e)
-                self.tt[e] = t
-                self.tl[e] = self.lat[a, b]
-                self.tr[e] = self.bw[a, b] if self.has_bw else INF
+                self.tt[e] = t  # tl, tr: read under contention only, where _step stores them
                 top_insert(&self.sv[s, 0], &self.si[s, 0], &self.sn[s], K, t, e,
                            self.sn[s] >= rest + q)
             if 2 * self.sn[s] < K and self.sn[s] < self.ptr[s + 1] - self.ptr[s]:

@@ -272,3 +272,32 @@ def test_flow_single_transfer_is_capped_by_the_receivers_uplink_in():
         want = LAT + M / rate
         assert flow_time(m.schedule, net, np.arange(2), "contention") == pytest.approx(want)
         assert m.cost(np.arange(2)) == pytest.approx(want, rel=1e-12)
+
+
+# --------------------------- swap deltas after accepted swaps, per direction
+def _swap(o, i, j):
+    o = o.copy()
+    o[i], o[j] = o[j], o[i]
+    return o
+
+
+@pytest.mark.parametrize("c,a", PAIRS)
+def test_swap_deltas_after_accepted_swaps_read_each_direction(c, a):
+    """An evaluator that caches a transfer's pair rate must cache it for the direction
+    the transfer runs: after accepted swaps, every delta equals the spec's."""
+    n = 12
+    gen = np.random.default_rng(12)
+    lat, kw = _directional(gen, n)
+    if a == "chain":
+        kw["segment_size"] = kw["nbytes"] / 8
+    m = make_model(lat, c, a, objective="contention", **kw)
+    if not isinstance(m, StepModel):
+        pytest.skip(f"{type(m).__name__} prices {c}/{a} without swap deltas")
+    o = gen.permutation(n)
+    for i, j in gen.integers(0, n, (120, 2)):
+        new = _swap(o, i, j)
+        want = _spec(m, new) - _spec(m, o)
+        assert m.swap_delta(o, int(i), int(j)) == pytest.approx(want, rel=1e-9, abs=1e-15)
+        if want <= 0 or gen.random() < 0.6:  # most swaps accepted: cached entries age
+            o = new
+    assert m.cost(o) == pytest.approx(_spec(m, o), rel=1e-12)

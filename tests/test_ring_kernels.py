@@ -343,3 +343,39 @@ def test_time_models_at_the_bounds(kind, method, algorithm):
         )  # fmt: skip
         assert _is_perm(res.order, n)
         assert np.isfinite(res.cost) and res.cost <= res.baseline_cost
+
+
+# ------------------------------------------- blocked kernels: every tile edge
+#: sizes around the 64-wide tiles of is_symmetric / symmetrize: one partial
+#: tile, exactly one, one and a bit, several with a partial last one
+TILE_SIZES = [1, 2, 63, 64, 65, 127, 128, 130]
+
+
+@pytest.mark.parametrize("n", TILE_SIZES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_is_symmetric_sees_one_asymmetric_pair_anywhere(n, dtype):
+    gen = np.random.default_rng(n)
+    a = gen.uniform(0, 1, (n, n)).astype(dtype)
+    a = np.ascontiguousarray(np.triu(a) + np.triu(a, 1).T)
+    assert ev.is_symmetric(a)
+    # the corners and both edges of every tile, the last row and column included
+    edges = sorted({0, n - 1} | {k for t in range(0, n, 64) for k in (t, t + 63) if k < n})
+    for i in edges:
+        for j in edges:
+            if i == j:
+                continue
+            b = a.copy()
+            b[i, j] += 1
+            assert not ev.is_symmetric(b), (i, j)
+
+
+@pytest.mark.parametrize("n", TILE_SIZES)
+@pytest.mark.parametrize("maximum", [False, True])
+def test_symmetrize_writes_every_entry(n, maximum):
+    gen = np.random.default_rng(n)
+    for dtype in (np.float32, np.float64):
+        a = np.ascontiguousarray(gen.uniform(0, 1, (n, n)).astype(dtype))
+        want = np.maximum(a, a.T) if maximum else (0.5 * (a.astype(np.float64) + a.T)).astype(dtype)
+        got = ev.symmetrize(a, maximum)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-15)

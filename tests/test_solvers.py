@@ -229,6 +229,32 @@ def test_auto_rule():
     assert {"anneal", "greedy_cluster"} <= set(METHODS)
 
 
+def test_auto_rule_at_each_documented_limit():
+    """Every threshold of auto_method's docstring, at its limit and one past it."""
+    from rankopt.solvers.solve import AUTO_EXACT_MAX_N
+
+    def lat(n):
+        return random_matrix(np.random.default_rng(n), n)
+
+    # ring sum: held_karp for n <= 12
+    assert auto_method(make_model(lat(AUTO_EXACT_MAX_N))) == "held_karp"
+    assert auto_method(make_model(lat(AUTO_EXACT_MAX_N + 1))) == "ils"
+    # two_opt only when time_limit is *under* 1e-5 s per process
+    big = make_model(lat(40))
+    assert auto_method(big, time_limit=1e-5 * 40) == "ils"
+    assert auto_method(big, time_limit=0.999e-5 * 40) == "two_opt"
+    # ring bottleneck: brute_force for n <= 9
+    assert auto_method(make_model(lat(9), objective="bottleneck")) == "brute_force"
+    assert auto_method(make_model(lat(10), objective="bottleneck")) == "ils"
+    # any other model: brute_force for n <= 8, greedy_cluster under 1e-5 s per process
+    for n, want in ((8, "brute_force"), (9, "anneal")):
+        m = make_model(lat(n), "allreduce", "recursive_doubling", objective="time")
+        assert auto_method(m) == want, n
+    custom = CustomModel(lat(40), ring_max)
+    assert auto_method(custom, time_limit=1e-5 * 40) == "anneal"
+    assert auto_method(custom, time_limit=0.999e-5 * 40) == "greedy_cluster"
+
+
 @pytest.mark.parametrize("objective", ["time", "contention"])
 def test_ring_schedules_start_from_a_short_ring(objective):
     """Ring allreduce under the step models: every rack ends contiguous, and the result
