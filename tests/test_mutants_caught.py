@@ -134,8 +134,8 @@ def test_anneal_quality_on_small_step_models():
     """Annealing's swap and insert moves against the brute-force optimum of 7-rank models.
 
     60 seeded instances (recursive doubling, binomial, pairwise all-to-all),
-    1000 proposals each: 40 reach the optimum and the mean ratio is 1.015
-    (with insert moves scored the wrong way round: 30 and 1.026).
+    300 proposals each: 52 reach the optimum and the mean ratio is 1.0033
+    (with insert moves scored the wrong way round: 34 and 1.024).
     """
     perms = np.array(list(itertools.permutations(range(7))))
     ratios = []
@@ -148,11 +148,11 @@ def test_anneal_quality_on_small_step_models():
                      ("alltoall", "pairwise")):  # fmt: skip
             model = make_model(lat, c, a, objective="time", bandwidth=bw, nbytes=1e6)
             best = float(model.batch_cost(perms).min())
-            out = _method("anneal")(model, _ctx(seed, max_iter=1000))
+            out = _method("anneal")(model, _ctx(seed, max_iter=300))
             ratios.append(model.cost(np.asarray(out.order)) / best)
     r = np.array(ratios)
     assert r.min() >= 1 - 1e-12
-    assert (r <= 1 + 1e-9).sum() >= 35 and r.mean() <= 1.021
+    assert (r <= 1 + 1e-9).sum() >= 45 and r.mean() <= 1.012
 
 
 def test_bit_orders_by_hand():
