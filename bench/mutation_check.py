@@ -611,8 +611,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "step_cache_keeps_reverse_rate",
         "src_ext/_schedule_eval.pyx",
-        "                self.tr[e] = (self.bw[o[self.src[e]], o[self.dst[e]]] if self.has_bw else INF)",
-        "                self.tr[e] = (self.bw[o[self.dst[e]], o[self.src[e]]] if self.has_bw else INF)",
+        "                    self.tr[e] = (self.bw[o[self.src[e]], o[self.dst[e]]] if self.has_bw else INF)",
+        "                    self.tr[e] = (self.bw[o[self.dst[e]], o[self.src[e]]] if self.has_bw else INF)",
         "step evaluator: the pair rate cached for a swap's untouched transfers is the reverse one",
         (
             "tests/test_directional_uplinks.py::"

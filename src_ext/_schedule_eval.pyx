@@ -199,8 +199,9 @@ cdef class StepEval(SwapEval):
             t = self._time(o, e)
             if store:
                 self.tt[e] = t
-                self.tl[e] = self.lat[o[self.src[e]], o[self.dst[e]]]
-                self.tr[e] = (self.bw[o[self.src[e]], o[self.dst[e]]] if self.has_bw else INF)
+                if self.nlev:  # the pair's latency and rate, reused by _step_cached
+                    self.tl[e] = self.lat[o[self.src[e]], o[self.dst[e]]]
+                    self.tr[e] = (self.bw[o[self.src[e]], o[self.dst[e]]] if self.has_bw else INF)
             if t > m:
                 m = t
         if self.nlev:
@@ -294,7 +295,7 @@ cdef class StepEval(SwapEval):
             for q in range(k):
                 e = self.buf[q]
                 t = self._time(self.cur, e)
-                self.tt[e] = t  # tl, tr: read under contention only, where _step stores them
+                self.tt[e] = t
                 top_insert(&self.sv[s, 0], &self.si[s, 0], &self.sn[s], K, t, e,
                            self.sn[s] >= rest + q)
             if 2 * self.sn[s] < K and self.sn[s] < self.ptr[s + 1] - self.ptr[s]:

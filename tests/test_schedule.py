@@ -7,7 +7,7 @@ import pytest
 
 import rankopt
 from rankopt import RankoptInputError
-from rankopt.models._algorithms import RING_SCHEDULES, btree_parents
+from rankopt.models._algorithms import ALGORITHM_SPECS, btree_parents
 from rankopt.models.schedule import ALGORITHMS, chain_segments, schedule
 
 PAIRS = [(c, a) for c, algs in ALGORITHMS.items() for a in algs]
@@ -177,7 +177,9 @@ def test_schedule_errors():
         schedule("allreduce", "hierarchical", 4, inter="tree")
 
 
-@pytest.mark.parametrize("collective,algorithm", sorted(RING_SCHEDULES))
+@pytest.mark.parametrize(
+    "collective,algorithm", sorted(k for k, spec in ALGORITHM_SPECS.items() if spec.ring)
+)
 def test_ring_schedules_are_alike_steps_and_invariant_under_rotation(collective, algorithm):
     s = schedule(collective, algorithm, 7, nbytes=7e6)
     assert s.n_distinct == 1 or all(

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +27,7 @@ from rankopt._validation import RankoptInputError
 
 __all__ = [
     "Step", "Layout", "Algorithm", "register_algorithm", "algorithm_spec", "ALGORITHM_SPECS",
-    "ALGORITHMS", "GENERATORS", "RING_SCHEDULES", "COLLECTIVES", "MODEL_KINDS",
+    "ALGORITHMS", "COLLECTIVES", "MODEL_KINDS",
     "parallel", "btree_parents",
 ]  # fmt: skip
 
@@ -900,61 +899,24 @@ def algorithm_spec(collective: str, algorithm: str) -> Algorithm:
 class _Names(Mapping[str, tuple[str, ...]]):
     """collective -> its algorithms' names, read live from :data:`ALGORITHM_SPECS`."""
 
-    def _table(self) -> dict[str, tuple[str, ...]]:
-        out: dict[str, list[str]] = {}
-        for c, a in ALGORITHM_SPECS:
-            out.setdefault(c, []).append(a)
-        return {c: tuple(v) for c, v in out.items()}
-
     def __getitem__(self, key: str) -> tuple[str, ...]:
-        return self._table()[key]
+        names = tuple(a for c, a in ALGORITHM_SPECS if c == key)
+        if not names:
+            raise KeyError(key)
+        return names
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
+        return iter(dict.fromkeys(c for c, _ in ALGORITHM_SPECS))
 
     def __len__(self) -> int:
-        return len(self._table())
+        return len(dict.fromkeys(c for c, _ in ALGORITHM_SPECS))
 
     def __repr__(self) -> str:
-        return repr(self._table())
-
-
-class _Generators(Mapping[tuple[str, str], Callable[..., tuple[list[Step], Layout]]]):
-    """(collective, algorithm) -> generator, read live from :data:`ALGORITHM_SPECS`."""
-
-    def __getitem__(self, key: tuple[str, str]) -> Callable[..., tuple[list[Step], Layout]]:
-        return ALGORITHM_SPECS[key].generator
-
-    def __iter__(self) -> Iterator[tuple[str, str]]:
-        return iter(list(ALGORITHM_SPECS))
-
-    def __len__(self) -> int:
-        return len(ALGORITHM_SPECS)
-
-
-class _Rings(AbstractSet[tuple[str, str]]):
-    """The (collective, algorithm) pairs whose spec says ``ring``, read live."""
-
-    def _pairs(self) -> list[tuple[str, str]]:
-        return [k for k, s in ALGORITHM_SPECS.items() if s.ring]
-
-    def __contains__(self, key: object) -> bool:
-        spec = ALGORITHM_SPECS.get(key) if isinstance(key, tuple) else None  # type: ignore[call-overload]
-        return bool(spec is not None and spec.ring)
-
-    def __iter__(self) -> Iterator[tuple[str, str]]:
-        return iter(self._pairs())
-
-    def __len__(self) -> int:
-        return len(self._pairs())
+        return repr(dict(self))
 
 
 #: Valid algorithm names per collective (the names are the API), in registration order.
 ALGORITHMS: Mapping[str, tuple[str, ...]] = _Names()
-#: (collective, algorithm) -> generator(n, wb, **options) -> (steps, layout).
-GENERATORS: Mapping[tuple[str, str], Callable[..., tuple[list[Step], Layout]]] = _Generators()
-#: The algorithms whose spec says ``ring`` (rotation invariant, one step stored).
-RING_SCHEDULES: AbstractSet[tuple[str, str]] = _Rings()
 
 
 # ---------------------------------------------- closed forms (uniform network)

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._build_check import require_extension
-from rankopt.models._algorithms import RING_SCHEDULES
+from rankopt.models._algorithms import algorithm_spec
 from rankopt.models.base import Capabilities, CostModel
 from rankopt.models.contention import make_step_contention
 from rankopt.models.network import Network, reference_time
@@ -124,7 +124,7 @@ class StepModel(CostModel):
         self.network = net
         self.n = sched.n
         self.objective = objective
-        ring = (sched.collective, sched.algorithm) in RING_SCHEDULES
+        ring = algorithm_spec(sched.collective, sched.algorithm).ring
         self.evaluator = make_evaluator(sched, net)
         if objective == "contention":  # incremental uplink counts where they apply
             fast = make_step_contention(sched, net, self.evaluator, alike=ring)
