@@ -25,14 +25,14 @@ user path at least 95% of the best).
 from __future__ import annotations
 
 import argparse
-import bisect
-import itertools
 import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from rankopt.testbed.topology import Topology
 
 #: Networks no test uses: racks (hosts each), host and rack-uplink rates, launch seed.
 NETWORKS = (
@@ -63,11 +63,10 @@ def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> di
     report = json.loads(out.read_text())
     row = [r for r in report["summary"] if (r["tenant"] is None) == (tenant is None)][0]
     # the rack of every rank around the user path's ring: which uplinks its flows cross
-    bounds = list(itertools.accumulate(int(k) for k in racks.split(",")))
-    rack = [bisect.bisect_right(bounds, h) for h in report["hosts"]]
+    topo = Topology.from_dict(report["topology"])
     user = next(iter(report["user"].values()))
     if user.get("order") is not None:
-        row["user_racks"] = "".join(str(rack[r]) for r in user["order"])
+        row["user_racks"] = "".join(str(topo.rack_of(report["hosts"][r])) for r in user["order"])
     return row
 
 

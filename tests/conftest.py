@@ -74,6 +74,13 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
 
 
+def swapped(order: np.ndarray, i: int, j: int) -> np.ndarray:
+    """A copy of ``order`` with positions ``i`` and ``j`` exchanged."""
+    new = order.copy()
+    new[i], new[j] = new[j], new[i]
+    return new
+
+
 def random_matrix(rng: np.random.Generator, n: int, symmetric: bool = True) -> np.ndarray:
     pts = rng.random((n, 2))
     m = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from example_algorithm import TOY_LINEAR
+from test_directional_uplinks import _directional
 from test_schedule import check_result, execute
 
 import rankopt
@@ -107,22 +108,12 @@ def test_meets_its_closed_form_at_every_size_it_claims(spec):
         assert t == pytest.approx(spec.closed_form(p, A, M, B, seg), rel=1e-9), p
 
 
-def _directional(gen, n):
-    """Asymmetric rates, racks in pods, uplinks whose way out and way in differ."""
-    lat = gen.uniform(1e-6, 1e-4, (n, n))
-    bw = gen.uniform(1e8, 1e10, (n, n))
-    rack = gen.permutation(np.arange(n) % 3)
-    pod = rack // 2
-    up = [np.stack([gen.uniform(1e7, 1e9, 3), gen.uniform(1e7, 1e9, 3)]),
-          np.stack([gen.uniform(1e7, 1e9, 2), gen.uniform(1e7, 1e9, 2)])]  # fmt: skip
-    return lat, {"bandwidth": bw, "nbytes": M, "groups": [rack, pod], "uplink_bandwidth": up}
-
-
 @pytest.mark.parametrize("n", [5, 6, 8])
 @pytest.mark.parametrize("objective", ["time", "contention"])
 def test_compiled_model_matches_the_spec_on_asymmetric_rates(spec, n, objective):
     gen = np.random.default_rng(n)
     lat, kw = _directional(gen, n)
+    kw["nbytes"] = M
     if objective == "time":
         kw = {"bandwidth": kw["bandwidth"], "nbytes": M}
     if "segments" in spec.options:
@@ -142,6 +133,7 @@ def test_rotation_invariant_when_a_ring_and_whenever_declared(spec):
     n = 7
     gen = np.random.default_rng(7)
     lat, kw = _directional(gen, n)
+    kw["nbytes"] = M
     if "segments" in spec.options:
         kw["segment_size"] = M / 8
     model = make_model(lat, spec.collective, spec.name, objective="contention", **kw)
@@ -160,6 +152,7 @@ def test_every_entry_point_accepts_the_name(spec, tmp_path):
     n = 6
     gen = np.random.default_rng(0)
     lat, kw = _directional(gen, n)
+    kw["nbytes"] = M
     kw.pop("groups"), kw.pop("uplink_bandwidth")  # solve() segments a chain itself
     res = rankopt.solve(lat, spec.collective, spec.name, method="swap", robust=False, **kw)
     assert sorted(res.order.tolist()) == list(range(n))

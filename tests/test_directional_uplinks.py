@@ -14,6 +14,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from conftest import swapped
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -275,12 +276,6 @@ def test_flow_single_transfer_is_capped_by_the_receivers_uplink_in():
 
 
 # --------------------------- swap deltas after accepted swaps, per direction
-def _swap(o, i, j):
-    o = o.copy()
-    o[i], o[j] = o[j], o[i]
-    return o
-
-
 @pytest.mark.parametrize("c,a", PAIRS)
 def test_swap_deltas_after_accepted_swaps_read_each_direction(c, a):
     """An evaluator that caches a transfer's pair rate must cache it for the direction
@@ -295,7 +290,7 @@ def test_swap_deltas_after_accepted_swaps_read_each_direction(c, a):
         pytest.skip(f"{type(m).__name__} prices {c}/{a} without swap deltas")
     o = gen.permutation(n)
     for i, j in gen.integers(0, n, (120, 2)):
-        new = _swap(o, i, j)
+        new = swapped(o, i, j)
         want = _spec(m, new) - _spec(m, o)
         assert m.swap_delta(o, int(i), int(j)) == pytest.approx(want, rel=1e-9, abs=1e-15)
         if want <= 0 or gen.random() < 0.6:  # most swaps accepted: cached entries age

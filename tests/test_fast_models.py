@@ -3,6 +3,7 @@ hierarchical position space, pairwise all-to-all, pipelined chain."""
 
 import numpy as np
 import pytest
+from conftest import swapped
 
 from rankopt.models import make_model
 from rankopt.models.contention import make_step_contention
@@ -22,12 +23,6 @@ def _contention_net(n, rng, ties):
     return lat, kw
 
 
-def _swapped(o, i, j):
-    new = o.copy()
-    new[[i, j]] = new[[j, i]]
-    return new
-
-
 @pytest.mark.parametrize("c", ["allreduce", "allgather", "reduce_scatter"])
 @pytest.mark.parametrize("seed", range(6))
 def test_ring_contention_deltas_follow_accepted_swaps(c, seed):
@@ -39,7 +34,7 @@ def test_ring_contention_deltas_follow_accepted_swaps(c, seed):
     o = rng.permutation(n)
     for _ in range(80):
         i, j = rng.integers(0, n, 2)
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         want = m.reference_cost(new) - m.reference_cost(o)
         assert m.swap_delta(o, i, j) == pytest.approx(want, rel=1e-9, abs=1e-15)
         # the incremental state equals a fresh one
@@ -71,13 +66,13 @@ def test_ring_contention_large_groups_refill():
     o = rng.permutation(n)
     pairs = rng.integers(0, n, (300, 2))
     for i, j in pairs:
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         d = m.swap_delta(o, i, j)
         assert d == pytest.approx(m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15)
         if d <= 0 or rng.random() < 0.3:
             o = new
     got = m.swap_deltas(o, np.ascontiguousarray(pairs[:20]))
-    want = [m.cost(_swapped(o, i, j)) - m.cost(o) for i, j in pairs[:20]]
+    want = [m.cost(swapped(o, i, j)) - m.cost(o) for i, j in pairs[:20]]
     assert got == pytest.approx(want, rel=1e-9, abs=1e-15)
 
 
@@ -99,7 +94,7 @@ def test_ring_contention_many_groups():
     )
     o = rng.permutation(n)
     for i, j in rng.integers(0, n, (150, 2)):
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         d = m.swap_delta(o, i, j)
         assert d == pytest.approx(m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15)
         if d <= 0 or rng.random() < 0.3:
@@ -117,7 +112,7 @@ def test_ring_contention_search_cost_is_consistent():
     assert m.cost(o) < start
     for i in range(24):  # a local optimum
         for j in range(i + 1, 24):
-            assert m.reference_cost(_swapped(o, i, j)) >= m.reference_cost(o) * (1 - 1e-9)
+            assert m.reference_cost(swapped(o, i, j)) >= m.reference_cost(o) * (1 - 1e-9)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 12, 16])
@@ -137,7 +132,7 @@ def test_pairwise_cost_and_deltas_follow_accepted_swaps(n, ties):
     o = orders[0].copy()
     for _ in range(60):
         i, j = rng.integers(0, n, 2)
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         want = m.reference_cost(new) - m.reference_cost(o)
         assert m.swap_delta(o, i, j) == pytest.approx(want, rel=1e-9, abs=1e-15)
         assert np.sum(m.fast.step_times(o)) == pytest.approx(m.reference_cost(o), rel=1e-12)
@@ -155,13 +150,13 @@ def test_pairwise_latency_only_and_many_swaps():
     o = rng.permutation(n)
     for _ in range(200):  # accepting every swap drains the step lists: refills
         i, j = rng.integers(0, n, 2)
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         assert m.swap_delta(o, i, j) == pytest.approx(
             m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15
         )
         o = new
     pairs = np.ascontiguousarray(rng.integers(0, n, (10, 2)))
-    want = [m.cost(_swapped(o, i, j)) - m.cost(o) for i, j in pairs]
+    want = [m.cost(swapped(o, i, j)) - m.cost(o) for i, j in pairs]
     assert m.swap_deltas(o, pairs) == pytest.approx(want, rel=1e-9, abs=1e-15)
 
 
@@ -181,7 +176,7 @@ def test_chain_full_cost_matches_reference(n, nbytes, seg):
     assert m.batch_cost(orders) == pytest.approx(ref, rel=1e-12)
     o = orders[0]
     for i, j in rng.integers(0, n, (10, 2)):
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         assert m.swap_delta(o, i, j) == pytest.approx(m.cost(new) - m.cost(o), rel=1e-9, abs=1e-15)
 
 
@@ -205,7 +200,7 @@ def test_hierarchical_position_space_matches_reference(sizes):
         o = rng.permutation(n)
         assert m.cost(o) == pytest.approx(m.reference_cost(o), rel=1e-12)
         i, j = rng.integers(0, n, 2)
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         assert m.swap_delta(o, i, j) == pytest.approx(
             m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15
         )
@@ -246,7 +241,7 @@ def test_step_contention_deltas_follow_accepted_swaps(c, a, n):
     state = getattr(m.evaluator, "state_cost", m.cost)
     o = rng.permutation(n)
     for i, j in rng.integers(0, n, (40, 2)):
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         d = m.swap_delta(o, i, j)
         assert d == pytest.approx(m.reference_cost(new) - m.reference_cost(o), rel=1e-9, abs=1e-15)
         assert state(o) == pytest.approx(m.reference_cost(o), rel=1e-12)

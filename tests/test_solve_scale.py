@@ -15,6 +15,7 @@
 import numpy as np
 import pytest
 from _scale_networks import uneven_network
+from conftest import swapped
 
 import rankopt
 from rankopt.models import make_model
@@ -22,12 +23,6 @@ from rankopt.models.schedule import schedule
 from rankopt.solvers import auto_method
 from rankopt.solvers.layout import ANNEAL_MAX_N, _guide, contiguous_order, packed_order
 from rankopt.solvers.solve import AUTO_LAYOUT_MIN_N
-
-
-def _swapped(o, i, j):
-    new = o.copy()
-    new[i], new[j] = new[j], new[i]
-    return new
 
 
 def _many_groups(n, seed):
@@ -61,7 +56,7 @@ def test_contention_deltas_equal_the_reference_after_accepted_swaps(algorithm, n
     o = rng.permutation(n)
     accepted = 0
     for step, (i, j) in enumerate(rng.integers(0, n, (250, 2))):
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         want = m.reference_cost(new) - m.reference_cost(o)
         assert m.swap_delta(o, i, j) == pytest.approx(want, rel=1e-9, abs=1e-15)
         if want < 0 or rng.random() < 0.5:
@@ -83,7 +78,7 @@ def test_time_deltas_equal_the_reference_after_accepted_swaps(algorithm):
     assert type(m.evaluator).__name__ == "StepEval"
     o = gen.permutation(n)
     for i, j in gen.integers(0, n, (300, 2)):
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         want = m.reference_cost(new) - m.reference_cost(o)
         assert m.swap_delta(o, i, j) == pytest.approx(want, rel=1e-9, abs=1e-15)
         if want <= 0 or gen.random() < 0.6:  # most swaps accepted: the lists run low
@@ -151,7 +146,7 @@ def test_workload_sum_of_evaluators_follows_accepted_swaps():
     rng = np.random.default_rng(1)
     o = rng.permutation(32)
     for i, j in rng.integers(0, 32, (120, 2)):
-        new = _swapped(o, i, j)
+        new = swapped(o, i, j)
         want = m.reference_cost(new) - m.reference_cost(o)
         assert m.swap_delta(o, i, j) == pytest.approx(want, rel=1e-9, abs=1e-15)
         # a part moved on its own (another caller) does not confuse the sum
