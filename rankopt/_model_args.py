@@ -62,6 +62,61 @@ ENTRY_ENGINES = {
 }
 
 
+class _LazyChoices(Sequence[str]):
+    """A registry's names, read only when argparse needs them.
+
+    argparse looks at ``choices`` when an option is given (``in``) or help is
+    printed (iteration): a launch with default flags then never imports the
+    models, engines and solvers just to build its parser, which matters on
+    every rank of a large job.
+    """
+
+    def __init__(self, read: Callable[[], Sequence[str]]) -> None:
+        self._read = read
+        self._names: tuple[str, ...] | None = None
+
+    def _get(self) -> tuple[str, ...]:
+        if self._names is None:
+            self._names = tuple(self._read())
+        return self._names
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def, override]
+        return self._get()[i]
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._get()
+
+    def __repr__(self) -> str:
+        return repr(list(self._get()))
+
+
+def _collectives() -> list[str]:
+    from rankopt.models import ALGORITHMS
+
+    return sorted(ALGORITHMS)
+
+
+def _algorithms() -> list[str]:
+    from rankopt.models import ALGORITHMS
+
+    return sorted({a for algs in ALGORITHMS.values() for a in algs})
+
+
+def _engines() -> tuple[str, ...]:
+    from rankopt.engines import names
+
+    return (*names(), "mpi", "none")
+
+
+def _methods() -> list[str]:
+    from rankopt.solvers import METHODS
+
+    return sorted(METHODS)
+
+
 class _Algorithm(argparse.Action):
     """``--algorithm``: store it and remember that it was given."""
 
@@ -83,36 +138,33 @@ def add_model_arguments(
     ``default_engine`` is the engine used when neither ``--engine`` nor
     ``--algorithm`` is given (default: :data:`ENTRY_ENGINES` by ``p.prog``).
     """
-    from rankopt.models import ALGORITHMS
-
-    collectives = sorted(ALGORITHMS)
-    algorithms = sorted({a for algs in ALGORITHMS.values() for a in algs})
     g = p.add_argument_group("what to optimise (default: what the network shows)")
     g.add_argument(
         "--collective",
         default="allreduce",
-        choices=collectives,
-        help="collective to optimise for (default: allreduce)",
+        choices=_LazyChoices(_collectives),
+        metavar="NAME",
+        help="collective to optimise for: %(choices)s (default: allreduce)",
     )
     g.add_argument(
         "--algorithm",
         default="ring",
-        choices=algorithms,
+        choices=_LazyChoices(_algorithms),
+        metavar="NAME",
         action=_Algorithm,
-        help="the algorithm the engine runs for it (default: the engine's choice with an "
+        help="the algorithm the engine runs for it: %(choices)s (default: the engine's choice with an "
         "engine, else ring)",
     )
     engine = default_engine if default_engine is not None else ENTRY_ENGINES.get(p.prog)
     shown = {"mpi": "the MPI library it runs under", "backend": "--backend"}.get(
         str(engine), str(engine)
     )
-    from rankopt.engines import names
-
     g.add_argument(
         "--engine",
         default=None,
-        choices=(*names(), "mpi", "none"),
-        help="price each call with the algorithm this engine runs at its size "
+        choices=_LazyChoices(_engines),
+        metavar="NAME",
+        help="%(choices)s: price each call with the algorithm this engine runs at its size "
         f"(default: {shown if engine else 'none'}; mpi = detect; none = --algorithm)",
     )
     g.add_argument(
@@ -150,13 +202,12 @@ def add_model_arguments(
     if not solver:
         return
     s = p.add_argument_group("solver")
-    from rankopt.solvers import METHODS
-
     s.add_argument(
         "--method",
         default="auto",
-        choices=sorted(METHODS),
-        help="solver method (default: auto, see rankopt.solvers.solve.auto_method)",
+        choices=_LazyChoices(_methods),
+        metavar="NAME",
+        help="solver method: %(choices)s (default: auto, see rankopt.solvers.solve.auto_method)",
     )
     s.add_argument(
         "--seed",
