@@ -23,6 +23,7 @@ _LAZY = {
     "METHODS": "rankopt.solvers",
     "show_options": "rankopt.solvers",
     "SolveResult": "rankopt.solvers.result",
+    "ModelSpec": "rankopt.solvers.spec",
     "load_matrix": "rankopt.network.io",
     "check_matrix": "rankopt._validation",
     "check_order": "rankopt._validation",
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from rankopt.probe.measurement import Measurement, load_measurement
     from rankopt.solvers import METHODS, show_options, solve
     from rankopt.solvers.result import SolveResult
+    from rankopt.solvers.spec import ModelSpec
 
 
 def __getattr__(name: str) -> Any:
@@ -80,6 +82,7 @@ __version__ = "0.1.0"
 __all__ = [
     "solve",
     "SolveResult",
+    "ModelSpec",
     "METHODS",
     "show_options",
     "load_matrix",

@@ -21,5 +21,15 @@ from rankopt.solvers import ring as _ring_methods  # noqa: F401
 from rankopt.solvers import swap as _swap_methods  # noqa: F401
 from rankopt.solvers._base import METHODS, STOP_REASONS, method_options, show_options
 from rankopt.solvers.solve import auto_method, solve
+from rankopt.solvers.spec import ModelSpec, Robust
 
-__all__ = ["solve", "auto_method", "METHODS", "STOP_REASONS", "method_options", "show_options"]
+__all__ = [
+    "solve",
+    "ModelSpec",
+    "Robust",
+    "auto_method",
+    "METHODS",
+    "STOP_REASONS",
+    "method_options",
+    "show_options",
+]

@@ -142,6 +142,7 @@ STOP_REASONS = frozenset(
         "max_evals",  # the evaluation budget
         "time_limit",  # the wall-clock guard
         "launch_order_kept",  # nothing beat the launch order (set by solve())
+        "contiguous_order_kept",  # a HierarchicalNetwork's contiguous order won (solve())
     }
 )
 

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt.solvers._base import STOP_REASONS
+from rankopt.solvers.spec import ModelSpec
 from rankopt.units import format_size
 
 __all__ = ["SolveResult"]
@@ -99,7 +101,17 @@ class SolveResult:
     runtime_s : float
         Wall time of the solve.
     stop_reason : str
-        ``"optimal"``, ``"local_optimum"``, ``"max_iter"``, ``"time_limit"``, ...
+        Why the search stopped, one of the closed set
+        :data:`rankopt.solvers.STOP_REASONS` (a result with any other is
+        refused): ``"optimal"`` (an exact method proved it),
+        ``"constructed"`` (a construction, no search), ``"local_optimum"``
+        (no improving move left), ``"threshold_converged"`` (the
+        bottleneck's threshold search closed), ``"max_iter"``,
+        ``"max_evals"``, ``"time_limit"`` (the budgets), ``"launch_order_kept"``
+        (nothing beat the launch order, which is returned) and
+        ``"contiguous_order_kept"`` (a
+        :class:`~rankopt.HierarchicalNetwork`'s hierarchy-contiguous order
+        priced no higher than the solved one).
     seed : int
         Pass as ``rng=seed`` to replay the run.
     history : tuple of (float, float)
@@ -125,6 +137,11 @@ class SolveResult:
     notes : tuple of str
         What was ignored or decided and why (e.g. bandwidth measured but not
         used, the launch order kept).
+    model_spec : ModelSpec or None
+        The model asked for (:class:`rankopt.ModelSpec`, the keywords of
+        ``solve()`` folded in): ``solve(network, model=res.model_spec,
+        rng=res.seed)`` replays the run. What the network filled in is in
+        ``objective``, ``nbytes`` and ``network``.
 
     Examples
     --------
@@ -155,6 +172,14 @@ class SolveResult:
     speedup_interval: tuple[float, float] | None = None
     network: dict[str, Any] | None = field(default=None, repr=False)
     notes: tuple[str, ...] = ()
+    model_spec: ModelSpec | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.stop_reason not in STOP_REASONS:
+            raise ValueError(
+                f"`stop_reason` must be one of {', '.join(sorted(STOP_REASONS))}; got "
+                f"{self.stop_reason!r}."
+            )
 
     def __iter__(self) -> Iterator[Any]:
         yield self.order
@@ -169,6 +194,9 @@ class SolveResult:
         the solve had tuples or arrays. Entries it dropped
         (``extra_dropped``) are not there. A dictionary written before
         ``extra`` was kept gives its ``robust`` and ``probe_cache``.
+        ``model_spec`` is the ``model`` written, validated again, or None
+        when the dictionary has none or a field of it was dropped
+        (``model_dropped``).
 
         Examples
         --------
@@ -192,6 +220,9 @@ class SolveResult:
             speedup_interval=None if interval is None else (float(interval[0]), float(interval[1])),
             network=d.get("network"),
             notes=tuple(str(x) for x in d.get("notes") or ()),
+            model_spec=None
+            if d.get("model") is None or d.get("model_dropped")
+            else ModelSpec(**d["model"]),
         )
 
     def summary(self) -> str:
@@ -284,7 +315,10 @@ class SolveResult:
         NumPy numbers and arrays as numbers and lists. An entry JSON cannot
         hold (an object such as a ``Network``, a NaN or an infinity, a key
         that is not a str) is left out, and ``extra_dropped`` maps its key
-        to the reason; ``history`` is not written.
+        to the reason; ``history`` is not written. ``model`` is
+        ``model_spec`` (:meth:`rankopt.ModelSpec.to_dict`; arrays given as
+        fields, such as a bandwidth matrix, as lists), a field JSON cannot
+        hold (a callable objective) named in ``model_dropped`` alike.
 
         Examples
         --------
@@ -296,15 +330,11 @@ class SolveResult:
         >>> d["extra"], d["extra_dropped"]
         ({'tries': 3}, {'seen': "extra['seen'] is a set"})
         """
-        kept: dict[str, Any] = {}
-        dropped: dict[str, str] = {}
-        for key, value in self.extra.items():
-            try:
-                if not isinstance(key, str):
-                    raise _NotJson(f"the key {key!r} of extra is not a str")
-                kept[key] = _json_ready(value, f"extra[{key!r}]")
-            except _NotJson as exc:
-                dropped[str(key)] = str(exc)
+        kept, dropped = _json_entries(self.extra, "extra")
+        model: dict[str, Any] | None = None
+        model_dropped: dict[str, str] = {}
+        if self.model_spec is not None:
+            model, model_dropped = _json_entries(self.model_spec.to_dict(), "model")
         return {
             "order": [int(x) for x in self.order],
             "rank_of": [int(x) for x in self.rank_of],
@@ -330,4 +360,20 @@ class SolveResult:
             "extra": kept,
             "extra_dropped": dropped,
             "notes": list(self.notes),
+            "model": model,
+            "model_dropped": model_dropped,
         }
+
+
+def _json_entries(entries: Mapping[Any, Any], name: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The entries JSON can hold, and the reason for each of the others, by key."""
+    kept: dict[str, Any] = {}
+    dropped: dict[str, str] = {}
+    for key, value in entries.items():
+        try:
+            if not isinstance(key, str):
+                raise _NotJson(f"the key {key!r} of {name} is not a str")
+            kept[key] = _json_ready(value, f"{name}[{key!r}]")
+        except _NotJson as exc:
+            dropped[str(key)] = str(exc)
+    return kept, dropped

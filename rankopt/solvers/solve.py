@@ -6,7 +6,8 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -20,7 +21,7 @@ from rankopt._validation import (
     check_order,
     check_positive,
 )
-from rankopt.models import make_model
+from rankopt.models import RING_OBJECTIVES, make_model
 from rankopt.models.base import CostModel
 from rankopt.models.custom import CustomModel
 from rankopt.order import identity, invert
@@ -35,10 +36,14 @@ from rankopt.solvers._base import (
 from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
 from rankopt.solvers.layout import applies as layout_applies
 from rankopt.solvers.result import SolveResult
+from rankopt.solvers.spec import MODEL_FIELDS, ModelFields, ModelSpec, Robust
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 logger = logging.getLogger("rankopt")
 
-__all__ = ["solve", "auto_method", "as_matrices", "LAUNCH_KEPT"]
+__all__ = ["solve", "model_spec", "auto_method", "as_matrices", "check_stop_reason", "LAUNCH_KEPT"]
 
 #: ``SolveResult.stop_reason`` when no order beat the launch order, which is then returned.
 LAUNCH_KEPT = "launch_order_kept"
@@ -132,12 +137,7 @@ def solve(
     collective: str = "allreduce",
     algorithm: str = "ring",
     *,
-    objective: str | None = None,
-    bandwidth: ArrayLike | float | None = None,
-    nbytes: float | None = None,
-    groups: Any = None,
-    uplink_bandwidth: Any = None,
-    straggle: float | None = None,
+    model: ModelSpec | None = None,
     method: str = "auto",
     rng: None | int | np.random.Generator = 0,
     time_limit: float | None = None,
@@ -147,9 +147,7 @@ def solve(
     callback: Callable[[dict[str, Any]], Any] | None = None,
     nan: NanPolicy = "raise",
     options: Mapping[str, Any] | None = None,
-    workload: Any = None,
-    engine: Any = None,
-    robust: bool | int | str | Mapping[str, Any] = "auto",
+    **model_fields: Unpack[ModelFields],
 ) -> SolveResult:
     """Find the rank order that minimises the modelled cost of a collective.
 
@@ -165,27 +163,13 @@ def solve(
         :func:`rankopt.load_network`; other files:
         :func:`rankopt.load_matrix`).
     collective, algorithm : str
-        The collective operation and the algorithm the engine runs.
-    objective : str or callable, optional
-        What to minimise. For a network with bandwidth and a hierarchy the
-        default is ``"contention"`` at ``nbytes`` (default
-        :data:`rankopt.network.DEFAULT_NBYTES`, 16 MiB) with the inferred
-        uplinks (:meth:`rankopt.Network.default_model`); for a bare matrix,
-        :func:`rankopt.models.default_objective` (``"sum"`` for a ring when
-        only latency is known).
-        A callable ``f(latency, order) -> float`` (ideally ``@numba.njit``) is
-        minimised as is (:class:`rankopt.models.custom.CustomModel`,
-        :mod:`rankopt.solvers.custom`).
-    bandwidth : array_like (n, n) or float, optional
-        Point-to-point bandwidth in bytes/s (for time models).
-    nbytes : float, optional
-        Message size in bytes (for time models).
-    groups, uplink_bandwidth : optional
-        Hierarchy labels and uplink capacities (for the contention model).
-    straggle : float, optional
-        How the ``K`` transfers of a step share an uplink: ``uplink /
-        K**straggle`` each. Default: the network's (a probe measures it,
-        :attr:`rankopt.Network.straggle`), else 1 (an even split).
+        The collective operation and the algorithm the engine runs
+        (shorthands of the :class:`~rankopt.ModelSpec` fields; with
+        ``model``, left at their defaults or equal to the spec's).
+    model : ModelSpec, optional
+        What to price: collective, algorithm, objective, message size,
+        network overrides, workload, engine and the robust policy
+        (:class:`rankopt.ModelSpec`, whose fields document each).
     method : str
         One of the registered methods (``rankopt.solvers.METHODS``);
         ``"auto"`` follows :func:`auto_method`.
@@ -210,51 +194,43 @@ def solve(
     options : mapping, optional
         Method-specific options (e.g. ``{"neighbors": 12}``); unknown ones
         raise ``TypeError``.
-    workload : sequence or path, optional
-        The job's mix of calls, ``[(collective, nbytes, count), ...]`` (or a
-        file, :func:`rankopt.models.workload.load_workload`): the objective
-        is then the total time of the mix (``sum of count * time``), each
-        call priced with the algorithm ``engine`` runs at its size
-        (:class:`rankopt.models.workload.WorkloadModel`), with the contention
-        model when the network has uplinks, else the α-β time.
-    engine : str, optional
-        ``"openmpi"``, ``"mpich"``, ``"gloo"``, ``"nccl"`` or ``"mpi"``
-        (:mod:`rankopt.engines`): each call's algorithm is the one this
-        engine runs (``algorithm`` must then be left at its default). With
-        no ``workload``, the workload is the one call ``(collective,
-        nbytes)``. The engine and each call's algorithm are recorded in
-        ``result.extra["workload"]`` and ``result.notes``.
-    robust : bool, int, mapping or "auto", default "auto"
-        Minimise the model's mean cost over networks the measurement cannot
-        tell apart instead of its cost on the median network
-        (:mod:`rankopt.models.robust`). ``"auto"``: robust when the
-        probe's recheck found the load across an uplink varied
-        (:func:`rankopt.network.core.measured_variability` at least
-        :data:`~rankopt.network.core.VARYING_SLOWDOWN`: another tenant's
-        traffic coming and going), up to
-        :data:`ROBUST_AUTO_MAX_N` processes, with a note saying so; ``True`` uses
-        :data:`~rankopt.models.robust.ROBUST_DRAWS` networks (the measured
-        one and redraws from every entry's uncertainty), an int that many,
-        a mapping ``{"draws": 16, "statistic": "mean" | 0.9}`` a quantile.
-        Needs a :class:`rankopt.Network`. ``cost`` and ``baseline_cost``
-        are then robust costs; ``extra["robust"]`` records the draws and the
-        order's cost on the median network.
+    **model_fields
+        The other fields of :class:`~rankopt.ModelSpec` as keywords
+        (``objective``, ``nbytes``, ``bandwidth``, ``groups``,
+        ``uplink_bandwidth``, ``straggle``, ``workload``, ``engine``,
+        ``robust``): ``solve(lat, nbytes=1e6)`` is
+        ``solve(lat, model=ModelSpec(nbytes=1e6))``.
 
     Returns
     -------
     SolveResult
-        Unpacks as ``order, cost = solve(...)``.
+        Unpacks as ``order, cost = solve(...)``; ``result.model_spec`` is the
+        spec solved, ``result.stop_reason`` one of
+        :data:`rankopt.solvers.STOP_REASONS`.
 
     Raises
     ------
     RankoptInputError
-        For an invalid matrix, order, budget or an unknown collective,
-        algorithm, objective or method (the message lists the valid ones).
+        For an invalid matrix, order, budget, model field (see
+        :class:`~rankopt.ModelSpec`) or method (the message lists the valid
+        ones), and for a model field given both in ``model`` and as a
+        keyword.
     TypeError
-        For unknown method options.
+        For an unknown keyword (the message lists the model fields) or
+        unknown method options.
 
     Notes
     -----
+    The steps, each a function of this module: the spec from ``model`` and
+    the keywords (:func:`model_spec`); the model's inputs, the network's
+    where the spec leaves them out (:func:`_model_inputs`); the model, with
+    the workload priced per call and the robust objective
+    (:func:`_build_model`); the method's search (:func:`_search`); the
+    order made final (:func:`_polished`); the launch order kept when the
+    order does not beat it (:func:`_launch_order_kept`) or could be slower
+    on the measured spread (:func:`_checked_against_spread`); the result
+    (:func:`_make_result`).
+
     ``order[k]`` is the original rank of the process given new rank ``k``;
     ``result.rank_of`` is its inverse. For a measured network (one with
     spreads, up to :data:`rankopt.models.robust.INTERVAL_MAX_N` processes) the
@@ -287,61 +263,167 @@ def solve(
     True
     """
     t0 = time.perf_counter()
+    spec = model_spec(model, collective, algorithm, model_fields)
     from rankopt.network.core import as_network
     from rankopt.network.hierarchical import HierarchicalNetwork
 
     if isinstance(latency, HierarchicalNetwork):
         return _solve_hierarchical(
-            latency,
-            collective,
-            algorithm,
-            objective=objective,
-            nbytes=nbytes,
-            method=method,
-            rng=rng,
-            time_limit=time_limit,
-            max_iter=max_iter,
-            keep_rank0=keep_rank0,
-            callback=callback,
-            options=options,
-            unsupported={
-                "bandwidth": bandwidth,
-                "groups": groups,
-                "uplink_bandwidth": uplink_bandwidth,
-                "init": init,
-                "workload": workload,
-                "engine": engine,
-                "robust": None if isinstance(robust, str) and robust == "auto" else robust or None,
-                "nan": None if nan == "raise" else nan,
-            },
-        )
+            latency, spec, method=method, rng=rng, time_limit=time_limit, max_iter=max_iter,
+            keep_rank0=keep_rank0, callback=callback, options=options, init=init, nan=nan,
+        )  # fmt: skip
     network = as_network(latency)
-    notes: list[str] = []
-    user_objective = objective
-    if network is not None:
-        objective, model_kw, notes = _network_model(
-            network,
-            algorithm,
-            objective=objective,
-            bandwidth=bandwidth,
-            nbytes=nbytes,
-            groups=groups,
-            uplink_bandwidth=uplink_bandwidth,
-            straggle=straggle,
+    lat, inputs, notes = _model_inputs(spec, network, latency, nan)
+    ctx = _context(
+        lat.shape[0], method, options, rng, time_limit, max_iter, keep_rank0, init, callback, t0
+    )
+    prob = _build_model(spec, network, lat, inputs, ctx.seed, notes)
+    baseline = prob.model.cost(identity(prob.n))
+    order, out = _search(prob, method, ctx)
+    order, cost = _polished(prob, order, ctx, method)
+    stop_reason, kept = out.stop_reason, not cost < baseline
+    if kept:
+        order, cost, stop_reason = _launch_order_kept(
+            prob.n, cost, baseline, stop_reason, out.method or method, prob.extra, prob.notes
         )
+    interval = None
+    if network is not None and network.measured and not prob.custom:
+        order, cost, stop_reason, interval = _checked_against_spread(
+            network, order, cost, baseline, stop_reason, kept,
+            (prob.collective, prob.algorithm, prob.model_kw, ctx.seed), prob.extra, prob.notes,
+        )  # fmt: skip
+    if prob.robust is not None:
+        _record_robust(prob, order)
+    return _make_result(prob, spec, order, cost, baseline, stop_reason, interval, out, method, ctx)
+
+
+def model_spec(
+    model: ModelSpec | None,
+    collective: str = "allreduce",
+    algorithm: str = "ring",
+    fields: Mapping[str, Any] | None = None,
+) -> ModelSpec:
+    """The spec ``solve(latency, collective, algorithm, model=model, **fields)`` prices.
+
+    Without ``model``, the keywords make one. With it, ``fields`` must be
+    empty and ``collective``/``algorithm`` at their defaults or equal to the
+    spec's.
+
+    Raises
+    ------
+    TypeError
+        For a key of ``fields`` that is no field of :class:`ModelSpec`; the
+        message lists the fields and ``solve()``'s other keywords.
+    RankoptInputError
+        For a field given both in ``model`` and in ``fields`` (or a
+        collective/algorithm the spec contradicts), or a ``model`` that is
+        not a :class:`ModelSpec`.
+
+    Examples
+    --------
+    >>> model_spec(None, "allgather", fields={"nbytes": 1e6}) == ModelSpec("allgather", nbytes=1e6)
+    True
+    """
+    fields = dict(fields or {})
+    unknown = sorted(set(fields) - set(MODEL_FIELDS))
+    if unknown:
+        raise TypeError(
+            f"solve() got an unexpected keyword argument {unknown[0]!r}; the model fields it "
+            f"takes as keywords are {', '.join(MODEL_FIELDS[2:])} (rankopt.ModelSpec), and its "
+            f"other keywords {', '.join(_SOLVER_KEYWORDS)}."
+        )
+    if model is None:
+        return ModelSpec(collective, algorithm, **fields)
+    if not isinstance(model, ModelSpec):
+        raise RankoptInputError(
+            f"`model` must be a rankopt.ModelSpec; got {type(model).__name__} {model!r} instead."
+        )
+    if fields:
+        both = sorted(fields)
+        raise RankoptInputError(
+            f"{', '.join(f'`{k}`' for k in both)} given both in `model` and as a keyword: give "
+            f"each field in one place (model.replace({both[0]}=...) is the spec with it changed)."
+        )
+    for name, value, default in (
+        ("collective", collective, "allreduce"),
+        ("algorithm", algorithm, "ring"),
+    ):
+        if value != default and value != getattr(model, name):
+            raise RankoptInputError(
+                f"`{name}` is {value!r} but `model` has {name}={getattr(model, name)!r}: give "
+                "it in one place."
+            )
+    return model
+
+
+#: ``solve()``'s keywords that are not model fields (for the unknown-keyword error).
+_SOLVER_KEYWORDS = (
+    "model", "method", "rng", "time_limit", "max_iter", "keep_rank0", "init", "callback", "nan",
+    "options",
+)  # fmt: skip
+
+
+@dataclass
+class _Problem:
+    """What :func:`_build_model` made of a spec: the model and what later steps read."""
+
+    lat: NDArray[Any]
+    network: Any
+    model: CostModel
+    collective: str  # as the result reports it ("workload" for a mix)
+    algorithm: str
+    nbytes: float | None
+    groups: Any
+    custom: bool  # a callable objective
+    model_kw: dict[str, Any]  # make_model's keywords of the model: the draws', each call's
+    priced: Sequence[Any] | None  # the workload's priced calls
+    robust: dict[str, Any] | None  # what extra["robust"] records
+    extra: dict[str, Any]
+    notes: list[str]
+
+    @property
+    def n(self) -> int:
+        return int(self.lat.shape[0])
+
+
+def _model_inputs(
+    spec: ModelSpec, network: Any, latency: Any, nan: NanPolicy
+) -> tuple[NDArray[Any], dict[str, Any], list[str]]:
+    """The working matrix, ``make_model``'s keywords (the network's where the spec
+    leaves them out, :func:`_network_model`) and notes."""
+    if network is not None:
+        inputs, notes = _network_model(network, spec)
         latency = network.latency
-        bandwidth = model_kw["bandwidth"]
-        nbytes = model_kw["nbytes"]
-        groups = model_kw["groups"]
-        uplink_bandwidth = model_kw["uplink_bandwidth"]
-        straggle = model_kw["straggle"]
-        elastic = model_kw["elastic"]
     else:
-        latency, bandwidth = as_matrices(latency, bandwidth)
-        elastic = None
+        latency, bandwidth = as_matrices(latency, spec.bandwidth)
+        notes = []
+        inputs = {
+            "objective": spec.objective,
+            "bandwidth": bandwidth,
+            "nbytes": spec.nbytes,
+            "groups": spec.groups,
+            "uplink_bandwidth": spec.uplink_bandwidth,
+            "straggle": spec.straggle,
+            "elastic": None,
+        }
     # the one working matrix: the input itself when it already is what the kernels read
     lat = check_matrix(latency, "latency", nan=nan, copy=False, dtypes=KERNEL_DTYPES)
-    n = lat.shape[0]
+    return lat, inputs, notes
+
+
+def _context(
+    n: int,
+    method: str,
+    options: Mapping[str, Any] | None,
+    rng: None | int | np.random.Generator,
+    time_limit: float | None,
+    max_iter: int | None,
+    keep_rank0: bool,
+    init: ArrayLike | None,
+    callback: Callable[[dict[str, Any]], Any] | None,
+    start: float,
+) -> SolveContext:
+    """The solver's keywords, validated, as the methods receive them."""
     check_options("method", method, tuple(sorted(METHODS)))
     if options is not None and not isinstance(options, Mapping):
         raise RankoptInputError(
@@ -358,45 +440,7 @@ def solve(
     if callback is not None and not callable(callback):
         raise RankoptInputError(f"`callback` must be callable; got {callback!r} instead.")
     gen, seed = normalize_rng(rng)
-    priced = None
-    extra: dict[str, Any] = {}
-    if workload is not None or engine is not None:
-        # ---- engine-aware workloads: each call priced with the engine's algorithm
-        priced, collective, algorithm, nbytes, wl_notes, extra = _price_workload(
-            workload, engine, n, network, collective, algorithm, nbytes, user_objective
-        )
-        notes.extend(wl_notes)
-        if user_objective is None and objective in ("sum", "bottleneck"):
-            objective = None  # latency only: the α-β time of every call
-    # the network's inputs of every model priced below (the draws, each call's own)
-    inputs = {
-        "bandwidth": bandwidth,
-        "nbytes": nbytes,
-        "groups": groups,
-        "uplink_bandwidth": uplink_bandwidth,
-        "straggle": straggle,
-        "elastic": elastic,
-    }
-    model = (
-        CustomModel(lat, objective)
-        if callable(objective)
-        else make_model(lat, collective, algorithm, objective=objective, **inputs, workload=priced)
-    )
-    robust_info: dict[str, Any] | None = None
-    if isinstance(robust, str) and robust == "auto":
-        robust = _auto_robust(network, callable(objective), n, notes)
-    if robust is not False and robust is not None:
-        model, robust_info = _robust(
-            model, callable(objective), network, lat, collective, algorithm, robust, seed,
-            {"objective": model.objective, **inputs,
-             **({"workload": priced} if priced is not None else {})},
-        )  # fmt: skip
-        notes.append(
-            f"robust objective: the {robust_info['statistic']} cost over "
-            f"{robust_info['draws']} networks drawn from the measured spreads"
-        )
-    baseline = model.cost(identity(n))
-    ctx = SolveContext(
+    return SolveContext(
         gen=gen,
         seed=seed,
         time_limit=time_limit,
@@ -405,46 +449,108 @@ def solve(
         callback=callback,
         init=init_order,
         options=opts,
-        start=t0,
+        start=start,
     )
+
+
+def _build_model(
+    spec: ModelSpec,
+    network: Any,
+    lat: NDArray[Any],
+    inputs: dict[str, Any],
+    seed: int,
+    notes: list[str],
+) -> _Problem:
+    """The model to minimise: the workload's calls priced with the engine's
+    algorithms (:func:`_price_workload`), the robust objective when asked
+    (:func:`_robust`), else the spec's collective and algorithm."""
+    n = lat.shape[0]
+    collective, algorithm = spec.collective, spec.algorithm
+    priced, extra = None, dict[str, Any]()
+    if spec.workload is not None or spec.engine is not None:
+        priced, collective, algorithm, nbytes, wl_notes, extra = _price_workload(
+            spec, n, network, inputs["nbytes"]
+        )
+        notes.extend(wl_notes)
+        inputs = {**inputs, "nbytes": nbytes}
+        if spec.objective is None and inputs["objective"] in RING_OBJECTIVES:
+            inputs["objective"] = None  # latency only: the α-β time of every call
+    custom = callable(inputs["objective"])
+    model: CostModel = (
+        CustomModel(lat, inputs["objective"])
+        if custom
+        else make_model(lat, collective, algorithm, **inputs, workload=priced)
+    )
+    model_kw = {**inputs, "objective": model.objective}
+    if priced is not None:
+        model_kw["workload"] = priced
+    policy = spec.robust_policy
+    if policy is not None and policy.auto and not _auto_robust(network, custom, n, notes):
+        policy = None
+    robust = None
+    if policy is not None:
+        model = _robust(custom, network, lat, collective, algorithm, policy, seed, model_kw)
+        robust = {"draws": policy.draws, "statistic": policy.statistic}
+        notes.append(
+            f"robust objective: the {policy.statistic} cost over {policy.draws} networks "
+            "drawn from the measured spreads"
+        )
+    return _Problem(
+        lat, network, model, collective, algorithm, inputs["nbytes"], inputs["groups"], custom,
+        model_kw, priced, robust, extra, notes,
+    )  # fmt: skip
+
+
+def _search(
+    prob: _Problem, method: str, ctx: SolveContext
+) -> tuple[NDArray[np.int64], MethodOutput]:
+    """The method's order (and output); for a workload, the best of it and the
+    orders of its costliest calls solved alone (:func:`_best_of_per_call_orders`)."""
     fn = METHODS[method].fn
-    out = fn(model, ctx)
-    if out.stop_reason not in STOP_REASONS:  # a method's bug, not the caller's input
-        raise RuntimeError(
-            f"method {method!r} stopped with {out.stop_reason!r}, not one of "
-            f"{', '.join(sorted(STOP_REASONS))}"
-        )
+    out = fn(prob.model, ctx)
+    check_stop_reason(out.stop_reason, f"method {method!r}")
     order = np.asarray(out.order, dtype=np.int64)
-    if priced is not None and len(priced) > 1 and robust_info is None and n <= PER_CALL_MAX_N:
+    priced = prob.priced
+    if priced is not None and len(priced) > 1 and prob.robust is None and prob.n <= PER_CALL_MAX_N:
         order = _best_of_per_call_orders(
-            model, order, priced, fn, ctx, lat,
-            {"objective": model.objective, **inputs},
-            notes,
-        )  # fmt: skip
-    order, cost = _polished(model, order, ctx, method, init_order, groups, objective)
-    stop_reason = out.stop_reason
-    kept = not cost < baseline
-    if kept:
-        order, cost, stop_reason = _launch_order_kept(
-            n, cost, baseline, stop_reason, out.method or method, extra, notes
+            prob.model, order, priced, fn, ctx, prob.lat, prob.model_kw, prob.notes
         )
-    interval = None
-    if network is not None and network.measured and not callable(objective):
-        draws_model = {
-            "objective": model.objective,
-            **inputs,
-            **({"workload": priced} if priced is not None else {}),
-        }
-        order, cost, stop_reason, interval = _checked_against_spread(
-            network, order, cost, baseline, stop_reason, kept,
-            (collective, algorithm, draws_model, seed), extra, notes,
-        )  # fmt: skip
-    if robust_info is not None:
-        median_model = model.models[0]  # type: ignore[attr-defined]
-        robust_info["median_cost"] = float(median_model.cost(order))
-        robust_info["median_baseline_cost"] = float(median_model.cost(identity(n)))
-        extra["robust"] = robust_info
-    runtime = time.perf_counter() - t0
+    return order, out
+
+
+def check_stop_reason(stop_reason: str, who: str) -> str:
+    """``stop_reason``, which must be one of :data:`STOP_REASONS` (a bug of ``who`` if not)."""
+    if stop_reason not in STOP_REASONS:  # a method's bug, not the caller's input
+        raise RuntimeError(
+            f"{who} stopped with {stop_reason!r}, not one of {', '.join(sorted(STOP_REASONS))}"
+        )
+    return stop_reason
+
+
+def _record_robust(prob: _Problem, order: NDArray[np.int64]) -> None:
+    """``extra["robust"]``: the draws, and the order's and the launch order's cost on
+    the median network."""
+    assert prob.robust is not None
+    median_model = prob.model.models[0]  # type: ignore[attr-defined]
+    prob.robust["median_cost"] = float(median_model.cost(order))
+    prob.robust["median_baseline_cost"] = float(median_model.cost(identity(prob.n)))
+    prob.extra["robust"] = prob.robust
+
+
+def _make_result(
+    prob: _Problem,
+    spec: ModelSpec,
+    order: NDArray[np.int64],
+    cost: float,
+    baseline: float,
+    stop_reason: str,
+    interval: tuple[float, float] | None,
+    out: MethodOutput,
+    method: str,
+    ctx: SolveContext,
+) -> SolveResult:
+    """The :class:`SolveResult` of the steps above, logged."""
+    runtime = ctx.elapsed()
     result = SolveResult(
         order=order,
         rank_of=invert(order),
@@ -452,26 +558,27 @@ def solve(
         baseline_cost=float(baseline),
         speedup=float(baseline / cost) if cost > 0 else (1.0 if baseline == 0 else float("inf")),
         method=out.method or method,
-        objective=model.objective,
-        collective=collective,
-        algorithm=algorithm,
+        objective=prob.model.objective,
+        collective=prob.collective,
+        algorithm=prob.algorithm,
         iterations=int(out.iterations),
         evaluations=int(out.evaluations),
         runtime_s=runtime,
-        stop_reason=stop_reason,
-        seed=seed,
+        stop_reason=check_stop_reason(stop_reason, "solve()"),
+        seed=ctx.seed,
         history=tuple(ctx.history),
-        extra=extra,
-        nbytes=None if nbytes is None else float(nbytes),
+        extra=prob.extra,
+        nbytes=None if prob.nbytes is None else float(prob.nbytes),
         speedup_interval=interval,
-        network=None if network is None else _network_info(network),
-        notes=tuple(notes),
+        network=None if prob.network is None else _network_info(prob.network),
+        notes=tuple(prob.notes),
+        model_spec=spec,
     )
     logger.info(
         "solve %s/%s n=%d method=%s: %.6g -> %.6g (%.3fx) in %.3f s",
-        collective,
-        algorithm,
-        n,
+        prob.collective,
+        prob.algorithm,
+        prob.n,
         result.method,
         baseline,
         cost,
@@ -481,23 +588,37 @@ def solve(
     return result
 
 
+#: Spec fields a :class:`~rankopt.HierarchicalNetwork` brings itself (``robust``
+#: aside: ``"auto"`` and off are accepted).
+_HIERARCHICAL_OWN = ("bandwidth", "groups", "uplink_bandwidth", "straggle", "workload", "engine")
+
+
 def _solve_hierarchical(
-    network: Any, collective: str, algorithm: str, *, unsupported: Mapping[str, Any], **kw: Any
+    network: Any, spec: ModelSpec, *, init: Any, nan: NanPolicy, **kw: Any
 ) -> SolveResult:
     """``solve(HierarchicalNetwork)``: :func:`rankopt.solvers.hierarchical.solve_hierarchical`."""
     from rankopt.solvers.hierarchical import solve_hierarchical
 
-    given = sorted(k for k, v in unsupported.items() if v is not None)
+    policy = spec.robust_policy
+    given = [k for k in _HIERARCHICAL_OWN if getattr(spec, k) is not None]
+    given += ["robust"] if policy is not None and not policy.auto else []
+    given += ["init"] if init is not None else []
+    given += ["nan"] if nan != "raise" else []
     if given:
         raise RankoptInputError(
             f"a HierarchicalNetwork carries its own matrices and hierarchy; "
-            f"{', '.join(f'`{k}`' for k in given)} cannot be given with it."
+            f"{', '.join(f'`{k}`' for k in sorted(given))} cannot be given with it."
         )
-    if callable(kw["objective"]):
+    if callable(spec.objective):
         raise RankoptInputError(
             "a HierarchicalNetwork is priced by its ring models, not a callable."
         )
-    return solve_hierarchical(network, collective, algorithm, host_solve=solve, **kw)
+    res = solve_hierarchical(
+        network, spec.collective, spec.algorithm, host_solve=solve, objective=spec.objective,
+        nbytes=spec.nbytes, **kw,
+    )  # fmt: skip
+    check_stop_reason(res.stop_reason, "solve_hierarchical()")
+    return dataclasses.replace(res, model_spec=spec)
 
 
 #: Largest job ``robust="auto"`` turns the robust objective on for (it prices
@@ -523,18 +644,17 @@ def _auto_robust(network: Any, custom: bool, n: int, notes: list[str]) -> bool:
 
 
 def _robust(
-    model: CostModel,
     custom: bool,
     network: Any,
     lat: Any,
     collective: str,
     algorithm: str,
-    robust: Any,
+    policy: Robust,
     seed: int,
     model_kw: dict[str, Any],
-) -> tuple[CostModel, dict[str, Any]]:
-    """``solve(robust=...)``: the robust model and what the result records."""
-    from rankopt.models.robust import ROBUST_DRAWS, robust_model
+) -> CostModel:
+    """The robust model of ``model_kw`` (:func:`rankopt.models.robust.robust_model`)."""
+    from rankopt.models.robust import robust_model
 
     if network is None:
         raise RankoptInputError(
@@ -543,29 +663,15 @@ def _robust(
         )
     if custom:
         raise RankoptInputError("`robust` prices rankopt's models; a custom objective is not one.")
-    if isinstance(robust, Mapping):
-        unknown = set(robust) - {"draws", "statistic"}
-        if unknown:
-            raise TypeError(f"`robust` takes 'draws' and 'statistic'; got {sorted(unknown)}.")
-        draws, statistic = robust.get("draws", ROBUST_DRAWS), robust.get("statistic", "mean")
-    elif robust is True:
-        draws, statistic = ROBUST_DRAWS, "mean"
-    elif isinstance(robust, (int, np.integer)) and not isinstance(robust, bool):
-        draws, statistic = int(robust), "mean"
-    else:
-        raise RankoptInputError(
-            f"`robust` must be a bool, a number of networks, a mapping or 'auto'; got {robust!r}."
-        )
     try:
-        out = robust_model(
-            network, lat, collective, algorithm, model_kw, draws=draws, statistic=statistic,
-            seed=seed,
+        return robust_model(
+            network, lat, collective, algorithm, model_kw, draws=policy.draws,
+            statistic=policy.statistic, seed=seed,
         )  # fmt: skip
     except RankoptInputError:
         raise  # a bound's own error keeps its class
     except ValueError as exc:
         raise RankoptInputError(str(exc)) from None
-    return out, {"draws": int(draws), "statistic": statistic}
 
 
 #: Largest job whose order gets the tie-break toward fewer group crossings.
@@ -641,7 +747,7 @@ def _best_of_per_call_orders(
     ident = identity(n)
     weights = []
     for call in priced:
-        one = make_model(lat, workload=[call], **{**model_kw, "objective": model.objective})
+        one = make_model(lat, **{**model_kw, "workload": [call]})
         weights.append((one.cost(ident), call, one))
     weights.sort(key=lambda w: -w[0])
     best, best_cost = order, model.cost(order)
@@ -665,41 +771,29 @@ def _best_of_per_call_orders(
 
 
 def _price_workload(
-    workload: Any,
-    engine: Any,
-    n: int,
-    network: Any,
-    collective: str,
-    algorithm: str,
-    nbytes: float | None,
-    user_objective: Any,
+    spec: ModelSpec, n: int, network: Any, nbytes: float | None
 ) -> tuple[Any, str, str, float | None, list[str], dict[str, Any]]:
-    """The priced calls of ``solve(workload=..., engine=...)`` and what the result records.
+    """The priced calls of the spec's ``workload``/``engine`` and what the result records.
 
+    ``nbytes`` is the size of the spec's one call when it has no workload.
     Returns ``(priced, collective, algorithm, nbytes, notes, extra)``: the
     result's collective/algorithm/nbytes are the call's when there is one
     (``"workload"`` and the algorithms joined by ``+`` otherwise).
     """
-    from rankopt.models.workload import Call, as_workload, price_calls
+    from rankopt.models.workload import Call, price_calls
 
-    if callable(user_objective):
-        raise RankoptInputError("a custom objective cannot be combined with `workload`/`engine`.")
-    if engine is not None and algorithm != "ring":
-        raise RankoptInputError(
-            f"`engine` decides each call's algorithm; got algorithm={algorithm!r} as well: "
-            "leave `algorithm` out, or drop `engine` to price the mix with it."
-        )
-    if workload is None:
+    engine = spec.engine
+    if spec.workload is None:
         from rankopt.network.core import DEFAULT_NBYTES
 
         calls: tuple[Call, ...] = (
-            Call(collective, float(DEFAULT_NBYTES if nbytes is None else nbytes), 1.0),
+            Call(spec.collective, float(DEFAULT_NBYTES if nbytes is None else nbytes), 1.0),
         )
     else:
-        calls = as_workload(workload)
+        calls = spec.workload
     nodes = None if network is None or network.hosts is None else list(network.hosts)
     priced = price_calls(
-        calls, n, engine, algorithm=None if engine is not None else algorithm, nodes=nodes
+        calls, n, engine, algorithm=None if engine is not None else spec.algorithm, nodes=nodes
     )
     who = "no engine" if engine is None else f"engine {getattr(engine, 'name', engine)}"
     notes = [f"{who}: " + "; ".join(c.describe() for c in priced)]
@@ -724,16 +818,11 @@ def _price_workload(
 
 
 def _polished(
-    model: Any,
-    order: NDArray[np.int64],
-    ctx: SolveContext,
-    method: str,
-    init_order: NDArray[np.int64] | None,
-    groups: Any,
-    objective: Any,
+    prob: _Problem, order: NDArray[np.int64], ctx: SolveContext, method: str
 ) -> tuple[NDArray[np.int64], float]:
     """The method's order made final: rank 0 first when asked, never worse than
     ``init``, and among equal costs the one with the fewest group crossings."""
+    model, init_order, groups = prob.model, ctx.init, prob.groups
     n = model.n
     if ctx.keep_rank0 and order[0] != 0:
         if not model.capabilities.rotation_invariant:  # a method's bug, not the caller's input
@@ -747,7 +836,7 @@ def _polished(
         init_cost = model.cost(init_order)
         if init_cost < cost:
             order, cost = init_order, init_cost
-    if groups is not None and len(groups) and not callable(objective) and n <= TIE_BREAK_MAX_N:
+    if groups is not None and len(groups) and not prob.custom and n <= TIE_BREAK_MAX_N:
         order = _fewer_crossings_at_equal_cost(model, order, cost, groups, ctx.keep_rank0)
         cost = model.cost(order)
     return order, float(cost)
@@ -838,41 +927,34 @@ def _checked_against_spread(
     return order, cost, stop_reason, interval
 
 
-def _network_model(
-    network: Any,
-    algorithm: str,
-    *,
-    objective: Any,
-    bandwidth: Any,
-    nbytes: Any,
-    groups: Any,
-    uplink_bandwidth: Any,
-    straggle: Any = None,
-) -> tuple[Any, dict[str, Any], list[str]]:
-    """The objective and model arguments for a :class:`rankopt.Network`, and notes.
+def _network_model(network: Any, spec: ModelSpec) -> tuple[dict[str, Any], list[str]]:
+    """``make_model``'s keywords (``objective`` included) for a :class:`rankopt.Network`,
+    and notes.
 
-    Anything the caller passed wins; what it left out comes from the network
+    Anything the spec gives wins; what it leaves out comes from the network
     (:meth:`rankopt.Network.default_model`): contention with the inferred
     uplinks when the network has bandwidth and a hierarchy.
     """
     notes: list[str] = []
-    default = network.default_model(algorithm, nbytes)
+    groups, uplink_bandwidth = spec.groups, spec.uplink_bandwidth
+    objective = spec.objective
     if objective is None:
-        objective = default["objective"]
+        objective = network.default_model(spec.algorithm, spec.nbytes)["objective"]
     kw: dict[str, Any] = {
-        "bandwidth": bandwidth,
-        "nbytes": nbytes,
+        "objective": objective,
+        "bandwidth": spec.bandwidth,
+        "nbytes": spec.nbytes,
         "groups": groups,
         "uplink_bandwidth": uplink_bandwidth,
-        "straggle": straggle,
+        "straggle": spec.straggle,
         "elastic": None,
     }
-    if callable(objective) or objective in ("sum", "bottleneck"):
+    if callable(objective) or objective in RING_OBJECTIVES:
         if network.bandwidth is not None:
             notes.append(
                 f"bandwidth measured but not used: objective {objective!r} sees latency only"
             )
-        return objective, {**kw, "bandwidth": None, "groups": None, "uplink_bandwidth": None}, notes
+        return {**kw, "bandwidth": None, "groups": None, "uplink_bandwidth": None}, notes
     if kw["nbytes"] is None and (network.bandwidth is not None or objective == "contention"):
         from rankopt.network.core import DEFAULT_NBYTES
 
@@ -905,7 +987,7 @@ def _network_model(
             )
     if network.bandwidth is None:
         notes.append("no bandwidth measured: the model sees latency only")
-    return objective, kw, notes
+    return kw, notes
 
 
 def _network_info(network: Any) -> dict[str, Any]:
