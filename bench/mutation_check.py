@@ -365,8 +365,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "solve_ignores_bandwidth",
         "rankopt/solvers/solve.py",
-        '    inputs = {\n        "bandwidth": bandwidth,\n',
-        '    inputs = {\n        "bandwidth": None,\n',
+        '            "objective": spec.objective,\n            "bandwidth": bandwidth,\n',
+        '            "objective": spec.objective,\n            "bandwidth": None,\n',
         "solve() builds its model without the bandwidth it was given",
         ("tests/test_models.py::test_solve_accepts_every_pair",),
     ),
