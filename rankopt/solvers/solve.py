@@ -466,7 +466,8 @@ def _build_model(
     (:func:`_robust`), else the spec's collective and algorithm."""
     n = lat.shape[0]
     collective, algorithm = spec.collective, spec.algorithm
-    priced, extra = None, dict[str, Any]()
+    priced = None
+    extra: dict[str, Any] = {}
     if spec.workload is not None or spec.engine is not None:
         priced, collective, algorithm, nbytes, wl_notes, extra = _price_workload(
             spec, n, network, inputs["nbytes"]
