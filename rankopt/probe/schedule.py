@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._topology import Link, infer_link_levels, pair_links
+from rankopt.probe._topology import infer_link_levels, pair_links
 
 __all__ = ["round_robin", "round_partners", "partner_table", "bandwidth_slots"]
 
@@ -165,6 +165,14 @@ def partner_table(rounds: Sequence[Sequence[Pair]], n: int) -> NDArray[np.int64]
     return table
 
 
+def _fabrics(levels: Sequence[NDArray[np.int64]], a: int, b: int) -> list[Hashable]:
+    """The inside of the group just above the host of ``a`` and of ``b`` (none on one host)."""
+    if len(levels) < 2 or levels[0][a] == levels[0][b]:
+        return []
+    ga, gb = int(levels[1][a]), int(levels[1][b])
+    return [("inside", ga)] if ga == gb else [("inside", ga), ("inside", gb)]
+
+
 def bandwidth_slots(
     latency: NDArray[np.float64],
     hosts: Sequence[str],
@@ -202,7 +210,11 @@ def bandwidth_slots(
     A pair uses the uplink of every group that contains exactly one of its
     two processes, the core when it joins two top-level groups, and the
     internal bus of its host when both are on one host (see
-    :func:`~rankopt.probe._topology.pair_links`). Pairs are placed first-fit
+    :func:`~rankopt.probe._topology.pair_links`), and the inside of the
+    latency group just above the host of each of its processes: racks whose
+    latency looks alike may still share a bandwidth-only uplink (and a
+    congested VM's latency makes a one-host "group" out of noise), so two pairs
+    that touch one such group never run together. Pairs are placed first-fit
     in round-robin order. On a single host, or among hosts whose latency
     shows no tiers, every pair shares the bus or the core and the schedule is
     sequential: ``n (n - 1) / 2`` slots; with ``concurrency >= n // 2`` it is
@@ -229,11 +241,11 @@ def bandwidth_slots(
     if levels is None:
         levels = infer_link_levels(latency, hosts)
     slots: list[list[Pair]] = []
-    load: list[dict[Link, int]] = []
+    load: list[dict[Hashable, int]] = []
     full: dict[Hashable, int] = {}  # process or link -> bit mask of the slots it has no room in
     for pairs in round_robin(n):
         for a, b in pairs:
-            links = pair_links(levels, a, b)
+            links: list[Hashable] = [*pair_links(levels, a, b), *_fabrics(levels, a, b)]
             keys: list[Hashable] = [a, b, *links]
             taken = 0
             for k in keys:
