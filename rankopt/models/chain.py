@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rankopt.models.network import Network
+from rankopt.models.network import NetworkArrays
 from rankopt.models.schedule import Schedule
 from rankopt.models.step import StepModel, _as_order, _schedule_eval
 
@@ -32,7 +32,7 @@ class ChainTime(StepModel):
     6006.0
     """
 
-    def __init__(self, sched: Schedule, net: Network, objective: str) -> None:
+    def __init__(self, sched: Schedule, net: NetworkArrays, objective: str) -> None:
         super().__init__(sched, net, objective)
         fr = sched.layout.block_frac
         fr = fr if isinstance(fr, tuple) else (float(fr),)

@@ -22,14 +22,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt.models.base import Capabilities, CostModel
-from rankopt.models.network import Network
+from rankopt.models.network import NetworkArrays
 from rankopt.models.schedule import Schedule
 
 __all__ = ["ConcurrentTime", "concurrent_time"]
 
 
 def concurrent_time(
-    sched: Schedule, net: Network, order: NDArray[np.int64], objective: str
+    sched: Schedule, net: NetworkArrays, order: NDArray[np.int64], objective: str
 ) -> float:
     """Modelled seconds of one step of concurrent transfers under ``order`` -- the spec.
 
@@ -86,7 +86,7 @@ class ConcurrentTime(CostModel):
     3001.0
     """
 
-    def __init__(self, sched: Schedule, net: Network, objective: str) -> None:
+    def __init__(self, sched: Schedule, net: NetworkArrays, objective: str) -> None:
         self.schedule = sched
         self.network = net
         self.n = sched.n

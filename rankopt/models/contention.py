@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from rankopt._build_check import require_extension
-from rankopt.models.network import Network
+from rankopt.models.network import NetworkArrays
 from rankopt.models.schedule import Schedule
 
 _sc = require_extension("rankopt.models._step_contention")
@@ -35,7 +35,9 @@ def _csr(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, int]:
     return ptr, np.argsort(key, kind="stable").astype(np.int64), int(counts.max(initial=0))
 
 
-def make_step_contention(sched: Schedule, net: Network, full: Any, *, alike: bool = False) -> Any:
+def make_step_contention(
+    sched: Schedule, net: NetworkArrays, full: Any, *, alike: bool = False
+) -> Any:
     """The ``StepContention`` kernel of ``sched`` on ``net``, or ``None`` where it does not apply.
 
     ``alike``: every step has the same transfers (a ring): they are stored

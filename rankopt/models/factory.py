@@ -84,7 +84,7 @@ def make_model(
     ``nbytes`` is latency-only (``bandwidth`` is then unused);
     ``"contention"`` requires ``groups``, ``uplink_bandwidth`` and ``nbytes``;
     ``straggle`` (default 1: an even split) is how the transfers of a step
-    share an uplink (:attr:`rankopt.models.network.Network.straggle`) and
+    share an uplink (:attr:`rankopt.models.network.NetworkArrays.straggle`) and
     ``elastic`` (default 0) how much of other tenants' load yields to them
     (:func:`rankopt.models.network.tenant_flows`).
     Hierarchical allreduce takes its groups from the finest level of

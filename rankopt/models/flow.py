@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 
 from rankopt._build_check import require_extension
 from rankopt.models.base import Capabilities, CostModel
-from rankopt.models.network import Network
+from rankopt.models.network import NetworkArrays
 from rankopt.models.schedule import Schedule
 
 _flow_eval = require_extension("rankopt.models._flow_eval")
@@ -67,7 +67,7 @@ def _dependencies(sched: Schedule) -> list[list[int]]:
     return deps
 
 
-def _link_rates(net: Network) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _link_rates(net: NetworkArrays) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Each process's outgoing and incoming link rate: its fastest pair's (inf without bandwidth)."""
     if net.bandwidth is None:
         return np.full(net.n, np.inf), np.full(net.n, np.inf)
@@ -109,7 +109,9 @@ def _rates(
     return rate
 
 
-def flow_time(sched: Schedule, net: Network, order: NDArray[np.int64], objective: str) -> float:
+def flow_time(
+    sched: Schedule, net: NetworkArrays, order: NDArray[np.int64], objective: str
+) -> float:
     """Modelled seconds of ``sched`` as eager flows under ``order`` -- the spec (see the module)."""
     order = np.asarray(order, dtype=np.int64)
     if np.any(sched.repeat != 1):
@@ -196,7 +198,7 @@ class FlowTime(CostModel):
     3002.0
     """
 
-    def __init__(self, sched: Schedule, net: Network, objective: str) -> None:
+    def __init__(self, sched: Schedule, net: NetworkArrays, objective: str) -> None:
         if np.any(sched.repeat != 1):
             raise AssertionError("a flow model prices steps that run once")
         self.schedule = sched

@@ -2,7 +2,7 @@
 
 Contents
 --------
-Network
+NetworkArrays
     Latency, optional bandwidth, message size and the uplink hierarchy.
 make_network
     Validation of ``bandwidth``, ``nbytes``, ``groups``, ``uplink_bandwidth``.
@@ -31,7 +31,7 @@ from rankopt._validation import (
 from rankopt.models.schedule import Schedule
 
 __all__ = [
-    "Network",
+    "NetworkArrays",
     "make_network",
     "check_groups",
     "check_straggle",
@@ -42,7 +42,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, eq=False)
-class Network:
+class NetworkArrays:
     """Everything an α-β(-contention) model needs, indexed by original rank.
 
     Attributes
@@ -237,7 +237,7 @@ def make_network(
     uplink_bandwidth: Any = None,
     straggle: Any = 1.0,
     elastic: Any = 0.0,
-) -> Network:
+) -> NetworkArrays:
     """Validate the inputs of a time model (``latency`` is already validated).
 
     ``bandwidth`` may be a scalar (every pair) or an (n, n) matrix; groups are
@@ -274,7 +274,7 @@ def make_network(
         labels = np.ascontiguousarray(np.array(labs, dtype=np.int64))
     up = np.ascontiguousarray(up)
     down = up if np.array_equal(up, down) else np.ascontiguousarray(down)
-    return Network(
+    return NetworkArrays(
         np.ascontiguousarray(latency, dtype=np.float64),
         bw,
         nb,
@@ -286,7 +286,7 @@ def make_network(
     )
 
 
-def reference_time(sched: Schedule, net: Network, order: NDArray[np.int64]) -> float:
+def reference_time(sched: Schedule, net: NetworkArrays, order: NDArray[np.int64]) -> float:
     """Modelled seconds of ``sched`` under ``order`` -- the spec, written plainly.
 
     For every step: each transfer ``k -> j`` runs between ``a = order[k]`` and

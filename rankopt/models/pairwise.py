@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._build_check import require_extension
-from rankopt.models.network import Network
+from rankopt.models.network import NetworkArrays
 from rankopt.models.schedule import Schedule
 from rankopt.models.step import StepModel, _as_order
 
@@ -25,7 +25,7 @@ _pairwise_eval = require_extension("rankopt.models._pairwise_eval")
 __all__ = ["PairwiseTime", "transfer_times"]
 
 
-def transfer_times(net: Network, frac: float) -> NDArray[np.float64]:
+def transfer_times(net: NetworkArrays, frac: float) -> NDArray[np.float64]:
     """``T[a, b]``: time of a ``frac * nbytes`` transfer from ``a`` to ``b`` (no uplinks).
 
     Computed as the reference does: ``latency + frac * nbytes / bandwidth``.
@@ -52,7 +52,7 @@ class PairwiseTime(StepModel):
     3003.0
     """
 
-    def __init__(self, sched: Schedule, net: Network, objective: str) -> None:
+    def __init__(self, sched: Schedule, net: NetworkArrays, objective: str) -> None:
         super().__init__(sched, net, objective)
         n = sched.n
         xor = n & (n - 1) == 0

@@ -24,7 +24,7 @@ from rankopt._build_check import require_extension
 from rankopt.models._algorithms import algorithm_spec
 from rankopt.models.base import Capabilities, CostModel
 from rankopt.models.contention import make_step_contention
-from rankopt.models.network import Network, reference_time
+from rankopt.models.network import NetworkArrays, reference_time
 from rankopt.models.schedule import Schedule, schedule
 
 _schedule_eval = require_extension("rankopt.models._schedule_eval")
@@ -38,7 +38,7 @@ def _as_order(order: NDArray[np.int64]) -> NDArray[np.int64]:
     return np.ascontiguousarray(order, dtype=np.int64)
 
 
-def make_evaluator(sched: Schedule, net: Network, *, index: bool = True):
+def make_evaluator(sched: Schedule, net: NetworkArrays, *, index: bool = True):
     """The compiled evaluator of ``sched`` on ``net``.
 
     With ``index`` it also builds, for every rank, the list of transfers it
@@ -103,7 +103,7 @@ class StepModel(CostModel):
         ``("shift", d, ...)`` for rings and Bruck) -- what a constructive
         solver (greedy clustering) needs to know which distances carry the
         most bytes.
-    network : Network
+    network : NetworkArrays
     evaluator : StepEval
         The compiled kernel: ``cost``, ``batch_cost``, ``swap_delta``,
         ``swap_deltas`` (many pairs in one call), ``step_times`` and
@@ -119,7 +119,7 @@ class StepModel(CostModel):
     1504.0
     """
 
-    def __init__(self, sched: Schedule, net: Network, objective: str) -> None:
+    def __init__(self, sched: Schedule, net: NetworkArrays, objective: str) -> None:
         self.schedule = sched
         self.network = net
         self.n = sched.n
@@ -180,7 +180,7 @@ class HierarchicalModel(CostModel):
 
     def __init__(
         self,
-        net: Network,
+        net: NetworkArrays,
         groups: NDArray[np.int64],
         objective: str,
         inter: str | None = None,

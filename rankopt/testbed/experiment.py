@@ -43,13 +43,13 @@ from rankopt.testbed.tenant import Tenant, TenantSpec
 from rankopt.testbed.topology import TestbedError
 from rankopt.testbed.userpath import run_user_path, user_argv, worker_argv
 
-__all__ = ["ENGINES", "ExperimentConfig", "run_experiment", "summarize", "time_orders"]
+__all__ = ["TESTBED_ENGINES", "ExperimentConfig", "run_experiment", "summarize", "time_orders"]
 
 logger = logging.getLogger("rankopt")
 
 #: Engines an experiment can time: Open MPI's ring (forced), Open MPI's own
 #: algorithm selection, and torch Gloo.
-ENGINES = ("mpi-ring", "mpi-default", "gloo")
+TESTBED_ENGINES = ("mpi-ring", "mpi-default", "gloo")
 MB = 1 << 20
 
 
@@ -64,7 +64,7 @@ class ExperimentConfig:
     seed : int
         Seed of random placement and random orders.
     engines : tuple of str
-        Subset of :data:`ENGINES`.
+        Subset of :data:`TESTBED_ENGINES`.
     sizes : tuple of int
         Allreduce sizes in bytes.
     n_random : int
@@ -103,7 +103,7 @@ class ExperimentConfig:
 
     launch: str = "interleaved"
     seed: int = 0
-    engines: tuple[str, ...] = ENGINES
+    engines: tuple[str, ...] = TESTBED_ENGINES
     sizes: tuple[int, ...] = (1 * MB, 16 * MB, 64 * MB)
     n_random: int = 3
     repeats: int = 3
@@ -121,9 +121,11 @@ class ExperimentConfig:
     tenant_only: bool = False
 
     def __post_init__(self) -> None:
-        bad = [e for e in (*self.engines, self.fidelity_engine) if e not in ENGINES]
+        bad = [e for e in (*self.engines, self.fidelity_engine) if e not in TESTBED_ENGINES]
         if bad:
-            raise ValueError(f"unknown engine {bad[0]!r}; expected one of {', '.join(ENGINES)}.")
+            raise ValueError(
+                f"unknown engine {bad[0]!r}; expected one of {', '.join(TESTBED_ENGINES)}."
+            )
         if self.probe_engine not in ("mpi", "gloo"):
             raise ValueError(f"`probe_engine` must be 'mpi' or 'gloo'; got {self.probe_engine!r}.")
         self.user_args = tuple(self.user_args)
