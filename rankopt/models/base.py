@@ -86,6 +86,11 @@ class Capabilities:
     groups : tuple of ndarray
         The hierarchy the cost prices: the group of every process per level,
         finest first (``()`` when the cost sees no groups).
+    traffic : scipy.sparse array (n, n) or None
+        The point-to-point traffic the cost prices
+        (:class:`rankopt.models.traffic.Traffic`): ``traffic.bytes[s, d]``
+        between ranks, from which a mapper partitions the traffic graph into
+        ``groups``. ``None`` when the cost has none.
     kernel : callable or None
         A Numba function ``kernel(latency, order) -> float`` that *is* the
         cost (with ``latency`` above, float64 C order): the annealing loop
@@ -109,6 +114,7 @@ class Capabilities:
     swap_search: Any = None
     partners: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None = None
     groups: tuple[NDArray[np.int64], ...] = ()
+    traffic: Any = None
     kernel: Callable[..., float] | None = None
 
     def __post_init__(self) -> None:

@@ -281,6 +281,7 @@ class WorkloadModel(CostModel):
             swap_search=search,
             partners=_merged_partners(self.n, self.parts),
             groups=caps[0].groups if all(len(c.groups) for c in caps) else (),
+            traffic=next((c.traffic for c in caps if c.traffic is not None), None),
         )
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:
