@@ -5,8 +5,9 @@ Methods (``solve(method=...)``, registered in ``METHODS``): ``auto``
 (:mod:`~rankopt.solvers.exact`), ``nearest_neighbor``, ``two_opt``, ``ils``
 (:mod:`~rankopt.solvers.ring`), ``greedy_cluster``
 (:mod:`~rankopt.solvers.greedy`), ``anneal`` (:mod:`~rankopt.solvers.anneal`),
-``swap`` (:mod:`~rankopt.solvers.swap`) and ``layout``
-(:mod:`~rankopt.solvers.layout`).
+``swap`` (:mod:`~rankopt.solvers.swap`), ``layout``
+(:mod:`~rankopt.solvers.layout`) and ``map`` (point-to-point traffic,
+:mod:`~rankopt.solvers.mapping`).
 
 A method sees a model only through :class:`~rankopt.models.base.CostModel`
 (``cost``, ``batch_cost``, ``swap_delta``) and the
@@ -17,6 +18,7 @@ from rankopt.solvers import anneal as _anneal_methods  # noqa: F401
 from rankopt.solvers import exact as _exact_methods  # noqa: F401  (registers methods)
 from rankopt.solvers import greedy as _greedy_methods  # noqa: F401
 from rankopt.solvers import layout as _layout_methods  # noqa: F401
+from rankopt.solvers import mapping as _mapping_methods  # noqa: F401
 from rankopt.solvers import ring as _ring_methods  # noqa: F401
 from rankopt.solvers import swap as _swap_methods  # noqa: F401
 from rankopt.solvers._base import METHODS, STOP_REASONS, method_options, show_options

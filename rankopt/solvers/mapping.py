@@ -1,0 +1,530 @@
+"""Process mapping: a job's point-to-point traffic placed on a hierarchical network.
+
+``map``
+    For models that price point-to-point traffic
+    (:attr:`~rankopt.models.base.Capabilities.traffic`: a
+    :class:`~rankopt.models.traffic.TrafficModel`, or a workload holding one):
+
+    1. **Hierarchy.** The groups the model prices (finest first), else tiers
+       read off the latency matrix when it has a few exact ones (a synthetic
+       or provider distance, :func:`distance_tiers`), else
+       :func:`rankopt.probe.hierarchy.infer_hierarchy` (up to
+       :data:`INFER_MAX_N` processes).
+    2. **Top-down partition** (recursive multisection along the hierarchy,
+       the strategy of SharedMap and VieM): the ranks are split among the
+       coarsest groups with the groups' exact sizes, then each part among
+       its group's subgroups, down to the finest groups, whose processes
+       take their part's ranks. Each split is a chain of bisections of the
+       symmetrised traffic graph (every pair's messages and bytes priced at
+       the mean latency and bandwidth): greedy graph growing from a
+       pseudo-peripheral rank (the rank whose move lowers the cut most
+       joins next), then Fiduccia–Mattheyses passes whose moves alternate
+       between the two sides (balance stays exact); the best of
+       ``tries`` growths (:data:`TRIES`) is kept.
+    3. **Greedy start** up to :data:`GREEDY_MAX_N` processes: ranks placed
+       one at a time, the most connected to those placed first, each on the
+       free process where its traffic to them costs least; and the start
+       (``init``, else the launch order).
+    4. **Swap refinement** of every start on the α-β time of the traffic
+       (``sum of messages * latency + bytes / bandwidth``: with
+       :meth:`Traffic.from_weights <rankopt.models.traffic.Traffic.from_weights>`
+       and no bandwidth, the classic ``sum of traffic * distance``), compiled
+       (``src_ext/_traffic_map.pyx``): a swap of ranks ``i`` and ``j`` costs
+       only the pairs touching them (their out- and in-edges), ranks wait in
+       a queue (don't-look bits), and the partners of ``i`` are the ranks on
+       the processes of the finest group (or the :data:`NEAR_K` nearest
+       processes) of each of ``i``'s traffic neighbours; the best gaining
+       swap of ``i`` is applied, and the two ranks and their neighbours look
+       again. Up to :data:`FULL_MAX_N` processes a last descent tries every
+       pair, so the order is a local optimum of all swaps.
+    5. When the model's cost is not that time (``"contention"``, a workload
+       that adds collectives), the cheapest order is refined on the model's
+       own cost through :meth:`~rankopt.models.base.CostModel.swap_delta`,
+       with the same partners and an evaluation budget
+       (:data:`MODEL_EVALS_PER_RANK`).
+
+    The cheapest order, never worse than the start. ``keep_rank0`` (not
+    rotation invariant) keeps rank 0 on process 0 in every start and out of
+    every swap. The same seed gives the same order.
+
+Budgets: ``options={"max_evals": m}`` (swap evaluations per start; default
+:data:`EVALS_PER_RANK` per process, between :data:`MIN_EVALS` and
+:data:`MAX_EVALS`) and ``max_iter`` (swaps applied per start) are
+reproducible; ``time_limit`` is a guard. ``tries`` and ``fm_passes`` set the
+partition's effort.
+
+Complexity: a level of the partition costs :math:`O(\\text{tries} \\cdot
+\\text{passes} \\cdot E \\log n)` for the traffic's ``E`` communicating pairs;
+a swap evaluation :math:`O(\\deg i + \\deg j)`. Only the hierarchy's
+detection from a bare matrix reads all :math:`n^2` latencies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rankopt._rng import kernel_seed
+from rankopt._validation import RankoptInputError, check_positive
+from rankopt.models.base import CostModel
+from rankopt.solvers._base import (
+    MethodOutput,
+    SolveContext,
+    fix_first,
+    no_worse_than_start,
+    rank0_pinned,
+    register,
+    start_order,
+)
+
+try:
+    from rankopt.solvers import _traffic_map as _k
+except ImportError as exc:  # pragma: no cover - a broken install
+    raise ImportError(
+        "rankopt's compiled kernel rankopt.solvers._traffic_map is missing; rebuild it with "
+        "`python setup.py build_ext --inplace` (or reinstall rankopt)."
+    ) from exc
+
+__all__ = [
+    "map_traffic",
+    "applies",
+    "distance_tiers",
+    "partition_order",
+    "TRIES",
+    "FM_PASSES",
+    "EVALS_PER_RANK",
+    "GREEDY_MAX_N",
+    "FULL_MAX_N",
+]
+
+#: Greedy growths per bisection, each refined; the smallest cut is kept.
+TRIES = 4
+#: Fiduccia–Mattheyses passes per growth (fewer when a pass gains nothing).
+FM_PASSES = 8
+#: Swap evaluations per process of one start's refinement ...
+EVALS_PER_RANK = 2_000
+#: ... at least this many ...
+MIN_EVALS = 200_000
+#: ... and at most this many.
+MAX_EVALS = 20_000_000
+#: Largest n with the greedy start and a refined launch order (init) as starts.
+GREEDY_MAX_N = 256
+#: Largest n whose last descent tries every pair of ranks.
+FULL_MAX_N = 128
+#: Partners per neighbour without (small enough) finest groups: the nearest processes.
+NEAR_K = 8
+#: Largest finest group whose processes are all partners of a rank near it.
+NEAR_GROUP_MAX = 64
+#: Most distinct off-diagonal values of the first row for :func:`distance_tiers`.
+MAX_TIERS = 8
+#: Largest n whose hierarchy is inferred by clustering when it has no exact tiers.
+INFER_MAX_N = 2_048
+#: Evaluations of the model's own ``swap_delta`` per process (step 5) ...
+MODEL_EVALS_PER_RANK = 20
+#: ... at most this many.
+MODEL_MAX_EVALS = 20_000
+_REL_TOL = 1e-12
+_STOP = {0: "local_optimum", 1: "time_limit", 2: "max_evals", 3: "max_iter"}
+
+
+def applies(model: CostModel) -> bool:
+    """Whether ``model`` prices point-to-point traffic on a latency matrix (what ``map`` needs)."""
+    caps = model.capabilities
+    return caps.traffic is not None and caps.latency is not None
+
+
+_I = NDArray[np.int64]
+_F = NDArray[np.float64]
+#: The kernels' view of the traffic: out-CSR, in-lists, messages, bytes, latency, bandwidth.
+_Net = tuple[_I, _I, _I, _I, _I, _F, _F, _F, _F, bool]
+
+
+@dataclass
+class _Time:
+    """The α-β time of the traffic, as the kernels read it, and its partition graph."""
+
+    out_ptr: NDArray[np.int64]
+    dst: NDArray[np.int64]
+    in_ptr: NDArray[np.int64]
+    in_src: NDArray[np.int64]
+    in_eid: NDArray[np.int64]
+    msgs: NDArray[np.float64]
+    nbytes: NDArray[np.float64]
+    lat: NDArray[np.float64]
+    bw: NDArray[np.float64]
+    has_bw: bool
+    weight: NDArray[np.float64]  # per directed pair: its time at the mean latency/bandwidth
+    xadj: NDArray[np.int64]  # the symmetrised graph (weights ``w``)
+    adj: NDArray[np.int64]
+    w: NDArray[np.float64]
+
+    def net(self) -> _Net:
+        return (
+            self.out_ptr, self.dst, self.in_ptr, self.in_src, self.in_eid, self.msgs,
+            self.nbytes, self.lat, self.bw, self.has_bw,
+        )  # fmt: skip
+
+    def cost(self, order: NDArray[np.int64]) -> float:
+        return float(
+            _k.time_cost(
+                self.out_ptr, self.dst, self.msgs, self.nbytes, self.lat, self.bw,
+                self.has_bw, order,
+            )
+        )  # fmt: skip
+
+
+def _time_arrays(traffic: Any, latency: Any, bandwidth: Any) -> _Time:
+    import scipy.sparse as sp
+
+    lat = np.ascontiguousarray(latency, dtype=np.float64)
+    n = lat.shape[0]
+    b = sp.csr_array(traffic.bytes, dtype=np.float64)
+    m = sp.csr_array(traffic.messages, dtype=np.float64)
+    pattern = sp.csr_array(abs(b) + abs(m))
+    pattern.sum_duplicates()
+    pattern.eliminate_zeros()
+    pattern.sort_indices()
+    out_ptr = np.asarray(pattern.indptr, dtype=np.int64)
+    dst = np.asarray(pattern.indices, dtype=np.int64)
+    src = np.repeat(np.arange(n, dtype=np.int64), np.diff(out_ptr))
+    if dst.size:
+        msgs = np.asarray(m[src, dst], dtype=np.float64).reshape(-1)
+        nbytes = np.asarray(b[src, dst], dtype=np.float64).reshape(-1)
+    else:
+        msgs = nbytes = np.zeros(0)
+    in_eid = np.argsort(dst, kind="stable").astype(np.int64)
+    in_ptr = np.concatenate([[0], np.cumsum(np.bincount(dst, minlength=n))]).astype(np.int64)
+    has_bw = bandwidth is not None
+    bw = np.ascontiguousarray(bandwidth, dtype=np.float64) if has_bw else np.ones((1, 1))
+    off = ~np.eye(n, dtype=bool) if n <= 1024 else None
+    mean_lat = _off_mean(lat, off)
+    weight = msgs * mean_lat
+    if has_bw:
+        with np.errstate(divide="ignore"):
+            weight = weight + nbytes * _off_mean(1.0 / bw, off)
+    if not np.isfinite(weight).all() or weight.sum() <= 0:
+        weight = msgs + nbytes / max(float(nbytes.max(initial=0.0)), 1.0)
+    if weight.sum() <= 0:
+        weight = np.ones_like(msgs)
+    w_dir = sp.csr_array((weight, dst, out_ptr), shape=(n, n))
+    sym = sp.csr_array(w_dir + w_dir.T)
+    sym.sum_duplicates()
+    sym.sort_indices()
+    return _Time(
+        out_ptr, dst, in_ptr, src[in_eid], in_eid, msgs, nbytes, lat, bw, has_bw, weight,
+        np.asarray(sym.indptr, dtype=np.int64), np.asarray(sym.indices, dtype=np.int64),
+        np.asarray(sym.data, dtype=np.float64),
+    )  # fmt: skip
+
+
+def _off_mean(a: NDArray[np.float64], off: NDArray[np.bool_] | None) -> float:
+    """Mean of the finite off-diagonal entries (sampled rows when ``off`` is None)."""
+    if off is not None:
+        v = a[off]
+    else:
+        rows = np.linspace(0, a.shape[0] - 1, 64).astype(np.int64)
+        v = np.delete(a[rows], rows + np.arange(rows.size) * a.shape[0])
+    v = v[np.isfinite(v)]
+    return float(v.mean()) if v.size else 0.0
+
+
+# ----------------------------------------------------------------------- hierarchy
+def distance_tiers(latency: NDArray[Any]) -> list[NDArray[np.int64]] | None:
+    """The hierarchy of a matrix with a few exact tiers, finest first, or ``None``.
+
+    Each distinct off-diagonal value ``t`` of the first row (at most
+    :data:`MAX_TIERS`, all but the largest) is a level when "latency at most
+    ``t``" is an equivalence on the processes (labels: the first process of
+    each class, renumbered from 0); levels of one group or of single
+    processes are dropped. ``None`` when some threshold is no equivalence
+    (measured, noisy matrices: use
+    :func:`rankopt.probe.hierarchy.infer_hierarchy`).
+
+    Examples
+    --------
+    >>> g = np.array([0, 0, 1, 1])
+    >>> d = np.where(g[:, None] == g[None, :], 1.0, 10.0)
+    >>> [lab.tolist() for lab in distance_tiers(d)]
+    [[0, 0, 1, 1]]
+    """
+    lat = np.asarray(latency)
+    n = lat.shape[0]
+    if n < 3:
+        return None
+    vals = np.unique(lat[0, 1:])
+    if vals.size > MAX_TIERS:
+        return None
+    levels: list[NDArray[np.int64]] = []
+    eye = np.eye(n, dtype=bool)
+    for t in vals[:-1]:
+        close = (lat <= t) | eye
+        first = close.argmax(axis=1)
+        if not np.array_equal(close, first[:, None] == first[None, :]):
+            return None
+        lab = np.unique(first, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        g = int(lab.max()) + 1
+        if 1 < g < n and not any(np.array_equal(lab, x) for x in levels):
+            levels.append(lab)
+    return levels
+
+
+def _levels(model: CostModel, lat: NDArray[np.float64]) -> list[NDArray[np.int64]]:
+    """The hierarchy the partition follows, finest first (see the module docstring)."""
+    caps = model.capabilities
+    if caps.groups:
+        return [np.asarray(g, dtype=np.int64) for g in caps.groups]
+    tiers = distance_tiers(lat)
+    if tiers is not None:
+        return tiers
+    if lat.shape[0] <= INFER_MAX_N:
+        from rankopt.probe.hierarchy import infer_hierarchy
+
+        return [np.asarray(g, dtype=np.int64) for g in infer_hierarchy(lat)]
+    return []
+
+
+def _nested(levels: Sequence[NDArray[np.int64]]) -> list[NDArray[np.int64]]:
+    """Labels per level, coarsest first, each made nested in the level above it."""
+    out: list[NDArray[np.int64]] = []
+    key: NDArray[np.int64] | None = None
+    for lab in reversed(list(levels)):
+        key = lab if key is None else key * (int(lab.max()) + 1) + lab
+        key = np.unique(key, return_inverse=True)[1].reshape(-1).astype(np.int64)
+        out.append(key)
+    return out
+
+
+def _split(procs: NDArray[np.int64], labels: NDArray[np.int64]) -> list[NDArray[np.int64]]:
+    """``procs`` by label (ascending), each part in ascending order."""
+    lab = labels[procs]
+    idx = np.lexsort((procs, lab))
+    cuts = np.flatnonzero(np.diff(lab[idx])) + 1
+    return np.split(procs[idx], cuts)
+
+
+def partition_order(
+    t: _Time,
+    levels: Sequence[NDArray[np.int64]],
+    gen: np.random.Generator,
+    tries: int = TRIES,
+    passes: int = FM_PASSES,
+) -> tuple[NDArray[np.int64], int]:
+    """The order of the top-down partition (step 2), and how many bisections it took."""
+    n = t.lat.shape[0]
+    order = np.empty(n, dtype=np.int64)
+    loc = np.full(n, -1, dtype=np.int64)
+    nested = _nested(levels)
+    count = 0
+
+    def place(ranks: NDArray[np.int64], procs: NDArray[np.int64], depth: int) -> None:
+        if depth >= len(nested) or procs.size <= 1:
+            order[ranks] = procs
+            return
+        groups = _split(procs, nested[depth])
+        if len(groups) == 1:
+            place(ranks, procs, depth + 1)
+        else:
+            multisect(ranks, groups, depth)
+
+    def multisect(ranks: NDArray[np.int64], groups: list[NDArray[np.int64]], depth: int) -> None:
+        nonlocal count
+        if len(groups) == 1:
+            place(ranks, groups[0], depth + 1)
+            return
+        cum = np.cumsum([g.size for g in groups])
+        h = int(np.clip(np.argmin(np.abs(cum[:-1] - cum[-1] / 2)) + 1, 1, len(groups) - 1))
+        side, _ = _k.bisect(
+            t.xadj, t.adj, t.w, ranks, int(cum[h - 1]), kernel_seed(gen), tries, passes, loc
+        )
+        count += 1
+        multisect(ranks[side == 0], groups[:h], depth)
+        multisect(ranks[side == 1], groups[h:], depth)
+
+    place(np.arange(n, dtype=np.int64), np.arange(n, dtype=np.int64), 0)
+    return order, count
+
+
+def _near(levels: Sequence[NDArray[np.int64]], lat: NDArray[np.float64]) -> tuple[Any, Any]:
+    """Partner processes of each process (CSR): its finest group, else its nearest."""
+    n = lat.shape[0]
+    if levels:
+        lab = levels[0]
+        sizes = np.bincount(lab)
+        if sizes.max() <= NEAR_GROUP_MAX:
+            members = np.argsort(lab, kind="stable").astype(np.int64)
+            gptr = np.concatenate([[0], np.cumsum(sizes)])
+            cnt = sizes[lab]
+            ptr = np.concatenate([[0], np.cumsum(cnt)]).astype(np.int64)
+            idx = np.concatenate([members[gptr[g] : gptr[g + 1]] for g in lab])
+            return ptr, idx.astype(np.int64)
+    k = min(NEAR_K, n - 1)
+    if k <= 0:
+        return np.zeros(n + 1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    d = np.array(lat, dtype=np.float64)
+    np.fill_diagonal(d, -np.inf)  # a process is its own first partner
+    idx = np.argpartition(d, k, axis=1)[:, : k + 1]
+    return np.arange(0, n * (k + 1) + 1, k + 1, dtype=np.int64), idx.reshape(-1).astype(np.int64)
+
+
+# ----------------------------------------------------------------------- refinement
+def _refine(
+    t: _Time,
+    order: NDArray[np.int64],
+    near: tuple[Any, Any],
+    ctx: SolveContext,
+    budget: int,
+    pinned: bool,
+) -> tuple[int, int, str]:
+    n = order.size
+    cost = t.cost(order)
+    tol = max(_REL_TOL * cost, 1e-300)
+    moves, evals, st = _k.refine_time(
+        *t.net(), near[0], near[1], order, kernel_seed(ctx.gen), int(budget),
+        int(ctx.max_iter or 0), float(ctx.remaining()), pinned, tol, False,
+    )  # fmt: skip
+    if st == 0 and n <= FULL_MAX_N and not ctx.out_of_time():
+        left = 0 if budget <= 0 else max(budget - evals, 1)
+        m2, e2, st = _k.refine_time(
+            *t.net(), near[0], near[1], order, kernel_seed(ctx.gen), left,
+            int(ctx.max_iter or 0), float(ctx.remaining()), pinned, tol, True,
+        )  # fmt: skip
+        moves, evals = moves + m2, evals + e2
+    return moves, evals, _STOP[st]
+
+
+def _refine_model(
+    model: CostModel,
+    t: _Time,
+    order: NDArray[np.int64],
+    near: tuple[Any, Any],
+    ctx: SolveContext,
+    budget: int,
+    pinned: bool,
+) -> tuple[int, int, str]:
+    """Step 5: the same partners, priced by ``model.swap_delta``."""
+    n = order.size
+    cost = float(model.cost(order))
+    tol = _REL_TOL * cost
+    if tol <= 0:
+        return 0, 0, "local_optimum"
+    inv = np.empty(n, dtype=np.int64)
+    inv[order] = np.arange(n)
+    nbr = [
+        np.unique(np.concatenate([t.dst[t.out_ptr[i] : t.out_ptr[i + 1]],
+                                  t.in_src[t.in_ptr[i] : t.in_ptr[i + 1]]]))
+        for i in range(n)
+    ]  # fmt: skip
+    queue = list(ctx.gen.permutation(n))
+    inq = np.ones(n, dtype=bool)
+    moves = evals = 0
+    head = 0
+    while head < len(queue):
+        i = int(queue[head])
+        head += 1
+        inq[i] = False
+        if pinned and i == 0:
+            continue
+        cands: set[int] = set()
+        for k in nbr[i]:
+            r = order[k]
+            cands.update(int(inv[p]) for p in near[1][near[0][r] : near[0][r + 1]])
+        cands.discard(i)
+        if pinned:
+            cands.discard(0)
+        best, bj = -tol, -1
+        for j in sorted(cands):
+            d = float(model.swap_delta(order, i, j))
+            evals += 1
+            if d < best:
+                best, bj = d, j
+        if bj >= 0:
+            order[i], order[bj] = order[bj], order[i]
+            inv[order[i]], inv[order[bj]] = i, bj
+            moves += 1
+            cost += best
+            ctx.record(cost, moves)
+            for r in (i, bj, *nbr[i], *nbr[bj]):
+                if not inq[r]:
+                    inq[r] = True
+                    queue.append(int(r))
+            if ctx.max_iter is not None and moves >= ctx.max_iter:
+                return moves, evals, "max_iter"
+        if evals >= budget:
+            return moves, evals, "max_evals"
+        if ctx.out_of_time():
+            return moves, evals, "time_limit"
+    return moves, evals, "local_optimum"
+
+
+# ----------------------------------------------------------------------- the method
+def _budget(ctx: SolveContext, n: int) -> int:
+    m = ctx.options.get("max_evals")
+    if m is not None:
+        return int(check_positive(m, "max_evals", integer=True))
+    return int(min(max(EVALS_PER_RANK * n, MIN_EVALS), MAX_EVALS))
+
+
+@register(
+    "map",
+    options=("max_evals", "tries", "fm_passes"),
+    doc="top-down partition of the traffic along the hierarchy, then swaps (traffic)",
+)
+def map_traffic(model: CostModel, ctx: SolveContext) -> MethodOutput:
+    """Process mapping of point-to-point traffic (see the module docstring)."""
+    if not applies(model):
+        raise RankoptInputError(
+            "method 'map' needs a model with point-to-point traffic (a TrafficModel, or a "
+            "workload with traffic) priced on a latency matrix; this model has none: use "
+            "method='auto'."
+        )
+    caps = model.capabilities
+    n = model.n
+    tries = int(check_positive(ctx.options.get("tries", TRIES), "tries", integer=True))
+    passes = int(check_positive(ctx.options.get("fm_passes", FM_PASSES), "fm_passes", integer=True))
+    budget = _budget(ctx, n)
+    t = _time_arrays(caps.traffic, caps.latency, caps.bandwidth)
+    levels = _levels(model, t.lat)
+    pinned = rank0_pinned(model, ctx)
+    start = start_order(ctx, n)
+    if pinned and start[0] != 0:
+        start = fix_first(start)
+    part, bisections = partition_order(t, levels, ctx.gen, tries, passes)
+    starts: list[NDArray[np.int64]] = [fix_first(part) if pinned else part]
+    if n <= GREEDY_MAX_N:
+        greedy = np.empty(n, dtype=np.int64)
+        first = 0 if pinned else int(np.argmin(t.lat.sum(axis=1)))
+        _k.greedy_place(*t.net(), t.weight, first, greedy)
+        starts += [fix_first(greedy) if pinned else greedy, start.copy()]
+    exact = all(
+        abs(t.cost(o) - float(model.cost(o))) <= 1e-9 * max(abs(float(model.cost(o))), 1e-300)
+        for o in (start, starts[0])
+    )
+    near = _near(levels, t.lat)
+    evaluations, iterations, stop = bisections, 0, "local_optimum"
+    best: NDArray[np.int64] | None = None
+    best_cost = np.inf
+    for s, order in enumerate(starts):
+        if s > 0 and ctx.out_of_time():
+            break
+        moves, evals, st = _refine(t, order, near, ctx, budget, pinned)
+        iterations += moves
+        evaluations += evals
+        if s == 0:
+            stop = st
+        c = t.cost(order) if exact else float(model.cost(order))
+        if c < best_cost:
+            best, best_cost = order, c
+            ctx.record(c, iterations)
+    assert best is not None
+    if not exact:
+        m = ctx.options.get("max_evals")
+        mbudget = budget if m is not None else min(MODEL_EVALS_PER_RANK * n, MODEL_MAX_EVALS)
+        moves, evals, stop = _refine_model(model, t, best, near, ctx, mbudget, pinned)
+        iterations += moves
+        evaluations += evals
+    order, _ = no_worse_than_start(model, ctx, best)
+    return MethodOutput(order, iterations=iterations, evaluations=evaluations, stop_reason=stop)
