@@ -35,6 +35,7 @@ from rankopt.solvers._base import (
 )
 from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
 from rankopt.solvers.layout import applies as layout_applies
+from rankopt.solvers.mapping import applies as map_applies
 from rankopt.solvers.result import SolveResult
 from rankopt.solvers.spec import MODEL_FIELDS, ModelFields, ModelSpec, Robust
 
@@ -67,6 +68,8 @@ AUTO_LAYOUT_MIN_N = 64
 def auto_method(model: CostModel, time_limit: float | None = None) -> str:
     """The method ``method="auto"`` runs for ``model`` (the documented rule).
 
+    * point-to-point traffic (``capabilities.traffic``, on a latency matrix):
+      ``map`` (:mod:`rankopt.solvers.mapping`), whatever its size;
     * ring ``sum``: ``held_karp`` (exact) for n <= 12; else ``two_opt`` when
       ``time_limit`` is under 1 ms per 100 processes; else ``ils``;
     * ring ``bottleneck``: ``brute_force`` (exact) for n <= 9, else ``ils``
@@ -87,6 +90,8 @@ def auto_method(model: CostModel, time_limit: float | None = None) -> str:
     """
     n = model.n
     caps = model.capabilities
+    if map_applies(model):
+        return "map"
     if caps.ring is not None:
         if caps.ring == "sum":
             if caps.ring_sum_exact and n <= min(AUTO_EXACT_MAX_N, HELD_KARP_MAX_N):
