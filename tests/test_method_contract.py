@@ -25,6 +25,8 @@ MODELS = [
     ("time", "recursive_doubling"),
     ("contention", "ring"),
     ("contention", "recursive_doubling"),
+    ("time", "traffic"),  # point-to-point traffic (TrafficModel), no collective
+    ("contention", "traffic"),
 ]
 
 
@@ -40,6 +42,12 @@ def _model(objective, algorithm, seed):
         kw = {"bandwidth": bw, "nbytes": 1e6}
     if objective == "contention":
         kw.update(groups=[rack], uplink_bandwidth=[1e9])
+    if algorithm == "traffic":
+        from rankopt.models.traffic import Traffic, TrafficModel
+
+        w = gen.uniform(0, 1e6, (N, N)) * (gen.uniform(size=(N, N)) < 0.4)
+        up = {"groups": [rack], "uplink": np.full((1, 2), 1e9)} if objective == "contention" else {}
+        return TrafficModel(lat, Traffic.from_matrix(w), bandwidth=bw, objective=objective, **up)
     return make_model(lat, "allreduce", algorithm, objective=objective, **kw)
 
 
