@@ -2,12 +2,25 @@
 # (_ring_search): a chain of at most LK_MAX_DEPTH 2-opt flips that drops a
 # link at one process, each level adding a candidate link with positive
 # partial gain, kept as soon as the closed ring is shorter. Levels 0 and 1 are
-# scored without moving anything; deeper levels flip and undo.
+# scored without moving anything; deeper levels flip a virtual tour.
+#
+# Virtual tour: a long flip of a move under trial is not applied to the array
+# (it would cost up to n/2 swaps, and nearly all trial flips are taken back);
+# it is kept as a reversed cyclic position interval, and the trial reads the
+# tour through the list of them: a process's position is mapped through the
+# reversals in order, a position's process back through them in reverse
+# order, O(depth) per query. Short flips (at most LK_ARRAY_FLIP positions)
+# cost less on the array than the lookups through them, so the flips of a
+# trial up to its first long one are done on the array. Taking a flip back
+# pops it (reversing it again if it was done). Only a move that gains is
+# applied in full, with exactly the reversals (including reverse_path's
+# choice of the shorter side) array flips would have made, so the search
+# reads the same tours as with array flips.
 
 from cython cimport floating
 from libc.math cimport INFINITY, NAN
 
-from _ring_common cimport Log, log_reversal, pred, reverse_path, succ
+from _ring_common cimport Log, log_reversal, reverse_path, succ
 from _ring_moves cimport along, in_run, push
 
 
@@ -18,14 +31,19 @@ cdef enum:
     LK_MAX_DEPTH = 5
     LK_BREADTH_1 = 5
     LK_BREADTH_2 = 2
+    # flips up to this many positions are done on the array during a trial
+    LK_ARRAY_FLIP = 32
 
 
 cdef struct LKState:
     long long t1
     long long n
-    long long ni            # flips applied (entries in fi / fj)
-    long long fi[16]
+    long long ni            # flips of the move (entries in fi / fj, va / vl)
+    long long nphys         # the first nphys of them are done on the array, the rest virtual
+    long long fi[16]        # the reverse_path arguments of each flip
     long long fj[16]
+    long long va[16]        # the interval it reverses: first position, length
+    long long vl[16]
     long long added_a[16]   # links added so far (t2, t3)
     long long added_b[16]
     long long touched[64]
@@ -33,20 +51,82 @@ cdef struct LKState:
     double eps              # smallest gain that counts
 
 
+cdef inline long long v_map(LKState *st, long long k, long long p) noexcept nogil:
+    """Position ``p`` after (or, the map being its own inverse, before) flip ``k``."""
+    cdef long long o = p - st.va[k], L = st.vl[k], n = st.n
+    if o < 0:
+        o += n
+    if o >= L:
+        return p
+    p = st.va[k] + L - 1 - o
+    return p - n if p >= n else p
+
+
+cdef inline long long v_pos(long long[::1] pos, LKState *st, long long c) noexcept nogil:
+    """Position of ``c`` in the virtual tour."""
+    cdef long long p = pos[c], k
+    for k in range(st.nphys, st.ni):
+        p = v_map(st, k, p)
+    return p
+
+
+cdef inline long long v_at(long long[::1] tour, LKState *st, long long p) noexcept nogil:
+    """Process at position ``p`` of the virtual tour."""
+    cdef long long k
+    for k in range(st.ni - 1, st.nphys - 1, -1):
+        p = v_map(st, k, p)
+    return tour[p]
+
+
+cdef inline long long v_succ(long long[::1] tour, long long[::1] pos, LKState *st,
+                             long long c) noexcept nogil:
+    cdef long long p = v_pos(pos, st, c) + 1
+    return v_at(tour, st, 0 if p == st.n else p)
+
+
+cdef inline long long v_pred(long long[::1] tour, long long[::1] pos, LKState *st,
+                             long long c) noexcept nogil:
+    cdef long long p = v_pos(pos, st, c) - 1
+    return v_at(tour, st, st.n - 1 if p < 0 else p)
+
+
 cdef inline void lk_flip(long long[::1] tour, long long[::1] pos, LKState *st, long long a,
                          long long b, long long c, long long d) noexcept nogil:
-    """flip() that records the reversal in the move's own log."""
-    cdef long long n = st.n, i, j
-    if succ(tour, pos, a, n) == b:
-        i = pos[b]
-        j = pos[c]
+    """flip() on the virtual tour: appends the reversal reverse_path would make.
+
+    Done on the array too while every flip before it is and it is short.
+    """
+    cdef long long n = st.n, i, j, length
+    if v_succ(tour, pos, st, a) == b:
+        i = v_pos(pos, st, b)
+        j = v_pos(pos, st, c)
     else:
-        i = pos[a]
-        j = pos[d]
-    reverse_path(tour, pos, i, j, n)
+        i = v_pos(pos, st, a)
+        j = v_pos(pos, st, d)
     st.fi[st.ni] = i
     st.fj[st.ni] = j
+    # the side reverse_path reverses: i..j, or its complement when longer than n/2
+    length = j - i + 1 if j >= i else j - i + 1 + n
+    if 2 * length > n:
+        st.va[st.ni] = j + 1 if j + 1 < n else 0
+        st.vl[st.ni] = n - length
+    else:
+        st.va[st.ni] = i
+        st.vl[st.ni] = length
+    if st.nphys == st.ni and st.vl[st.ni] <= LK_ARRAY_FLIP:
+        reverse_path(tour, pos, i, j, n)
+        st.nphys += 1
     st.ni += 1
+
+
+cdef inline void lk_pop(long long[::1] tour, long long[::1] pos, LKState *st,
+                        long long mark) noexcept nogil:
+    """Take back the flips after the first ``mark``."""
+    while st.ni > mark:
+        st.ni -= 1
+        if st.ni < st.nphys:
+            reverse_path(tour, pos, st.fi[st.ni], st.fj[st.ni], st.n)
+            st.nphys = st.ni
 
 
 cdef inline bint lk_added(LKState *st, long long level, long long x, long long y) noexcept nogil:
@@ -68,8 +148,8 @@ cdef inline long long lk_candidates(const floating[:, ::1] w, long long[::1] tou
     flip; the score is the lookahead w(t3, t4) - w(t2, t3). Returns how many.
     """
     cdef Py_ssize_t kk, K = nb.shape[1]
-    cdef long long n = st.n, t1 = st.t1, t3, t4, m = 0
-    cdef bint fwd_order = succ(tour, pos, t1, n) == t2
+    cdef long long t1 = st.t1, t3, t4, m = 0
+    cdef bint fwd_order = v_succ(tour, pos, st, t1) == t2
     for kk in range(K):
         if m == 16:
             break
@@ -78,7 +158,7 @@ cdef inline long long lk_candidates(const floating[:, ::1] w, long long[::1] tou
             break
         if t3 == t1 or t3 == t2:
             continue
-        t4 = pred(tour, pos, t3, n) if fwd_order else succ(tour, pos, t3, n)
+        t4 = v_pred(tour, pos, st, t3) if fwd_order else v_succ(tour, pos, st, t3)
         if t4 == t2 or lk_added(st, level, t3, t4):
             continue
         c3[m] = t3
@@ -125,10 +205,11 @@ cdef inline double lk_step(const floating[:, ::1] w, long long[::1] tour, long l
     The link (t1, t2) is to go (t2 next to t1 in the current tour); for a
     candidate t3 of t2 with positive partial gain, the flip that adds (t2, t3)
     and drops (t3, t4) leaves a valid ring with the closing link (t1, t4). The
-    first ring shorter than at the start is kept (returns its gain); else the
-    flips of this level are undone and 0 is returned. Breadth 5, 3, then 1.
+    first ring shorter than at the start is kept (returns its gain, its flips
+    still on the virtual tour); else the flips of this level are taken back
+    and 0 is returned. Breadth 5, 2, then 1.
     """
-    cdef long long n = st.n, t1 = st.t1, t3, t4, mark, _b
+    cdef long long t1 = st.t1, t3, t4, mark, _b
     cdef long long cand3[16]
     cdef long long cand4[16]
     cdef double score[16]
@@ -157,9 +238,7 @@ cdef inline double lk_step(const floating[:, ::1] w, long long[::1] tour, long l
             r = lk_step(w, tour, pos, nb, st, t4, g2, level + 1, evals)
             if r > 0.0:
                 return r
-        while st.ni > mark:
-            st.ni -= 1
-            reverse_path(tour, pos, st.fi[st.ni], st.fj[st.ni], n)
+        lk_pop(tour, pos, st, mark)
         st.nt -= 3 if st.nt >= 3 else 0
     return 0.0
 
@@ -255,9 +334,7 @@ cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour
             r = lk_step(w, tour, pos, nb, st, t6, g3, 2, evals)
             if r > 0.0:
                 return r
-            while st.ni > mark:
-                st.ni -= 1
-                reverse_path(tour, pos, st.fi[st.ni], st.fj[st.ni], n)
+            lk_pop(tour, pos, st, mark)
             st.nt = 0
     return 0.0
 
@@ -279,9 +356,12 @@ cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long l
     for k in range(2):
         t2 = along(tour, pos, a, n, k)
         st.ni = 0
+        st.nphys = 0
         st.nt = 0
         r = lk_first_levels(w, tour, pos, nb, &st, t2, evals)
         if r > 0.0:
+            for m in range(st.nphys, st.ni):
+                reverse_path(tour, pos, st.fi[m], st.fj[m], n)
             if log.enabled:
                 for m in range(st.ni):
                     log_reversal(log, st.fi[m], st.fj[m])

@@ -1,0 +1,66 @@
+"""The symmetric ring search at sizes where its long-flip paths run.
+
+The Lin-Kernighan move keeps the flips of a move under trial on a virtual
+tour once one of them is longer than a few dozen positions; random matrices
+of a few hundred processes make most trial flips that long.
+"""
+
+import numpy as np
+import pytest
+
+from rankopt.models.ring import ring_sum_reference
+from rankopt.solvers import _ring_search as rs
+
+
+def _uniform(n, seed, dtype=np.float64):
+    m = np.random.default_rng(seed).random((n, n))
+    m = np.triu(m, 1)
+    return np.ascontiguousarray(m + m.T, dtype=dtype)
+
+
+def _is_perm(tour, n):
+    return sorted(np.asarray(tour).tolist()) == list(range(n))
+
+
+def _two_opt_optimal(m, tour, nb):
+    n = len(tour)
+    pos = np.empty(n, dtype=np.int64)
+    pos[tour] = np.arange(n)
+    for a in range(n):
+        for step in (1, -1):
+            b = tour[(pos[a] + step) % n]
+            for c in nb[a]:
+                d = tour[(pos[c] + step) % n]
+                if len({a, b, c, d}) == 4 and m[a, c] + m[b, d] - m[a, b] - m[c, d] < -1e-9:
+                    return False
+    return True
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("n", "seed"), [(150, 0), (333, 1)])
+def test_search_with_long_flips_keeps_permutation_and_tracks_cost(n, seed, dtype):
+    m = _uniform(n, seed, dtype)
+    nb = rs.alpha_candidates(m, 8, 10)[0]
+    tour = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    before = ring_sum_reference(m.astype(np.float64), tour)
+    delta, *_ = rs.local_search(m, tour, nb)
+    assert _is_perm(tour, n)
+    mid = ring_sum_reference(m.astype(np.float64), tour)
+    assert np.isclose(mid, before + delta, rtol=1e-5)
+    assert _two_opt_optimal(m, tour, nb)
+    d2, _, _, kicks, stop = rs.iterated_local_search(m, tour, nb, seed, 300)
+    assert (kicks, stop) == (300, 2) and _is_perm(tour, n)
+    assert d2 <= 0
+    assert np.isclose(ring_sum_reference(m.astype(np.float64), tour), mid + d2, rtol=1e-5)
+
+
+def test_same_seed_same_tour():
+    m = _uniform(257, 3)
+    nb = rs.knn_lists(m, 8)
+    tours = []
+    for _ in range(2):
+        t = np.random.default_rng(3).permutation(257).astype(np.int64)
+        rs.local_search(m, t, nb)
+        rs.iterated_local_search(m, t, nb, 11, 200)
+        tours.append(t)
+    assert np.array_equal(*tours)
