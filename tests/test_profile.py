@@ -1,8 +1,9 @@
 """rankopt profile: the shim's recorder, the torch hook, the profile file and the launchers.
 
 The ``mpi`` tests build the shim and run C and mpi4py programs on 4 ranks under
-``rankopt profile``; the ``torch`` test runs a 2-process Gloo program (plain
-collectives and a DDP model) under torchrun.
+``rankopt profile``; the ``torch`` tests run a 2-process Gloo program (plain
+collectives and a DDP model) and a 3-process one (point-to-point traffic)
+under torchrun.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rankopt.cli import main
 from rankopt.models.workload import Call, load_workload
 
 PROGRAMS = Path(__file__).parent / "shim_programs"
+SCRIPTS = Path(__file__).parent / "mpi_scripts"
 N = 4
 
 # --------------------------------------------------------------------------- the generated code
@@ -78,6 +80,57 @@ def test_generated_wrappers_record_the_collectives():
         "reduce_scatter", "barrier",
     }  # fmt: skip
     assert "MPI_Allreduce_init" not in gen.RECORDED  # persistent calls run at MPI_Start
+
+
+TRAFFIC_HEADER = """
+int MPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+    MPI_Comm comm, MPI_Request *request);
+int PMPI_Send_init(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+    MPI_Comm comm, MPI_Request *request);
+int MPI_Start(MPI_Request *request);
+int PMPI_Start(MPI_Request *request);
+int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+    int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+    MPI_Win win);
+int PMPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype,
+    int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype,
+    MPI_Win win);
+int MPI_Alltoallv_c(const void *, const MPI_Count [], const MPI_Aint [], MPI_Datatype, void *,
+    const MPI_Count [], const MPI_Aint [], MPI_Datatype, MPI_Comm);
+int PMPI_Alltoallv_c(const void *, const MPI_Count [], const MPI_Aint [], MPI_Datatype, void *,
+    const MPI_Count [], const MPI_Aint [], MPI_Datatype, MPI_Comm);
+"""
+
+
+def test_generated_wrappers_record_the_traffic():
+    entries = [
+        gen.Entry("MPI_Send_init", "p2p", "sub", 1),
+        gen.Entry("MPI_Start", "p2p", "record", 2),
+        gen.Entry("MPI_Put", "rma", "record", 3),
+        gen.Entry("MPI_Alltoallv", "coll", "sub", 4),
+    ]
+    out = gen.generate(TRAFFIC_HEADER, entries)
+    assert out.wrapped == ("MPI_Send_init", "MPI_Start", "MPI_Put", "MPI_Alltoallv_c")
+    code = out.code
+    # a persistent send: remembered under its request once the call made it
+    assert (
+        "    int rc_ = PMPI_Send_init(buf, count, datatype, dest, tag, rankopt_in(comm), request);\n"
+        "    if (rc_ == MPI_SUCCESS) rankopt_traffic_send(count, datatype, dest, "
+        "rankopt_in(comm), request);\n    return rc_;"
+    ) in code
+    assert "    rankopt_traffic_start(1, request);\n    return PMPI_Start(request);" in code
+    assert "rankopt_traffic_rma(origin_count, origin_datatype, target_rank, win, 0);" in code
+    # the large-count twin's counts are MPI_Count (big = 1); the library sees the reordered comm
+    assert (
+        "rankopt_traffic_alltoallv(arg0, arg1, arg3, arg5, arg7, 1, rankopt_in(arg8), NULL);"
+    ) in code
+    assert 'rankopt_record("alltoallv", rankopt_sum_counts_count(arg1, arg8)' in code
+    with pytest.raises(gen.TableError, match="action 'record' but no traffic is recorded"):
+        gen.generate("int MPI_Wait(MPI_Request *r); int PMPI_Wait(MPI_Request *r);",
+                     [gen.Entry("MPI_Wait", "p2p", "record", 5)])  # fmt: skip
+    names = {e.name: e.action for e in gen.read_table()}
+    for name in gen.TRAFFIC:  # every recorded call is wrapped, with a recording action
+        assert names[name] in ("sub", "record"), name
 
 
 # --------------------------------------------------------------------------- merging, the file
@@ -132,6 +185,68 @@ def test_rank_file_errors(tmp_path):
     (tmp_path / "x.json").write_text("[]")
     with pytest.raises(RankoptInputError, match="is not a rankopt profile"):
         read_profile(tmp_path / "x.json")
+
+
+def test_rank_files_merge_the_traffic(tmp_path):
+    for r in range(4):
+        rows = ["allreduce\t4096\t4\t2\t0.01", f"alltoallv\t{40 + 8 * r}\t4\t1\t0.0"]
+        rows += [f"p2p\t{r}\t{(r + 1) % 4}\t800\t3", f"p2p\t{r}\t{(r + 2) % 4}\t{r + 1}\t1"]
+        _rank_file(tmp_path, r, rows)
+    # a one-sided get: traffic into rank 1, recorded by rank 1
+    (tmp_path / "mpi-rank-1.tsv").open("a").write("p2p\t2\t1\t56\t1\n")
+    prof = read_rank_files(tmp_path)
+    assert prof.traffic is not None and prof.traffic.n == 4
+    assert prof.traffic.to_dict() == {
+        "rankopt_traffic": 1,
+        "n": 4,
+        "pairs": [
+            [0, 1, 800, 3], [0, 2, 1, 1], [1, 2, 800, 3], [1, 3, 2, 1],
+            [2, 0, 3, 1], [2, 1, 56, 1], [2, 3, 800, 3], [3, 0, 800, 3], [3, 1, 4, 1],
+        ],
+    }  # fmt: skip
+    assert not prof.notes  # alltoallv sizes are each process's own: no disagreement
+    assert "point-to-point: 9 pairs, 3.189 KiB in 17 messages" in prof.summary()
+    out = write_profile(tmp_path / "p.json", prof)
+    data = json.loads(out.read_text())
+    assert data["traffic"] == prof.traffic.to_dict()
+    back = read_profile(out)
+    assert back == prof and back.traffic.to_dict() == prof.traffic.to_dict()
+    from rankopt.models.traffic import load_traffic
+
+    assert load_traffic(out).total_bytes == prof.traffic.total_bytes
+    assert load_workload(out) == prof.workload()
+    # no traffic: no key, and None back
+    for f in tmp_path.glob("mpi-rank-*.tsv"):
+        f.write_text("\n".join(ln for ln in f.read_text().splitlines() if "p2p" not in ln) + "\n")
+    prof = read_rank_files(tmp_path)
+    assert prof.traffic is None and "traffic" not in prof.to_dict()
+    assert "point-to-point" not in prof.summary()
+    assert read_profile(write_profile(tmp_path / "q.json", prof)).traffic is None
+
+
+def test_traffic_errors(tmp_path):
+    _rank_file(tmp_path, 0, ["p2p\t0\t1\tmany\t1"])
+    with pytest.raises(RankoptInputError, match=r"mpi-rank-0.tsv' line 3: expected 'p2p<TAB>src"):
+        read_rank_files(tmp_path)
+    _rank_file(tmp_path, 0, ["p2p\t0\t9\t10\t1"])
+    with pytest.raises(RankoptInputError, match=r"traffic: destination of pair 0 is 9"):
+        read_rank_files(tmp_path)
+    prof = Profile((ProfileEntry("allreduce", 8, 4, 1),), world_size=4)
+    good = json.loads(write_profile(tmp_path / "p.json", prof).read_text())
+    bad = tmp_path / "bad.json"
+    cases = [
+        ({"rankopt_traffic": 1, "n": 4, "pairs": [[0, 1, -5, 1]]},
+         r"bad.json': 'traffic': pair 0 \(0 -> 1\) has bytes .*-5.0"),
+        ({"rankopt_traffic": 1, "n": 4, "pairs": [[0, 1, 5, 1.5]]},
+         r"pair 0 \(0 -> 1\) has messages .*1.5"),
+        ({"rankopt_traffic": 2, "n": 4, "pairs": []}, "'rankopt_traffic' must be 1"),
+        ({"rankopt_traffic": 1, "n": 3, "pairs": []}, "is for 3 ranks; the profile's world_size is 4"),
+        ("t.json", r"'traffic' must be an object"),
+    ]  # fmt: skip
+    for traffic, match in cases:
+        bad.write_text(json.dumps({**good, "traffic": traffic}))
+        with pytest.raises(RankoptInputError, match=match):
+            read_profile(bad)
 
 
 def test_torch_files_name_the_backend(tmp_path):
@@ -357,6 +472,57 @@ def test_profile_sizes_follow_rankopts_convention(mpi):
     assert Call("allreduce", 128.0, 1.0) not in prof.workload()
 
 
+def expected_traffic(p: int = N) -> dict[tuple[int, int], list[int]]:
+    """What ``mpi_scripts/profile_traffic.py`` sends, pair by pair: [bytes, messages]."""
+    want: dict[tuple[int, int], list[int]] = {}
+
+    def add(s: int, d: int, nbytes: int, messages: int = 1) -> None:
+        if s != d:
+            slot = want.setdefault((s, d), [0, 0])
+            slot[0] += nbytes
+            slot[1] += messages
+
+    for r in range(p):
+        right, left, opposite = (r + 1) % p, (r - 1) % p, (r + 2) % p
+        add(r, right, 3 * 800, 3)  # Sendrecv, 100 doubles, 3 steps each way
+        add(r, left, 3 * 800, 3)
+        add(r, right, 40)  # Sendrecv_replace, 10 int32
+        add(r, opposite, 2 * 4000, 2)  # Isend, 1000 int32, twice
+        add(r, right, 5 * 128, 5)  # Send_init, 16 doubles, 3 Start + 2 Startall
+        add(r, left, 20)  # Neighbor_alltoall on a periodic ring: 5 int32 each way
+        add(r, right, 20)
+        row, col = divmod(r, 2)  # Neighbor_allgather on a 2 x 2 grid: 3 doubles
+        add(r, (1 - row) * 2 + col, 24)
+        add(r, row * 2 + 1 - col, 24)
+        add(r, right, 8)  # Neighbor_alltoallv on a dist graph: 1 double right, 2 opposite
+        add(r, opposite, 16)
+        for j in range(p):  # Alltoallv: 10 r + j + 1 int32 to rank j
+            add(r, j, 4 * (10 * r + j + 1))
+    add(2, 0, 33)  # Send on a sub-communicator (sub-ranks are not world ranks)
+    add(3, 1, 33)
+    add(0, 3, 200)  # Put, 25 doubles
+    add(2, 1, 56)  # Get, 7 doubles: from the target to the origin
+    return want
+
+
+@pytest.mark.mpi
+def test_profile_records_the_point_to_point_traffic(mpi):
+    pytest.importorskip("mpi4py")
+    out = mpi["tmp"] / "traffic.json"
+    cmd = [mpi["mpiexec"], "--oversubscribe", "-n", str(N), sys.executable]
+    cmd += [str(SCRIPTS / "profile_traffic.py")]
+    proc = _profile(mpi["tmp"], cmd, "-o", str(out), "--shim", str(mpi["lib"]))
+    assert proc.returncode == 0, proc.stderr
+    prof = read_profile(out)
+    assert prof.traffic is not None
+    got = {(s, d): [b, m] for s, d, b, m in prof.traffic.to_dict()["pairs"]}
+    assert got == expected_traffic()
+    assert json.loads(out.read_text())["traffic"]["rankopt_traffic"] == 1
+    total = sum(b for b, _ in got.values())
+    assert f"point-to-point: {len(got)} pairs" in proc.stdout and f"{total}" not in proc.stdout
+    assert {e.collective for e in prof.entries} == {"alltoallv"} and not prof.notes
+
+
 TORCH_PROGRAM = """
 import torch
 import torch.distributed as dist
@@ -396,6 +562,77 @@ def test_profile_records_a_torch_program(tmp_path):
     assert got[("broadcast", 20, 2)] == 1
     assert got[("allreduce", 110 * 4, 2)] == 2  # the DDP bucket: 110 parameters, per step
     assert got[("barrier", 0, 2)] == 1
+
+
+TORCH_TRAFFIC = """
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+r, p = dist.get_rank(), dist.get_world_size()
+right, left = (r + 1) % p, (r - 1) % p
+if r % 2 == 0:                                          # 100 floats to the right
+    dist.send(torch.zeros(100), dst=right)
+    dist.recv(torch.empty(100), src=left)
+else:
+    dist.recv(torch.empty(100), src=left)
+    dist.send(torch.zeros(100), dst=right)
+for _ in range(2):                                      # 50 doubles to the left, twice
+    works = [dist.isend(torch.zeros(50, dtype=torch.float64), dst=left),
+             dist.irecv(torch.empty(50, dtype=torch.float64), src=right)]
+    for w in works:
+        w.wait()
+ops = [dist.P2POp(dist.isend, torch.zeros(7, dtype=torch.int32), right),   # 28 bytes right
+       dist.P2POp(dist.irecv, torch.empty(7, dtype=torch.int32), left),
+       dist.P2POp(dist.isend, torch.zeros(9, dtype=torch.int64), left),    # 72 bytes left
+       dist.P2POp(dist.irecv, torch.empty(9, dtype=torch.int64), right)]
+for w in dist.batch_isend_irecv(ops):
+    w.wait()
+# uneven all_to_all_single: r + j + 1 rows of 3 floats from rank r to rank j
+ins, outs = [r + j + 1 for j in range(p)], [j + r + 1 for j in range(p)]
+dist.all_to_all_single(torch.empty(sum(outs), 3), torch.zeros(sum(ins), 3), outs, ins)
+dist.all_to_all_single(torch.empty(3 * p), torch.zeros(3 * p), [3] * p, [3] * p)  # even
+g = dist.new_group([0, 2])                              # group rank 1 is global rank 2
+if r == 0:
+    dist.send(torch.zeros(11, dtype=torch.uint8), group=g, group_dst=1)
+if r == 2:
+    dist.recv(torch.empty(11, dtype=torch.uint8), group=g, group_src=0)
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.torch
+def test_profile_records_torch_point_to_point_traffic(tmp_path):
+    # Gloo refuses dist.all_to_all with tensors of different sizes ("invalid tensor
+    # size"), so the uneven list form is not run here; all_to_all_single is.
+    pytest.importorskip("torch.distributed")
+    script = tmp_path / "p2p.py"
+    script.write_text(textwrap.dedent(TORCH_TRAFFIC))
+    out = tmp_path / "p2p.json"
+    p = 3
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(p)]
+    cmd += ["--master-port", "0", "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:0"]
+    cmd += [str(script)]
+    proc = _profile(tmp_path, cmd, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    prof = read_profile(out)
+    assert prof.traffic is not None and prof.traffic.n == p
+    want: dict[tuple[int, int], list[int]] = {}
+    for r in range(p):
+        for d, nbytes, messages in [
+            ((r + 1) % p, 400 + 28, 2),
+            ((r - 1) % p, 2 * 400 + 72, 3),
+        ] + [(j, (r + j + 1) * 12, 1) for j in range(p) if j != r]:
+            slot = want.setdefault((r, d), [0, 0])
+            slot[0] += nbytes
+            slot[1] += messages
+    want[(0, 2)][0] += 11
+    want[(0, 2)][1] += 1
+    got = {(s, d): [b, m] for s, d, b, m in prof.traffic.to_dict()["pairs"]}
+    assert got == want
+    classes = {(e.collective, e.comm_size) for e in prof.entries}
+    assert classes == {("alltoallv", p), ("alltoall", p)}  # uneven: traffic; even: priced
+    assert prof.workload() == (Call("alltoall", 3.0 * p * 4, 1.0),)
 
 
 def test_profile_cli_usage(capsys):

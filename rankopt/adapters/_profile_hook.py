@@ -8,9 +8,14 @@ With ``RANKOPT_PROFILE`` naming a folder, every Python process that imports
 ``broadcast``, ``reduce``, ``all_gather`` (and ``_into_tensor``),
 ``reduce_scatter`` (and ``_tensor``), ``all_to_all`` (and ``_single``),
 ``barrier`` -- as (collective, bytes, group size) classes with a count and,
-for synchronous calls, their time, and writes
-``<folder>/torch-rank-<rank>.tsv`` at exit (and when the process group is
-destroyed). ``DistributedDataParallel`` models that have no communication hook
+for synchronous calls, their time, and its point-to-point traffic -- bytes
+and messages per destination global rank of ``send``, ``isend``, the
+``isend`` operations of ``batch_isend_irecv``, and of ``all_to_all_single``
+with uneven ``input_split_sizes`` and ``all_to_all`` with tensors of
+different sizes (those two are recorded as the collective ``alltoallv``) --
+and writes ``<folder>/torch-rank-<rank>.tsv`` at exit (and when the process
+group is destroyed), the traffic as ``p2p<TAB>src<TAB>dst<TAB>bytes<TAB>messages``
+lines. ``DistributedDataParallel`` models that have no communication hook
 of their own at their first forward get PyTorch's default ``allreduce_hook``,
 which does what DDP does without a hook through ``torch.distributed.all_reduce``,
 so every gradient bucket is recorded as an allreduce of its size.
@@ -33,6 +38,7 @@ import time
 
 _FOLDER = os.environ.get("RANKOPT_PROFILE") or ""
 _COUNTS: dict[tuple[str, int, int], list[float]] = {}
+_TRAFFIC: dict[int, list[int]] = {}  # destination global rank -> [bytes, messages]
 _LOCK = threading.Lock()
 _STATE: dict[str, object] = {"rank": None, "world": None, "backend": None}
 _LOCAL = threading.local()
@@ -52,7 +58,7 @@ def _group_size(dist, group) -> int:
         return 0
 
 
-def _note(dist, kind: str, nbytes: int, group, seconds: float) -> None:
+def _know(dist) -> None:
     if _STATE["rank"] is None:
         try:
             _STATE["rank"] = int(dist.get_rank())
@@ -60,11 +66,51 @@ def _note(dist, kind: str, nbytes: int, group, seconds: float) -> None:
             _STATE["backend"] = str(dist.get_backend())
         except Exception:  # noqa: BLE001 - not initialised yet
             pass
+
+
+def _note(dist, kind: str, nbytes: int, group, seconds: float) -> None:
+    _know(dist)
     key = (kind, int(nbytes), _group_size(dist, group))
     with _LOCK:
         slot = _COUNTS.setdefault(key, [0, 0.0])
         slot[0] += 1
         slot[1] += seconds
+
+
+def _sent(dist, dst: int, nbytes: int) -> None:
+    """One message of ``nbytes`` to global rank ``dst``."""
+    _know(dist)
+    if dst == _STATE["rank"]:
+        return
+    with _LOCK:
+        slot = _TRAFFIC.setdefault(int(dst), [0, 0])
+        slot[0] += int(nbytes)
+        slot[1] += 1
+
+
+def _global(dist, group, rank: int) -> int:
+    """The global rank of ``group``'s rank ``rank``."""
+    if group is None or group is getattr(dist.GroupMember, "WORLD", None):
+        return int(rank)
+    return int(dist.get_global_rank(group, rank))
+
+
+def _blocks(args, kwargs, name: str, size: int) -> list[int] | None:
+    """Bytes of an all-to-all's block for each destination (group rank), when uneven."""
+    if name == "all_to_all_single":
+        t = _second(args, kwargs, "input")
+        splits = args[3] if len(args) > 3 else kwargs.get("input_split_sizes")
+        if not splits or t is None or t.dim() == 0 or t.size(0) == 0:
+            return None
+        row = _nbytes(t) // int(t.size(0))
+        per = [int(s) * row for s in splits]
+    else:
+        per = [_nbytes(t) for t in (_second(args, kwargs, "input_tensor_list") or ())]
+    return per if len(set(per)) > 1 and len(per) == size else None
+
+
+#: Position of the ``group`` argument of the all-to-alls (the others take it by keyword).
+_GROUP_AT = {"all_to_all_single": 4, "all_to_all": 2}
 
 
 # (function name, rankopt collective, bytes of the call from (args, kwargs))
@@ -109,11 +155,25 @@ def _wrap(dist, name: str, fn):
             out = fn(*args, **kwargs)
             took = 0.0 if kwargs.get("async_op") else time.perf_counter() - t0
             group = kwargs.get("group")
+            if group is None and len(args) > _GROUP_AT.get(name, len(args)):
+                group = args[_GROUP_AT[name]]
+            size = _group_size(dist, group)
             try:
-                nbytes = size_of(args, kwargs, _group_size(dist, group))
+                nbytes = size_of(args, kwargs, size)
             except Exception:  # noqa: BLE001 - an unusual signature: count the call only
                 nbytes = 0
-            _note(dist, kind, nbytes, group, took)
+            this = kind
+            if name in ("all_to_all", "all_to_all_single"):
+                try:
+                    per = _blocks(args, kwargs, name, size)
+                    if per is not None:  # uneven: traffic, not a priced alltoall
+                        this = "alltoallv"
+                        for j, b in enumerate(per):
+                            if b > 0:
+                                _sent(dist, _global(dist, group, j), b)
+                except Exception:  # noqa: BLE001 - keep the collective as recorded
+                    pass
+            _note(dist, this, nbytes, group, took)
             return out
         finally:
             _LOCAL.inside = False
@@ -125,15 +185,58 @@ def _wrap(dist, name: str, fn):
     return wrapper
 
 
+def _send_dst(dist, args, kwargs) -> int:
+    """The global destination rank of a ``send``/``isend`` call."""
+    group = args[2] if len(args) > 2 else kwargs.get("group")
+    group_dst = args[4] if len(args) > 4 else kwargs.get("group_dst")
+    if group_dst is not None:
+        return _global(dist, group, int(group_dst))
+    return int(_second(args, kwargs, "dst"))
+
+
+def _wrap_p2p(dist, name: str, fn):
+    """``send``/``isend`` (one message) and ``batch_isend_irecv`` (its ``isend`` ops)."""
+
+    def wrapper(*args, **kwargs):
+        if getattr(_LOCAL, "inside", False):
+            return fn(*args, **kwargs)
+        _LOCAL.inside = True
+        try:
+            out = fn(*args, **kwargs)
+            try:
+                if name == "batch_isend_irecv":
+                    for op in _first(args, kwargs, "p2p_op_list") or ():
+                        if getattr(op.op, "__name__", "") == "isend":
+                            _sent(dist, int(op.peer), _nbytes(op.tensor))
+                else:
+                    _sent(
+                        dist, _send_dst(dist, args, kwargs), _nbytes(_first(args, kwargs, "tensor"))
+                    )
+            except Exception:  # noqa: BLE001 - an unusual signature: not recorded
+                pass
+            return out
+        finally:
+            _LOCAL.inside = False
+
+    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+    wrapper.__name__ = getattr(fn, "__name__", name)
+    wrapper.__doc__ = getattr(fn, "__doc__", None)
+    wrapper._rankopt_profile = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+_P2P = ("send", "isend", "batch_isend_irecv")
+
+
 def _patch_distributed(module) -> None:
     import torch.distributed as dist
 
     c10d = sys.modules.get("torch.distributed.distributed_c10d")
-    for name in _CALLS:
+    for name in (*_CALLS, *_P2P):
         fn = getattr(dist, name, None)
         if fn is None or getattr(fn, "_rankopt_profile", False):
             continue
-        wrapped = _wrap(dist, name, fn)
+        wrapped = _wrap_p2p(dist, name, fn) if name in _P2P else _wrap(dist, name, fn)
         setattr(dist, name, wrapped)
         if c10d is not None and getattr(c10d, name, None) is fn:
             setattr(c10d, name, wrapped)
@@ -230,7 +333,8 @@ def write() -> None:
     """Write this process's classes to ``<folder>/torch-rank-<rank>.tsv``."""
     with _LOCK:
         rows = sorted(_COUNTS.items())
-    if not rows:
+        flows = sorted(_TRAFFIC.items())
+    if not rows and not flows:
         return
     rank = _STATE["rank"] if _STATE["rank"] is not None else f"pid{os.getpid()}"
     path = os.path.join(_FOLDER, f"torch-rank-{rank}.tsv")
@@ -239,6 +343,8 @@ def write() -> None:
         f"backend={_STATE['backend']}"
     ]
     lines += [f"{k}\t{b}\t{p}\t{int(c)}\t{s:.9g}" for (k, b, p), (c, s) in rows]
+    if isinstance(rank, int):
+        lines += [f"p2p\t{rank}\t{d}\t{b}\t{m}" for d, (b, m) in flows]
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         with open(tmp, "w") as f:

@@ -1,4 +1,4 @@
-"""Profiles: the collective calls an unmodified program makes, as a workload file.
+"""Profiles: the collective calls and point-to-point traffic of an unmodified program.
 
 ``rankopt profile -- mpiexec -n 8 ./app`` (or ``-- torchrun ... train.py``)
 runs the program once as launched, with two recorders that do not change
@@ -8,12 +8,13 @@ what it does:
   (:mod:`rankopt.adapters.shim`) with ``RANKOPT_PROFILE`` set counts every blocking and
   non-blocking allreduce, broadcast, reduce, allgather(v), alltoall(v),
   reduce_scatter(_block) and barrier per (collective, bytes, communicator
-  size), with the time of the blocking ones.
+  size), with the time of the blocking ones, and the point-to-point traffic
+  (below).
 - torch programs: a ``sitecustomize`` put first on ``PYTHONPATH`` wraps
-  ``torch.distributed``'s collectives (tensor bytes), and gives
-  ``DistributedDataParallel`` models without a communication hook PyTorch's
-  default ``allreduce_hook``, so every gradient bucket is an allreduce of its
-  size (:mod:`rankopt.adapters._profile_hook`).
+  ``torch.distributed``'s collectives (tensor bytes) and point-to-point calls,
+  and gives ``DistributedDataParallel`` models without a communication hook
+  PyTorch's default ``allreduce_hook``, so every gradient bucket is an
+  allreduce of its size (:mod:`rankopt.adapters._profile_hook`).
 
 Each process writes ``mpi-rank-R.tsv`` / ``torch-rank-R.tsv`` into a folder;
 the command merges them into one :class:`Profile` and writes it as JSON.
@@ -56,7 +57,45 @@ is left when a profile exists.
 **Counts.** Every process of a communicator makes the same calls, so a
 class's count is the largest count any one process recorded (and its
 seconds that process's time); processes that disagree on a world-sized class
-are listed in ``notes``.
+are listed in ``notes`` (not ``alltoallv``, whose sizes are each process's own).
+
+**Point-to-point traffic.** Besides the collectives, the recorders count the
+bytes and messages each process sends every other one, by launch rank
+(``MPI_COMM_WORLD`` rank; torch's global rank; ranks of other communicators
+and groups are translated):
+
+- MPI: ``MPI_Send``/``Bsend``/``Ssend``/``Rsend`` and their ``I`` forms; the
+  persistent sends (``MPI_Send_init`` & co., ``MPI_Psend_init``) at every
+  ``MPI_Start``/``MPI_Startall``; the send half of ``MPI_Sendrecv``,
+  ``MPI_Sendrecv_replace`` (and ``MPI_Isendrecv``...); the send blocks of
+  ``MPI_Alltoallv``/``Alltoallw`` (an uneven all-to-all is traffic, not a
+  priced collective) and of the neighbourhood collectives
+  (``MPI_Neighbor_alltoall(v/w)``, ``MPI_Neighbor_allgather(v)``, their
+  ``I`` and persistent forms) to the out-neighbours of the cartesian, graph
+  or distributed-graph topology, in the standard's order; one-sided
+  ``MPI_Put``, ``MPI_Accumulate``, ``MPI_Get_accumulate``,
+  ``MPI_Fetch_and_op``, ``MPI_Compare_and_swap`` (origin to target; the
+  result back) and ``MPI_Get`` (target to origin), ``R`` forms included.
+  Bytes are counts times ``MPI_Type_size``; ``MPI_PROC_NULL`` partners are
+  skipped; a zero-byte send is a message, a zero-byte block of a collective
+  is not.
+- torch: ``send``, ``isend``, the ``isend`` operations of
+  ``batch_isend_irecv``, and ``all_to_all_single`` with uneven
+  ``input_split_sizes`` (split times the bytes of an input row per
+  destination) and ``all_to_all`` with tensors of different sizes (recorded
+  as the collective ``alltoallv``, not priced, like MPI's).
+
+Each process writes lines ``p2p<TAB>src<TAB>dst<TAB>bytes<TAB>messages``
+into its file; the merge adds them up into one
+:class:`rankopt.models.traffic.Traffic` (``Profile.traffic``), written under
+the profile's ``"traffic"`` key in the versioned traffic format::
+
+    "traffic": {"rankopt_traffic": 1, "n": P,
+                "pairs": [[src, dst, bytes, messages], ...]}
+
+(:func:`rankopt.models.traffic.load_traffic` reads it from the profile; the
+key is absent when no traffic was recorded). Traffic of a process to itself
+is dropped. Files without ``p2p`` lines (older profiles) read as before.
 """
 
 from __future__ import annotations
@@ -70,9 +109,12 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rankopt._validation import RankoptInputError
+
+if TYPE_CHECKING:
+    from rankopt.models.traffic import Traffic
 
 __all__ = [
     "ProfileEntry",
@@ -91,6 +133,8 @@ HOOK_SOURCE = Path(__file__).with_name("_profile_hook.py")
 
 _MPI_LAUNCHERS = ("mpiexec", "mpirun", "orterun", "prterun", "srun", "mpiexec.hydra")
 _HEADER = re.compile(r"^#\s*rankopt profile 1\s+(.*)$")
+#: One (src, dst, bytes, messages) line of a per-process file.
+_Flow = tuple[int, int, int, int]
 
 
 @dataclass(frozen=True)
@@ -136,6 +180,9 @@ class Profile:
         The profiled command, when known.
     notes : tuple of str
         Disagreements between processes and what was left out.
+    traffic : rankopt.models.traffic.Traffic or None
+        The point-to-point traffic by launch rank (bytes and messages per
+        source and destination), or None when none was recorded.
     """
 
     entries: tuple[ProfileEntry, ...]
@@ -145,6 +192,12 @@ class Profile:
     processes: int = 0
     command: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    traffic: Traffic | None = field(default=None, compare=False)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Profile):
+            return NotImplemented
+        return self.to_dict() == other.to_dict()
 
     def _priced(self, e: ProfileEntry) -> bool:
         from rankopt.models.schedule import ALGORITHMS
@@ -184,6 +237,7 @@ class Profile:
             "workload": [e.to_dict() for e in self.entries if self._priced(e)],
             "other": [e.to_dict() for e in self.others()],
             "notes": list(self.notes),
+            **({"traffic": self.traffic.to_dict()} if self.traffic is not None else {}),
         }
 
     def summary(self) -> str:
@@ -201,6 +255,12 @@ class Profile:
                 f"  {e.collective:<15} {format_size(e.nbytes):>12} {e.comm_size:>5} "
                 f"{e.count:>8} {e.seconds:>10.4g}{mark}"
             )
+        t = self.traffic
+        if t is not None:
+            lines.append(
+                f"  point-to-point: {t.nnz:,} pairs, {format_size(t.total_bytes)} in "
+                f"{int(t.total_messages):,} messages"
+            )
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -214,10 +274,13 @@ def _engine_of(source: str, meta: Mapping[str, str], library: str) -> str | None
     return from_library(library).name if library else None
 
 
-def _read_rank_file(path: Path) -> tuple[dict[str, str], str, list[ProfileEntry]]:
+def _read_rank_file(
+    path: Path,
+) -> tuple[dict[str, str], str, list[ProfileEntry], list[_Flow]]:
     meta: dict[str, str] = {}
     library = ""
     rows: list[ProfileEntry] = []
+    flows: list[_Flow] = []
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
         if line.startswith("#"):
             m = _HEADER.match(line)
@@ -231,6 +294,16 @@ def _read_rank_file(path: Path) -> tuple[dict[str, str], str, list[ProfileEntry]
         if not line.strip():
             continue
         parts = line.split("\t")
+        if parts[0] == "p2p":
+            try:
+                src, dst, nb, msgs = (int(v) for v in parts[1:])
+            except ValueError:
+                raise RankoptInputError(
+                    f"profile file {str(path)!r} line {lineno}: expected "
+                    f"'p2p<TAB>src<TAB>dst<TAB>bytes<TAB>messages'; got {line!r}."
+                ) from None
+            flows.append((src, dst, nb, msgs))
+            continue
         try:
             kind, nbytes, comm, count = parts[0], float(parts[1]), int(parts[2]), int(parts[3])
             seconds = float(parts[4]) if len(parts) > 4 else 0.0
@@ -244,7 +317,21 @@ def _read_rank_file(path: Path) -> tuple[dict[str, str], str, list[ProfileEntry]
         raise RankoptInputError(
             f"profile file {str(path)!r} has no '# rankopt profile 1' header line."
         )
-    return meta, library, rows
+    return meta, library, rows, flows
+
+
+def _traffic(flows: list[_Flow], world: int, folder: Path) -> Traffic | None:
+    """The merged traffic of the processes' ``p2p`` lines (None without any)."""
+    if not flows:
+        return None
+    from rankopt.models.traffic import Traffic
+
+    n = world or 1 + max(max(f[0], f[1]) for f in flows)
+    src, dst, nbytes, messages = zip(*flows, strict=True)
+    t = Traffic.from_pairs(
+        n, src, dst, nbytes, messages, where=f"profile files in {str(folder)!r}: traffic"
+    )
+    return t if t.nnz else None
 
 
 def read_rank_files(folder: str | os.PathLike[str], *, command: Sequence[str] = ()) -> Profile:
@@ -277,14 +364,15 @@ def read_rank_files(folder: str | os.PathLike[str], *, command: Sequence[str] = 
     chosen = files[source]
     if not chosen:
         raise RankoptInputError(
-            f"no profile files in {str(folder)!r}: the program made no recorded collective "
-            "call, did not reach MPI_Finalize (MPI) or did not exit normally (torch)."
+            f"no profile files in {str(folder)!r}: the program made no recorded call, did not reach MPI_Finalize (MPI) or did not exit normally (torch)."
         )
     merged: dict[tuple[str, float, int], list[ProfileEntry]] = {}
+    flows: list[_Flow] = []
     world = 0
     engine = None
     for path in chosen:
-        meta, library, rows = _read_rank_file(path)
+        meta, library, rows, more = _read_rank_file(path)
+        flows += more
         try:
             world = max(world, int(meta.get("world_size", 0)))
         except ValueError:
@@ -299,7 +387,8 @@ def read_rank_files(folder: str | os.PathLike[str], *, command: Sequence[str] = 
     for (kind, nbytes, comm), rows in merged.items():
         top = max(rows, key=lambda r: (r.count, r.seconds))
         counts = {r.count for r in rows}
-        if comm == world and (len(counts) > 1 or len(rows) != len(chosen)):
+        uneven = kind == "alltoallv"  # each process's own sizes: classes differ by design
+        if comm == world and not uneven and (len(counts) > 1 or len(rows) != len(chosen)):
             notes.append(
                 f"{kind} of {nbytes:g} bytes on all {world} processes: counts differ between "
                 f"processes ({len(rows)} of {len(chosen)} files, counts "
@@ -309,7 +398,17 @@ def read_rank_files(folder: str | os.PathLike[str], *, command: Sequence[str] = 
     entries.sort(key=lambda e: (-e.nbytes * e.count, e.collective, e.nbytes, e.comm_size))
     if world and len(chosen) != world:
         notes.append(f"{len(chosen)} process files for a job of {world} processes.")
-    return Profile(tuple(entries), world, engine, source, len(chosen), tuple(command), tuple(notes))
+    traffic = _traffic(flows, world, folder)
+    return Profile(
+        tuple(entries),
+        world,
+        engine,
+        source,
+        len(chosen),
+        tuple(command),
+        tuple(notes),
+        traffic,
+    )
 
 
 def write_profile(path: str | os.PathLike[str], profile: Profile) -> Path:
@@ -327,7 +426,8 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     Raises
     ------
     rankopt.RankoptInputError
-        If the file is not a rankopt profile.
+        If the file is not a rankopt profile, or its ``"traffic"`` is not a
+        valid traffic object (the message names the pair and the field).
     """
     p = Path(path)
     try:
@@ -347,6 +447,22 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         )
 
     entries = tuple(entry(d) for d in [*data.get("workload", ()), *data.get("other", ())])
+    traffic = None
+    if "traffic" in data:
+        from rankopt.models.traffic import as_traffic
+
+        where = f"profile {str(p)!r}: 'traffic'"
+        if not isinstance(data["traffic"], Mapping):
+            raise RankoptInputError(
+                f"{where} must be an object {{'rankopt_traffic': 1, 'n', 'pairs'}}; "
+                f"got {data['traffic']!r:.80}."
+            )
+        traffic = as_traffic(data["traffic"], where=where)
+        world = data.get("world_size")
+        if isinstance(world, int) and world > 0 and traffic.n != world:
+            raise RankoptInputError(
+                f"{where} is for {traffic.n} ranks; the profile's world_size is {world}."
+            )
     return Profile(
         entries,
         int(data.get("world_size", 0)),
@@ -355,6 +471,7 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         int(data.get("processes", 0)),
         tuple(data.get("command", ())),
         tuple(data.get("notes", ())),
+        traffic,
     )
 
 
