@@ -122,8 +122,10 @@ def test_generate_from_header():
     code = out.code
     assert (
         "int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, "
-        "MPI_Comm comm)\n{\n    return PMPI_Send(buf, count, datatype, dest, tag, "
-        "rankopt_in(comm));"
+        "MPI_Comm comm)\n{\n    if (!rankopt_recording) return PMPI_Send(buf, count, datatype, "
+        "dest, tag, rankopt_in(comm));\n"
+        "    rankopt_traffic_send(count, datatype, dest, rankopt_in(comm), NULL);\n"
+        "    return PMPI_Send(buf, count, datatype, dest, tag, rankopt_in(comm));"
     ) in code
     assert (
         "int MPI_Send_c(const void *arg0, MPI_Count arg1, MPI_Datatype arg2, int arg3, "

@@ -132,6 +132,7 @@ _SOURCES = (
     "rankopt_shim.h",
     "shim_core.c",
     "shim_profile.c",
+    "shim_traffic.c",
     "wrappers.tbl",
     "generate.py",
     "mpi_version.c",
@@ -362,6 +363,7 @@ def build(
             str(lib),
             str(SOURCE_DIR / "shim_core.c"),
             str(SOURCE_DIR / "shim_profile.c"),
+            str(SOURCE_DIR / "shim_traffic.c"),
             "wrappers.c",
             "-Wl,--no-undefined",
         ]

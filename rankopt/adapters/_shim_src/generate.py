@@ -1,7 +1,8 @@
 """Generate the PMPI shim's wrappers from one table and the MPI's own header.
 
 ``wrappers.tbl`` (beside this file) lists the wrapped functions, one line
-``name group action`` each. The signature of each wrapper is read from the
+``name group action`` each; :data:`RECORDED` and :data:`TRAFFIC` say which of
+them ``rankopt profile`` records, and how. The signature of each wrapper is read from the
 declarations of the ``mpi.h`` the shim is compiled against (preprocessed by
 that MPI's compiler wrapper, ``mpicc -E``), so the generated code matches the
 library's own const-ness and types, and a function the library does not declare
@@ -31,6 +32,8 @@ __all__ = [
     "Param",
     "RECORDED",
     "Record",
+    "TRAFFIC",
+    "Flow",
     "TableError",
     "generate",
     "parse_declarations",
@@ -39,7 +42,9 @@ __all__ = [
 
 TABLE = Path(__file__).with_name("wrappers.tbl")
 
-ACTIONS = ("sub", "init", "finalize", "both", "attr", "unmap")
+ACTIONS = ("sub", "init", "finalize", "both", "attr", "unmap", "record")
+#: Actions whose MPI-4 large-count twins ``<name>_c`` are wrapped too.
+_TWINNED = ("sub", "record")
 
 
 @dataclass(frozen=True)
@@ -83,6 +88,85 @@ for _name, _rec in {
     "Barrier": Record("barrier"),
 }.items():
     RECORDED[f"MPI_{_name}"] = RECORDED[f"MPI_I{_name.lower()}"] = _rec
+
+
+@dataclass(frozen=True)
+class Flow:
+    """How a wrapper records the point-to-point traffic of its call.
+
+    ``call`` is a C statement (or several, ``;``-separated) calling the
+    traffic recorder (``shim_traffic.c``). In it ``{pN}`` stands for the
+    name of parameter ``N`` (positions are fixed by the MPI standard),
+    ``{bigN}`` for ``1`` when that parameter is an ``MPI_Count`` array (the
+    large-count ``_c`` twin) and ``0`` otherwise, and ``{comm}`` for the
+    communicator the library sees (the reordered one for
+    ``MPI_COMM_WORLD``). With ``after`` the statement runs after a
+    successful call (it reads the persistent request the call made);
+    otherwise before the call.
+    """
+
+    call: str
+    after: bool = False
+
+    def indices(self) -> list[int]:
+        return [int(i) for i in re.findall(r"\{(?:p|big)(\d+)\}", self.call)]
+
+
+def _send(count: str = "{p1}", type_: str = "{p2}", dest: str = "{p3}", request: str = "") -> Flow:
+    persist = request or "NULL"
+    return Flow(
+        f"rankopt_traffic_send({count}, {type_}, {dest}, {{comm}}, {persist})", bool(request)
+    )
+
+
+def _rma(count: str, type_: str, target: str, win: str, back: bool) -> str:
+    return f"rankopt_traffic_rma({count}, {type_}, {target}, {win}, {int(back)})"
+
+
+#: The calls whose traffic ``rankopt profile`` records, by source and
+#: destination (the ``_c`` twins too): sends (at the call; persistent ones at
+#: every ``MPI_Start``/``MPI_Startall``), the send half of sendrecv, the
+#: send blocks of alltoallv/w and of the neighbourhood collectives, and
+#: one-sided puts, accumulates (origin to target) and gets (target to origin).
+TRAFFIC: dict[str, Flow] = {}
+for _name in ("Send", "Bsend", "Ssend", "Rsend", "Isend", "Ibsend", "Issend", "Irsend"):
+    TRAFFIC[f"MPI_{_name}"] = _send()
+for _name in ("Send_init", "Bsend_init", "Ssend_init", "Rsend_init"):
+    TRAFFIC[f"MPI_{_name}"] = _send(request="{p6}")
+for _name in ("Sendrecv", "Isendrecv", "Sendrecv_replace", "Isendrecv_replace"):
+    TRAFFIC[f"MPI_{_name}"] = _send()
+TRAFFIC["MPI_Psend_init"] = _send("(long long){p1} * {p2}", "{p3}", "{p4}", "{p8}")
+TRAFFIC["MPI_Start"] = Flow("rankopt_traffic_start(1, {p0})")
+TRAFFIC["MPI_Startall"] = Flow("rankopt_traffic_start({p0}, {p1})")
+TRAFFIC["MPI_Request_free"] = Flow("rankopt_traffic_forget({p0})")
+# (sendbuf, sendcounts, sdispls, sendtype(s), recvbuf, recvcounts, rdispls, recvtype(s), comm, ...)
+for _kind in ("alltoallv", "alltoallw"):
+    _v = f"rankopt_traffic_{_kind}({{p0}}, {{p1}}, {{p3}}, {{p5}}, {{p7}}, {{big1}}, {{comm}}, "
+    _cap = _kind.capitalize()
+    TRAFFIC[f"MPI_{_cap}"] = TRAFFIC[f"MPI_I{_kind}"] = Flow(_v + "NULL)")
+    TRAFFIC[f"MPI_{_cap}_init"] = Flow(_v + "{p10})", after=True)
+    _n = f"rankopt_traffic_neighbor_{_kind[-1]}({{p1}}, {{p3}}, {{big1}}, {{comm}}, "
+    TRAFFIC[f"MPI_Neighbor_{_kind}"] = TRAFFIC[f"MPI_Ineighbor_{_kind}"] = Flow(_n + "NULL)")
+    TRAFFIC[f"MPI_Neighbor_{_kind}_init"] = Flow(_n + "{p10})", after=True)
+# (sendbuf, sendcount, sendtype, recvbuf, recvcount(s), ..., comm, [info, request])
+for _kind, _req in (("alltoall", "{p8}"), ("allgather", "{p8}"), ("allgatherv", "{p9}")):
+    _n = "rankopt_traffic_neighbor({p1}, {p2}, {comm}, "
+    TRAFFIC[f"MPI_Neighbor_{_kind}"] = TRAFFIC[f"MPI_Ineighbor_{_kind}"] = Flow(_n + "NULL)")
+    TRAFFIC[f"MPI_Neighbor_{_kind}_init"] = Flow(_n + _req + ")", after=True)
+for _name, _win in (("Put", 7), ("Rput", 7), ("Accumulate", 8), ("Raccumulate", 8)):
+    TRAFFIC[f"MPI_{_name}"] = Flow(_rma("{p1}", "{p2}", "{p3}", f"{{p{_win}}}", False))
+for _name in ("Get", "Rget"):
+    TRAFFIC[f"MPI_{_name}"] = Flow(_rma("{p1}", "{p2}", "{p3}", "{p7}", True))
+for _name in ("Get_accumulate", "Rget_accumulate"):
+    _to = _rma("{p1}", "{p2}", "{p6}", "{p11}", False)
+    TRAFFIC[f"MPI_{_name}"] = Flow(f"{_to}; {_rma('{p4}', '{p5}', '{p6}', '{p11}', True)}")
+TRAFFIC["MPI_Fetch_and_op"] = Flow(
+    f"{_rma('1', '{p2}', '{p3}', '{p6}', False)}; {_rma('1', '{p2}', '{p3}', '{p6}', True)}"
+)
+TRAFFIC["MPI_Compare_and_swap"] = Flow(
+    f"{_rma('2', '{p3}', '{p4}', '{p6}', False)}; {_rma('1', '{p3}', '{p4}', '{p6}', True)}"
+)
+
 
 _C_TYPE_WORDS = frozenset(
     "void char short int long float double signed unsigned _Bool const volatile restrict "
@@ -326,34 +410,64 @@ def _call(decl: Declaration, comm_expr: str = "rankopt_in({})") -> str:
     return f"P{decl.name}({', '.join(args)})"
 
 
-def _record_body(
-    entry: Entry, decl: Declaration, rec: Record, comm: Param, where: str
-) -> list[str]:
-    """A ``sub`` wrapper that also records the call (blocking calls with their time)."""
-    if decl.ret != "int":
-        raise TableError(f"{where}: a recorded collective needs an int return")
+def _flow_code(flow: Flow, decl: Declaration, comm: Param | None, where: str) -> str:
+    """The traffic statement of ``flow`` for ``decl``'s parameters."""
     params = decl.params
-    if rec.count is None or rec.type is None:
-        elements, dtype = "0", "MPI_DATATYPE_NULL"
-    else:
-        if max(rec.count, rec.type) >= len(params):
-            raise TableError(f"{where}: the recorded count or type parameter is missing")
-        cnt, dtype = params[rec.count], params[rec.type].name
-        if rec.array:
-            helper = "count" if "MPI_Count" in cnt.type else "int"
-            elements = f"rankopt_sum_counts_{helper}({cnt.name}, {comm.name})"
-        else:
-            elements = f"(long long){cnt.name}"
-    record = f'rankopt_record("{rec.kind}", {elements}, {dtype}, {comm.name}, {int(rec.per_rank)}'
+    if any(i >= len(params) for i in flow.indices()):
+        raise TableError(f"{where}: the recorded traffic names a parameter the call lacks")
+    names = {f"p{i}": p.name for i, p in enumerate(params)}
+    names.update({f"big{i}": str(int("MPI_Count" in p.type)) for i, p in enumerate(params)})
+    names["comm"] = f"rankopt_in({comm.name})" if comm is not None else "MPI_COMM_NULL"
+    return flow.call.format(**names)
+
+
+def _record_body(
+    entry: Entry,
+    decl: Declaration,
+    rec: Record | None,
+    flow: Flow | None,
+    comm: Param | None,
+    where: str,
+) -> list[str]:
+    """A wrapper that also records the call: its collective class (blocking
+    calls with their time) and its traffic."""
+    if decl.ret != "int":
+        raise TableError(f"{where}: a recorded call needs an int return")
+    params = decl.params
     lines = [f"if (!rankopt_recording) return {_call(decl)};"]
-    if entry.group == "coll":  # blocking: the call's time too
+    traffic = "" if flow is None else _flow_code(flow, decl, comm, where) + ";"
+    if flow is not None and not flow.after:
+        lines.append(traffic)
+    record = ""
+    if rec is not None and comm is not None:
+        if rec.count is None or rec.type is None:
+            elements, dtype = "0", "MPI_DATATYPE_NULL"
+        else:
+            if max(rec.count, rec.type) >= len(params):
+                raise TableError(f"{where}: the recorded count or type parameter is missing")
+            cnt, dtype = params[rec.count], params[rec.type].name
+            if rec.array:
+                helper = "count" if "MPI_Count" in cnt.type else "int"
+                elements = f"rankopt_sum_counts_{helper}({cnt.name}, {comm.name})"
+            else:
+                elements = f"(long long){cnt.name}"
+        record = (
+            f'rankopt_record("{rec.kind}", {elements}, {dtype}, {comm.name}, {int(rec.per_rank)}'
+        )
+    after = [] if flow is None or not flow.after else [f"if (rc_ == MPI_SUCCESS) {traffic}"]
+    if record and entry.group == "coll":  # blocking: the call's time too
         return lines + [
             "double t0_ = PMPI_Wtime();",
             f"int rc_ = {_call(decl)};",
             f"{record}, PMPI_Wtime() - t0_);",
+            *after,
             "return rc_;",
         ]
-    return lines + [f"{record}, 0.0);", f"return {_call(decl)};"]
+    if record:
+        lines.append(f"{record}, 0.0);")
+    if after:
+        return lines + [f"int rc_ = {_call(decl)};", *after, "return rc_;"]
+    return lines + [f"return {_call(decl)};"]
 
 
 def _body(entry: Entry, decl: Declaration) -> list[str]:
@@ -364,11 +478,16 @@ def _body(entry: Entry, decl: Declaration) -> list[str]:
     if entry.action in ("init", "finalize", "both", "attr") and decl.ret != "int":
         raise TableError(f"{where}: action {entry.action!r} needs an int return")
     plain = _call(decl, "{}")
+    base = entry.name[:-2] if entry.name.endswith("_c") else entry.name
     if entry.action == "sub":
-        rec = RECORDED.get(entry.name[:-2] if entry.name.endswith("_c") else entry.name)
-        if rec is not None:
-            return _record_body(entry, decl, rec, comms[0], where)
+        rec, flow = RECORDED.get(base), TRAFFIC.get(base)
+        if rec is not None or flow is not None:
+            return _record_body(entry, decl, rec, flow, comms[0], where)
         return [f"return {_call(decl)};"]
+    if entry.action == "record":
+        if base not in TRAFFIC:
+            raise TableError(f"{where}: action 'record' but no traffic is recorded for it")
+        return _record_body(entry, decl, None, TRAFFIC[base], None, where)
     if entry.action == "init":
         return [
             f"int rc = {plain};",
@@ -441,7 +560,7 @@ def generate(
     wanted: list[Entry] = []
     for e in entries:
         wanted.append(e)
-        if e.action == "sub":
+        if e.action in _TWINNED:
             wanted.append(Entry(e.name + "_c", e.group, e.action, e.line))
     names = [e.name for e in wanted]
     decls = parse_declarations(header, names + ["P" + n for n in names])
@@ -454,7 +573,7 @@ def generate(
     for e in wanted:
         decl = decls.get(e.name)
         if decl is None:
-            if not e.name.endswith("_c") or e.action != "sub" or e.name[:-2] not in names:
+            if not e.name.endswith("_c") or e.action not in _TWINNED or e.name[:-2] not in names:
                 skipped.append(e.name)
             continue
         if "P" + e.name not in decls:

@@ -13,6 +13,7 @@
 #define RANKOPT_SHIM_H
 
 #include <mpi.h>
+#include <stdio.h>
 
 #define RANKOPT_HIDDEN __attribute__((visibility("hidden")))
 #define RANKOPT_EXPORT __attribute__((visibility("default")))
@@ -56,5 +57,36 @@ RANKOPT_HIDDEN void rankopt_record(const char *kind, long long elements, MPI_Dat
 /* Sum of a per-rank counts array (int or MPI_Count) over `comm`'s size. */
 RANKOPT_HIDDEN long long rankopt_sum_counts_int(const int *counts, MPI_Comm comm);
 RANKOPT_HIDDEN long long rankopt_sum_counts_count(const MPI_Count *counts, MPI_Comm comm);
+
+/* The point-to-point traffic recorder (shim_traffic.c), on with the
+ * collective recorder. Counts (`count`) are elements of `type`; `comm` is
+ * the communicator the library sees; `big` says that a counts array holds
+ * MPI_Count (the large-count `_c` twins) rather than int; `persist` is NULL
+ * for a call that sends now, or the persistent request the call made (its
+ * pairs are counted at each MPI_Start). `back`: the data of a one-sided
+ * call flows from the target to this process. */
+RANKOPT_HIDDEN int rankopt_traffic_init(void);
+RANKOPT_HIDDEN void rankopt_traffic_write(FILE *f);
+RANKOPT_HIDDEN void rankopt_traffic_send(long long count, MPI_Datatype type, int dest,
+                                         MPI_Comm comm, MPI_Request *persist);
+RANKOPT_HIDDEN void rankopt_traffic_start(int count, MPI_Request *requests);
+RANKOPT_HIDDEN void rankopt_traffic_forget(MPI_Request *request);
+RANKOPT_HIDDEN void rankopt_traffic_alltoallv(const void *sendbuf, const void *sendcounts,
+                                              MPI_Datatype sendtype, const void *recvcounts,
+                                              MPI_Datatype recvtype, int big, MPI_Comm comm,
+                                              MPI_Request *persist);
+RANKOPT_HIDDEN void rankopt_traffic_alltoallw(const void *sendbuf, const void *sendcounts,
+                                              const MPI_Datatype *sendtypes,
+                                              const void *recvcounts,
+                                              const MPI_Datatype *recvtypes, int big,
+                                              MPI_Comm comm, MPI_Request *persist);
+RANKOPT_HIDDEN void rankopt_traffic_neighbor(long long count, MPI_Datatype type, MPI_Comm comm,
+                                             MPI_Request *persist);
+RANKOPT_HIDDEN void rankopt_traffic_neighbor_v(const void *counts, MPI_Datatype type, int big,
+                                               MPI_Comm comm, MPI_Request *persist);
+RANKOPT_HIDDEN void rankopt_traffic_neighbor_w(const void *counts, const MPI_Datatype *types,
+                                               int big, MPI_Comm comm, MPI_Request *persist);
+RANKOPT_HIDDEN void rankopt_traffic_rma(long long count, MPI_Datatype type, int target,
+                                        MPI_Win win, int back);
 
 #endif

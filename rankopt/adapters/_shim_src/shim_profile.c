@@ -11,7 +11,9 @@
  *     # rankopt profile 1 source=mpi world_rank=R world_size=P
  *     # library <first line of MPI_Get_library_version>
  *     collective <TAB> nbytes <TAB> comm_size <TAB> count <TAB> seconds
+ *     p2p <TAB> src <TAB> dst <TAB> bytes <TAB> messages
  *
+ * (the `p2p` lines: the point-to-point traffic, shim_traffic.c).
  * `nbytes` follows rankopt's size convention (allreduce: the vector;
  * allgather: the gathered output; reduce_scatter: the input vector;
  * alltoall: each rank's whole send buffer; broadcast/reduce: the
@@ -77,7 +79,7 @@ void rankopt_profile_init(void)
     const char *path = getenv("RANKOPT_PROFILE");
     if (path == NULL || *path == '\0' || rankopt_recording) return;
     folder = strdup(path);
-    if (folder == NULL || grow() != 0) {
+    if (folder == NULL || grow() != 0 || rankopt_traffic_init() != 0) {
         fprintf(stderr, "rankopt shim: out of memory for the collective profile\n");
         return;
     }
@@ -152,6 +154,7 @@ void rankopt_profile_write(void)
                     table[i].comm_size, table[i].count, table[i].seconds);
         }
     }
+    rankopt_traffic_write(f);
     if (fclose(f) != 0 || rename(tmp, path) != 0) {
         fprintf(stderr, "rankopt shim: cannot write the collective profile '%s': %s\n", path,
                 strerror(errno));
