@@ -491,6 +491,8 @@ def expected_traffic(p: int = N) -> dict[tuple[int, int], list[int]]:
         add(r, right, 5 * 128, 5)  # Send_init, 16 doubles, 3 Start + 2 Startall
         add(r, left, 20)  # Neighbor_alltoall on a periodic ring: 5 int32 each way
         add(r, right, 20)
+        add(r, left, 2 * 12, 2)  # Neighbor_alltoall_init: 3 int32 each way, started twice
+        add(r, right, 2 * 12, 2)
         row, col = divmod(r, 2)  # Neighbor_allgather on a 2 x 2 grid: 3 doubles
         add(r, (1 - row) * 2 + col, 24)
         add(r, row * 2 + 1 - col, 24)
@@ -498,6 +500,7 @@ def expected_traffic(p: int = N) -> dict[tuple[int, int], list[int]]:
         add(r, opposite, 16)
         for j in range(p):  # Alltoallv: 10 r + j + 1 int32 to rank j
             add(r, j, 4 * (10 * r + j + 1))
+            add(r, j, 8 * (j + 1))  # Alltoallv_init: j + 1 doubles to rank j, started once
     add(2, 0, 33)  # Send on a sub-communicator (sub-ranks are not world ranks)
     add(3, 1, 33)
     add(0, 3, 200)  # Put, 25 doubles

@@ -4,9 +4,9 @@ Every call below sends what ``tests/test_profile.py::expected_traffic``
 counts: a 1-D ring halo exchange (``Sendrecv``, ``Sendrecv_replace``),
 ``Isend``/``Irecv`` to the opposite rank, a send on a sub-communicator whose
 ranks are not the world's, a persistent send (``Send_init``, started by
-``Start`` and ``Startall``), neighbourhood collectives on a periodic ring, a
-non-periodic 2 x 2 grid and a distributed graph, an uneven ``Alltoallv`` and
-one-sided ``Put`` and ``Get``.
+``Start`` and ``Startall``), neighbourhood collectives on a periodic ring
+(also persistent), a non-periodic 2 x 2 grid and a distributed graph, an
+uneven ``Alltoallv`` (also persistent) and one-sided ``Put`` and ``Get``.
 """
 
 import numpy as np
@@ -53,6 +53,12 @@ rreq.Free()
 # neighbourhood collectives: a periodic ring (5 int32 to each side) ...
 ring = c.Create_cart([p], periods=[True])
 ring.Neighbor_alltoall(np.zeros(10, dtype=np.int32), np.empty(10, dtype=np.int32))
+# ... persistent: 3 int32 to each side, started twice ...
+req = ring.Neighbor_alltoall_init(np.zeros(6, dtype=np.int32), np.empty(6, dtype=np.int32))
+for _ in range(2):
+    req.Start()
+    req.Wait()
+req.Free()
 ring.Free()
 # ... a non-periodic 2 x 2 grid (3 doubles to each neighbour; the edges are MPI_PROC_NULL) ...
 grid = c.Create_cart([2, 2], periods=[False, False])
@@ -72,6 +78,15 @@ c.Alltoallv(
     [np.zeros(sc.sum(), dtype=np.int32), (sc, sd), MPI.INT32_T],
     [np.empty(rc.sum(), dtype=np.int32), (rc, rd), MPI.INT32_T],
 )
+
+# persistent all-to-all: j + 1 doubles to rank j, started once
+sc, rc = np.arange(1, p + 1), np.full(p, r + 1)
+req = c.Alltoallv_init(
+    [np.zeros(sc.sum()), (sc, None), MPI.DOUBLE], [np.empty(rc.sum()), (rc, None), MPI.DOUBLE]
+)
+MPI.Prequest.Startall([req])
+req.Wait()
+req.Free()
 
 # one-sided: rank 0 puts 25 doubles into rank 3, rank 1 gets 7 doubles from rank 2
 win = MPI.Win.Allocate(8 * 64, disp_unit=8, comm=c)
