@@ -231,7 +231,7 @@ def test_map_refuses_a_model_without_traffic_and_checks_its_options():
     with pytest.raises(RankoptInputError, match="`tries`"):
         run(TrafficModel(d, t), options={"tries": 0})
     assert "map: " in show_options("map")
-    assert "fm_passes, max_evals, tries" in show_options("map")
+    assert "fm_passes, max_evals, restarts, tries" in show_options("map")
 
 
 def test_distance_tiers():
