@@ -18,6 +18,10 @@ MPI library it runs under (``mpi``), ``rankopt run`` its ``--backend``
 (``gloo``), ``rankopt solve`` none. An explicit ``--algorithm`` without
 ``--engine`` prices that algorithm as before.
 
+A profile that recorded point-to-point traffic (``"traffic"``,
+:mod:`rankopt.models.traffic`) has it priced too, beside its collective calls
+(alone when it has none).
+
 Without ``--workload``, ``$RANKOPT_WORKLOAD`` names the workload file. A
 profile written by ``rankopt profile`` (:mod:`rankopt.adapters.profile`) names the
 engine it was recorded on; an entry point without an engine of its own
@@ -399,9 +403,13 @@ def model_options(
     if engine is not None:
         out["engine"] = engine
     if workload is not None:
-        from rankopt.models.workload import load_workload
+        from rankopt.models.workload import read_workload_file
 
-        out["workload"] = load_workload(workload)
+        calls, traffic = read_workload_file(workload)
+        if calls:
+            out["workload"] = calls
+        if traffic is not None:  # a profile of a program that sends point-to-point messages
+            out["traffic"] = traffic
     for key in ("objective", "nbytes"):
         value = getattr(args, key, None)
         if value is not None:

@@ -5,8 +5,11 @@ import json
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from test_network import crossings, probed
 
+import rankopt
 from rankopt import RankoptInputError
+from rankopt.cli import main
 from rankopt.models.traffic import (
     Traffic,
     TrafficModel,
@@ -14,6 +17,7 @@ from rankopt.models.traffic import (
     load_traffic,
     write_traffic,
 )
+from rankopt.models.workload import WorkloadModel
 
 
 def _random_traffic(n, seed, density=0.3):
@@ -87,6 +91,16 @@ def test_round_trip_and_self_traffic_dropped(tmp_path):
     assert load_traffic(prof).to_dict() == t.to_dict()
 
 
+def test_zero_byte_messages_are_kept_and_bytes_need_messages(tmp_path):
+    t = Traffic.from_pairs(3, [0, 1], [1, 2], [0, 5], [4, 1])
+    assert t.nnz == 2 and t.total_messages == 5
+    assert load_traffic(write_traffic(t, tmp_path / "t.json")).to_dict() == t.to_dict()
+    lat = np.full((3, 3), 1e-3)
+    assert TrafficModel(lat, t).cost(np.arange(3)) == pytest.approx(5e-3)  # 5 messages' latency
+    with pytest.raises(RankoptInputError, match=r"pair 0 \(0 -> 1\) has 7.0 bytes in 0 messages"):
+        Traffic.from_pairs(2, [0], [1], [7], [0])
+
+
 def test_matrix_market(tmp_path):
     import scipy.io
 
@@ -131,3 +145,100 @@ def test_size_must_match_the_network():
         as_traffic(t, 4)
     with pytest.raises(RankoptInputError, match="for 3 ranks"):
         TrafficModel(np.zeros((4, 4)), t)
+
+
+# -- through solve() and the entry points -----------------------------------------------------
+
+
+def _ring_traffic(n, nbytes=1e6, messages=10):
+    src = np.arange(n)
+    dst = (src + 1) % n
+    return Traffic.from_pairs(
+        n, np.r_[src, dst], np.r_[dst, src], [nbytes] * (2 * n), [messages] * (2 * n)
+    )
+
+
+def _two_racks(n=8):
+    rack = np.array([0, 1] * (n // 2))  # launched interleaved
+    same = rack[:, None] == rack[None]
+    return rack, np.where(same, 1e-5, 1e-4), np.where(same, 1e9, 1e8)
+
+
+def test_solve_prices_traffic_alone():
+    rack, lat, bw = _two_racks()
+    res = rankopt.solve(lat, bandwidth=bw, traffic=_ring_traffic(8))
+    assert (res.collective, res.algorithm, res.objective) == ("point-to-point", "traffic", "time")
+    assert res.nbytes is None
+    # the ring of ranks cuts the racks twice: two blocks of four
+    placed = rack[res.order]
+    assert np.count_nonzero(placed != np.roll(placed, 1)) == 2
+    assert res.speedup > 2.5
+    assert any("point-to-point traffic: 16 pairs" in note for note in res.notes)
+    m = TrafficModel(lat, _ring_traffic(8), bandwidth=bw)
+    assert res.cost == pytest.approx(m.cost(res.order))
+
+
+def test_traffic_beside_calls_and_an_engine_alone_adds_no_call():
+    rack, lat, bw = _two_racks()
+    t = _ring_traffic(8)
+    alone = rankopt.solve(lat, bandwidth=bw, traffic=t, engine="openmpi")
+    assert alone.collective == "point-to-point"  # the engine invents no allreduce
+    both = rankopt.solve(
+        lat, bandwidth=bw, traffic=t, workload=[("allreduce", 1e6, 5)], engine="openmpi"
+    )
+    model = rankopt.models.make_model(
+        lat, objective="time", bandwidth=bw, traffic=t,
+        workload=rankopt.models.workload.price_calls(
+            rankopt.models.workload.as_workload([("allreduce", 1e6, 5)]), 8, "openmpi"
+        ),
+    )  # fmt: skip
+    assert isinstance(model, WorkloadModel) and len(model.parts) == 2
+    assert both.cost == pytest.approx(model.cost(both.order))
+
+
+def test_a_profile_with_traffic_is_a_workload_file(tmp_path):
+    _, lat, bw = _two_racks()
+    t = _ring_traffic(8)
+    prof = tmp_path / "profile.json"
+    prof.write_text(
+        json.dumps(
+            {"rankopt_profile": 1, "engine": "openmpi", "workload": [], "traffic": t.to_dict()}
+        )
+    )
+    spec = rankopt.ModelSpec(workload=prof)
+    assert spec.workload is None and spec.traffic.to_dict() == t.to_dict()
+    a = rankopt.solve(lat, bandwidth=bw, workload=prof)
+    b = rankopt.solve(lat, bandwidth=bw, traffic=t)
+    assert np.array_equal(a.order, b.order) and a.cost == b.cost
+    # the spec, traffic included, survives the result's dict
+    d = a.to_dict()
+    assert d["model"]["traffic"] == t.to_dict()
+    assert rankopt.ModelSpec(**d["model"]) == a.model_spec
+
+
+def test_the_cli_reads_traffic_from_the_workload_file(tmp_path, capsys):
+    cloud = rankopt.synthetic_cloud(1, 2, 4, 1, rng=3, shuffle=True)
+    net = tmp_path / "net.npz"
+    cloud.save(net)
+    prof = tmp_path / "profile.json"
+    prof.write_text(
+        json.dumps({"rankopt_profile": 1, "workload": [], "traffic": _ring_traffic(8).to_dict()})
+    )
+    out = tmp_path / "order.txt"
+    assert main(["solve", str(net), "--workload", str(prof), "--order-out", str(out)]) == 0
+    err = capsys.readouterr()
+    assert "point-to-point/traffic" in err.err + err.out
+    order = np.loadtxt(out, dtype=int)
+    rack = np.asarray(cloud.groups[1])[order]
+    assert np.count_nonzero(rack != np.roll(rack, 1)) == 2
+
+
+@pytest.mark.parametrize("racks", [(4, 4), (3, 3, 2)])
+def test_traffic_on_a_measured_network_gets_an_interval(racks):
+    m, rack = probed(racks, 0)
+    n = rack.size
+    res = rankopt.solve(m, traffic=_ring_traffic(n, nbytes=16e6))
+    assert res.objective == "contention"  # the measured network has uplinks
+    assert crossings(rack, res.order) == len(racks)  # each rack a block of the ring
+    lo, hi = res.speedup_interval
+    assert 1.0 < lo <= res.speedup * 1.0001 and res.speedup <= hi * 1.0001

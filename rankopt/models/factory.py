@@ -77,6 +77,7 @@ def make_model(
     workload: Any = None,
     straggle: Any = None,
     elastic: Any = None,
+    traffic: Any = None,
 ) -> CostModel:
     """Build the cost model of ``collective``/``algorithm`` on a validated matrix.
 
@@ -96,7 +97,27 @@ def make_model(
     algorithm at its own size (``collective``, ``algorithm`` and ``nbytes``
     are then not used), all with one objective: ``"contention"`` when
     ``groups`` and ``uplink_bandwidth`` are given, else ``"time"``.
+
+    With ``traffic`` (a :class:`~rankopt.models.traffic.Traffic`), the job's
+    point-to-point traffic is priced too
+    (:class:`~rankopt.models.traffic.TrafficModel`, with the workload's
+    objective): alone when there is no ``workload``, else as one more part
+    of the mix.
     """
+    if traffic is not None:
+        return _traffic_model(
+            latency,
+            traffic,
+            workload,
+            objective=objective,
+            bandwidth=bandwidth,
+            groups=groups,
+            uplink_bandwidth=uplink_bandwidth,
+            segment_size=segment_size,
+            inter=inter,
+            straggle=straggle,
+            elastic=elastic,
+        )
     if workload is not None:
         return _workload_model(
             latency,
@@ -224,3 +245,52 @@ def _workload_model(latency, workload, *, objective, bandwidth, groups, uplink_b
         for call in workload
     ]
     return WorkloadModel(parts)
+
+
+def _traffic_model(
+    latency, traffic, workload, *, objective, bandwidth, groups, uplink_bandwidth, **kw
+):
+    """The traffic's model, alone or beside the workload's calls (one objective)."""
+    from rankopt.models.traffic import TrafficModel, as_traffic
+    from rankopt.models.workload import WorkloadModel
+
+    n = latency.shape[0]
+    traffic = as_traffic(traffic, n)
+    if objective is None:
+        objective = "contention" if groups is not None and uplink_bandwidth is not None else "time"
+    if objective not in ("time", "contention"):
+        raise RankoptInputError(
+            f"objective {objective!r} prices collectives only; point-to-point traffic is "
+            "priced with 'time' or 'contention'."
+        )
+    if objective == "contention":
+        missing = [
+            k for k, v in (("groups", groups), ("uplink_bandwidth", uplink_bandwidth)) if v is None
+        ]
+        if missing:
+            raise RankoptInputError(
+                f"objective 'contention' needs {', '.join(f'`{m}`' for m in missing)}."
+            )
+    net = make_network(
+        latency,
+        bandwidth=bandwidth,
+        nbytes=1.0,  # traffic carries its own bytes; the uplinks are rates
+        groups=groups if objective == "contention" else None,
+        uplink_bandwidth=uplink_bandwidth if objective == "contention" else None,
+    )
+    part = TrafficModel(
+        latency,
+        traffic,
+        bandwidth=net.bandwidth,
+        groups=list(net.labels) if objective == "contention" else None,
+        uplink=net.uplink if objective == "contention" else None,
+        uplink_in=net.uplink_in if objective == "contention" else None,
+        objective=objective,
+    )
+    if workload is None or len(workload) == 0:
+        return part
+    calls = _workload_model(
+        latency, workload, objective=objective, bandwidth=bandwidth, groups=groups,
+        uplink_bandwidth=uplink_bandwidth, **kw,
+    )  # fmt: skip
+    return WorkloadModel([*calls.parts, (1.0, part)])

@@ -116,8 +116,8 @@ class Traffic:
 
     @property
     def nnz(self) -> int:
-        """Number of (source, destination) pairs with traffic."""
-        return int(self.bytes.nnz)
+        """Number of (source, destination) pairs with traffic (bytes or messages)."""
+        return int(self.messages.nnz)
 
     @property
     def total_bytes(self) -> float:
@@ -161,17 +161,24 @@ class Traffic:
             if bad.size:
                 k = int(bad[0])
                 raise RankoptInputError(
-                    f"{where}: pair {k} ({int(s[k])} -> {int(d[k])}) has {name} {v[k]!r}; "
+                    f"{where}: pair {k} ({int(s[k])} -> {int(d[k])}) has {name} {float(v[k])!r}; "
                     f"{name} must be finite and at least 0."
                 )
         frac = np.flatnonzero(m != np.floor(m))
         if frac.size:
             k = int(frac[0])
             raise RankoptInputError(
-                f"{where}: pair {k} ({int(s[k])} -> {int(d[k])}) has messages {m[k]!r}; "
+                f"{where}: pair {k} ({int(s[k])} -> {int(d[k])}) has messages {float(m[k])!r}; "
                 "a message count is a whole number."
             )
-        keep = (s != d) & ((b > 0) | (m > 0))
+        silent = np.flatnonzero((b > 0) & (m == 0))
+        if silent.size:
+            k = int(silent[0])
+            raise RankoptInputError(
+                f"{where}: pair {k} ({int(s[k])} -> {int(d[k])}) has {float(b[k])!r} bytes in 0 "
+                "messages; bytes travel in at least one message."
+            )
+        keep = (s != d) & (m > 0)
         s, d, b, m = s[keep], d[keep], b[keep], m[keep]
         shape = (n, n)
         nbytes_m = _csr(sp.coo_array((b, (s, d)), shape=shape))
@@ -213,12 +220,11 @@ class Traffic:
 
     def to_dict(self) -> dict[str, Any]:
         """The file format's object: ``{"rankopt_traffic": 1, "n", "pairs"}``."""
-        b = self.bytes.tocoo()
-        m = self.messages.tocoo()
-        msg = {(int(r), int(c)): float(v) for r, c, v in zip(m.row, m.col, m.data, strict=True)}
+        rows, cols = _rows_cols(self.messages)  # every pair: messages hold the union
+        nbytes = _values(self.bytes, rows, cols)
         pairs = [
-            [int(r), int(c), _plain(v), _plain(msg.get((int(r), int(c)), 0.0))]
-            for r, c, v in zip(b.row, b.col, b.data, strict=True)
+            [int(r), int(c), _plain(v), _plain(k)]
+            for r, c, v, k in zip(rows, cols, nbytes, self.messages.data, strict=True)
         ]
         pairs.sort()
         return {"rankopt_traffic": TRAFFIC_VERSION, "n": self.n, "pairs": pairs}
@@ -230,12 +236,27 @@ class Traffic:
     def permuted(self, order: NDArray[np.int64]) -> Traffic:
         """The traffic between processes when rank ``k`` runs on process ``order[k]``."""
         o = np.asarray(order, dtype=np.int64)
-        b, m = self.bytes.tocoo(), self.messages.tocoo()
-        n = self.n
-        return Traffic.from_pairs(n, o[b.row], o[b.col], b.data, _at(m, b))
+        rows, cols = _rows_cols(self.messages)
+        nbytes = _values(self.bytes, rows, cols)
+        return Traffic.from_pairs(self.n, o[rows], o[cols], nbytes, self.messages.data)
+
+    def digest(self) -> str:
+        """A short digest of the whole content: equal for equal traffic, else (almost
+        surely) not. Shown in ``repr``, so that what keys on it sees every byte."""
+        import hashlib
+
+        h = hashlib.sha256(str(self.n).encode())
+        for m in (self.bytes, self.messages):
+            c = _csr(m)
+            for a in (c.indptr, c.indices, c.data):
+                h.update(np.ascontiguousarray(a).tobytes())
+        return h.hexdigest()[:16]
 
     def __repr__(self) -> str:
-        return f"Traffic(n={self.n}, pairs={self.nnz}, bytes={self.total_bytes:.6g})"
+        return (
+            f"Traffic(n={self.n}, pairs={self.nnz}, bytes={self.total_bytes:.6g}, "
+            f"digest={self.digest()})"
+        )
 
 
 def _plain(v: float) -> float | int:
@@ -247,11 +268,6 @@ def _values(m: Any, rows: NDArray[Any], cols: NDArray[Any]) -> NDArray[np.float6
     if len(rows) == 0:
         return np.zeros(0)
     return np.asarray(_csr(m)[rows, cols], dtype=np.float64).reshape(-1)
-
-
-def _at(m: Any, b: Any) -> NDArray[np.float64]:
-    """``m``'s values at ``b``'s (row, col) entries."""
-    return _values(m, b.row, b.col)
 
 
 def _same_pattern(msg: Any, nbytes: Any) -> Any:
@@ -470,14 +486,13 @@ class TrafficModel(CostModel):
         self.traffic = traffic
         self.latency = lat
         self.bandwidth = None if bandwidth is None else np.ascontiguousarray(bandwidth, np.float64)
-        b = traffic.bytes.tocsr()
-        m = traffic.messages.tocsr()
-        self._src, self._dst = _rows_cols(b)
-        self._bytes = np.asarray(b.data, dtype=np.float64)
-        self._msgs = _values(m, self._src, self._dst)
+        m = _csr(traffic.messages)  # its pattern is every pair's (zero-byte ones too)
+        self._src, self._dst = _rows_cols(m)
+        self._bytes = _values(traffic.bytes, self._src, self._dst)
+        self._msgs = np.asarray(m.data, dtype=np.float64)
         # every entry touching a rank: as source (out) or destination (in)
         order_in = np.argsort(self._dst, kind="stable")
-        self._out_ptr = np.asarray(b.indptr, dtype=np.int64)
+        self._out_ptr = np.asarray(m.indptr, dtype=np.int64)
         self._in_idx = order_in
         self._in_ptr = np.concatenate([[0], np.cumsum(np.bincount(self._dst, minlength=n))])
         self.groups: list[NDArray[np.int64]] = []

@@ -45,6 +45,7 @@ __all__ = [
     "PricedCall",
     "as_workload",
     "load_workload",
+    "read_workload_file",
     "price_calls",
     "WorkloadModel",
 ]
@@ -170,6 +171,20 @@ def load_workload(path: Any) -> tuple[Call, ...]:
 
     In the line format, ``#`` starts a comment and blank lines are skipped.
     """
+    calls, _ = read_workload_file(path, need_calls=True)
+    return calls
+
+
+def read_workload_file(path: Any, *, need_calls: bool = False) -> tuple[tuple[Call, ...], Any]:
+    """A workload file's calls and its point-to-point traffic.
+
+    Returns ``(calls, traffic)``: ``traffic`` is the
+    :class:`~rankopt.models.traffic.Traffic` of a JSON file with a
+    ``"traffic"`` entry (a ``rankopt profile`` of a program that sends
+    point-to-point messages), else ``None``; ``calls`` may then be empty.
+    A file with neither is refused, as is one without calls when
+    ``need_calls``.
+    """
     from rankopt._files import MAX_TEXT_BYTES, open_regular
     from rankopt._limits import check_nesting
 
@@ -190,9 +205,16 @@ def load_workload(path: Any) -> tuple[Call, ...]:
             data = json.loads(body)
         except (ValueError, RecursionError) as exc:
             raise RankoptInputError(f"workload file {str(p)!r}: invalid JSON ({exc}).") from None
+        traffic = None
         if isinstance(data, Mapping):
+            if "traffic" in data:
+                from rankopt.models.traffic import as_traffic
+
+                traffic = as_traffic(data["traffic"], where=f"workload file {str(p)!r}: 'traffic'")
             data = data.get("workload", data.get("calls"))
-        return as_workload(data)
+            if traffic is not None and not need_calls and isinstance(data, list) and not data:
+                return (), traffic
+        return as_workload(data), traffic
     calls = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
@@ -200,7 +222,7 @@ def load_workload(path: Any) -> tuple[Call, ...]:
             calls.append(_call(tuple(x.strip() for x in line.split(",")), f"line {lineno}"))
     if not calls:
         raise RankoptInputError(f"workload file {str(p)!r} holds no calls.")
-    return tuple(calls)
+    return tuple(calls), None
 
 
 def price_calls(

@@ -38,6 +38,7 @@ from rankopt.solvers.layout import applies as layout_applies
 from rankopt.solvers.mapping import applies as map_applies
 from rankopt.solvers.result import SolveResult
 from rankopt.solvers.spec import MODEL_FIELDS, ModelFields, ModelSpec, Robust
+from rankopt.units import format_size
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -473,7 +474,11 @@ def _build_model(
     collective, algorithm = spec.collective, spec.algorithm
     priced = None
     extra: dict[str, Any] = {}
-    if spec.workload is not None or spec.engine is not None:
+    if spec.traffic is not None:
+        inputs = _with_traffic(spec, inputs, n, notes)
+        if spec.workload is None:
+            collective, algorithm = "point-to-point", "traffic"
+    if spec.workload is not None or (spec.engine is not None and spec.traffic is None):
         priced, collective, algorithm, nbytes, wl_notes, extra = _price_workload(
             spec, n, network, inputs["nbytes"]
         )
@@ -505,6 +510,32 @@ def _build_model(
         lat, network, model, collective, algorithm, inputs["nbytes"], inputs["groups"], custom,
         model_kw, priced, robust, extra, notes,
     )  # fmt: skip
+
+
+def _with_traffic(
+    spec: ModelSpec, inputs: dict[str, Any], n: int, notes: list[str]
+) -> dict[str, Any]:
+    """``make_model``'s keywords with the spec's point-to-point traffic.
+
+    Its objective is the network's for a time model (``"contention"`` when
+    it has uplinks, the α-β ``"time"`` otherwise); a ring objective, which
+    the network gives when it has latency only, becomes ``"time"``.
+    """
+    from rankopt.models.traffic import as_traffic
+
+    traffic = as_traffic(spec.traffic, n)
+    objective = inputs["objective"]
+    if spec.objective is None and objective in RING_OBJECTIVES:
+        objective = None
+    notes.append(
+        f"point-to-point traffic: {traffic.nnz} pairs, {format_size(traffic.total_bytes)} in "
+        f"{traffic.total_messages:,.0f} messages"
+        + ("" if spec.workload is not None else " (no collective calls priced)")
+    )
+    out = {**inputs, "objective": objective, "traffic": traffic}
+    if spec.workload is None:
+        out["nbytes"] = None  # no collective call: no message size of one
+    return out
 
 
 def _search(

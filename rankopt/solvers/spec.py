@@ -180,6 +180,14 @@ class ModelSpec:
         no ``workload``, the workload is the one call ``(collective,
         nbytes)``. The engine and each call's algorithm are recorded in
         ``result.extra["workload"]`` and ``result.notes``.
+    traffic : Traffic, mapping, (n, n) matrix or path, optional
+        The job's own point-to-point traffic (bytes and messages from each
+        rank to each other rank, :class:`rankopt.models.traffic.Traffic`;
+        read with :func:`rankopt.models.traffic.as_traffic`). It is priced
+        beside the workload's calls (:class:`~rankopt.models.traffic.TrafficModel`):
+        alone when there is no ``workload`` (no collective is then assumed,
+        even with an ``engine``). A ``workload`` file from ``rankopt
+        profile`` that recorded traffic gives it when this is left out.
     robust : bool, int, mapping, Robust or "auto", default "auto"
         Minimise the model's mean cost over networks the measurement cannot
         tell apart instead of its cost on the median network
@@ -249,6 +257,7 @@ class ModelSpec:
     straggle: float | None = None
     workload: Any = None
     engine: str | Engine | None = None
+    traffic: Any = None
     robust: RobustLike = "auto"
 
     def __post_init__(self) -> None:
@@ -274,13 +283,25 @@ class ModelSpec:
                     f"`engine` decides each call's algorithm; got algorithm={self.algorithm!r} "
                     "as well: leave `algorithm` out, or drop `engine` to price the mix with it."
                 )
-        if self.workload is not None:
+        if self.traffic is not None:
+            from rankopt.models.traffic import as_traffic
+
+            put("traffic", as_traffic(self.traffic))
+        if _is_path(self.workload):
+            from rankopt.models.workload import read_workload_file
+
+            calls, traffic = read_workload_file(self.workload)
+            put("workload", calls or None)
+            if self.traffic is None:
+                put("traffic", traffic)
+        elif self.workload is not None:
             from rankopt.models.workload import as_workload
 
             put("workload", as_workload(self.workload))
-        if callable(self.objective) and (self.workload is not None or self.engine is not None):
+        mixed = self.workload is not None or self.engine is not None or self.traffic is not None
+        if callable(self.objective) and mixed:
             raise RankoptInputError(
-                "a custom objective cannot be combined with `workload`/`engine`."
+                "a custom objective cannot be combined with `workload`/`engine`/`traffic`."
             )
         if self.workload is None and self.engine is None:
             check_collective(self.collective, self.algorithm)
@@ -318,6 +339,8 @@ class ModelSpec:
             value = getattr(self, f.name)
             if f.name == "workload" and value is not None:
                 value = [dataclasses.asdict(c) for c in value]
+            elif f.name == "traffic" and value is not None:
+                value = value.to_dict()
             elif f.name == "robust":
                 value = False if value is None else dataclasses.asdict(value)
             elif f.name == "engine" and value is not None and not isinstance(value, str):
@@ -333,6 +356,12 @@ class ModelSpec:
         )
 
     __hash__ = None  # type: ignore[assignment]  # arrays and lists in the fields
+
+
+def _is_path(value: Any) -> bool:
+    from pathlib import Path
+
+    return isinstance(value, (str, Path)) or hasattr(value, "__fspath__")
 
 
 def _check_engine(engine: Any) -> None:
@@ -363,6 +392,10 @@ def _plain(value: Any) -> Any:
 
 def _same(a: Any, b: Any) -> bool:
     """Equality of field values, arrays by value."""
+    from rankopt.models.traffic import Traffic
+
+    if isinstance(a, Traffic) or isinstance(b, Traffic):
+        return isinstance(a, Traffic) and isinstance(b, Traffic) and a.to_dict() == b.to_dict()
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         try:
             return bool(np.array_equal(np.asarray(a), np.asarray(b)))
@@ -387,6 +420,7 @@ class ModelFields(TypedDict, total=False):
     straggle: float | None
     workload: Any
     engine: str | Engine | None
+    traffic: Any
     robust: RobustLike
 
 
