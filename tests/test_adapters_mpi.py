@@ -298,3 +298,27 @@ def test_optimize_raises_on_every_live_rank_when_one_stops(
     # a bound on hangs, not a speed test: the probe, one agreement, the solve wait
     assert all(reports[r]["elapsed"] < 3 * FAULT_TIMEOUT + 5.0 for r in live), reports
     assert elapsed < FAULT_LIMIT
+
+
+def test_runner_prices_a_profiles_point_to_point_traffic(mpiexec, tmp_path):
+    # a profile of the halo program's traffic: python -m rankopt.mpi --workload prices it
+    # (no collective call assumed) and runs the program, which still exchanges its halos
+    from rankopt.models.traffic import Traffic
+
+    grid = [(0, 1), (1, 0), (2, 3), (3, 2), (0, 2), (2, 0), (1, 3), (3, 1)]
+    s, d = zip(*grid, strict=True)
+    traffic = Traffic.from_pairs(4, s, d, [4e5] * 8, [4] * 8)
+    prof = tmp_path / "profile.json"
+    prof.write_text(
+        json.dumps({"rankopt_profile": 1, "workload": [], "traffic": traffic.to_dict()})
+    )
+    out = _mpi(
+        mpiexec, 4, sys.executable, "-m", "rankopt.mpi",
+        "--workload", str(prof), "--probe-option", "repeats=3",
+        "--json", str(tmp_path / "res.json"),
+        str(SCRIPTS / "halo2d.py"), "2x2", "1e5", "2",
+    )  # fmt: skip
+    res = json.loads((tmp_path / "res.json").read_text())
+    assert (res["collective"], res["algorithm"]) == ("point-to-point", "traffic")
+    assert res["model"]["traffic"] == traffic.to_dict()
+    assert "iteration_s" in out.stdout
