@@ -1,0 +1,217 @@
+"""Ring ILS: the cost of one kick, and the default solve against fast-tsp and LKH-3.
+
+    python bench/bench_ring_kicks.py                      # kicks at 1024/4096/16384, quality at 1024/4096
+    python bench/bench_ring_kicks.py --sections kicks --sizes 1024,4096
+    python bench/bench_ring_kicks.py --sections quality --sizes 1024 --seeds 3
+
+Two kinds of symmetric matrix, float32:
+
+* ``cloud``: a hierarchical cloud (4 pods x 16 racks x n/64 hosts; one-way
+  latency 25 / 60 / 180 us within a rack / pod / across pods), a log-normal
+  factor (sigma 0.05) on every link and 5 % noisy VMs whose links are 3x slower;
+* ``uniform``: independent uniform [0, 1) weights, the hardest case for the
+  array tour (long flips, no locality).
+
+``kicks``: microseconds per ILS kick of ``_ring_search.iterated_local_search``
+from a local optimum (greedy-edge start, then local search; alpha-nearness
+candidates up to n = 4096, as the default solve uses), ``min(default_kicks(n),
+--kicks)`` kicks, median over the seeds.
+
+``quality``: ``rankopt.solve(lat)`` (the default: ``ils`` with its default
+kicks) against ``fast_tsp`` for 1 s and for the same time as rankopt, and
+``elkai`` (LKH-3, runs=1) up to ``--lkh-max``; also rankopt given fast-tsp's
+1 s (``time_limit=1`` and unbounded kicks). Each cell: length over the best
+ring any solver found on that matrix, and wall time; median over the seeds.
+fast_tsp and elkai are optional (``pip install fast-tsp elkai``); without
+them their columns are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import rankopt
+from rankopt.models import make_model
+from rankopt.solvers import _ring_search
+from rankopt.solvers.ring import ALPHA_MAX_N, candidate_lists, default_kicks, greedy_ring
+
+LEVELS = (2.5e-5, 6e-5, 1.8e-4)  # same rack, same pod, across pods (s)
+
+
+def cloud_matrix(n: int, seed: int = 0) -> np.ndarray:
+    """Symmetric hierarchical cloud latency (float32): see the module docstring."""
+    g = np.random.default_rng(seed)
+    hosts = max(n // 64, 1)
+    rack = g.permutation(n) // hosts  # shuffled launch order
+    pod = rack // 16
+    slow = np.where(g.random(n) < 0.05, 3.0, 1.0).astype(np.float32)
+    lat = np.empty((n, n), dtype=np.float32)
+    for i in range(0, n, 1024):
+        s = slice(i, min(i + 1024, n))
+        base = np.where(
+            rack[s, None] == rack[None, :],
+            LEVELS[0],
+            np.where(pod[s, None] == pod[None, :], LEVELS[1], LEVELS[2]),
+        )
+        lat[s] = base * np.maximum(slow[s, None], slow[None, :])
+    # a symmetric log-normal factor on every link
+    for i in range(0, n, 1024):
+        s = slice(i, min(i + 1024, n))
+        f = np.exp(0.05 * g.standard_normal((s.stop - s.start, n))).astype(np.float32)
+        lat[s] *= f
+    upper = np.triu_indices(n, 1) if n <= 4096 else None
+    if upper is not None:
+        lat[upper[1], upper[0]] = lat[upper]
+    else:
+        for i in range(0, n, 1024):
+            s = slice(i, min(i + 1024, n))
+            lat[s, : s.start] = lat[: s.start, s].T
+            blk = lat[s, s]
+            lat[s, s] = np.triu(blk) + np.triu(blk, 1).T
+    np.fill_diagonal(lat, 0.0)
+    return lat
+
+
+def uniform_matrix(n: int, seed: int = 0) -> np.ndarray:
+    """Symmetric matrix of independent uniform [0, 1) weights (float32)."""
+    g = np.random.default_rng(seed)
+    lat = g.random((n, n), dtype=np.float32)
+    for i in range(0, n, 1024):
+        s = slice(i, min(i + 1024, n))
+        lat[s, : s.start] = lat[: s.start, s].T
+        blk = lat[s, s]
+        lat[s, s] = np.triu(blk) + np.triu(blk, 1).T
+    np.fill_diagonal(lat, 0.0)
+    return lat
+
+
+MATRICES: dict[str, Callable[[int, int], np.ndarray]] = {
+    "cloud": cloud_matrix,
+    "uniform": uniform_matrix,
+}
+
+
+def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
+    """Microseconds per kick of the ILS kernel from a local optimum, and the kicks run."""
+    n = w.shape[0]
+    nb = candidate_lists(w, 10, "alpha" if n <= ALPHA_MAX_N else "nearest")
+    tour = greedy_ring(w, nb)
+    _ring_search.local_search(w, tour, nb)
+    kicks = min(kicks, default_kicks(n))
+    t = time.perf_counter()
+    done = _ring_search.iterated_local_search(w, tour, nb, seed, kicks, 0.0, 150)[3]
+    return (time.perf_counter() - t) / max(done, 1) * 1e6, done
+
+
+def _int_matrix(w: np.ndarray, top: int) -> list[list[int]]:
+    return np.round(w.astype(np.float64) * (top / float(w.max()))).astype(np.int64).tolist()
+
+
+def ext_fast_tsp(w: np.ndarray, seconds: float) -> tuple[np.ndarray, float] | None:
+    """fast-tsp's ring and the time of its call (not of the integer conversion)."""
+    try:
+        import fast_tsp
+    except ImportError:
+        return None
+    d = _int_matrix(w, 65535)
+    t = time.perf_counter()
+    tour = fast_tsp.find_tour(d, duration_seconds=seconds)
+    return np.array(tour), time.perf_counter() - t
+
+
+def ext_elkai(w: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """LKH-3's ring (one run) and the time of its call."""
+    try:
+        import elkai
+    except ImportError:
+        return None
+    d = _int_matrix(w, 10**7)
+    t = time.perf_counter()
+    tour = elkai.DistanceMatrix(d).solve_tsp(runs=1)
+    dt = time.perf_counter() - t
+    return np.array(tour[:-1] if len(tour) > w.shape[0] else tour), dt
+
+
+def quality(w: np.ndarray, seed: int, lkh_max: int) -> dict[str, tuple[float, float]]:
+    """Ring length and wall time of each solver on ``w``."""
+    model = make_model(w)
+    out: dict[str, tuple[float, float]] = {}
+
+    def ext(name: str, f: Callable[[], tuple[np.ndarray, float] | None]) -> None:
+        got = f()
+        if got is not None:
+            out[name] = (model.cost(got[0]), got[1])
+
+    t = time.perf_counter()
+    r = rankopt.solve(w, rng=seed)
+    t_default = time.perf_counter() - t
+    out["rankopt default"] = (r.cost, t_default)
+    t = time.perf_counter()
+    r = rankopt.solve(w, method="ils", rng=seed, time_limit=1.0, max_iter=10**9)
+    out["rankopt 1s"] = (r.cost, time.perf_counter() - t)
+    ext("fast_tsp 1s", lambda: ext_fast_tsp(w, 1.0))
+    ext("fast_tsp same time", lambda: ext_fast_tsp(w, t_default))
+    if w.shape[0] <= lkh_max:
+        ext("LKH-3 runs=1", lambda: ext_elkai(w))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sections", default="kicks,quality")
+    ap.add_argument("--sizes", default=None, help="comma-separated n (kicks: 1024,4096,16384)")
+    ap.add_argument("--kinds", default="cloud,uniform")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--kicks", type=int, default=3000, help="at most this many kicks timed")
+    ap.add_argument("--lkh-max", type=int, default=1024, help="largest n given to LKH-3")
+    args = ap.parse_args(argv)
+    sections = set(args.sections.split(","))
+    kinds = args.kinds.split(",")
+    if "kicks" in sections:
+        sizes = [int(s) for s in (args.sizes or "1024,4096,16384").split(",")]
+        print("| matrix | n | kicks | us per kick (median) | per seed |")
+        print("|---|---|---|---|---|")
+        for n in sizes:
+            for kind in kinds:
+                runs = [kick_cost(MATRICES[kind](n, s), args.kicks, s) for s in range(args.seeds)]
+                us = [u for u, _ in runs]
+                print(
+                    f"| {kind} | {n} | {runs[0][1]} | {np.median(us):.1f} | "
+                    + ", ".join(f"{u:.1f}" for u in us)
+                    + " |",
+                    flush=True,
+                )
+    if "quality" in sections:
+        sizes = [int(s) for s in (args.sizes or "1024,4096").split(",")]
+        for n in sizes:
+            for kind in kinds:
+                rows: dict[str, list[tuple[float, float]]] = {}
+                for s in range(args.seeds):
+                    res = quality(MATRICES[kind](n, 100 + s), s, args.lkh_max)
+                    best = min(c for c, _ in res.values())
+                    for k, (c, t) in res.items():
+                        rows.setdefault(k, []).append((c / best, t))
+                cells = [
+                    f"{k}: {np.median([r for r, _ in v]):.4f} / {np.median([t for _, t in v]):.2f}s"
+                    for k, v in rows.items()
+                ]
+                print(f"| {kind} | {n} | " + " | ".join(cells) + " |", flush=True)
+    return 0
+
+
+def test_kick_cost_and_matrices_smoke():
+    """The helpers at a tiny size (the benchmark itself is the script)."""
+    for kind, f in MATRICES.items():
+        w = f(128, 0)
+        assert w.dtype == np.float32 and np.array_equal(w, w.T), kind
+        assert (np.diag(w) == 0).all() and (w[~np.eye(128, dtype=bool)] > 0).all()
+        us, done = kick_cost(w, 20, 0)
+        assert done == 20 and us > 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
