@@ -282,7 +282,7 @@ def _traffic_model(
         latency,
         traffic,
         bandwidth=net.bandwidth,
-        groups=list(net.labels) if objective == "contention" else None,
+        groups=list(net.labels) if objective == "contention" else groups,
         uplink=net.uplink if objective == "contention" else None,
         uplink_in=net.uplink_in if objective == "contention" else None,
         objective=objective,

@@ -442,7 +442,8 @@ class TrafficModel(CostModel):
         Pair bandwidth in bytes/s; without it only the messages' latency
         counts.
     groups : list of ndarray, optional
-        Group of each process per level, finest first (for ``"contention"``).
+        Group of each process per level, finest first: what ``"contention"``
+        prices the uplinks of, and what a mapper partitions along.
     uplink, uplink_in : ndarray (levels, max G), optional
         Capacity of each group's uplink out of and into the group (bytes/s).
     objective : {"time", "contention"}
@@ -495,15 +496,15 @@ class TrafficModel(CostModel):
         self._out_ptr = np.asarray(m.indptr, dtype=np.int64)
         self._in_idx = order_in
         self._in_ptr = np.concatenate([[0], np.cumsum(np.bincount(self._dst, minlength=n))])
-        self.groups: list[NDArray[np.int64]] = []
+        from rankopt._validation import check_groups
+
+        #: the hierarchy (a mapper partitions along it; "contention" prices its uplinks)
+        self.groups: list[NDArray[np.int64]] = [] if groups is None else check_groups(groups, n)
         if objective == "contention":
             if groups is None or uplink is None:
                 raise RankoptInputError(
                     "the traffic's contention objective needs `groups` and `uplink_bandwidth`."
                 )
-            from rankopt._validation import check_groups
-
-            self.groups = check_groups(groups, n)
             self._up = np.asarray(uplink, dtype=np.float64)
             self._up_in = self._up if uplink_in is None else np.asarray(uplink_in, np.float64)
         self.capabilities = Capabilities(

@@ -73,6 +73,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._build_check import require_extension
 from rankopt._rng import kernel_seed
 from rankopt._validation import RankoptInputError, check_positive
 from rankopt.models.base import CostModel
@@ -86,13 +87,7 @@ from rankopt.solvers._base import (
     start_order,
 )
 
-try:
-    from rankopt.solvers import _traffic_map as _k
-except ImportError as exc:  # pragma: no cover - a broken install
-    raise ImportError(
-        "rankopt's compiled kernel rankopt.solvers._traffic_map is missing; rebuild it with "
-        "`python setup.py build_ext --inplace` (or reinstall rankopt)."
-    ) from exc
+_k = require_extension("rankopt.solvers._traffic_map")
 
 __all__ = [
     "map_traffic",
