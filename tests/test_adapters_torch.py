@@ -318,3 +318,26 @@ def test_a_python_program_runs_in_the_launcher_process_as_python_would(tmp_path)
                          text=True, cwd=tmp_path, timeout=60)  # fmt: skip
     assert bad.returncode == 1
     assert "Traceback" in bad.stderr and "ValueError: from the program" in bad.stderr
+
+
+def test_rankopt_run_prices_a_profiles_point_to_point_traffic(tmp_path):
+    # profile a pipeline under torchrun, then rankopt run --workload prices its traffic
+    torchrun = shutil.which("torchrun")
+    if torchrun is None:
+        pytest.skip("torchrun not found")
+    pipe = str(SCRIPTS / "torch_pipeline.py")
+    prof = tmp_path / "pipe.json"
+    launch = [torchrun, "--standalone", "--nproc-per-node", "4"]
+    _run([sys.executable, "-c", CLI, "profile", "-o", str(prof), "--", *launch, pipe], tmp_path)
+    traffic = json.loads(prof.read_text())["traffic"]
+    assert sorted((s, d) for s, d, _, _ in traffic["pairs"]) == [
+        (0, 1), (1, 0), (1, 2), (2, 1), (2, 3), (3, 2),
+    ]  # fmt: skip
+    out = tmp_path / "res.json"
+    _run(
+        [*launch, "-m", "rankopt.run", "--workload", str(prof), "--probe-option", "repeats=3",
+         "--json", str(out), "--", "python", pipe],
+        tmp_path,
+    )  # fmt: skip
+    res = json.loads(out.read_text())
+    assert (res["collective"], res["algorithm"]) == ("point-to-point", "traffic")
