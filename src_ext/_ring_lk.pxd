@@ -20,7 +20,7 @@
 from cython cimport floating
 from libc.math cimport INFINITY, NAN
 
-from _ring_common cimport Log, log_reversal, reverse_path, succ
+from _ring_common cimport Log, log_reversal, pred, reverse_path, succ
 from _ring_moves cimport along, in_run, push
 
 
@@ -80,12 +80,16 @@ cdef inline long long v_at(long long[::1] tour, LKState *st, long long p) noexce
 
 cdef inline long long v_succ(long long[::1] tour, long long[::1] pos, LKState *st,
                              long long c) noexcept nogil:
+    if st.nphys == st.ni:
+        return succ(tour, pos, c, st.n)
     cdef long long p = v_pos(pos, st, c) + 1
     return v_at(tour, st, 0 if p == st.n else p)
 
 
 cdef inline long long v_pred(long long[::1] tour, long long[::1] pos, LKState *st,
                              long long c) noexcept nogil:
+    if st.nphys == st.ni:
+        return pred(tour, pos, c, st.n)
     cdef long long p = v_pos(pos, st, c) - 1
     return v_at(tour, st, st.n - 1 if p < 0 else p)
 
@@ -97,7 +101,14 @@ cdef inline void lk_flip(long long[::1] tour, long long[::1] pos, LKState *st, l
     Done on the array too while every flip before it is and it is short.
     """
     cdef long long n = st.n, i, j, length
-    if v_succ(tour, pos, st, a) == b:
+    if st.nphys == st.ni:  # no virtual flip: read the array
+        if succ(tour, pos, a, n) == b:
+            i = pos[b]
+            j = pos[c]
+        else:
+            i = pos[a]
+            j = pos[d]
+    elif v_succ(tour, pos, st, a) == b:
         i = v_pos(pos, st, b)
         j = v_pos(pos, st, c)
     else:
