@@ -64,3 +64,20 @@ def test_same_seed_same_tour():
         rs.iterated_local_search(m, t, nb, 11, 200)
         tours.append(t)
     assert np.array_equal(*tours)
+
+
+def test_local_search_from_a_random_ring_finds_the_optimum_of_points_in_convex_position():
+    # on points in convex position a ring is optimal iff no two links cross, so
+    # the local optimum is the hull order; a random start makes long trial flips
+    n = 300
+    ang = np.sort(np.random.default_rng(5).uniform(0, 2 * np.pi, n))
+    pts = np.stack([np.cos(ang), np.sin(ang)], axis=1)
+    m = np.ascontiguousarray(np.linalg.norm(pts[:, None] - pts[None], axis=-1))
+    optimum = ring_sum_reference(m, np.arange(n))
+    nb = rs.knn_lists(m, 8)
+    for seed in range(3):
+        tour = np.random.default_rng(seed).permutation(n).astype(np.int64)
+        rs.local_search(m, tour, nb)
+        rs.iterated_local_search(m, tour, nb, seed, 50)
+        assert _is_perm(tour, n)
+        assert np.isclose(ring_sum_reference(m, tour), optimum, rtol=1e-9)
