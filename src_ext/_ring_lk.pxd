@@ -9,9 +9,10 @@
 # it is kept as a reversed cyclic position interval, and the trial reads the
 # tour through the list of them: a process's position is mapped through the
 # reversals in order, a position's process back through them in reverse
-# order, O(depth) per query. Short flips (at most LK_ARRAY_FLIP positions)
-# cost less on the array than the lookups through them, so the flips of a
-# trial up to its first long one are done on the array. Taking a flip back
+# order, O(depth) per query. Short flips (at most max(LK_ARRAY_FLIP,
+# n / LK_ARRAY_FRACTION) positions) cost less on the array than the lookups
+# through them, so the flips of a trial up to its first long one are done on
+# the array. Taking a flip back
 # pops it (reversing it again if it was done). Only a move that gains is
 # applied in full, with exactly the reversals (including reverse_path's
 # choice of the shorter side) array flips would have made, so the search
@@ -31,8 +32,10 @@ cdef enum:
     LK_MAX_DEPTH = 5
     LK_BREADTH_1 = 5
     LK_BREADTH_2 = 2
-    # flips up to this many positions are done on the array during a trial
+    # flips up to max(LK_ARRAY_FLIP, n / LK_ARRAY_FRACTION) positions are
+    # done on the array during a trial
     LK_ARRAY_FLIP = 32
+    LK_ARRAY_FRACTION = 8
 
 
 cdef struct LKState:
@@ -40,6 +43,7 @@ cdef struct LKState:
     long long n
     long long ni            # flips of the move (entries in fi / fj, va / vl)
     long long nphys         # the first nphys of them are done on the array, the rest virtual
+    long long array_flip    # the longest flip done on the array during a trial
     long long fi[16]        # the reverse_path arguments of each flip
     long long fj[16]
     long long va[16]        # the interval it reverses: first position, length
@@ -124,7 +128,7 @@ cdef inline void lk_flip(long long[::1] tour, long long[::1] pos, LKState *st, l
     else:
         st.va[st.ni] = i
         st.vl[st.ni] = length
-    if st.nphys == st.ni and st.vl[st.ni] <= LK_ARRAY_FLIP:
+    if st.nphys == st.ni and st.vl[st.ni] <= st.array_flip:
         reverse_path(tour, pos, i, j, n)
         st.nphys += 1
     st.ni += 1
@@ -363,6 +367,9 @@ cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long l
         return 0.0
     st.t1 = a
     st.n = n
+    st.array_flip = n // LK_ARRAY_FRACTION
+    if st.array_flip < LK_ARRAY_FLIP:
+        st.array_flip = LK_ARRAY_FLIP
     st.eps = eps
     for k in range(2):
         t2 = along(tour, pos, a, n, k)
