@@ -100,9 +100,9 @@ def make_model(
 
     With ``traffic`` (a :class:`~rankopt.models.traffic.Traffic`), the job's
     point-to-point traffic is priced too
-    (:class:`~rankopt.models.traffic.TrafficModel`, with the workload's
-    objective): alone when there is no ``workload``, else as one more part
-    of the mix.
+    (:class:`~rankopt.models.traffic.TrafficModel`, ``objective`` or by
+    default ``"time"``): alone when there is no ``workload``, else as one
+    more part of the mix (whose calls keep their own default objective).
     """
     if traffic is not None:
         return _traffic_model(
@@ -256,8 +256,9 @@ def _traffic_model(
 
     n = latency.shape[0]
     traffic = as_traffic(traffic, n)
+    calls_objective = objective  # the calls' own default when None
     if objective is None:
-        objective = "contention" if groups is not None and uplink_bandwidth is not None else "time"
+        objective = "time"  # see TrafficModel: "contention" assumes one phase
     if objective not in ("time", "contention"):
         raise RankoptInputError(
             f"objective {objective!r} prices collectives only; point-to-point traffic is "
@@ -290,7 +291,7 @@ def _traffic_model(
     if workload is None or len(workload) == 0:
         return part
     calls = _workload_model(
-        latency, workload, objective=objective, bandwidth=bandwidth, groups=groups,
+        latency, workload, objective=calls_objective, bandwidth=bandwidth, groups=groups,
         uplink_bandwidth=uplink_bandwidth, **kw,
     )  # fmt: skip
     return WorkloadModel([*calls.parts, (1.0, part)])

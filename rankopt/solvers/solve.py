@@ -517,16 +517,14 @@ def _with_traffic(
 ) -> dict[str, Any]:
     """``make_model``'s keywords with the spec's point-to-point traffic.
 
-    Its objective is the network's for a time model (``"contention"`` when
-    it has uplinks, the α-β ``"time"`` otherwise); a ring objective, which
-    the network gives when it has latency only, becomes ``"time"``.
+    The traffic is priced with the spec's objective, by default ``"time"``
+    (:class:`~rankopt.models.traffic.TrafficModel`); the calls beside it keep
+    the network's default.
     """
     from rankopt.models.traffic import as_traffic
 
     traffic = as_traffic(spec.traffic, n)
-    objective = inputs["objective"]
-    if spec.objective is None and objective in RING_OBJECTIVES:
-        objective = None
+    objective = spec.objective
     notes.append(
         f"point-to-point traffic: {traffic.nnz} pairs, {format_size(traffic.total_bytes)} in "
         f"{traffic.total_messages:,.0f} messages"
