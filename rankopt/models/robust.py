@@ -46,6 +46,7 @@ __all__ = [
     "keep_launch_order",
     "INTERVAL_MAX_N",
     "LOSS_TOLERANCE",
+    "MIN_GAIN",
 ]
 
 #: Networks the robust objective averages over by default (the measured one included).
@@ -184,6 +185,11 @@ INTERVAL_MAX_N = 4096
 #: The order found is kept only if it is at most this much slower than the launch
 #: order in the worst 5% of the drawn networks (see :func:`keep_launch_order`).
 LOSS_TOLERANCE = 0.02
+#: The smallest modelled gain worth an order change on a measured network: the
+#: drawn speedups' median must be at least ``1 + MIN_GAIN``. Below it two orders
+#: differ by less than any measurement resolves (the testbed's run-to-run spread
+#: is several percent), and what the model leaves out decides which is faster.
+MIN_GAIN = 0.01
 
 
 def speedup_draws(
@@ -306,8 +312,8 @@ def keep_launch_order(ratios: NDArray[np.float64]) -> str | None:
     The order found replaces the launch order unless it *could be slower*:
     when, on the worst 5% of the networks the measurement cannot tell from
     the one measured, it is more than :data:`LOSS_TOLERANCE` slower than
-    the launch order, or when it is not faster on most of them (the drawn
-    speedups' median is not above 1). A wide interval alone is no reason:
+    the launch order, or when it is not faster on most of them by at least
+    :data:`MIN_GAIN` (the drawn speedups' median). A wide interval alone is no reason:
     when the launch order's own cost is what the measurement cannot pin down
     (a loaded uplink it crosses many times, the order found once), the
     speedup is uncertain only in how large it is.
@@ -318,6 +324,8 @@ def keep_launch_order(ratios: NDArray[np.float64]) -> str | None:
     True
     >>> keep_launch_order(np.array([0.9, 1.0, 1.01, 1.1]))
     'the order found could be 9% slower than the launch order (5th percentile of the drawn speedups 0.915x)'
+    >>> keep_launch_order(np.array([1.0003, 1.0004, 1.0005]))
+    'the order found is modelled only 0.04% faster (median of the drawn speedups 1.0004x), less than the 1% a measurement resolves'
     """
     lo = float(np.quantile(ratios, (1.0 - INTERVAL_LEVEL) / 2.0))
     mid = float(np.median(ratios))
@@ -328,4 +336,9 @@ def keep_launch_order(ratios: NDArray[np.float64]) -> str | None:
         )
     if not mid > 1.0:
         return f"the order found is not faster on most drawn networks (median {mid:.3g}x)"
+    if mid < 1.0 + MIN_GAIN:
+        return (
+            f"the order found is modelled only {mid - 1.0:.2%} faster (median of the drawn "
+            f"speedups {mid:.5g}x), less than the {MIN_GAIN:.0%} a measurement resolves"
+        )
     return None
