@@ -411,6 +411,33 @@ def atomic_write_text(
     return atomic_write_bytes(path, data, what=what)
 
 
+def read_text_file(path: str | os.PathLike[str], what: str) -> str:
+    """The UTF-8 text of a small input file (:func:`open_regular`, at most
+    :data:`MAX_TEXT_BYTES`); errors name ``what`` and the path."""
+    p = Path(path)
+    try:
+        with open_regular(p, what=what, max_bytes=MAX_TEXT_BYTES) as fh:
+            raw = fh.read()
+    except OSError as exc:
+        raise RankoptInputError(f"cannot read the {what} {str(p)!r} ({exc}).") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RankoptInputError(f"{what} {str(p)!r} is not UTF-8 text.") from None
+
+
+def parse_json(text: str, where: str) -> Any:
+    """``text`` parsed as JSON after :func:`~rankopt._limits.check_nesting`; an error
+    names ``where``."""
+    import json
+
+    check_nesting(text, where)
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise RankoptInputError(f"{where}: invalid JSON ({exc}).") from None
+
+
 def open_regular(
     path: str | os.PathLike[str], *, what: str = "file", max_bytes: int | None = None
 ) -> io.BufferedReader:

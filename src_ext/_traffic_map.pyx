@@ -23,32 +23,7 @@
 from libc.stdlib cimport malloc, free
 
 
-cdef extern from "<time.h>" nogil:
-    ctypedef long time_t
-    cdef struct timespec:
-        time_t tv_sec
-        long tv_nsec
-    int clock_gettime(int clk_id, timespec *tp)
-    int CLOCK_MONOTONIC
-
-
-cdef inline double now_s() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + 1e-9 * ts.tv_nsec
-
-
-# splitmix64, state passed explicitly (same seed, same stream)
-cdef inline unsigned long long rnext(unsigned long long *s) noexcept nogil:
-    s[0] += 0x9E3779B97F4A7C15ULL
-    cdef unsigned long long z = s[0]
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL
-    return z ^ (z >> 31)
-
-
-cdef inline long long rint_(unsigned long long *s, long long n) noexcept nogil:
-    return <long long>(rnext(s) % <unsigned long long>n)
+from _ring_common cimport now_s, rng_int  # the kernels' clock and splitmix64 stream
 
 
 # ---------------------------------------------------------------- indexed max-heap
@@ -176,7 +151,7 @@ cdef void _grow(Sub *g, long long size_a, long long seed_v, unsigned long long *
     for v in range(m):
         order_buf[v] = v
     for v in range(m - 1, 0, -1):
-        k = rint_(rs, v + 1)
+        k = rng_int(rs, v + 1)
         u = order_buf[v]
         order_buf[v] = order_buf[k]
         order_buf[k] = u
@@ -361,7 +336,7 @@ def bisect(const long long[::1] xadj, const long long[::1] adj, const double[::1
                 loc[members[t]] = -1
             tol = 1e-12 * wtot
             for tr in range(tries):
-                s0 = _bfs_last(&g, rint_(&rs, m), buf, flag)
+                s0 = _bfs_last(&g, rng_int(&rs, m), buf, flag)
                 _grow(&g, size_a, s0, &rs, side, &h0, buf)
                 _fm(&g, side, passes, tol, &h0, &h1, gain, flag, buf)
                 cut = _cut(&g, side)
@@ -523,7 +498,7 @@ def refine_time(const long long[::1] out_ptr, const long long[::1] dst,
                 inq[i] = 1
                 mark[i] = -1
             for i in range(n - 1, 0, -1):
-                k = rint_(&rs, i + 1)
+                k = rng_int(&rs, i + 1)
                 tmp = queue[i]
                 queue[i] = queue[k]
                 queue[k] = tmp

@@ -178,6 +178,11 @@ def _wrap(dist, name: str, fn):
         finally:
             _LOCAL.inside = False
 
+    return _marked(wrapper, fn, name)
+
+
+def _marked(wrapper, fn, name: str):
+    """``wrapper`` dressed as ``fn`` and marked as the recorder's (never wrapped twice)."""
     wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
     wrapper.__name__ = getattr(fn, "__name__", name)
     wrapper.__doc__ = getattr(fn, "__doc__", None)
@@ -218,11 +223,7 @@ def _wrap_p2p(dist, name: str, fn):
         finally:
             _LOCAL.inside = False
 
-    wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
-    wrapper.__name__ = getattr(fn, "__name__", name)
-    wrapper.__doc__ = getattr(fn, "__doc__", None)
-    wrapper._rankopt_profile = True  # type: ignore[attr-defined]
-    return wrapper
+    return _marked(wrapper, fn, name)
 
 
 _P2P = ("send", "isend", "batch_isend_irecv")

@@ -104,33 +104,20 @@ def make_model(
     default ``"time"``): alone when there is no ``workload``, else as one
     more part of the mix (whose calls keep their own default objective).
     """
-    if traffic is not None:
-        return _traffic_model(
-            latency,
-            traffic,
-            workload,
-            objective=objective,
-            bandwidth=bandwidth,
-            groups=groups,
-            uplink_bandwidth=uplink_bandwidth,
-            segment_size=segment_size,
-            inter=inter,
-            straggle=straggle,
-            elastic=elastic,
-        )
-    if workload is not None:
-        return _workload_model(
-            latency,
-            workload,
-            objective=objective,
-            bandwidth=bandwidth,
-            groups=groups,
-            uplink_bandwidth=uplink_bandwidth,
-            segment_size=segment_size,
-            inter=inter,
-            straggle=straggle,
-            elastic=elastic,
-        )
+    if traffic is not None or workload is not None:
+        mix = {
+            "objective": objective,
+            "bandwidth": bandwidth,
+            "groups": groups,
+            "uplink_bandwidth": uplink_bandwidth,
+            "segment_size": segment_size,
+            "inter": inter,
+            "straggle": straggle,
+            "elastic": elastic,
+        }
+        if traffic is not None:
+            return _traffic_model(latency, traffic, workload, **mix)
+        return _workload_model(latency, workload, **mix)
     check_collective(collective, algorithm)
     if objective is None:
         objective = default_objective(

@@ -377,8 +377,7 @@ def as_traffic(obj: Any, n: int | None = None, *, where: str = "traffic") -> Tra
 
 def load_traffic(path: Any) -> Traffic:
     """Read a traffic file: JSON in the format above (or a profile holding it), or ``.mtx``."""
-    from rankopt._files import MAX_TEXT_BYTES, open_regular
-    from rankopt._limits import check_nesting
+    from rankopt._files import MAX_TEXT_BYTES, open_regular, parse_json, read_text_file
 
     p = Path(path)
     where = f"traffic file {str(p)!r}"
@@ -393,20 +392,7 @@ def load_traffic(path: Any) -> Traffic:
         except ValueError as exc:
             raise RankoptInputError(f"{where}: not a Matrix Market matrix ({exc}).") from None
         return Traffic.from_matrix(m, where=where)
-    try:
-        with open_regular(p, what="traffic file", max_bytes=MAX_TEXT_BYTES) as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise RankoptInputError(f"cannot read the {where} ({exc}).") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise RankoptInputError(f"{where} is not UTF-8 text.") from None
-    check_nesting(text, where)
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise RankoptInputError(f"{where}: invalid JSON ({exc}).") from None
+    data = parse_json(read_text_file(p, "traffic file"), where)
     if not isinstance(data, Mapping):
         raise RankoptInputError(
             f"{where} must hold a JSON object with 'rankopt_traffic' (or a profile with "

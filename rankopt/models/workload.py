@@ -23,7 +23,6 @@ model when the network has uplinks).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -185,26 +184,13 @@ def read_workload_file(path: Any, *, need_calls: bool = False) -> tuple[tuple[Ca
     A file with neither is refused, as is one without calls when
     ``need_calls``.
     """
-    from rankopt._files import MAX_TEXT_BYTES, open_regular
-    from rankopt._limits import check_nesting
+    from rankopt._files import parse_json, read_text_file
 
     p = Path(path)
-    try:
-        with open_regular(p, what="workload file", max_bytes=MAX_TEXT_BYTES) as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise RankoptInputError(f"cannot read the workload file {str(p)!r} ({exc}).") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise RankoptInputError(f"workload file {str(p)!r} is not UTF-8 text.") from None
+    text = read_text_file(p, "workload file")
     body = text.strip()
     if body.startswith("[") or body.startswith("{"):
-        check_nesting(body, f"workload file {str(p)!r}")
-        try:
-            data = json.loads(body)
-        except (ValueError, RecursionError) as exc:
-            raise RankoptInputError(f"workload file {str(p)!r}: invalid JSON ({exc}).") from None
+        data = parse_json(body, f"workload file {str(p)!r}")
         traffic = None
         if isinstance(data, Mapping):
             if "traffic" in data:
