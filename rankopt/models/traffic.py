@@ -229,17 +229,6 @@ class Traffic:
         pairs.sort()
         return {"rankopt_traffic": TRAFFIC_VERSION, "n": self.n, "pairs": pairs}
 
-    def symmetric(self) -> Any:
-        """``bytes + bytes.T``: the undirected traffic graph a partitioner cuts."""
-        return _csr(self.bytes + self.bytes.T)
-
-    def permuted(self, order: NDArray[np.int64]) -> Traffic:
-        """The traffic between processes when rank ``k`` runs on process ``order[k]``."""
-        o = np.asarray(order, dtype=np.int64)
-        rows, cols = _rows_cols(self.messages)
-        nbytes = _values(self.bytes, rows, cols)
-        return Traffic.from_pairs(self.n, o[rows], o[cols], nbytes, self.messages.data)
-
     def digest(self) -> str:
         """A short digest of the whole content: equal for equal traffic, else (almost
         surely) not. Shown in ``repr``, so that what keys on it sees every byte."""
