@@ -34,6 +34,7 @@ import rankopt
 from rankopt.models import ALGORITHMS, OBJECTIVES, RING_OBJECTIVES, make_model
 from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
 from rankopt.solvers.layout import applies as layout_applies
+from rankopt.solvers.mapping import applies as map_applies
 
 #: Examples per test in the CI profile (about 25 s in all on a loaded 2-core machine).
 EXAMPLES = {"contract": 200, "exact": 80}
@@ -179,6 +180,7 @@ def cases(draw: st.DrawFn, exact_only: bool = False, max_n: int = 12) -> Case:
         and (x not in ("brute_force", "exact") or n <= min(8, BRUTE_FORCE_MAX_N - 1))
         and (not exact_only or x in EXACT)
         and (x != "layout" or layout_applies(m))  # it declines models without groups
+        and (x != "map" or map_applies(m))  # it declines models without traffic
     ]
     assume(methods)
     method = draw(st.sampled_from(methods))
