@@ -228,7 +228,9 @@ def test_verify_launch_order_on_loopback_is_no_gain(tmp_path):
     p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
-    assert doc["verdict"] == NO_GAIN and doc["n"] == 2
+    # the same order is never a gain; on two shared cores noise can still read as "worse"
+    # (timed verdicts are what bench/testbed_verify.py measures, not what a test asserts)
+    assert doc["verdict"] in (NO_GAIN, WORSE) and doc["n"] == 2
     assert [r["nbytes"] for r in doc["rows"]] == [4096, 262144]
     assert "busbw" in p.stdout
 
