@@ -196,12 +196,12 @@ cdef double _fm(Sub *g, signed char *side, int passes, double tol, Heap *h0, Hea
                 double *gain, signed char *locked, long long *moved) noexcept nogil:
     """Fiduccia-Mattheyses passes with exact balance; returns the cut gained."""
     cdef long long m = g.m, v, e, u, nm, best_nm, since, limit
-    cdef int p, s, half
+    cdef int _pass, s, _half
     cdef double cum, best, total = 0.0, wsum
     cdef Heap *hs
     cdef Heap *ho
     limit = 50 + m // 8
-    for p in range(passes):
+    for _pass in range(passes):
         h0.size = 0
         h1.size = 0
         for v in range(m):
@@ -230,7 +230,7 @@ cdef double _fm(Sub *g, signed char *side, int passes, double tol, Heap *h0, Hea
                 s = 0
             else:
                 s = 1
-            for half in range(2):
+            for _half in range(2):
                 hs = h0 if s == 0 else h1
                 if hs.size == 0:
                     break
@@ -281,7 +281,7 @@ def bisect(const long long[::1] xadj, const long long[::1] adj, const double[::1
     import numpy as np
 
     cdef long long m = members.shape[0], v, e, u, ne = 0, t, s0
-    cdef int tr
+    cdef int _try
     cdef double cut, best_cut = -1.0, tol, wtot = 0.0
     cdef unsigned long long rs = seed
     side_out = np.zeros(m, dtype=np.int8)
@@ -335,7 +335,7 @@ def bisect(const long long[::1] xadj, const long long[::1] adj, const double[::1
             for t in range(m):
                 loc[members[t]] = -1
             tol = 1e-12 * wtot
-            for tr in range(tries):
+            for _try in range(tries):
                 s0 = _bfs_last(&g, rng_int(&rs, m), buf, flag)
                 _grow(&g, size_a, s0, &rs, side, &h0, buf)
                 _fm(&g, side, passes, tol, &h0, &h1, gain, flag, buf)
