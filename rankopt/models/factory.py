@@ -137,19 +137,7 @@ def make_model(
             )
         return RingSum(latency) if objective == "sum" else RingBottleneck(latency)
     if objective == "contention":
-        missing = [
-            k
-            for k, v in (
-                ("groups", groups),
-                ("uplink_bandwidth", uplink_bandwidth),
-                ("nbytes", nbytes),
-            )
-            if v is None
-        ]
-        if missing:
-            raise RankoptInputError(
-                f"objective 'contention' needs {', '.join(f'`{m}`' for m in missing)}."
-            )
+        _contention_needs(groups=groups, uplink_bandwidth=uplink_bandwidth, nbytes=nbytes)
         net = make_network(
             latency,
             bandwidth=bandwidth,
@@ -252,13 +240,7 @@ def _traffic_model(
             "priced with 'time' or 'contention'."
         )
     if objective == "contention":
-        missing = [
-            k for k, v in (("groups", groups), ("uplink_bandwidth", uplink_bandwidth)) if v is None
-        ]
-        if missing:
-            raise RankoptInputError(
-                f"objective 'contention' needs {', '.join(f'`{m}`' for m in missing)}."
-            )
+        _contention_needs(groups=groups, uplink_bandwidth=uplink_bandwidth)
     net = make_network(
         latency,
         bandwidth=bandwidth,
@@ -282,3 +264,12 @@ def _traffic_model(
         uplink_bandwidth=uplink_bandwidth, **kw,
     )  # fmt: skip
     return WorkloadModel([*calls.parts, (1.0, part)])
+
+
+def _contention_needs(**given: Any) -> None:
+    """Refuse the contention objective without the inputs it prices, naming the missing."""
+    missing = [k for k, v in given.items() if v is None]
+    if missing:
+        raise RankoptInputError(
+            f"objective 'contention' needs {', '.join(f'`{m}`' for m in missing)}."
+        )

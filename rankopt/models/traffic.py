@@ -183,7 +183,7 @@ class Traffic:
         shape = (n, n)
         nbytes_m = _csr(sp.coo_array((b, (s, d)), shape=shape))
         msg = _csr(sp.coo_array((m, (s, d)), shape=shape))
-        return cls(nbytes_m, _same_pattern(msg, nbytes_m))
+        return cls(nbytes_m, msg)  # every pair has a message: msg's entries cover bytes'
 
     @classmethod
     def from_matrix(cls, matrix: Any, messages: Any = None, *, where: str = "traffic") -> Traffic:
@@ -257,17 +257,6 @@ def _values(m: Any, rows: NDArray[Any], cols: NDArray[Any]) -> NDArray[np.float6
     if len(rows) == 0:
         return np.zeros(0)
     return np.asarray(_csr(m)[rows, cols], dtype=np.float64).reshape(-1)
-
-
-def _same_pattern(msg: Any, nbytes: Any) -> Any:
-    """``msg`` with an entry wherever ``nbytes`` has one (zero-byte pairs keep their messages)."""
-    import scipy.sparse as sp
-
-    pattern = _csr(sp.csr_array((np.ones(nbytes.nnz), nbytes.indices, nbytes.indptr), nbytes.shape))
-    union = _csr(pattern + msg)
-    out = union.copy()
-    out.data = _values(msg, *_rows_cols(union))
-    return out
 
 
 def _rows_cols(m: Any) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
