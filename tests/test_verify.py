@@ -20,8 +20,10 @@ from rankopt.adapters.verify_stats import (
     APPLY,
     NO_GAIN,
     WORSE,
+    check_timing,
     measure_orders,
     ratio_interval,
+    sign_interval,
     summarize,
     synthetic_timer,
     verdict,
@@ -286,3 +288,47 @@ def test_a_gain_must_replicate_in_both_halves_of_the_run():
     for pair, want in ((steady, APPLY), (drift, NO_GAIN)):
         res = summarize([4096], [pair], collective="allreduce", n=2, order=[0, 1], engine="mpi")
         assert res.verdict == want and res.rows[0]["verdict"] == want
+
+
+def _bimodal(seed: int):
+    """Calls on a shared core: each either waits for its turn or not, whatever the order."""
+    gen = np.random.default_rng(seed)
+
+    def timer(which: int, nbytes: int) -> float:
+        slow = gen.random() < 0.5
+        return (620e-6 if slow else 350e-6) * float(np.exp(0.05 * gen.standard_normal()))
+
+    return timer
+
+
+def test_identical_orders_under_bimodal_noise_rarely_apply():
+    """Eight pairs of bimodal times: the interval is not narrower than the sign test's."""
+    applied = 0
+    for seed in range(200):
+        pairs = measure_orders(_bimodal(seed), [4096], repeats=8)
+        res = summarize([4096], pairs, collective="allreduce", n=4, order=[1, 0, 3, 2], engine="x")
+        applied += res.verdict == APPLY
+        lo, hi = sign_interval(*pairs[0])
+        row_lo, row_hi = res.rows[0]["interval"]
+        assert row_lo <= lo and row_hi >= hi
+        assert res.interval[0] <= lo * (1 + 1e-12) and res.interval[1] >= hi * (1 - 1e-12)
+    assert applied <= 7  # 6 here; the bootstrap interval alone applies about one in twenty
+
+
+def test_sign_interval_needs_five_pairs_at_90_percent():
+    assert sign_interval([2.0] * 4, [1.0] * 4) == (0.0, float("inf"))
+    assert sign_interval([2.0] * 5, [1.0] * 5) == (2.0, 2.0)
+    a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    assert sign_interval(a, [1.0] * 8) == (2.0, 7.0)  # r_(2), r_(7): 93% coverage
+
+
+def test_min_gain_raises_the_bar_and_is_checked():
+    timer = synthetic_timer(_t, lambda b: _t(b) / 1.5, noise=0.02)
+    pairs = measure_orders(timer, [1 << 20], repeats=10)
+    kw = {"collective": "allreduce", "n": 4, "order": [0, 2, 1, 3], "engine": "x"}
+    assert summarize([1 << 20], pairs, **kw).verdict == APPLY
+    assert summarize([1 << 20], pairs, min_gain=0.6, **kw).verdict == NO_GAIN
+    with pytest.raises(RankoptInputError, match="--min-gain"):
+        check_timing(None, None, 1.0, 1.0, None, flags=True, min_gain=-0.1)
+    with pytest.raises(RankoptInputError, match="min_gain"):
+        check_timing(None, None, 1.0, 1.0, "verify_mpi()", min_gain=float("nan"))

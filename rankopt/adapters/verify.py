@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike
 
 from rankopt._validation import RankoptInputError, check_order
 from rankopt.adapters.verify_stats import (
+    MIN_GAIN,
     VerifyResult,
     check_timing,
     default_sizes,
@@ -220,6 +221,7 @@ def verify_mpi(
     repeats: int | None = None,
     budget_s: float = 10.0,
     timeout: float = DEFAULT_TIMEOUT,
+    min_gain: float = MIN_GAIN,
     workload: Any = None,
     probe_options: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
@@ -246,6 +248,9 @@ def verify_mpi(
         See :func:`rankopt.adapters.verify_stats.measure_orders`.
     timeout : float
         Deadline of every step (see the module docstring).
+    min_gain : float
+        The smallest measured gain (a fraction) the verdict calls "apply"
+        (:func:`rankopt.adapters.verify_stats.verdict`).
     workload : sequence of Call, optional
         Its sizes are the default sizes and its counts weight the overall
         verdict.
@@ -261,7 +266,7 @@ def verify_mpi(
     from rankopt.adapters.mpi import _dup, optimize, reorder
 
     _check_collective(collective)
-    check_timing(sizes, repeats, budget_s, timeout, "verify_mpi()")
+    check_timing(sizes, repeats, budget_s, timeout, "verify_mpi()", min_gain=min_gain)
     n = comm.Get_size()
     info: dict[str, Any] = dict(extra or {})
     private = _dup(comm, timeout)
@@ -307,6 +312,7 @@ def verify_mpi(
         order=arr,
         engine="mpi",
         weights=_weights(workload, sizes),
+        min_gain=min_gain,
         extra=info,
     )
     for c in (launch, cand, private):
@@ -324,6 +330,7 @@ def verify_gloo(
     repeats: int | None = None,
     budget_s: float = 10.0,
     timeout: float = DEFAULT_TIMEOUT,
+    min_gain: float = MIN_GAIN,
     workload: Any = None,
     probe_options: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
@@ -342,7 +349,7 @@ def verify_gloo(
     from rankopt.adapters.torch import ordered_group
 
     _check_collective(collective)
-    check_timing(sizes, repeats, budget_s, timeout, "verify_gloo()")
+    check_timing(sizes, repeats, budget_s, timeout, "verify_gloo()", min_gain=min_gain)
     td = timedelta(seconds=timeout)
     own = not dist.is_initialized()
     if own:
@@ -380,6 +387,7 @@ def verify_gloo(
             order=arr,
             engine="gloo",
             weights=_weights(workload, sizes),
+            min_gain=min_gain,
             extra=info,
         )
     finally:

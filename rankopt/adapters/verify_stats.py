@@ -9,7 +9,9 @@ measure_orders
     timed interleaved, A B A B ..., after a warm-up of each, until enough
     pairs for an interval (or a time budget) are in.
 ratio_interval
-    Speedup (median A / median B) with a paired bootstrap interval.
+    Speedup (median A / median B) with its interval: the wider of a paired
+    bootstrap interval and the exact order-statistic interval of the median
+    paired ratio (:func:`sign_interval`).
 VerifyResult, summarize
     Per size and overall: times, algbw and busbw (nccl-tests' definitions),
     speedup with its interval, and a verdict.
@@ -21,6 +23,15 @@ object (:class:`Timer`) in :mod:`rankopt.adapters.verify`; nothing here
 imports mpi4py or torch. Every timer returns the same number on every rank
 (the slowest rank's time), so the decisions of the protocol -- when to stop
 repeating, the verdict -- are the same on every rank.
+
+Intervals. Times on a shared machine are heavy-tailed and often bimodal (a
+call either shares its core or not), and a bootstrap of medians over a few
+pairs is then too narrow: with 8 pairs of two identical orders it calls a
+gain about one time in twenty. The interval is therefore also never narrower
+than the distribution-free one of :func:`sign_interval` (a sign test on the
+pairs' ratios), which needs the candidate to win nearly every pair when
+there are few of them (7 of 8 at 90%) and needs at least 5 pairs to exclude
+1 at all.
 
 Verdict rule. With ``r`` the measured speedup of the candidate and
 ``[lo, hi]`` its 90% interval: **apply** when ``lo > 1`` and ``r >= 1 +
@@ -65,6 +76,7 @@ __all__ = [
     "measure_orders",
     "parse_sizes",
     "ratio_interval",
+    "sign_interval",
     "summarize",
     "synthetic_timer",
     "verdict",
@@ -78,6 +90,8 @@ WORSE = "worse"
 LEVEL = 0.90
 #: A measured gain smaller than this fraction is no gain, whatever its interval.
 MIN_GAIN = 0.02
+#: Largest ``min_gain`` accepted (an order measured 11 times faster).
+MAX_MIN_GAIN = 10.0
 #: Bootstrap resamples behind an interval.
 BOOTSTRAP = 2000
 
@@ -137,13 +151,15 @@ def check_timing(
     where: str | None = "verify",
     *,
     flags: bool = False,
+    min_gain: float = MIN_GAIN,
 ) -> None:
     """Validate verify's timing options before any process group or buffer is made.
 
     ``sizes``: 1 to :data:`~rankopt._limits.MAX_VERIFY_SIZES` sizes of 1 byte
     to :data:`~rankopt._limits.MAX_VERIFY_BYTES`; ``repeats``: 1 to
     :data:`~rankopt._limits.MAX_REPEATS`; ``budget_s`` and ``timeout``:
-    positive and finite, at most :data:`~rankopt._limits.MAX_TIMEOUT` s.
+    positive and finite, at most :data:`~rankopt._limits.MAX_TIMEOUT` s;
+    ``min_gain``: a fraction from 0 to :data:`MAX_MIN_GAIN`.
 
     Raises
     ------
@@ -151,9 +167,9 @@ def check_timing(
         Naming the option and the value.
     """
     names = (
-        ("--sizes", "--repeats", "--budget", "--verify-timeout")
+        ("--sizes", "--repeats", "--budget", "--verify-timeout", "--min-gain")
         if flags
-        else ("sizes", "repeats", "budget_s", "timeout")
+        else ("sizes", "repeats", "budget_s", "timeout", "min_gain")
     )
     pre = f"{where}: " if where else ""
     if sizes is not None:
@@ -172,6 +188,9 @@ def check_timing(
             raise RankoptInputError(
                 f"{pre}{quote_name(name)} must be positive seconds; got {value!r}."
             )
+    check_bound(
+        min_gain, names[4], MAX_MIN_GAIN, where, minimum=0.0, hint="(a fraction: 0.05 is 5%)"
+    )
 
 
 def bus_factor(collective: str, n: int) -> float:
@@ -259,6 +278,37 @@ def size_row(nbytes: int, a: Sequence[float], b: Sequence[float]) -> str:
     )
 
 
+def sign_interval(a: ArrayLike, b: ArrayLike, *, level: float = LEVEL) -> tuple[float, float]:
+    """Exact distribution-free interval of the median paired ratio ``a[i] / b[i]``.
+
+    The order statistics ``[r_(k), r_(n-k+1)]`` of the ``n`` ratios, with
+    ``k`` the largest for which a binomial(n, 1/2) count below ``k`` has
+    probability at most ``(1 - level) / 2`` (the interval that inverts the
+    sign test). With too few pairs for any such ``k`` (fewer than 5 at 90%)
+    it is ``(0, inf)``.
+
+    Examples
+    --------
+    >>> sign_interval([2.0] * 7 + [0.5], [1.0] * 8)
+    (2.0, 2.0)
+    >>> sign_interval([2.0] * 6 + [0.5] * 2, [1.0] * 8)
+    (0.5, 2.0)
+    >>> sign_interval([2.0] * 4, [1.0] * 4)
+    (0.0, inf)
+    """
+    from scipy.stats import binom
+
+    r = np.sort(np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64))
+    n = r.size
+    tail = (1.0 - level) / 2.0
+    k = 0
+    while k < n // 2 and binom.cdf(k, n, 0.5) <= tail:
+        k += 1
+    if k == 0:
+        return 0.0, float("inf")
+    return float(r[k - 1]), float(r[n - k])
+
+
 def ratio_interval(
     a: ArrayLike,
     b: ArrayLike,
@@ -267,11 +317,12 @@ def ratio_interval(
     boots: int = BOOTSTRAP,
     rng: int = 0,
 ) -> tuple[float, float, float]:
-    """Speedup ``median(a) / median(b)`` and its paired bootstrap interval.
+    """Speedup ``median(a) / median(b)`` and its interval.
 
     ``a[i]`` and ``b[i]`` were timed one after the other (a pair); pairs are
     resampled together, so what both orders share in a moment (another
-    tenant's burst) cancels.
+    tenant's burst) cancels. The interval is the wider of the paired
+    bootstrap interval and :func:`sign_interval` (see the module docstring).
 
     Examples
     --------
@@ -292,7 +343,8 @@ def ratio_interval(
     ra = np.median(a[idx], axis=1) / np.median(b[idx], axis=1)
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(ra, [tail, 1.0 - tail])
-    return r, float(lo), float(hi)
+    slo, shi = sign_interval(a, b, level=level)
+    return r, min(float(lo), slo), max(float(hi), shi)
 
 
 def _total_interval(
@@ -303,22 +355,34 @@ def _total_interval(
     boots: int = BOOTSTRAP,
     rng: int = 0,
 ) -> tuple[float, float, float]:
-    """Speedup of the weighted total of medians over sizes, bootstrap per size."""
+    """Speedup of the weighted total of medians over sizes and its interval.
+
+    The wider of a bootstrap per size and the bound that puts every size's
+    candidate time at the edge of its :func:`sign_interval` at once.
+    """
     gen = np.random.default_rng(rng)
     tot_a = np.zeros(boots)
     tot_b = np.zeros(boots)
     ma = mb = 0.0
+    worst_b = best_b = 0.0  # the candidate's total at its sign intervals' edges
     for (a_, b_), w in zip(pairs, weights, strict=True):
         a = np.asarray(a_, dtype=np.float64)
         b = np.asarray(b_, dtype=np.float64)
-        ma += w * float(np.median(a))
+        med_a = float(np.median(a))
+        ma += w * med_a
         mb += w * float(np.median(b))
         idx = gen.integers(0, a.size, size=(boots, a.size))
         tot_a += w * np.median(a[idx], axis=1)
         tot_b += w * np.median(b[idx], axis=1)
+        slo, shi = sign_interval(a, b, level=level)
+        if w > 0:
+            worst_b += w * med_a / slo if slo > 0 else float("inf")
+            best_b += w * med_a / shi
     tail = (1.0 - level) / 2.0
     lo, hi = np.quantile(tot_a / tot_b, [tail, 1.0 - tail])
-    return ma / mb, float(lo), float(hi)
+    slo = ma / worst_b if worst_b > 0 else float("inf")
+    shi = ma / best_b if best_b > 0 else float("inf")
+    return ma / mb, min(float(lo), slo), max(float(hi), shi)
 
 
 def replicates(

@@ -217,8 +217,14 @@ def _verified(args: argparse.Namespace, command: list[str], order: str) -> str |
     from pathlib import Path
 
     from rankopt._validation import RankoptInputError
+    from rankopt.adapters.verify_stats import check_timing, parse_sizes
 
     try:
+        sizes = parse_sizes(args.sizes) if args.sizes is not None else None
+        check_timing(
+            sizes, args.repeats, args.budget, args.verify_timeout, None, flags=True,
+            min_gain=args.min_gain,
+        )  # fmt: skip
         launcher, _ = shim.split_launch(command)
     except RankoptInputError as exc:
         raise CLIError(str(exc)) from exc
@@ -227,6 +233,7 @@ def _verified(args: argparse.Namespace, command: list[str], order: str) -> str |
         argv = [*launcher, sys.executable, "-m", "rankopt", "verify", "--order", str(order)]
         argv += ["--collective", args.collective, "--json", str(out)]
         argv += ["--budget", f"{args.budget:g}", "--verify-timeout", f"{args.verify_timeout:g}"]
+        argv += ["--min-gain", f"{args.min_gain:g}"]
         argv += ["--sizes", args.sizes] if args.sizes else []
         argv += ["--repeats", str(args.repeats)] if args.repeats else []
         argv += ["--workload", str(args.workload)] if args.workload else []

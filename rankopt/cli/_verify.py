@@ -16,13 +16,16 @@ examples:
   mpiexec -n 16 rankopt verify --order order.json --json verify.json
   torchrun --nproc-per-node 4 --no-python rankopt verify --backend gloo --sizes 1M,16M
 
-verdict: apply (the order's 90% interval lies above 1 and it gains at least 2%),
+verdict: apply (the order's 90% interval lies above 1 and it gains at least
+--min-gain, 2% by default),
 worse (the interval lies below 1), no measurable gain (otherwise).
 """
 
 
 def add_verify_arguments(p: argparse.ArgumentParser) -> None:
     """The timing options shared by ``rankopt verify`` and the launchers' ``--verify``."""
+    from rankopt.adapters.verify_stats import MIN_GAIN
+
     g = p.add_argument_group("verify")
     g.add_argument(
         "--sizes",
@@ -44,6 +47,14 @@ def add_verify_arguments(p: argparse.ArgumentParser) -> None:
         default=10.0,
         metavar="SECONDS",
         help="timed seconds per size when --repeats is not given",
+    )
+    g.add_argument(
+        "--min-gain",
+        type=float,
+        default=MIN_GAIN,
+        metavar="FRACTION",
+        help=f"smallest measured gain that applies the order (default {MIN_GAIN:g}: "
+        f"{MIN_GAIN * 100:g}%% faster)",
     )
     g.add_argument(
         "--verify-timeout",
@@ -121,7 +132,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_json_destination(args.json)  # rank 0's output, checked before any probe or timing
     sizes = parse_sizes(args.sizes) if args.sizes is not None else None
-    check_timing(sizes, args.repeats, args.budget, args.verify_timeout, None, flags=True)
+    check_timing(
+        sizes, args.repeats, args.budget, args.verify_timeout, None, flags=True,
+        min_gain=args.min_gain,
+    )  # fmt: skip
     backend = backend_of(args.backend)
     if backend == "gloo" and args.engine_default == "mpi":
         args.engine_default = "gloo"
@@ -134,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         "repeats": args.repeats,
         "budget_s": args.budget,
         "timeout": args.verify_timeout,
+        "min_gain": args.min_gain,
         "workload": workload,
         "probe_options": probe_options,
         "progress": not getattr(args, "quiet", False),
