@@ -224,15 +224,19 @@ def test_verify_launch_order_on_loopback_is_no_gain(tmp_path):
     # two ranks, one per core: four on two cores time mostly the scheduler
     (tmp_path / "ident.json").write_text('{"order": [0, 1]}')
     out = tmp_path / "v.json"
+    # Identical orders on two shared cores read anywhere from 0.5x to 1.8x at a
+    # size; no finite level rules out a timed "apply" or "worse" for ever, but a
+    # minimum gain of 4 (five times faster, or slower) does. Timed verdicts on
+    # real networks are what bench/testbed_verify.py measures.
     cmd = ["mpiexec", "-n", "2", sys.executable, "-m", "rankopt", "verify",
            "--order", str(tmp_path / "ident.json"), "--sizes", "4K,256K", "--repeats", "30",
-           "--json", str(out)]  # fmt: skip
+           "--min-gain", "4", "--json", str(out)]  # fmt: skip
     p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
-    # the same order is never a gain; on two shared cores noise can still read as "worse"
-    # (timed verdicts are what bench/testbed_verify.py measures, not what a test asserts)
-    assert doc["verdict"] in (NO_GAIN, WORSE) and doc["n"] == 2
+    assert doc["verdict"] == NO_GAIN and doc["n"] == 2
+    assert [r["verdict"] for r in doc["rows"]] == [NO_GAIN, NO_GAIN]
+    assert all(r["repeats"] == 30 and r["interval"][0] <= r["speedup"] for r in doc["rows"])
     assert [r["nbytes"] for r in doc["rows"]] == [4096, 262144]
     assert "busbw" in p.stdout
 
