@@ -18,6 +18,7 @@ from rankopt.models.traffic import (
     write_traffic,
 )
 from rankopt.models.workload import WorkloadModel
+from rankopt.network.core import load_network
 
 
 def _random_traffic(n, seed, density=0.3):
@@ -231,6 +232,29 @@ def test_the_cli_reads_traffic_from_the_workload_file(tmp_path, capsys):
     order = np.loadtxt(out, dtype=int)
     rack = np.asarray(cloud.groups[1])[order]
     assert np.count_nonzero(rack != np.roll(rack, 1)) == 2
+
+
+def test_run_mpi_solves_for_the_profiled_traffic(tmp_path, capfd, monkeypatch):
+    """``run-mpi --network --workload``: an unmodified binary's traffic decides its order."""
+    monkeypatch.delenv("RANKOPT_WORKLOAD", raising=False)
+    monkeypatch.setenv("RANKOPT_CACHE_DIR", str(tmp_path / "cache"))
+    cloud = rankopt.synthetic_cloud(1, 2, 4, 1, rng=5, shuffle=True)
+    net = tmp_path / "net.npz"
+    cloud.save(net)
+    prof = tmp_path / "profile.json"
+    t = _ring_traffic(8, nbytes=8e6)
+    prof.write_text(json.dumps({"rankopt_profile": 1, "workload": [], "traffic": t.to_dict()}))
+    (tmp_path / "lib.so").write_text("")
+    argv = ["run-mpi", "--shim", str(tmp_path / "lib.so"), "--network", str(net)]
+    argv += ["--workload", str(prof), "--propagate", "env", "--dry-run", "--", "srun", "./app"]
+    assert main(argv) == 0
+    out, err = capfd.readouterr()
+    assert "point-to-point/traffic" in err
+    order = np.loadtxt(out.split("RANKOPT_ORDER=")[1].split()[0], dtype=int)
+    direct = rankopt.solve(load_network(net), traffic=t, engine="openmpi", rng=0)
+    assert order.tolist() == direct.order.tolist()
+    rack = np.asarray(cloud.groups[1])[order]
+    assert np.count_nonzero(rack != np.roll(rack, 1)) == 2  # the ring of neighbours: 2 crossings
 
 
 @pytest.mark.parametrize("racks", [(4, 4), (3, 3, 2)])
