@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import stat
 
@@ -37,6 +38,7 @@ from rankopt.adapters.nccl import (
     expand_node_order,
     is_node_contiguous,
     node_matrix,
+    node_traffic,
     predict,
     solve_nodes,
 )
@@ -388,6 +390,47 @@ def test_solve_nodes_orders_whole_nodes():
     assert none is None and two.tolist() == [0, 2, 1, 3]
 
 
+def _pipeline(n, nbytes=8e6):
+    """Rank k sends to k + 1 and back: a pipeline of ``n`` stages."""
+    from rankopt.models.traffic import Traffic
+
+    k = np.arange(n - 1)
+    return Traffic.from_pairs(n, np.r_[k, k + 1], np.r_[k + 1, k], [nbytes] * (2 * n - 2))
+
+
+def test_node_traffic_is_between_the_blocks_of_ranks_each_node_receives():
+    hosts = ["a", "b", "c", "a", "b", "c"]  # 3 nodes, 2 ranks each, interleaved
+    blocks = node_traffic(_pipeline(6), hosts)
+    # ranks 0-1, 2-3 and 4-5 form the blocks; 0<->1, 2<->3, 4<->5 stay inside a node
+    assert blocks.n == 3 and blocks.bytes.toarray().tolist() == [
+        [0.0, 8e6, 0.0], [8e6, 0.0, 8e6], [0.0, 8e6, 0.0]
+    ]  # fmt: skip
+    with pytest.raises(RankoptInputError, match=r"same number of ranks on every node; got 1 to 2"):
+        node_traffic(_pipeline(5), ["a", "b", "c", "a", "b"])
+    with pytest.raises(RankoptInputError, match="traffic"):
+        node_traffic(_pipeline(4), hosts)  # traffic of 4 ranks, 6 hosts
+
+
+def test_solve_nodes_places_the_pipeline_stages_of_each_rack_together():
+    # 6 nodes of 2 ranks in 2 racks (nodes a, c, e and b, d, f), launched interleaved
+    hosts = [h for _ in range(2) for h in "abcdef"]
+    rack = np.array([0, 1, 0, 1, 0, 1])
+    node_lat = np.where(rack[:, None] == rack[None, :], 1e-5, 1e-4)
+    node_bw = np.where(rack[:, None] == rack[None, :], 1e10, 1e9)
+    node_of = node_index(hosts)
+    lat = node_lat[np.ix_(node_of, node_of)]
+    bw = node_bw[np.ix_(node_of, node_of)]
+    t = _pipeline(12)
+    order, res = solve_nodes(_Meas(hosts, lat, bw), traffic=t, rng=0)
+    assert res is not None and res.model_spec.traffic is not None
+    assert order[0] == 0 and is_node_contiguous(order, hosts)
+    # the pipeline crosses between the racks once: stages 0-5 in one, 6-11 in the other
+    rack_of_stage = rack[node_of[order]]
+    assert np.count_nonzero(np.diff(rack_of_stage)) == 1
+    launch = np.count_nonzero(np.diff(rack[node_of]))
+    assert launch == 11 and res.speedup > 1.5
+
+
 # ------------------------------------------------------------------------ launcher plumbing
 def _args(*argv: str) -> argparse.Namespace:
     p = argparse.ArgumentParser()
@@ -450,6 +493,30 @@ def test_launcher_solve_on_rank0(tmp_path):
         _options("--latency", str(tmp_path / "lat.npy"), "--backend", "nccl"), 5, nodes, None
     )
     assert order[0] == 0 and is_node_contiguous(order, nodes) and "3 nodes" in summary
+
+
+def test_launcher_nccl_prices_a_profiled_pipeline_between_nodes(tmp_path, monkeypatch):
+    """``rankopt run --backend nccl --workload profile.json``: node order by the traffic."""
+    monkeypatch.delenv("RANKOPT_WORKLOAD", raising=False)
+    hosts = tuple(h for _ in range(2) for h in "abcdef")
+    rack = np.array([0, 1, 0, 1, 0, 1])[node_index(hosts)]
+    lat = np.where(rack[:, None] == rack[None, :], 1e-5, 1e-4)
+    np.save(tmp_path / "lat.npy", lat)
+    prof = tmp_path / "profile.json"
+    body = {
+        "rankopt_profile": 1,
+        "engine": "nccl",
+        "workload": [],
+        "traffic": _pipeline(12).to_dict(),
+    }
+    prof.write_text(json.dumps(body))
+    opts = _options(
+        "--latency", str(tmp_path / "lat.npy"), "--backend", "nccl", "--workload", str(prof)
+    )
+    order, summary, _, result = _solve(opts, 12, hosts, None)
+    assert "6 nodes" in summary and is_node_contiguous(order, hosts)
+    assert np.count_nonzero(np.diff(rack[order])) == 1  # the pipeline crosses once
+    assert result.model_spec.traffic.n == 6
 
 
 def test_child_env_renumbers_rank_only():

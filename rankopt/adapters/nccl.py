@@ -10,6 +10,8 @@ of a rank order matters:
 - :func:`expand_node_order` -- a node order to a rank order (each node's ranks
   contiguous, in their original order).
 - :func:`solve_nodes` -- solve on the node-level matrix and expand.
+- :func:`node_traffic` -- a job's point-to-point traffic between the blocks of
+  ranks that node-granular orders place on one node each.
 - :func:`predict` -- NCCL's node numbering, inter-node ring and the parent/child
   pairs of both trees for a rank order, with no GPU.
 - :func:`btree`, :func:`dtree` -- the tree construction of NCCL's ``trees.cc``
@@ -20,6 +22,7 @@ Pure Python and NumPy: nothing here imports torch.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -38,6 +41,7 @@ __all__ = [
     "node_matrix",
     "expand_node_order",
     "solve_nodes",
+    "node_traffic",
     "is_node_contiguous",
 ]
 
@@ -295,6 +299,63 @@ def expand_node_order(node_order: ArrayLike, hosts: Any) -> NDArray[np.int64]:
     return np.concatenate([np.flatnonzero(node_of == j) for j in norder]).astype(np.int64)
 
 
+def node_traffic(traffic: Any, hosts: Any) -> Any:
+    """The traffic between the blocks of ranks a node-granular order puts on one node each.
+
+    A node-granular order (:func:`expand_node_order`) gives the program's
+    ranks to the nodes in blocks: with ``g`` ranks on every node, ranks
+    ``b g`` to ``(b + 1) g - 1`` run on the ``b``-th node of the order. So
+    the traffic that the node order decides is the traffic between blocks;
+    a block's traffic to itself stays inside one node whatever the order and
+    is left out.
+
+    Parameters
+    ----------
+    traffic : Traffic or anything :func:`rankopt.models.traffic.as_traffic` reads
+        By the program's rank, ``n`` ranks.
+    hosts : sequence of str
+        Host of every launch rank (``n`` of them).
+
+    Returns
+    -------
+    Traffic
+        Between the ``m`` blocks (``m`` nodes).
+
+    Raises
+    ------
+    RankoptInputError
+        When the nodes hold different numbers of ranks: the blocks then
+        depend on the order itself (rank granularity handles that job).
+
+    Examples
+    --------
+    >>> from rankopt.models.traffic import Traffic
+    >>> t = Traffic.from_pairs(4, [0, 1, 2], [1, 2, 3], [5.0, 7.0, 9.0], [1, 2, 3])
+    >>> b = node_traffic(t, ["a", "b", "a", "b"])
+    >>> b.bytes.toarray().tolist(), b.messages.toarray().tolist()
+    ([[0.0, 7.0], [0.0, 0.0]], [[0.0, 2.0], [0.0, 0.0]])
+    """
+    from rankopt.models.traffic import Traffic, as_traffic
+
+    names = check_hosts(hosts)
+    n = len(names)
+    t = as_traffic(traffic, n)
+    counts = np.bincount(node_index(names))
+    if counts.min() != counts.max():
+        raise RankoptInputError(
+            f"node-granular ordering with `traffic` needs the same number of ranks on every "
+            f"node; got {counts.min()} to {counts.max()} ranks per node "
+            f"({counts.size} nodes). Order the ranks one by one instead (granularity 'rank')."
+        )
+    block = np.arange(n, dtype=np.int64) // int(counts[0])
+    src, dst = t.messages.nonzero()
+    nbytes = np.asarray(t.bytes[src, dst]).reshape(-1)
+    messages = np.asarray(t.messages[src, dst]).reshape(-1)
+    return Traffic.from_pairs(
+        counts.size, block[src], block[dst], nbytes, messages, where="traffic by node"
+    )
+
+
 def solve_nodes(
     latency: Any,
     hosts: Any = None,
@@ -323,7 +384,9 @@ def solve_nodes(
     keep_rank0 : bool, default True
         Keep the node of original rank 0 first, so rank 0 keeps new rank 0.
     **solve_options
-        Other ``rankopt.solve`` options.
+        Other ``rankopt.solve`` options. A ``traffic`` (or a ``workload``
+        file that carries one) is priced between the blocks of ranks each
+        node receives (:func:`node_traffic`).
 
     Returns
     -------
@@ -357,5 +420,14 @@ def solve_nodes(
     opts = dict(solve_options)
     if bandwidth is not None:
         opts["bandwidth"] = node_matrix(bandwidth, names, reduce=reduce)[0]
+    workload = opts.get("workload")
+    if opts.get("traffic") is not None or isinstance(workload, (str, os.PathLike)):
+        from rankopt.solvers.spec import ModelSpec
+
+        spec = ModelSpec(workload=workload, traffic=opts.get("traffic"))  # reads a file once
+        if "workload" in opts:
+            opts["workload"] = spec.workload
+        if spec.traffic is not None:
+            opts["traffic"] = node_traffic(spec.traffic, names)
     result = solve(node_lat, collective, algorithm, keep_rank0=keep_rank0, **opts)
     return expand_node_order(result.order, names), result
