@@ -122,3 +122,38 @@ def testbed_up(prefix: str, racks: str, rates: str, *extra: str) -> None:
     """``rankopt testbed up`` with these racks and rates (taken down by :func:`testbed_down`)."""
     up = [sys.executable, "-m", "rankopt", "testbed", "up", "--prefix", prefix]
     subprocess.run([*up, "--racks", racks, "--rates", rates, *extra], check=True)
+
+
+def iteration_table(
+    times: dict[str, list[float]], user: list[dict], output: str | None, args: Any
+) -> list[dict]:
+    """Print each order's median iteration time and speedup over ``times["launch"]``.
+
+    ``user`` holds the user path's result per round (its modelled speedup and
+    interval go in its row). Writes ``{"args", "rows", "user"}`` to ``output``
+    when given; returns the rows.
+    """
+    import json
+    import statistics
+    from pathlib import Path
+
+    base = statistics.median(times["launch"])
+    print("| order | iteration s (median) | speedup measured | modelled (interval) |")
+    print("|---|---|---|---|")
+    rows = []
+    for name, ts in times.items():
+        med = statistics.median(ts)
+        modelled = ""
+        if name == "user path":
+            modelled = "; ".join(
+                f"{u.get('speedup', 1.0):.2f}x"
+                + (f" ({iv[0]:.2f}-{iv[1]:.2f})" if (iv := u.get("speedup_interval")) else "")
+                for u in user
+            )
+        rows.append({"order": name, "times": ts, "median": med, "speedup": base / med})
+        print(f"| {name} | {med:.4f} | {base / med:.2f}x | {modelled} |", flush=True)
+    if output:
+        Path(output).write_text(
+            json.dumps({"args": vars(args), "rows": rows, "user": user}, indent=1)
+        )
+    return rows

@@ -29,14 +29,13 @@ import json
 import os
 import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from _testbed_common import testbed_down, testbed_exec, testbed_up
+from _testbed_common import iteration_table, testbed_down, testbed_exec, testbed_up
 
 REPO = Path(__file__).resolve().parents[1]
 HALO = REPO / "tests" / "mpi_scripts" / "halo2d.py"
@@ -85,7 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     py = sys.executable
     halo = [py, str(HALO), args.grid, args.bytes, str(args.iterations)]
     testbed_up(args.prefix, args.racks, args.rates)
-    rows = []
     try:
         run = lambda cmd: testbed_exec(args.prefix, args.launch, args.seed, cmd)  # noqa: E731
         prof_dir = work / "profile"
@@ -114,25 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd = [py, "-m", "rankopt.mpi", "--workload", str(profile), "--json", str(res)]
             times["user path"].append(_iteration(run([*cmd, *halo[1:]])))
             user.append(json.loads(res.read_text()))
-        base = statistics.median(times["launch"])
-        print("| order | iteration s (median) | speedup measured | modelled (interval) |")
-        print("|---|---|---|---|")
-        for name, ts in times.items():
-            med = statistics.median(ts)
-            modelled = ""
-            if name == "user path":
-                sp = [u.get("speedup") for u in user]
-                iv = [u.get("speedup_interval") for u in user]
-                modelled = "; ".join(
-                    f"{s:.2f}x ({i[0]:.2f}-{i[1]:.2f})" if i else f"{s:.2f}x"
-                    for s, i in zip(sp, iv, strict=True)
-                )
-            rows.append({"order": name, "times": ts, "median": med, "speedup": base / med})
-            print(f"| {name} | {med:.4f} | {base / med:.2f}x | {modelled} |", flush=True)
-        if args.output:
-            Path(args.output).write_text(
-                json.dumps({"args": vars(args), "rows": rows, "user": user}, indent=1)
-            )
+        iteration_table(times, user, args.output, args)
     finally:
         testbed_down(args.prefix)
         shutil.rmtree(work, ignore_errors=True)

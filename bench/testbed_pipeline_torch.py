@@ -29,14 +29,13 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
-from _testbed_common import testbed_down, testbed_exec, testbed_up
+from _testbed_common import iteration_table, testbed_down, testbed_exec, testbed_up
 
 HERE = Path(__file__).resolve().parent
 PIPELINE = HERE / "_pipeline_torch.py"
@@ -85,7 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     py = sys.executable
     prog = [py, str(PIPELINE), args.bytes, str(args.micro), str(args.iterations)]
     testbed_up(args.prefix, args.racks, args.rates)
-    rows = []
     try:
 
         def gloo(cmd: list[str]) -> str:
@@ -115,24 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             out = gloo([*run, "--workload", str(profile), "--json", str(res), "--", *prog])
             times["user path"].append(_iteration(out))
             user.append(json.loads(res.read_text()))
-        base = statistics.median(times["launch"])
-        print("| order | iteration s (median) | speedup measured | modelled (interval) |")
-        print("|---|---|---|---|")
-        for name, ts in times.items():
-            med = statistics.median(ts)
-            modelled = ""
-            if name == "user path":
-                modelled = "; ".join(
-                    f"{u.get('speedup', 1.0):.2f}x"
-                    + (f" ({iv[0]:.2f}-{iv[1]:.2f})" if (iv := u.get("speedup_interval")) else "")
-                    for u in user
-                )
-            rows.append({"order": name, "times": ts, "median": med, "speedup": base / med})
-            print(f"| {name} | {med:.4f} | {base / med:.2f}x | {modelled} |", flush=True)
-        if args.output:
-            Path(args.output).write_text(
-                json.dumps({"args": vars(args), "rows": rows, "user": user}, indent=1)
-            )
+        iteration_table(times, user, args.output, args)
     finally:
         testbed_down(args.prefix)
         shutil.rmtree(work, ignore_errors=True)
