@@ -57,7 +57,7 @@ cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long l
     cheapest second link of a leaf, a 1-tree.
     """
     cdef long long i, j, k, best_j
-    cdef double best, c, total = 0.0, extra
+    cdef double best = INFINITY, c, total = 0.0, extra, pj
     for i in range(n):
         intree[i] = 0
         deg[i] = 0
@@ -66,25 +66,31 @@ cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long l
     intree[0] = 1
     order[0] = 0
     par[0] = -1
+    best_j = -1
+    for j in range(1, n):
+        if best_j < 0 or key[j] < best:
+            best = key[j]
+            best_j = j
     for k in range(1, n):
-        best = INFINITY
-        best_j = -1
-        for j in range(n):
-            if not intree[j] and (best_j < 0 or key[j] < best):
-                best = key[j]
-                best_j = j
         j = best_j
         intree[j] = 1
         order[k] = j
-        total += best
+        total += key[j]
         deg[j] += 1
         deg[par[j]] += 1
+        # update the keys and pick the next vertex in the same pass (the
+        # first of the cheapest, as a separate scan would)
+        pj = pi[j]
+        best_j = -1
         for i in range(n):
             if not intree[i]:
-                c = w[j, i] + pi[j] + pi[i]
+                c = w[j, i] + pj + pi[i]
                 if c < key[i]:
                     key[i] = c
                     par[i] = j
+                if best_j < 0 or key[i] < best:
+                    best = key[i]
+                    best_j = i
     # close a 1-tree at the leaf whose second-cheapest link is cheapest
     extra = INFINITY
     best_j = -1
