@@ -109,13 +109,16 @@ def candidate_lists(w: NDArray[np.floating], k: int, kind: str = "auto") -> NDAr
 def default_kicks(n: int) -> int:
     """ILS kicks when ``max_iter`` is not given.
 
-    ``min(10 n, 3.6e6 / n)``, at least 2000 up to n = 4096 and 1000 beyond:
-    10 per process up to n = 600, then a budget that shrinks as 1/n, since a
-    kick's repair costs more as n grows (its Lin-Kernighan chains read longer
-    rows, its flips reverse O(n) positions of the array tour). About 0.45 s
-    of kicks at n = 1,024 on a quiet core (3,515 kicks).
+    ``max(min(10 n, 3.6e6 / n), 1000)``, and at least 2000 from n = 200 to
+    4096: 10 per process up to n = 600, then a budget that shrinks as 1/n,
+    since a kick's repair costs more as n grows (its Lin-Kernighan chains
+    read longer rows, its flips reverse O(n) positions of the array tour).
+    3,515 kicks at n = 1,024.
     """
-    return int(max(min(10 * n, 3_600_000 // n), 2000 if n <= ALPHA_MAX_N else 1000))
+    kicks = min(10 * n, 3_600_000 // n)
+    if n <= ALPHA_MAX_N:
+        kicks = max(kicks, min(10 * n, 2000))
+    return int(max(kicks, 1000))
 
 
 def default_polish_kicks(n: int) -> int:
