@@ -11,7 +11,9 @@ elements in a hierarchy ``4:8:n/32`` (4 per group, 8 groups per node, n/32
 nodes) with distances ``1:10:100``, as the SharedMap papers use. The graph's vertices are shuffled
 (the launch order means nothing).
 
-Solvers, each timed by the median of ``--repeat`` runs in this one process:
+Solvers, each timed by the median of ``--repeat`` runs in this one process;
+``rankopt`` and SharedMap run with seeds ``0 .. --seeds - 1``, and a cell is
+the median cost and the median time over the seeds:
 
 * ``rankopt``: ``rankopt.solve(D, traffic=Traffic.from_weights(W),
   method="map")`` end to end (the hierarchy detected from ``D``, the n^2
@@ -34,6 +36,7 @@ meshes: no Matrix Market files ship in shared/data), n = 64 to 4,096.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 import warnings
@@ -176,8 +179,19 @@ def run_faq(w: Any, d: Any, seeds: int) -> Any:
     return np.asarray(best, dtype=np.int64)
 
 
+def _seeded(
+    fn: Callable[[int], Any], priced: Callable[[Any], float], repeat: int, seeds: int
+) -> tuple[float, float]:
+    """Median cost and median time of ``fn(seed)`` over ``seeds`` seeds."""
+    runs = [_timed(functools.partial(fn, s), repeat) for s in range(seeds)]
+    return (
+        statistics.median(priced(o) for o, _ in runs),
+        statistics.median(t for _, t in runs),
+    )
+
+
 def bench_row(
-    name: str, w: Any, repeat: int, faq_seeds: int, sharedmap: bool = True
+    name: str, w: Any, repeat: int, faq_seeds: int, sharedmap: bool = True, seeds: int = 1
 ) -> dict[str, Any]:
     n = w.shape[0]
     hier, d = machine(n)
@@ -190,12 +204,11 @@ def bench_row(
         return float(model.cost(o))
 
     row: dict[str, Any] = {"instance": name, "n": n}
-    order, t = _timed(lambda: run_rankopt(w, d, 0), repeat)
-    row["rankopt"] = (priced(order), t)
+    row["rankopt"] = _seeded(lambda s: run_rankopt(w, d, s), priced, repeat, seeds)
     if sharedmap and chszlablib is not None:
         for mode in MODES:
-            order, t = _timed(lambda m=mode: run_sharedmap(w, hier, m, 0), repeat)
-            row[f"SharedMap {mode}"] = (priced(order), t)
+            run_mode = functools.partial(run_sharedmap, w, hier, mode)
+            row[f"SharedMap {mode}"] = _seeded(run_mode, priced, repeat, seeds)
     if n <= FAQ_MAX_N and faq_seeds > 0:
         order, t = _timed(lambda: run_faq(w, d, faq_seeds), 1 if n > 64 else repeat)
         row["FAQ"] = (priced(order), t)
@@ -233,13 +246,20 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--faq-seeds", type=int, default=None, help="randomised FAQ starts (0: skip; 3, --quick 1)"
     )
+    p.add_argument(
+        "--seeds", type=int, default=1, help="seeds of rankopt and SharedMap (median cost)"
+    )
+    p.add_argument("--only", default=None, help="instances whose name contains this text")
     args = p.parse_args(argv)
     if args.faq_seeds is None:
         args.faq_seeds = 1 if args.quick else 3
     rows = []
     for k, (name, make) in enumerate(instances(args.quick)):
+        if args.only is not None and args.only not in name:
+            continue
         w = shuffled(make(), 100 + k)
-        rows.append(bench_row(name, w, args.repeat, args.faq_seeds))
+        rows.append(bench_row(name, w, args.repeat, args.faq_seeds, seeds=args.seeds))
+        print(table(rows[-1:]).splitlines()[-1], flush=True)
     if chszlablib is None:
         print("(chszlablib is not installed: no SharedMap columns)\n")
     print(table(rows))

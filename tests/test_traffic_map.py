@@ -12,7 +12,7 @@ from rankopt.models.traffic import Traffic, TrafficModel
 from rankopt.solvers import METHODS, auto_method, show_options
 from rankopt.solvers import _traffic_map as kernels
 from rankopt.solvers._base import SolveContext
-from rankopt.solvers.mapping import _time_arrays, distance_tiers, partition_order
+from rankopt.solvers.mapping import _near, _time_arrays, distance_tiers, partition_order
 from rankopt.solvers.spec import MODEL_FIELDS
 
 needs_solve_traffic = pytest.mark.skipif(
@@ -184,6 +184,47 @@ def test_bisection_keeps_exact_sizes_and_reports_its_cut(size_a):
         assert cut == pytest.approx(4 * t.w.max())  # the 4x4 halves: 4 edges cut
 
 
+@pytest.mark.parametrize("cycles", [1, 3])
+def test_multilevel_bisection_keeps_exact_sizes_and_finds_a_small_cut(cycles):
+    w = grid_traffic(16, 16)
+    t = _time_arrays(Traffic.from_weights(w), tiered([256], [1]), None)
+    loc = np.full(256, -1, dtype=np.int64)
+    sym = (w + w.T).toarray() * t.w.max() / 2  # every edge has one weight
+    gen = np.random.default_rng(0)
+    for members, size_a in ((np.arange(256, dtype=np.int64), 128),
+                            (np.sort(gen.choice(256, 150, replace=False)), 61)):  # fmt: skip
+        args = (t.xadj, t.adj, t.w, members, size_a, 7, 4, 8, loc, 16, 0, cycles)
+        side, cut = kernels.bisect(*args)
+        assert int((side == 0).sum()) == size_a
+        assert (loc == -1).all()
+        a, b = members[side == 0], members[side == 1]
+        assert cut == pytest.approx(sym[np.ix_(a, b)].sum(), rel=1e-12)
+        again, cut2 = kernels.bisect(*args)
+        np.testing.assert_array_equal(side, again)  # same seed, same sides
+        if size_a == 128:
+            assert cut <= 20 * t.w.max()  # the two 8x16 halves cut 16 edges
+
+
+def test_kicks_never_end_worse_than_the_descent_they_start_from():
+    d, t, _ = stencil_problem(seed=3)
+    w = sp.random_array((64, 64), density=0.05, rng=4)
+    model = TrafficModel(d, Traffic.from_weights(w + grid_traffic(8, 8)))
+    ta = _time_arrays(model.capabilities.traffic, model.latency, None)
+    near = _near(distance_tiers(d), ta.lat)
+    start = np.random.default_rng(8).permutation(64).astype(np.int64)
+    costs = []
+    for kicks in (0, 300):
+        o = start.copy()
+        _, _, stop = kernels.refine_time(
+            *ta.net(), near[0], near[1], o, 5, 0, 0, 0.0, False, 1e-12, False, kicks
+        )
+        assert stop == 0 and sorted(o.tolist()) == list(range(64))
+        assert ta.cost(o) == pytest.approx(model.reference_cost(o), rel=1e-12)
+        costs.append(ta.cost(o))
+    # the same seed reaches the same first local optimum; a kick is kept only if no dearer
+    assert costs[1] <= costs[0]
+
+
 def test_partition_follows_unequal_groups():
     sizes = np.array([5, 3, 8, 6])
     lab = np.repeat(np.arange(4), sizes)
@@ -231,7 +272,11 @@ def test_map_refuses_a_model_without_traffic_and_checks_its_options():
     with pytest.raises(RankoptInputError, match="`tries`"):
         run(TrafficModel(d, t), options={"tries": 0})
     assert "map: " in show_options("map")
-    assert "fm_passes, max_evals, restarts, tries" in show_options("map")
+    with pytest.raises(RankoptInputError, match="`cycles`"):
+        run(TrafficModel(d, t), options={"cycles": 0})
+    with pytest.raises(RankoptInputError, match="`kicks`"):
+        run(TrafficModel(d, t), options={"kicks": -1})
+    assert "coarsen_to, cycles, fm_passes, kicks, max_evals, restarts, tries" in show_options("map")
 
 
 def test_distance_tiers():

@@ -16,6 +16,9 @@ def bisect(
     tries: int,
     passes: int,
     loc: _I,
+    coarsen_to: int = 0,
+    flat_tries: int = 0,
+    cycles: int = 1,
 ) -> tuple[NDArray[np.int8], float]: ...
 def time_cost(
     out_ptr: _I, dst: _I, msgs: _F, nbytes: _F, lat: _F, bw: _F, has_bw: bool, order: _I
@@ -56,6 +59,7 @@ def refine_time(
     pinned: bool,
     tol: float,
     full: bool,
+    kicks: int = 0,
 ) -> tuple[int, int, int]: ...
 def greedy_place(
     out_ptr: _I,
