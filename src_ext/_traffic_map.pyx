@@ -599,11 +599,11 @@ def bisect(const long long[::1] xadj, const long long[::1] adj, const double[::1
     """Split ``members`` into sides 0 (``size_a`` vertices) and 1 with a small cut.
 
     Above ``coarsen_to`` members (0: never), the best of ``cycles``
-    multilevel bisections (:func:`_ml_bisect`: ``tries`` growths on the
-    coarsest graph) and ``flat_tries`` growths on the members, each refined
-    by FM; else the best of ``tries`` growths on the members. ``loc`` is
-    scratch of length n, all -1, left all -1. Returns ``(side, cut)``:
-    ``side[t]`` the side of ``members[t]`` (int8).
+    multilevel bisections (:func:`_ml_bisect`: ``tries / cycles`` growths,
+    rounded up, on the coarsest graph) and ``flat_tries`` growths on the
+    members, each refined by FM; else the best of ``tries`` growths on the
+    members. ``loc`` is scratch of length n, all -1, left all -1. Returns
+    ``(side, cut)``: ``side[t]`` the side of ``members[t]`` (int8).
     """
     import numpy as np
 
@@ -665,7 +665,8 @@ def bisect(const long long[::1] xadj, const long long[::1] adj, const double[::1
             tol = 1e-12 * wtot
             if coarsen_to > 0 and m > coarsen_to:
                 for _try in range(cycles):
-                    cut = _ml_bisect(&g, size_a, coarsen_to, tries, passes, tol, &rs, mside,
+                    cut = _ml_bisect(&g, size_a, coarsen_to, (tries + cycles - 1) // cycles,
+                                     passes, tol, &rs, mside,
                                      side, flag, buf, &h0, &h1, gain)
                     if best_cut < 0 or cut < best_cut - tol:
                         best_cut = cut

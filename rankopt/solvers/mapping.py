@@ -21,9 +21,9 @@
        KaFFPa, Scotch and METIS: the graph is coarsened by heavy-edge
        matching (rating ``w(u, v)^2 / (c(u) c(v))`` for vertex weights
        ``c``) to about ``coarsen_to`` vertices, the coarsest graph is split
-       by the best of ``tries`` weighted growths (:data:`TRIES`;
-       :data:`TOP_TRIES` times as many at the coarsest level of the
-       hierarchy, whose cut is the dearest), each refined by
+       by the best of ``tries / cycles`` (rounded up) weighted growths
+       (:data:`TRIES`; :data:`TOP_TRIES` times as many at the coarsest
+       level of the hierarchy, whose cut is the dearest), each refined by
        Fiduccia–Mattheyses (FM) passes, and the sides are projected back
        level by level and refined there by FM within a slack of the level's
        heaviest vertex; on the ranks themselves the sides are made exact and
@@ -124,7 +124,7 @@ __all__ = [
     "FULL_MAX_N",
 ]
 
-#: Greedy growths per bisection (on the coarsest graph when multilevel), each refined.
+#: Greedy growths per bisection (shared by the cycles on the coarsest graph when multilevel).
 TRIES = 8
 #: Growths per bisection at the coarsest level (its cut is the dearest), times ``tries``.
 TOP_TRIES = 2
