@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             rep_path = Path(d) / "report.json"
             _rankopt(
                 "testbed", "-q", "run", "--attach", *where, "--launch", args.launch,
-                "--seed", str(args.seed), "--engines", args.engine, "--sizes", str(args.size),
+                "--seed", str(args.seed), "--engines", args.engine, "--sizes", f"{args.size}M",
                 "--repeats", str(args.repeats), "--random", "0", "-o", str(rep_path),
             )  # fmt: skip
             rep = json.loads(rep_path.read_text())
