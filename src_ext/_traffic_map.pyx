@@ -195,33 +195,42 @@ cdef inline void _gain_init(Sub *g, long long u, const signed char *side, Heap *
     heap_add(h, u, k - h.key[u])
 
 
+cdef void _fm_pass_init(Sub *g, const signed char *side, Heap *h0, Heap *h1, double *gain,
+                        signed char *locked) noexcept nogil:
+    """The start of an FM pass: every vertex unlocked, its gain (cut edges less uncut
+    ones) in the heap of its side."""
+    cdef long long v, e
+    cdef double wsum
+    h0.size = 0
+    h1.size = 0
+    for v in range(g.m):
+        wsum = 0.0
+        for e in range(g.ptr[v], g.ptr[v + 1]):
+            if side[g.adj[e]] != side[v]:
+                wsum += g.w[e]
+            else:
+                wsum -= g.w[e]
+        gain[v] = wsum
+        locked[v] = 0
+        h0.pos[v] = -1
+    for v in range(g.m):
+        if side[v] == 0:
+            heap_push(h0, v, gain[v])
+        else:
+            heap_push(h1, v, gain[v])
+
+
 cdef double _fm(Sub *g, signed char *side, int passes, double tol, Heap *h0, Heap *h1,
                 double *gain, signed char *locked, long long *moved) noexcept nogil:
     """Fiduccia-Mattheyses passes with exact balance; returns the cut gained."""
     cdef long long m = g.m, v, e, u, nm, best_nm, since, limit
     cdef int _pass, s, _half
-    cdef double cum, best, total = 0.0, wsum
+    cdef double cum, best, total = 0.0
     cdef Heap *hs
     cdef Heap *ho
     limit = 50 + m // 8
     for _pass in range(passes):
-        h0.size = 0
-        h1.size = 0
-        for v in range(m):
-            wsum = 0.0
-            for e in range(g.ptr[v], g.ptr[v + 1]):
-                if side[g.adj[e]] != side[v]:
-                    wsum += g.w[e]
-                else:
-                    wsum -= g.w[e]
-            gain[v] = wsum
-            locked[v] = 0
-            h0.pos[v] = -1
-        for v in range(m):
-            if side[v] == 0:
-                heap_push(h0, v, gain[v])
-            else:
-                heap_push(h1, v, gain[v])
+        _fm_pass_init(g, side, h0, h1, gain, locked)
         cum = 0.0
         best = 0.0
         nm = 0
@@ -416,7 +425,7 @@ cdef double _fm_w(Sub *g, const double *vw, signed char *side, double target, do
     least excess, then the smallest cut, are kept). Returns the cut gained."""
     cdef long long m = g.m, v, e, u, nm, best_nm, since, limit
     cdef int _pass, s
-    cdef double cum, best, total = 0.0, wsum, w0 = 0.0, bad, best_bad, w_best
+    cdef double cum, best, total = 0.0, w0 = 0.0, bad, best_bad, w_best
     cdef Heap *hs
     cdef Heap *ho
     limit = 50 + m // 8
@@ -424,23 +433,7 @@ cdef double _fm_w(Sub *g, const double *vw, signed char *side, double target, do
         if side[v] == 0:
             w0 += vw[v]
     for _pass in range(passes):
-        h0.size = 0
-        h1.size = 0
-        for v in range(m):
-            wsum = 0.0
-            for e in range(g.ptr[v], g.ptr[v + 1]):
-                if side[g.adj[e]] != side[v]:
-                    wsum += g.w[e]
-                else:
-                    wsum -= g.w[e]
-            gain[v] = wsum
-            locked[v] = 0
-            h0.pos[v] = -1
-        for v in range(m):
-            if side[v] == 0:
-                heap_push(h0, v, gain[v])
-            else:
-                heap_push(h1, v, gain[v])
+        _fm_pass_init(g, side, h0, h1, gain, locked)
         cum = 0.0
         best = 0.0
         best_bad = _excess(w0, target, dev)
