@@ -124,6 +124,11 @@ def testbed_up(prefix: str, racks: str, rates: str, *extra: str) -> None:
     subprocess.run([*up, "--racks", racks, "--rates", rates, *extra], check=True)
 
 
+def iteration_seconds(out: str) -> float:
+    """The ``iteration_s SECONDS`` line a timed program printed."""
+    return next(float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("iteration_s"))
+
+
 def iteration_table(
     times: dict[str, list[float]], user: list[dict], output: str | None, args: Any
 ) -> list[dict]:

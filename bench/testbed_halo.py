@@ -35,7 +35,13 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _testbed_common import iteration_table, testbed_down, testbed_exec, testbed_up
+from _testbed_common import (
+    iteration_seconds,
+    iteration_table,
+    testbed_down,
+    testbed_exec,
+    testbed_up,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 HALO = REPO / "tests" / "mpi_scripts" / "halo2d.py"
@@ -45,10 +51,6 @@ def _with_env(env: dict[str, str], cmd: list[str]) -> list[str]:
     """Every rank sets ``env`` itself (whatever the launcher forwards)."""
     sets = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     return ["sh", "-c", f"{sets} exec {shlex.join(cmd)}"]
-
-
-def _iteration(out: str) -> float:
-    return next(float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("iteration_s"))
 
 
 def block_order(hosts: list[str], racks: list[int]) -> np.ndarray:
@@ -107,10 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         user: list[dict] = []
         for r in range(args.rounds):
             for name, cmd in cases.items():
-                times[name].append(_iteration(run(cmd)))
+                times[name].append(iteration_seconds(run(cmd)))
             res = work / f"user{r}.json"
             cmd = [py, "-m", "rankopt.mpi", "--workload", str(profile), "--json", str(res)]
-            times["user path"].append(_iteration(run([*cmd, *halo[1:]])))
+            times["user path"].append(iteration_seconds(run([*cmd, *halo[1:]])))
             user.append(json.loads(res.read_text()))
         iteration_table(times, user, args.output, args)
     finally:

@@ -35,7 +35,13 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from _testbed_common import iteration_table, testbed_down, testbed_exec, testbed_up
+from _testbed_common import (
+    iteration_seconds,
+    iteration_table,
+    testbed_down,
+    testbed_exec,
+    testbed_up,
+)
 
 HERE = Path(__file__).resolve().parent
 PIPELINE = HERE / "_pipeline_torch.py"
@@ -46,10 +52,6 @@ _WHERE = (
     "h = [None] * d.get_world_size(); d.all_gather_object(h, socket.gethostname()); "
     "d.get_rank() or print('hosts', *h, flush=True); d.destroy_process_group()"
 )
-
-
-def _iteration(out: str) -> float:
-    return next(float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("iteration_s"))
 
 
 def block_order(hosts: list[str], racks: list[int]) -> np.ndarray:
@@ -108,10 +110,12 @@ def main(argv: list[str] | None = None) -> int:
         run = [py, "-m", "rankopt", "run"]
         for r in range(args.rounds):
             for name, f in files.items():
-                times[name].append(_iteration(gloo([*run, "-q", "--order", str(f), "--", *prog])))
+                times[name].append(
+                    iteration_seconds(gloo([*run, "-q", "--order", str(f), "--", *prog]))
+                )
             res = work / f"user{r}.json"
             out = gloo([*run, "--workload", str(profile), "--json", str(res), "--", *prog])
-            times["user path"].append(_iteration(out))
+            times["user path"].append(iteration_seconds(out))
             user.append(json.loads(res.read_text()))
         iteration_table(times, user, args.output, args)
     finally:
