@@ -923,6 +923,8 @@ def _checked_against_spread(
     """
     from rankopt.models.robust import (
         INTERVAL_MAX_N,
+        MODEL_ERROR,
+        TRAFFIC_MODEL_ERROR,
         interval_of,
         keep_launch_order,
         modelled_interval,
@@ -939,7 +941,8 @@ def _checked_against_spread(
     collective, algorithm, model_kw, seed = priced_as
     ratios = speedup_draws(network, order, collective, algorithm, model=model_kw, rng=seed)
     # the same order as the launch has no model error: its speedup is 1 exactly
-    interval = (1.0, 1.0) if kept else modelled_interval(ratios)
+    error = TRAFFIC_MODEL_ERROR if model_kw.get("traffic") is not None else MODEL_ERROR
+    interval = (1.0, 1.0) if kept else modelled_interval(ratios, error)
     why = None if kept else keep_launch_order(ratios)
     if why is not None:
         extra["found_cost"] = float(cost)
