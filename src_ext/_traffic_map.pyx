@@ -220,14 +220,30 @@ cdef void _fm_pass_init(Sub *g, const signed char *side, Heap *h0, Heap *h1, dou
             heap_push(h1, v, gain[v])
 
 
+cdef inline void _fm_neighbours(Sub *g, long long v, int s, const signed char *side,
+                                const signed char *locked, Heap *h0, Heap *h1) noexcept nogil:
+    """``v`` has left side ``s``: its unlocked neighbours' gains change by twice their
+    edge to it (up on side ``s``, down on the other)."""
+    cdef long long e, u
+    cdef Heap *ho
+    for e in range(g.ptr[v], g.ptr[v + 1]):
+        u = g.adj[e]
+        if locked[u]:
+            continue
+        ho = h0 if side[u] == 0 else h1
+        if side[u] == s:
+            heap_add(ho, u, 2.0 * g.w[e])
+        else:
+            heap_add(ho, u, -2.0 * g.w[e])
+
+
 cdef double _fm(Sub *g, signed char *side, int passes, double tol, Heap *h0, Heap *h1,
                 double *gain, signed char *locked, long long *moved) noexcept nogil:
     """Fiduccia-Mattheyses passes with exact balance; returns the cut gained."""
-    cdef long long m = g.m, v, e, u, nm, best_nm, since, limit
+    cdef long long m = g.m, v, u, nm, best_nm, since, limit
     cdef int _pass, s, _half
     cdef double cum, best, total = 0.0
     cdef Heap *hs
-    cdef Heap *ho
     limit = 50 + m // 8
     for _pass in range(passes):
         _fm_pass_init(g, side, h0, h1, gain, locked)
@@ -253,15 +269,7 @@ cdef double _fm(Sub *g, signed char *side, int passes, double tol, Heap *h0, Hea
                 side[v] = 1 - s
                 moved[nm] = v
                 nm += 1
-                for e in range(g.ptr[v], g.ptr[v + 1]):
-                    u = g.adj[e]
-                    if locked[u]:
-                        continue
-                    ho = h0 if side[u] == 0 else h1
-                    if side[u] == s:
-                        heap_add(ho, u, 2.0 * g.w[e])
-                    else:
-                        heap_add(ho, u, -2.0 * g.w[e])
+                _fm_neighbours(g, v, s, side, locked, h0, h1)
                 s = 1 - s
             if nm % 2:
                 break  # one side ran out mid-pair: that move is undone below
@@ -423,11 +431,10 @@ cdef double _fm_w(Sub *g, const double *vw, signed char *side, double target, do
     """Fiduccia-Mattheyses passes with vertex weights: side 0 within ``dev`` of
     ``target`` (an unbalanced start is first moved towards it: the sides with the
     least excess, then the smallest cut, are kept). Returns the cut gained."""
-    cdef long long m = g.m, v, e, u, nm, best_nm, since, limit
+    cdef long long m = g.m, v, u, nm, best_nm, since, limit
     cdef int _pass, s
     cdef double cum, best, total = 0.0, w0 = 0.0, bad, best_bad, w_best
     cdef Heap *hs
-    cdef Heap *ho
     limit = 50 + m // 8
     for v in range(m):
         if side[v] == 0:
@@ -466,15 +473,7 @@ cdef double _fm_w(Sub *g, const double *vw, signed char *side, double target, do
             w0 += -vw[v] if s == 0 else vw[v]
             moved[nm] = v
             nm += 1
-            for e in range(g.ptr[v], g.ptr[v + 1]):
-                u = g.adj[e]
-                if locked[u]:
-                    continue
-                ho = h0 if side[u] == 0 else h1
-                if side[u] == s:
-                    heap_add(ho, u, 2.0 * g.w[e])
-                else:
-                    heap_add(ho, u, -2.0 * g.w[e])
+            _fm_neighbours(g, v, s, side, locked, h0, h1)
             bad = _excess(w0, target, dev)
             if bad < best_bad or (bad == best_bad and cum > best + tol):
                 best_bad = bad
