@@ -107,10 +107,12 @@ def totals(out: str) -> list[float]:
     return [float(ln.split()[1]) for ln in out.splitlines() if ln.startswith("total_s")]
 
 
-def workload_args(p: Any, *, racks: str, seed: int, prefix: str) -> None:
+def workload_args(
+    p: Any, *, racks: str, seed: int, prefix: str, rates: str = "1gbit,200mbit"
+) -> None:
     """The testbed and timing options the workload scripts share."""
-    p.add_argument("--racks", default=racks)
-    p.add_argument("--rates", default="1gbit,200mbit")
+    p.add_argument("--racks", default=racks, help=f"hosts per rack (default: {racks})")
+    p.add_argument("--rates", default=rates, help="host and uplink rates")
     p.add_argument("--launch", default="random")
     p.add_argument("--seed", type=int, default=seed)
     p.add_argument("--prefix", default=prefix)

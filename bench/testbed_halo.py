@@ -41,6 +41,7 @@ from _testbed_common import (
     testbed_down,
     testbed_exec,
     testbed_up,
+    workload_args,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,16 +64,10 @@ def block_order(hosts: list[str], racks: list[int]) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--racks", default="4,4,4", help="hosts per rack (default: 4,4,4)")
-    p.add_argument("--rates", default="1gbit,250mbit", help="host and uplink rates")
+    workload_args(p, racks="4,4,4", seed=3, prefix="rkh", rates="1gbit,250mbit")
     p.add_argument("--grid", default="6x2", help="ROWSxCOLS of ranks (default: 6x2)")
     p.add_argument("--bytes", default="2e6", help="halo bytes per neighbour (default: 2e6)")
     p.add_argument("--iterations", type=int, default=8)
-    p.add_argument("--launch", default="random")
-    p.add_argument("--seed", type=int, default=3)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--prefix", default="rkh")
-    p.add_argument("-o", "--output", default=None)
     args = p.parse_args(argv)
 
     from rankopt.adapters import shim

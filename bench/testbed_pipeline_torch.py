@@ -41,6 +41,7 @@ from _testbed_common import (
     testbed_down,
     testbed_exec,
     testbed_up,
+    workload_args,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -65,16 +66,10 @@ def block_order(hosts: list[str], racks: list[int]) -> np.ndarray:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--racks", default="3,3,3", help="hosts per rack (default: 3,3,3)")
-    p.add_argument("--rates", default="1gbit,250mbit", help="host and uplink rates")
+    workload_args(p, racks="3,3,3", seed=3, prefix="rkp", rates="1gbit,250mbit")
     p.add_argument("--bytes", default="4e6", help="bytes per activation (default: 4e6)")
     p.add_argument("--micro", type=int, default=4, help="microbatches per iteration")
     p.add_argument("--iterations", type=int, default=4)
-    p.add_argument("--launch", default="random")
-    p.add_argument("--seed", type=int, default=3)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--prefix", default="rkp")
-    p.add_argument("-o", "--output", default=None)
     args = p.parse_args(argv)
 
     from rankopt.adapters._common import save_order
