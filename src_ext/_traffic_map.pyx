@@ -220,12 +220,17 @@ cdef void _fm_pass_init(Sub *g, const signed char *side, Heap *h0, Heap *h1, dou
             heap_push(h1, v, gain[v])
 
 
-cdef inline void _fm_neighbours(Sub *g, long long v, int s, const signed char *side,
-                                const signed char *locked, Heap *h0, Heap *h1) noexcept nogil:
-    """``v`` has left side ``s``: its unlocked neighbours' gains change by twice their
-    edge to it (up on side ``s``, down on the other)."""
+cdef inline double _fm_move(Sub *g, long long v, int s, signed char *side,
+                            signed char *locked, Heap *hs, Heap *h0, Heap *h1) noexcept nogil:
+    """Move ``v`` (the top of ``hs``, side ``s``) to the other side and lock it; its
+    unlocked neighbours' gains change by twice their edge to it (up on side ``s``,
+    down on the other). Returns the move's gain."""
     cdef long long e, u
+    cdef double gained = hs.key[v]
     cdef Heap *ho
+    heap_remove(hs, v)
+    locked[v] = 1
+    side[v] = 1 - s
     for e in range(g.ptr[v], g.ptr[v + 1]):
         u = g.adj[e]
         if locked[u]:
@@ -235,6 +240,7 @@ cdef inline void _fm_neighbours(Sub *g, long long v, int s, const signed char *s
             heap_add(ho, u, 2.0 * g.w[e])
         else:
             heap_add(ho, u, -2.0 * g.w[e])
+    return gained
 
 
 cdef double _fm(Sub *g, signed char *side, int passes, double tol, Heap *h0, Heap *h1,
@@ -263,13 +269,9 @@ cdef double _fm(Sub *g, signed char *side, int passes, double tol, Heap *h0, Hea
                 if hs.size == 0:
                     break
                 v = hs.item[0]
-                cum += hs.key[v]
-                heap_remove(hs, v)
-                locked[v] = 1
-                side[v] = 1 - s
+                cum += _fm_move(g, v, s, side, locked, hs, h0, h1)
                 moved[nm] = v
                 nm += 1
-                _fm_neighbours(g, v, s, side, locked, h0, h1)
                 s = 1 - s
             if nm % 2:
                 break  # one side ran out mid-pair: that move is undone below
@@ -466,14 +468,10 @@ cdef double _fm_w(Sub *g, const double *vw, signed char *side, double target, do
             if hs.size == 0:
                 break
             v = hs.item[0]
-            cum += hs.key[v]
-            heap_remove(hs, v)
-            locked[v] = 1
-            side[v] = 1 - s
+            cum += _fm_move(g, v, s, side, locked, hs, h0, h1)
             w0 += -vw[v] if s == 0 else vw[v]
             moved[nm] = v
             nm += 1
-            _fm_neighbours(g, v, s, side, locked, h0, h1)
             bad = _excess(w0, target, dev)
             if bad < best_bad or (bad == best_bad and cum > best + tol):
                 best_bad = bad
