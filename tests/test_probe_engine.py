@@ -14,8 +14,14 @@ import pytest
 
 from rankopt import RankoptInputError
 from rankopt.probe import ProbeTimeoutError
-from rankopt.probe._common import ProbeParams
-from rankopt.probe._engine import RECHECK_PASSES, SHARING_STEPS, recheck_pairs, run_probe
+from rankopt.probe._common import MIN_TIMED_BYTES, WARMUP_BYTES, ProbeParams, timed_bytes
+from rankopt.probe._engine import (
+    RECHECK_PASSES,
+    SHARING_STEPS,
+    TAG_BW,
+    recheck_pairs,
+    run_probe,
+)
 
 
 class _Hub:
@@ -412,3 +418,68 @@ def test_engine_linear_latency_progress_per_stage():
             ("latency", i + 1, 0) for i in range(len(stages))
         ]
         assert all(r in pair for p in seen[r] for pair in p.pairs)
+
+
+# -- sized bandwidth transfers over a transport with modelled rates ------------------------
+
+
+class RateTransport(DelayTransport):
+    """Messages also take ``size / hub.rate[a, b]`` seconds, one after another on a link;
+    every bandwidth message's size is recorded in ``hub.sizes[(a, b)]``."""
+
+    def isend(self, buf, peer, tag):
+        now = time.perf_counter()
+        with self.hub.lock:
+            link = (self.rank, peer)
+            start = max(now, self.hub.busy.get(link, 0.0))
+            self.hub.busy[link] = start + buf.nbytes / self.hub.rate[self.rank, peer]
+            at = self.hub.busy[link] + self.hub.latency[self.rank, peer]
+            self.hub.mail[(self.rank, peer, tag)].append((at, buf.copy()))
+            if tag == TAG_BW:
+                self.hub.sizes[link].append(buf.nbytes)
+        return _Done()
+
+
+def test_bandwidth_transfers_are_sized_by_the_rate_and_stop_when_two_agree():
+    n = 3
+    rate = np.array([[1, 2e6, 2e6], [2e6, 1, 3e6], [2e6, 3e6, 1]], dtype=float)
+    hub = _Hub(n)
+    hub.latency = np.full((n, n), 1e-4)
+    hub.rate, hub.busy, hub.sizes = rate, {}, defaultdict(list)
+    params = ProbeParams(
+        repeats=3, bandwidth_repeats=3, bandwidth_bytes=512 << 10, warmup=1, timeout=30.0
+    )
+    results = {}
+
+    def body(rank):
+        try:
+            results[rank] = run_probe(
+                RateTransport(hub, rank), params, None, backend="threads", hostname=f"h{rank}"
+            )
+        except Exception as exc:
+            results[rank] = exc
+
+    threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    m = results[0]
+    assert not isinstance(m, Exception), m
+    off = ~np.eye(n, dtype=bool)
+    # the rates read back within 10 %
+    np.testing.assert_allclose(m.bandwidth[off], rate[off], rtol=0.1)
+    stopped_early = 0
+    for (a, b), sizes in hub.sizes.items():
+        if a == b:
+            continue
+        # the warm-up moves WARMUP_BYTES (all 512 KiB here would be more), then the timed
+        # transfers carry about RATE_SECONDS at the link's rate, never under the floor
+        assert sizes[0] == WARMUP_BYTES
+        want = timed_bytes(rate[a, b], params.bandwidth_bytes)
+        assert want == MIN_TIMED_BYTES  # 30 ms at these rates: the floor
+        assert all(abs(s - want) <= 4096 * 2 for s in sizes[1:]), (a, b, sizes)
+        assert 2 <= len(sizes) - 1 <= params.bandwidth_repeats
+        stopped_early += len(sizes) - 1 == 2
+    # on links whose rate does not change, two samples agree and the third is not taken
+    assert stopped_early >= 1, dict(hub.sizes)

@@ -168,7 +168,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--bandwidth-repeats",
         type=int,
         default=3,
-        help="timed transfers per direction of each pair (default: 3)",
+        help="most timed transfers per direction of each pair; two that agree within 2%% end it (default: 3)",
     )
     p.add_argument(
         "--warmup", type=int, default=1, help="untimed exchanges before the timed ones (default: 1)"
@@ -180,7 +180,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--bandwidth-bytes",
         type=int,
         default=1 << 20,
-        help="bandwidth transfer size in bytes (default: 1048576)",
+        help="largest bandwidth transfer in bytes; timed ones carry about 15 ms at the link's rate (default: 1048576)",
     )
     p.add_argument(
         "--bw-concurrency",

@@ -110,11 +110,15 @@ def measure(
     latency_bytes : int, default 8
         Size of a ping-pong message.
     bandwidth_bytes : int, default 1 MiB
-        Size of a bandwidth transfer.
+        Largest bandwidth transfer. The untimed warm-up moves 256 KiB (at
+        most this), the timed transfers about 15 ms at the rate the one
+        before reached (:func:`~rankopt.probe._common.timed_bytes`, at least
+        128 KiB and at most this).
     repeats : int, default 10
         Timed ping-pongs started by each side of each pair.
     bandwidth_repeats : int, default 3
-        Timed transfers in each direction of each pair.
+        Most timed transfers in each direction of each pair; a direction ends
+        after two whose rates agree within 2%.
     warmup : int, default 1
         Untimed ping-pongs and transfers before the timed ones.
     timeout : float, default 30.0
@@ -198,8 +202,9 @@ def measure(
     from latency tiers (racks, pods); as latency may hide a hierarchy, the
     top-level groups (all hosts, when no tier shows) are assumed to share one
     core. See :func:`~rankopt.probe.schedule.bandwidth_slots`.
-    ``bandwidth[i, j] = bandwidth_bytes / t``, ``t`` being the median time
-    from sending to the acknowledgement minus the acknowledgement's latency.
+    ``bandwidth[i, j]`` is the median over the timed transfers of their
+    bytes over ``t``, the time from sending to the acknowledgement minus the
+    acknowledgement's latency.
 
     *Cost.* Latency: ``~n`` rounds of ``2 (warmup + repeats)`` round trips,
     ``n / 2`` pairs at a time. Bandwidth: ``S`` slots of
