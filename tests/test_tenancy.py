@@ -175,7 +175,28 @@ def test_a_large_gain_is_not_thrown_away_for_a_wide_interval():
     res = rankopt.solve(m)
     assert res.stop_reason != LAUNCH_KEPT and res.speedup > 1.5
     lo, hi = res.speedup_interval
-    assert lo <= res.speedup <= hi * 1.05
+    assert lo <= res.speedup <= hi
+
+
+def test_the_interval_holds_the_speedup_it_goes_with(monkeypatch):
+    # the draws and the measured network can disagree (an uplink's reading drawn from
+    # a range whose middle is not the reading; measured on the testbed: modelled 3.97x,
+    # interval 1.66-3.74x): the printed interval still contains the printed speedup
+    import rankopt.models.robust as robust
+
+    m, _ = _tenant_probe((3, 3, 3), seed=8, factor=0.3, noise=0.08)
+    point = rankopt.solve(m).speedup
+    for shift in (0.6, 1.4):  # every draw below, then above, the measured network's
+        monkeypatch.setattr(
+            robust,
+            "speedup_draws",
+            lambda *a, shift=shift, **k: np.linspace(0.95, 1.05, 64) * point * shift,
+        )
+        res = rankopt.solve(m)
+        assert res.speedup == pytest.approx(point)
+        lo, hi = res.speedup_interval
+        assert lo <= res.speedup <= hi
+        assert (hi if shift < 1 else lo) == pytest.approx(res.speedup)
 
 
 def test_a_recheck_alone_raises_an_uplink_the_first_pass_read_low():

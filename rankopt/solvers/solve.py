@@ -943,6 +943,9 @@ def _checked_against_spread(
     # the same order as the launch has no model error: its speedup is 1 exactly
     error = TRAFFIC_MODEL_ERROR if model_kw.get("traffic") is not None else MODEL_ERROR
     interval = (1.0, 1.0) if kept else modelled_interval(ratios, error)
+    if not kept and cost > 0:  # never an interval that leaves out the speedup it goes with
+        point = baseline / cost
+        interval = (min(interval[0], point), max(interval[1], point))
     why = None if kept else keep_launch_order(ratios)
     if why is not None:
         extra["found_cost"] = float(cost)
