@@ -60,6 +60,8 @@ cdef struct LKState:
     long long touched[64]
     long long nt
     double eps              # smallest gain that counts
+    const double *nbw       # nbw[c * K + k] = w[c, nb[c, k]]: the candidate links' weights
+    long long K
 
 
 cdef inline long long v_map(LKState *st, long long k, long long p) noexcept nogil:
@@ -151,6 +153,22 @@ cdef inline void lk_pop(long long[::1] tour, long long[::1] pos, LKState *st,
             st.nphys = st.ni
 
 
+cdef inline double lk_w(const floating[:, ::1] w, const long long[:, ::1] nb, LKState *st,
+                        long long a, long long b) noexcept nogil:
+    """w[a, b], read from a's candidate row when b is one of its candidates.
+
+    The links of a good ring are nearly all candidate links, and a's row of
+    ``nb`` and ``nbw`` is a few contiguous words, where w[a, b] is a cache
+    miss once the matrix outgrows the cache. The value is the same.
+    """
+    cdef long long k, K = st.K
+    cdef const long long *row = &nb[a, 0]
+    for k in range(K):
+        if row[k] == b:
+            return st.nbw[a * K + k]
+    return w[a, b]
+
+
 cdef inline bint lk_added(LKState *st, long long level, long long x, long long y) noexcept nogil:
     cdef long long k
     for k in range(level):
@@ -163,20 +181,24 @@ cdef inline bint lk_added(LKState *st, long long level, long long x, long long y
 cdef inline long long lk_candidates(const floating[:, ::1] w, long long[::1] tour,
                                     long long[::1] pos, const long long[:, ::1] nb,
                                     LKState *st, long long t2, double gain, long long level,
-                                    long long *c3, long long *c4, double *score) noexcept nogil:
+                                    long long *c3, long long *c4, double *score,
+                                    double *d23, double *d34) noexcept nogil:
     """Candidates (t3, t4) for dropping (t1, t2): positive partial gain, not tabu.
 
     t4 is the neighbour of t3 on the side that keeps the ring valid after the
-    flip; the score is the lookahead w(t3, t4) - w(t2, t3). Returns how many.
+    flip; the score is the lookahead w(t3, t4) - w(t2, t3), and d23, d34 get
+    those two weights. Returns how many.
     """
     cdef Py_ssize_t kk, K = nb.shape[1]
     cdef long long t1 = st.t1, t3, t4, m = 0
+    cdef double c23, c34
     cdef bint fwd_order = v_succ(tour, pos, st, t1) == t2
     for kk in range(K):
         if m == 16:
             break
         t3 = nb[t2, kk]
-        if gain - w[t2, t3] <= st.eps:
+        c23 = st.nbw[t2 * K + kk]
+        if gain - c23 <= st.eps:
             break
         if t3 == t1 or t3 == t2:
             continue
@@ -185,7 +207,10 @@ cdef inline long long lk_candidates(const floating[:, ::1] w, long long[::1] tou
             continue
         c3[m] = t3
         c4[m] = t4
-        score[m] = w[t3, t4] - w[t2, t3]
+        c34 = lk_w(w, nb, st, t3, t4)
+        d23[m] = c23
+        d34[m] = c34
+        score[m] = c34 - c23
         m += 1
     return m
 
@@ -206,17 +231,18 @@ cdef inline long long take_best(double *score, long long m) noexcept nogil:
     return pick
 
 
-cdef inline bint lk_next(double *score, long long m, const long long *ca, const long long *cb,
-                         long long *a, long long *b, long long *evals) noexcept nogil:
+cdef inline long long lk_next(double *score, long long m, const long long *ca,
+                              const long long *cb, long long *a, long long *b,
+                              long long *evals) noexcept nogil:
     """Take the best candidate pair left (``take_best``) into ``a``, ``b`` and
-    count its evaluation; False when none is left."""
+    count its evaluation; returns its index, -1 when none is left."""
     cdef long long pick = take_best(score, m)
     if pick < 0:
-        return False
+        return -1
     a[0] = ca[pick]
     b[0] = cb[pick]
     evals[0] += 1
-    return True
+    return pick
 
 
 cdef inline double lk_step(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
@@ -235,19 +261,22 @@ cdef inline double lk_step(const floating[:, ::1] w, long long[::1] tour, long l
     cdef long long cand3[16]
     cdef long long cand4[16]
     cdef double score[16]
+    cdef double d23[16]
+    cdef double d34[16]
     cdef double g2, close, r
-    cdef long long ncand = 0, breadth = (
+    cdef long long pick, ncand = 0, breadth = (
         LK_BREADTH_1 if level == 0 else LK_BREADTH_2 if level == 1 else 1)
-    ncand = lk_candidates(w, tour, pos, nb, st, t2, gain, level, cand3, cand4, score)
+    ncand = lk_candidates(w, tour, pos, nb, st, t2, gain, level, cand3, cand4, score, d23, d34)
     for _b in range(breadth):
         # the best remaining candidate by the lookahead rule
-        if not lk_next(score, ncand, cand3, cand4, &t3, &t4, evals):
+        pick = lk_next(score, ncand, cand3, cand4, &t3, &t4, evals)
+        if pick < 0:
             return 0.0
         mark = st.ni
         lk_flip(tour, pos, st, t1, t2, t4, t3)
         st.added_a[level] = t2
         st.added_b[level] = t3
-        g2 = gain - w[t2, t3] + w[t3, t4]
+        g2 = gain - d23[pick] + d34[pick]
         close = g2 - w[t4, t1]
         if st.nt + 3 <= 64:
             st.touched[st.nt] = t2
@@ -298,22 +327,28 @@ cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour
     cdef long long c3[16]
     cdef long long c4[16]
     cdef double s0[16]
+    cdef double d23[16]
+    cdef double d34[16]
     cdef long long c5[16]
     cdef long long c6[16]
     cdef double s1[16]
-    cdef double gain = w[t1, t2], g2, g3, best_close, r
-    cdef long long n0 = 0, n1, close_pick
-    n0 = lk_candidates(w, tour, pos, nb, st, t2, gain, 0, c3, c4, s0)
+    cdef double d45[16]
+    cdef double d56[16]
+    cdef double gain = lk_w(w, nb, st, t1, t2), g2, g3, best_close, r, c41, c45, c56, cl
+    cdef long long n0 = 0, n1, close_pick, pick
+    n0 = lk_candidates(w, tour, pos, nb, st, t2, gain, 0, c3, c4, s0, d23, d34)
     for _b1 in range(LK_BREADTH_1):
-        if not lk_next(s0, n0, c3, c4, &t3, &t4, evals):
+        pick = lk_next(s0, n0, c3, c4, &t3, &t4, evals)
+        if pick < 0:
             return 0.0
-        g2 = gain - w[t2, t3] + w[t3, t4]
-        if g2 - w[t4, t1] > st.eps:  # a 2-opt move
+        g2 = gain - d23[pick] + d34[pick]
+        c41 = w[t4, t1]
+        if g2 - c41 > st.eps:  # a 2-opt move
             lk_flip(tour, pos, st, t1, t2, t4, t3)
             st.touched[0] = t3
             st.touched[1] = t4
             st.nt = 2
-            return g2 - w[t4, t1]
+            return g2 - c41
         # level 1 from t4, in the ring after the first flip
         n1 = 0
         best_close = 0.0
@@ -322,7 +357,8 @@ cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour
             if n1 == 16:
                 break
             t5 = nb[t4, kk]
-            g3 = g2 - w[t4, t5]
+            c45 = st.nbw[t4 * st.K + kk]
+            g3 = g2 - c45
             if g3 <= st.eps:
                 break
             if t5 == t1 or t5 == t4 or t5 == t3:
@@ -336,10 +372,14 @@ cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour
                 continue  # no flip, or (t2, t3) would go again
             c5[n1] = t5
             c6[n1] = t6
-            s1[n1] = w[t5, t6] - w[t4, t5]
+            c56 = lk_w(w, nb, st, t5, t6)
+            d45[n1] = c45
+            d56[n1] = c56
+            s1[n1] = c56 - c45
             evals[0] += 1
-            if g3 + w[t5, t6] - w[t6, t1] > best_close:
-                best_close = g3 + w[t5, t6] - w[t6, t1]
+            cl = g3 + c56 - w[t6, t1]
+            if cl > best_close:
+                best_close = cl
                 close_pick = n1
             n1 += 1
         if best_close > st.eps:  # the best sequential 3-opt move closing here
@@ -348,9 +388,10 @@ cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour
         if LK_MAX_DEPTH <= 2:
             continue
         for _b2 in range(LK_BREADTH_2):
-            if not lk_next(s1, n1, c5, c6, &t5, &t6, evals):
+            pick = lk_next(s1, n1, c5, c6, &t5, &t6, evals)
+            if pick < 0:
                 break
-            g3 = g2 - w[t4, t5] + w[t5, t6]
+            g3 = g2 - d45[pick] + d56[pick]
             mark = st.ni
             lk_two_flips(tour, pos, st, t2, t3, t4, t5, t6)
             r = lk_step(w, tour, pos, nb, st, t6, g3, 2, evals)
@@ -362,9 +403,9 @@ cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour
 
 
 cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
-                           const long long[:, ::1] nb, long long n, long long a, long long *evals,
-                           long long *queue, unsigned char *inq, long long *tail,
-                           Log *log, double eps) noexcept nogil:
+                           const long long[:, ::1] nb, const double *nbw, long long n,
+                           long long a, long long *evals, long long *queue, unsigned char *inq,
+                           long long *tail, Log *log, double eps) noexcept nogil:
     """A Lin-Kernighan move (depth up to LK_MAX_DEPTH flips) that drops a link at ``a``."""
     cdef LKState st
     cdef long long t2, m
@@ -378,6 +419,8 @@ cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long l
     if st.array_flip < LK_ARRAY_FLIP:
         st.array_flip = LK_ARRAY_FLIP
     st.eps = eps
+    st.nbw = nbw
+    st.K = nb.shape[1]
     for k in range(2):
         t2 = along(tour, pos, a, n, k)
         st.ni = 0

@@ -37,7 +37,7 @@ cdef enum:
 
 
 cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
-                         const long long[:, ::1] nb, long long n, long long a,
+                         const long long[:, ::1] nb, const double *nbw, long long n, long long a,
                          bint use_or, long long *evals, long long *queue,
                          unsigned char *inq, long long *tail, Log *log,
                          double eps) noexcept nogil:
@@ -56,14 +56,14 @@ cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long lon
     delta = three_opt_move(w, tour, pos, nb, n, a, False, evals, queue, inq, tail, log, eps)
     if delta != 0.0:
         return delta
-    delta = lk_move(w, tour, pos, nb, n, a, evals, queue, inq, tail, log, eps)
+    delta = lk_move(w, tour, pos, nb, nbw, n, a, evals, queue, inq, tail, log, eps)
     if delta != 0.0:
         return delta
     return three_opt_move(w, tour, pos, nb, n, a, True, evals, queue, inq, tail, log, eps)
 
 
 cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
-                      const long long[:, ::1] nb, long long n, bint use_or,
+                      const long long[:, ::1] nb, const double *nbw, long long n, bint use_or,
                       long long *evals, long long *moves, long long *queue,
                       unsigned char *inq, long long *head, long long *tail,
                       double deadline, long long max_moves, int *stop, Log *log,
@@ -76,7 +76,7 @@ cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[:
         head[0] += 1
         inq[a] = 0
         while True:
-            delta = improve_city(w, tour, pos, nb, n, a, use_or, evals, queue, inq, tail, log,
+            delta = improve_city(w, tour, pos, nb, nbw, n, a, use_or, evals, queue, inq, tail, log,
                                  eps)
             if delta == 0.0:
                 break
@@ -91,11 +91,24 @@ cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[:
     return total
 
 
+def _candidate_weights(const floating[:, ::1] w, const long long[:, ::1] nb):
+    """``w[c, nb[c, k]]`` as a float64 (n, k) array, row by row (the search's cache of them)."""
+    cdef Py_ssize_t n = nb.shape[0], K = nb.shape[1], c, k
+    out = np.empty((n, max(K, 1)), dtype=np.float64)
+    cdef double[:, ::1] o = out
+    with nogil:
+        for c in range(n):
+            for k in range(K):
+                o[c, k] = w[c, nb[c, k]]
+    return out
+
+
 def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
                  bint use_or=True, double time_limit=0.0, long long max_moves=0):
     """Improve ``tour`` in place with 2-opt and Or-opt; returns (delta, evals, moves, stop)."""
     cdef long long n = tour.shape[0]
     cdef long long[::1] pos = np.empty(n, dtype=np.int64)
+    cdef double[:, ::1] nbw = _candidate_weights(w, nb)
     cdef long long *queue = <long long *>malloc(n * sizeof(long long))
     cdef unsigned char *inq = <unsigned char *>malloc(n * sizeof(unsigned char))
     cdef long long head = 0, tail = 0, evals = 0, moves = 0, k
@@ -114,7 +127,7 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
             inq[k] = 0
         for k in range(n):
             push(queue, inq, &tail, n, tour[k])
-        total = run_queue(w, tour, pos, nb, n, use_or, &evals, &moves, queue, inq,
+        total = run_queue(w, tour, pos, nb, &nbw[0, 0], n, use_or, &evals, &moves, queue, inq,
                           &head, &tail, deadline, max_moves, &stop, &log, tolerance(w))
     free(queue)
     free(inq)
@@ -132,6 +145,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     """
     cdef long long n = tour.shape[0]
     cdef long long[::1] pos = np.empty(n, dtype=np.int64)
+    cdef double[:, ::1] nbw = _candidate_weights(w, nb)
     cdef long long *queue = <long long *>malloc(n * sizeof(long long))
     cdef unsigned char *inq = <unsigned char *>malloc(n * sizeof(unsigned char))
     cdef long long head = 0, tail = 0, evals = 0, moves = 0, k, kicks = 0
@@ -180,8 +194,8 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                 push(queue, inq, &tail, n, ends[x])
             evals += 1
             inner_stop = STOP_LOCAL_OPTIMUM
-            delta += run_queue(w, tour, pos, nb, n, True, &evals, &moves, queue, inq,
-                               &head, &tail, deadline, 0, &inner_stop, &log, eps)
+            delta += run_queue(w, tour, pos, nb, &nbw[0, 0], n, True, &evals, &moves, queue,
+                               inq, &head, &tail, deadline, 0, &inner_stop, &log, eps)
             while head < tail:  # drain a queue left by a time-out
                 inq[queue[head % n]] = 0
                 head += 1
