@@ -54,10 +54,7 @@ __all__ = [
     "params_from",
     "median_mad",
     "probe_hostname",
-    "RATE_SECONDS",
     "RATE_AGREE",
-    "WARMUP_BYTES",
-    "timed_bytes",
 ]
 
 DELAY_ENV = "RANKOPT_PROBE_TEST_DELAY"
@@ -259,44 +256,10 @@ def probe_hostname(rank: int, environ: dict[str, str] | None = None) -> str:
     return f"{name}-v{rank // per_host}"
 
 
-#: A timed bandwidth transfer carries about this many seconds of data at the rate the
-#: pair's previous transfer reached (as the drift check's do): the untimed warm-up
-#: moves :data:`WARMUP_BYTES` and sets the pace, the timed ones move
-#: :func:`timed_bytes`, so a slow link costs about this long per sample, not
-#: ``bandwidth_bytes`` at its own rate.
-RATE_SECONDS = 0.015
-#: Bytes of an untimed warm-up transfer (``bandwidth_bytes`` when that is smaller):
-#: enough to bring a connection up and open its congestion window past the
-#: bandwidth-delay product of a rack or a zone.
-WARMUP_BYTES = 256 << 10
-#: The smallest timed transfer (when ``bandwidth_bytes`` is not smaller).
-MIN_TIMED_BYTES = 128 << 10
-#: Two timed transfers in one direction whose rates agree within this fraction end
-#: that direction of the pair: the third is taken only where the first two differ.
+#: Two timed bandwidth transfers in one direction whose rates agree within this
+#: fraction end that direction of the pair: the third is taken only where the first
+#: two differ (a link another tenant loads, a transfer that met a stall).
 RATE_AGREE = 0.02
-
-
-def timed_bytes(rate: Any, full: int) -> Any:
-    """Bytes of a timed bandwidth transfer on a link that ran at ``rate`` bytes/s.
-
-    About :data:`RATE_SECONDS` of data at that rate, in whole 4 KiB pages,
-    between :data:`MIN_TIMED_BYTES` and ``full`` (``bandwidth_bytes``; never
-    more); ``full`` where the rate is unknown (0). Works on arrays too.
-
-    Examples
-    --------
-    >>> from rankopt.probe._common import timed_bytes
-    >>> timed_bytes(31.25e6, 1 << 20), timed_bytes(1.25e9, 1 << 20), timed_bytes(0.0, 1 << 20)
-    (471040, 1048576, 1048576)
-    >>> timed_bytes(1e6, 1 << 20), timed_bytes(1e6, 4096)
-    (131072, 4096)
-    """
-    r = np.asarray(rate, dtype=np.float64)
-    page = 4096
-    want = np.ceil(r * RATE_SECONDS / page) * page
-    out = np.clip(want, min(MIN_TIMED_BYTES, full), full)
-    out = np.where(r > 0, out, full).astype(np.int64)
-    return int(out) if out.ndim == 0 else out
 
 
 def median_mad(samples: NDArray[np.float64]) -> tuple[float, float]:

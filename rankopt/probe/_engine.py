@@ -68,16 +68,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt.probe._common import (
+    RATE_AGREE,
     ProbeParams,
     ProbeProgress,
     ProbeTimeoutError,
-    RATE_AGREE,
-    WARMUP_BYTES,
     TestHooks,
     median_mad,
     resolve_bandwidth_mode,
     resolve_latency_mode,
-    timed_bytes,
 )
 from rankopt.probe._topology import infer_link_levels
 from rankopt.probe.linear import LinearPlanner
@@ -91,7 +89,7 @@ logger = logging.getLogger("rankopt.probe")
 
 TAG_LAT, TAG_BW, TAG_ACK = 0x7A10, 0x7A11, 0x7A12
 TAG_PAIR = 0x7A14  # ping-pongs of the linear latency stages (each ping says if it is the last)
-TAG_SIZE = 0x7A15  # the size of the next timed bandwidth transfer (0: the last was sent)
+TAG_SIZE = 0x7A15  # the size of the next bandwidth transfer (0: the last was sent)
 #: An initiator stops once its timed round trips add up to this many times
 #: ``repeats`` round trips at its best -- a pair slowed by a heavy tail costs a
 #: bounded time -- keeping at least :data:`MIN_PAIR_SAMPLES` samples.
@@ -353,7 +351,7 @@ class _Probe:
             return False
         return True
 
-    def _send_sized(
+    def _send_announced(
         self,
         peer: int,
         out: NDArray,
@@ -361,47 +359,40 @@ class _Probe:
         deadline: float,
         warmup: int,
         ack_latency: float,
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
-        """Bandwidth transfers to ``peer``, each announced by its size; timed samples.
+    ) -> NDArray[np.float64] | None:
+        """Bandwidth transfers of ``out`` to ``peer``, each announced by its size.
 
-        ``warmup`` untimed transfers of :data:`~rankopt.probe._common.WARMUP_BYTES`
-        (at most all of ``out``), then up to ``count`` timed ones of
-        :func:`~rankopt.probe._common.timed_bytes` at the rate of the transfer
-        before (all of ``out`` for the first when there is no warm-up); the
+        ``warmup`` untimed transfers, then up to ``count`` timed ones; the
         direction ends after two timed transfers whose rates agree within
-        :data:`~rankopt.probe._common.RATE_AGREE`. A size of 0 tells the peer
-        the last was sent. Returns the round-trip times and the bytes of each
-        timed transfer; ``None`` when the peer did not answer by ``deadline``.
+        :data:`~rankopt.probe._common.RATE_AGREE` (``ack_latency``, the
+        acknowledgement's one-way latency, is taken off each). A size of 0 tells
+        the peer the last was sent. Returns the timed round trips; ``None`` when
+        the peer did not answer by ``deadline``.
         """
         tr, head, back = self.tr, self.size_out, self.small_in
-        full = int(out.size)
+        nbytes = int(out.size)
         delay = self.hooks.delay_to(peer)
-        elapsed, sizes = np.empty(count), np.empty(count)
-        used, rate = 0, 0.0
+        elapsed = np.empty(count)
+        used = 0
         try:
             for i in range(warmup + count):
-                if i < warmup:
-                    nbytes = min(full, WARMUP_BYTES)
-                else:
-                    nbytes = full if rate <= 0.0 else timed_bytes(rate, full)
                 head[0] = nbytes
                 hreq = tr.isend(head, peer, TAG_SIZE)
                 rreq = tr.irecv(back, peer, TAG_ACK)
                 t = time.perf_counter()
                 if delay:
                     time.sleep(delay)
-                sreq = tr.isend(out[:nbytes], peer, TAG_BW)
+                sreq = tr.isend(out, peer, TAG_BW)
                 if not tr.wait([hreq, sreq, rreq], deadline, busy=True):
                     return None
                 took = time.perf_counter() - t
-                rate = nbytes / max(took - ack_latency, took / 2.0)
                 if i < warmup:
                     continue
-                elapsed[used], sizes[used] = took, nbytes
+                elapsed[used] = took
                 used += 1
                 if used == 2 and count > 2:
-                    first = sizes[0] / max(elapsed[0] - ack_latency, elapsed[0] / 2.0)
-                    if abs(rate - first) <= RATE_AGREE * max(rate, first):
+                    a, b = (max(x - ack_latency, x / 2.0) for x in elapsed[:2])
+                    if abs(a - b) <= RATE_AGREE * max(a, b):
                         break
             head[0] = 0
             if not tr.wait([tr.isend(head, peer, TAG_SIZE)], deadline, busy=True):
@@ -409,10 +400,10 @@ class _Probe:
         except RuntimeError as exc:  # the backend gave up on the link
             logger.debug("rank %d lost peer %d: %s", self.me, peer, exc)
             return None
-        return elapsed[:used], sizes[:used]
+        return elapsed[:used]
 
-    def _receive_sized(self, peer: int, inbox: NDArray, deadline: float, most: int) -> bool:
-        """Answer ``peer``'s :meth:`_send_sized` transfers until it announces the last."""
+    def _receive_announced(self, peer: int, inbox: NDArray, deadline: float, most: int) -> bool:
+        """Answer ``peer``'s :meth:`_send_announced` transfers until it announces the last."""
         tr, head = self.tr, self.size_in
         delay = self.hooks.delay_to(peer)
         try:
@@ -422,10 +413,10 @@ class _Probe:
                 nbytes = int(head[0])
                 if nbytes == 0:
                     return True
-                if not 0 < nbytes <= inbox.size:  # a peer with other settings: caught at start
+                if nbytes != inbox.size:  # a peer with other settings: caught at start
                     logger.debug("rank %d: peer %d announced %d bytes", self.me, peer, nbytes)
                     return False
-                if not tr.wait([tr.irecv(inbox[:nbytes], peer, TAG_BW)], deadline, busy=True):
+                if not tr.wait([tr.irecv(inbox, peer, TAG_BW)], deadline, busy=True):
                     return False
                 if delay:
                     time.sleep(delay)
@@ -601,7 +592,7 @@ class _Probe:
         inbox: NDArray,
         tags: tuple[int, int],
         count: int,
-        summarise: Callable[[Any, int], tuple[float, float]],
+        summarise: Callable[[NDArray[np.float64], int], tuple[float, float]],
         warmup: int | None = None,
         per_step: list[NDArray[np.float64]] | None = None,
         ack_latency: NDArray[np.float64] | None = None,
@@ -614,8 +605,8 @@ class _Probe:
         ``warmup`` overrides the settings' untimed exchanges; with ``per_step``,
         the (steps, n, n) values of every step (0 where a pair did not run) are
         appended to it. With ``ack_latency`` (one-way latency from each process to
-        this one) the pairs exchange sized transfers (:meth:`_send_sized`) and
-        the samples are ``(round trips, bytes)``.
+        this one) the pairs exchange announced transfers (:meth:`_send_announced`:
+        a direction ends early when two samples agree).
         """
         n, me = self.n, self.me
         row = np.zeros((3, n))  # value, spread, count
@@ -632,7 +623,7 @@ class _Probe:
             for first in sorted((me, peer)) if peer >= 0 else ():
                 if first == me:
                     if ack_latency is not None:
-                        samples = self._send_sized(
+                        samples = self._send_announced(
                             peer, out, count, deadline, self._warmup(warmup), ack_latency[peer]
                         )
                     else:
@@ -648,7 +639,7 @@ class _Probe:
                         each[s, peer] = row[0, peer]
                 elif ack_latency is not None:
                     most = self._warmup(warmup) + count
-                    if not self._receive_sized(peer, inbox, deadline, most):
+                    if not self._receive_announced(peer, inbox, deadline, most):
                         failed = peer
                         break
                 elif not self._respond(peer, inbox, self.small_out, tags, count, deadline, warmup):
@@ -689,20 +680,18 @@ class _Probe:
         """The rates of every slot's pairs; ``count`` (default: the bandwidth
         repeats), ``warmup`` and ``per_step`` as :meth:`_phase` takes them.
 
-        A pair's transfers are sized (:meth:`_send_sized`: about
-        :data:`~rankopt.probe._common.RATE_SECONDS` each at the pair's rate)
-        unless ``per_step`` asks for the lockstep steps of the sharing test,
-        whose flows must all carry ``bandwidth_bytes``.
+        A pair's directions end early where two timed transfers agree
+        (:meth:`_send_announced`), unless ``per_step`` asks for the lockstep
+        steps of the sharing test, which run every step.
         """
         nbytes = self.p.bandwidth_bytes
         me = self.me
-        sized = per_step is None
+        announced = per_step is None
 
-        def rate(samples: Any, peer: int) -> tuple[float, float]:
-            elapsed, moved = samples if sized else (samples, nbytes)
+        def rate(elapsed: NDArray[np.float64], peer: int) -> tuple[float, float]:
             # one-way transfer time: elapsed minus the acknowledgement's latency
             transfer = np.maximum(elapsed - latency[peer, me], elapsed / 2.0)
-            return median_mad(moved / transfer)
+            return median_mad(nbytes / transfer)
 
         out = np.ones(nbytes, dtype=np.uint8)
         inbox = np.zeros(nbytes, dtype=np.uint8)
@@ -719,7 +708,7 @@ class _Probe:
             rate,
             warmup=warmup,
             per_step=per_step,
-            ack_latency=np.ascontiguousarray(latency[:, me]) if sized else None,
+            ack_latency=np.ascontiguousarray(latency[:, me]) if announced else None,
         )
 
     def _linear_bandwidth(

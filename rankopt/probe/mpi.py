@@ -110,10 +110,7 @@ def measure(
     latency_bytes : int, default 8
         Size of a ping-pong message.
     bandwidth_bytes : int, default 1 MiB
-        Largest bandwidth transfer. The untimed warm-up moves 256 KiB (at
-        most this), the timed transfers about 15 ms at the rate the one
-        before reached (:func:`~rankopt.probe._common.timed_bytes`, at least
-        128 KiB and at most this).
+        Size of a bandwidth transfer.
     repeats : int, default 10
         Timed ping-pongs started by each side of each pair.
     bandwidth_repeats : int, default 3
@@ -202,9 +199,8 @@ def measure(
     from latency tiers (racks, pods); as latency may hide a hierarchy, the
     top-level groups (all hosts, when no tier shows) are assumed to share one
     core. See :func:`~rankopt.probe.schedule.bandwidth_slots`.
-    ``bandwidth[i, j]`` is the median over the timed transfers of their
-    bytes over ``t``, the time from sending to the acknowledgement minus the
-    acknowledgement's latency.
+    ``bandwidth[i, j] = bandwidth_bytes / t``, ``t`` being the median time
+    from sending to the acknowledgement minus the acknowledgement's latency.
 
     *Cost.* Latency: ``~n`` rounds of ``2 (warmup + repeats)`` round trips,
     ``n / 2`` pairs at a time. Bandwidth: ``S`` slots of

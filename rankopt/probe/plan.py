@@ -24,13 +24,10 @@ Cost model
 One exchange of ``b`` bytes between ``a`` and ``c`` costs
 ``b / rate[a, c] + latency[a, c] + latency[c, a]`` (the message and its
 acknowledgement; a ping-pong is two latencies). A pair exchanges
-``warmup + repeats`` times in each direction, one direction after the other;
-in the bandwidth phase the warm-ups move
-:data:`~rankopt.probe._common.WARMUP_BYTES` and the timed transfers
-:func:`~rankopt.probe._common.timed_bytes` at the pair's rate, all
-``bandwidth_repeats`` of them (the probe stops after two that agree: the
-estimate is the most it takes), and each step of the sharing test one
-``bandwidth_bytes`` message each way.
+``warmup + repeats`` times in each direction, one direction after the other
+(in the bandwidth phase all ``bandwidth_repeats``, although the probe stops
+after two that agree: the estimate is the most it takes), and each step of the
+sharing test one message each way.
 A round or slot lasts as long as its slowest pair, plus one consensus
 (an allreduce of 16 bytes: ``2 ceil(log2 n)`` median latencies) and a fixed
 ``step_overhead`` per step for the processes' own work (Python, the MPI
@@ -55,11 +52,9 @@ from numpy.typing import ArrayLike, NDArray
 from rankopt._validation import RankoptInputError
 from rankopt.probe._common import (
     LATENCY_MODES,
-    WARMUP_BYTES,
     ProbeParams,
     resolve_bandwidth_mode,
     resolve_latency_mode,
-    timed_bytes,
 )
 from rankopt.probe._engine import (
     RECHECK_PASSES,
@@ -190,37 +185,24 @@ def _slot_cost(
     rate: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]],
     lat: Callable[[NDArray[np.int64], NDArray[np.int64]], NDArray[np.float64]],
     *,
-    sized: bool = True,
+    lockstep: bool = False,
 ) -> tuple[float, float, int]:
     """Seconds, bytes and messages of one bandwidth slot.
 
-    ``sized``: the probe's bandwidth exchange (untimed warm-ups of
-    :data:`~rankopt.probe._common.WARMUP_BYTES`, then ``bandwidth_repeats``
-    timed transfers of :func:`~rankopt.probe._common.timed_bytes` each, every
-    one announced by its size: the full count, as where repeats disagree);
-    else one ``bandwidth_bytes`` message each way (a step of the sharing test).
+    ``warmup + bandwidth_repeats`` transfers of ``bandwidth_bytes`` each way
+    (the full count: the probe ends a direction after two that agree, so the
+    estimate is the most it takes); with ``lockstep`` one (a step of the
+    sharing test).
     """
     if not slot:
         return 0.0, 0.0, 0
     ab = np.asarray(slot, dtype=np.int64)
     a, b = ab[:, 0], ab[:, 1]
     both = lat(a, b) + lat(b, a)
-    full = params.bandwidth_bytes
-    seconds = np.zeros(len(ab))
-    moved = 0.0
-    for r in (rate(a, b), rate(b, a)):
-        if sized:
-            warm = min(full, WARMUP_BYTES)
-            timed = timed_bytes(r, full)
-            seconds += params.warmup * (warm / r + both) + params.bandwidth_repeats * (
-                timed / r + both
-            )
-            moved += float(params.warmup * warm * len(ab) + params.bandwidth_repeats * timed.sum())
-        else:
-            seconds += full / r + both
-            moved += float(full * len(ab))
-    count = params.warmup + params.bandwidth_repeats if sized else 1
-    return float(seconds.max()), moved, 2 * count * len(ab)
+    nbytes = params.bandwidth_bytes
+    count = 1 if lockstep else params.warmup + params.bandwidth_repeats
+    seconds = count * (nbytes / rate(a, b) + nbytes / rate(b, a) + 2 * both)
+    return float(seconds.max()), float(2 * count * nbytes * len(ab)), 2 * count * len(ab)
 
 
 def _lookup(
@@ -574,7 +556,7 @@ def plan_probe(
     elif mode == "linear":
         share_levels = bw_planner.groups
     shared = sharing_pairs(share_levels, rates=rate_matrix) if share_levels else []
-    sized_slots = len(slots_all)  # the sharing test's lockstep steps are not sized
+    paired_slots = len(slots_all)  # then the sharing test's lockstep steps: one message each
     if shared:
         stages.append(("sharing", SHARING_STEPS + 1))
         slots_all = slots_all + [list(shared) for _ in range(SHARING_STEPS + 1)]
@@ -584,7 +566,7 @@ def plan_probe(
             stages.append(("sharing", SHARING_STEPS + 1))
             slots_all = slots_all + [list(loaded) for _ in range(SHARING_STEPS + 1)]
     costs = [
-        _slot_cost(s, params, rate_of, lat_of, sized=k < sized_slots)
+        _slot_cost(s, params, rate_of, lat_of, lockstep=k >= paired_slots)
         for k, s in enumerate(slots_all)
     ]
     bw_seconds = sum(c[0] for c in costs)
