@@ -16,7 +16,9 @@ engine runs the phases:
    is the last, so both sides agree);
 3. **bandwidth** -- the slots of :func:`~rankopt.probe.schedule.bandwidth_slots`;
    in each, both processes of a pair send ``warmup + bandwidth_repeats`` large
-   messages in turn, each answered by a small acknowledgement;
+   messages in turn, each announced by its size and answered by a small
+   acknowledgement (a direction ends after two timed messages whose rates agree
+   within :data:`~rankopt.probe._common.RATE_AGREE`);
 4. **gather** -- allgather of every process's rows of the matrices;
 5. **recheck** (all-pairs bandwidth only) -- one pair of every two sibling
    groups that the gathered bandwidth shows, alone in its slot, measured

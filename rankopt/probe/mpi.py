@@ -203,7 +203,7 @@ def measure(
     from sending to the acknowledgement minus the acknowledgement's latency.
 
     *Cost.* Latency: ``~n`` rounds of ``2 (warmup + repeats)`` round trips,
-    ``n / 2`` pairs at a time. Bandwidth: ``S`` slots of
+    ``n / 2`` pairs at a time. Bandwidth: ``S`` slots of at most
     ``2 (warmup + bandwidth_repeats)`` transfers. ``S = n (n - 1) / 2`` (one
     pair at a time) when every pair may share a link: on one host, or on a
     network whose latency shows no tiers. Pairs inside different racks or
