@@ -293,11 +293,13 @@ class DelayTransport(ThreadTransport):
         return _DelayedRecv(self.hub, (peer, self.rank, tag), buf)
 
 
-def run_modelled(latency, hosts, params, *, absent=()):
-    """The engine on one thread per process, over :class:`DelayTransport`."""
+def run_modelled(latency, hosts, params, *, absent=(), transport=None, hub=None):
+    """The engine on one thread per process, over :class:`DelayTransport` (or
+    ``transport``, on ``hub`` when given)."""
     n = len(hosts)
-    hub = _Hub(n)
+    hub = _Hub(n) if hub is None else hub
     hub.latency = latency
+    transport = DelayTransport if transport is None else transport
     results = {}
 
     def body(rank):
@@ -305,7 +307,7 @@ def run_modelled(latency, hosts, params, *, absent=()):
             return
         try:
             results[rank] = run_probe(
-                DelayTransport(hub, rank), params, None, backend="threads", hostname=hosts[rank]
+                transport(hub, rank), params, None, backend="threads", hostname=hosts[rank]
             )
         except Exception as exc:
             results[rank] = exc
@@ -444,26 +446,12 @@ def test_a_direction_stops_after_two_timed_transfers_that_agree():
     n = 3
     rate = np.array([[1, 2e6, 2e6], [2e6, 1, 3e6], [2e6, 3e6, 1]], dtype=float)
     hub = _Hub(n)
-    hub.latency = np.full((n, n), 1e-4)
     hub.rate, hub.busy, hub.sizes = rate, {}, defaultdict(list)
     params = ProbeParams(
         repeats=3, bandwidth_repeats=3, bandwidth_bytes=128 << 10, warmup=1, timeout=30.0
     )
-    results = {}
-
-    def body(rank):
-        try:
-            results[rank] = run_probe(
-                RateTransport(hub, rank), params, None, backend="threads", hostname=f"h{rank}"
-            )
-        except Exception as exc:
-            results[rank] = exc
-
-    threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    hosts = [f"h{r}" for r in range(n)]
+    results = run_modelled(np.full((n, n), 1e-4), hosts, params, transport=RateTransport, hub=hub)
     m = results[0]
     assert not isinstance(m, Exception), m
     off = ~np.eye(n, dtype=bool)
