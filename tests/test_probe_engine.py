@@ -18,7 +18,7 @@ from rankopt.probe._common import ProbeParams
 from rankopt.probe._engine import (
     RECHECK_PASSES,
     SHARING_STEPS,
-    TAG_BW,
+    TAG_SIZE,
     recheck_pairs,
     run_probe,
 )
@@ -427,7 +427,7 @@ def test_engine_linear_latency_progress_per_stage():
 
 class RateTransport(DelayTransport):
     """Messages also take ``size / hub.rate[a, b]`` seconds, one after another on a link;
-    every bandwidth message's size is recorded in ``hub.sizes[(a, b)]``."""
+    every announced size (0 ends a run of transfers) is recorded in ``hub.sizes[(a, b)]``."""
 
     def isend(self, buf, peer, tag):
         now = time.perf_counter()
@@ -437,8 +437,8 @@ class RateTransport(DelayTransport):
             self.hub.busy[link] = start + buf.nbytes / self.hub.rate[self.rank, peer]
             at = self.hub.busy[link] + self.hub.latency[self.rank, peer]
             self.hub.mail[(self.rank, peer, tag)].append((at, buf.copy()))
-            if tag == TAG_BW:
-                self.hub.sizes[link].append(buf.nbytes)
+            if tag == TAG_SIZE:
+                self.hub.sizes[link].append(int(buf[0]))
         return _Done()
 
 
@@ -456,12 +456,18 @@ def test_a_direction_stops_after_two_timed_transfers_that_agree():
     assert not isinstance(m, Exception), m
     off = ~np.eye(n, dtype=bool)
     np.testing.assert_allclose(m.bandwidth[off], rate[off], rtol=0.1)  # read back within 10%
+    assert len(hub.sizes) == n * (n - 1)  # both directions of every pair
     stopped_early = 0
     for (a, b), sizes in hub.sizes.items():
-        assert a != b and set(sizes) == {params.bandwidth_bytes}
-        timed = len(sizes) - params.warmup
-        assert 2 <= timed <= params.bandwidth_repeats
-        stopped_early += timed == 2
-    assert len(hub.sizes) == n * (n - 1)  # both directions of every pair
+        # one run of announced transfers per direction and phase (the bandwidth phase,
+        # then the recheck where the rates show groups), each ended by a 0
+        assert a != b and sizes[-1] == 0
+        ends = [i for i, x in enumerate(sizes) if x == 0]
+        for start, end in zip([-1, *ends[:-1]], ends, strict=True):
+            announced = sizes[start + 1 : end]
+            assert set(announced) == {params.bandwidth_bytes}
+            timed = len(announced) - params.warmup
+            assert 2 <= timed <= params.bandwidth_repeats, (a, b, sizes)
+            stopped_early += timed == 2
     # a link whose rate does not change gives two samples that agree: no third is taken
     assert stopped_early >= 1, dict(hub.sizes)
