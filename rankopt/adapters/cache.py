@@ -66,7 +66,7 @@ from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
 from rankopt.adapters.drift import TOLERANCE, _sigma_own, bandwidth_moved
-from rankopt.probe._common import ProbeParams, ProbeProgress
+from rankopt.probe._common import ProbeParams, ProbeProgress, transfer_seconds
 from rankopt.probe.measurement import Measurement
 
 __all__ = [
@@ -592,8 +592,7 @@ def _sample(
                 lat[s] = max(int(one_way * 1e9), 1)
                 if took is not None:
                     elapsed = float(np.median(took))
-                    transfer = max(elapsed - one_way, elapsed / 2.0)
-                    bw[s] = int(nbytes / transfer)
+                    bw[s] = int(nbytes / transfer_seconds(elapsed, one_way))
         elif me == j:
             ok = probe._respond(i, small_in, small_out, _TAGS_LAT, CHECK_PINGS, deadline)
             if ok and big is not None:

@@ -467,6 +467,7 @@ def check_mpi(
 
     from rankopt.adapters.drift import choose_pairs, compare
     from rankopt.adapters.mpi import RankoptMPIError, _abort_at_exit, _dup, _wait
+    from rankopt.probe._common import transfer_seconds
     from rankopt.probe.mpi import measure
 
     n = comm.Get_size()
@@ -510,8 +511,7 @@ def check_mpi(
                 step([private.Isend(ack, dest=i, tag=0x7C02)], "a bandwidth sample", True)
         if me == i:
             elapsed = float(np.median(times))
-            transfer = max(elapsed - float(m.latency[j, i]), elapsed / 2.0)
-            rates[k] = nbytes / transfer
+            rates[k] = nbytes / transfer_seconds(elapsed, float(m.latency[j, i]))
     total = np.zeros_like(rates)
     step([private.Iallreduce(rates, total, op=MPI.SUM)], "sharing the bandwidth samples")
     private.Free()

@@ -55,6 +55,7 @@ __all__ = [
     "median_mad",
     "probe_hostname",
     "RATE_AGREE",
+    "transfer_seconds",
 ]
 
 DELAY_ENV = "RANKOPT_PROBE_TEST_DELAY"
@@ -260,6 +261,20 @@ def probe_hostname(rank: int, environ: dict[str, str] | None = None) -> str:
 #: fraction end that direction of the pair: the third is taken only where the first
 #: two differ (a link another tenant loads, a transfer that met a stall).
 RATE_AGREE = 0.02
+
+
+def transfer_seconds(elapsed: Any, ack_latency: Any) -> Any:
+    """One-way time of a transfer timed from its send to its acknowledgement.
+
+    ``elapsed`` less the acknowledgement's one-way latency, never less than half
+    of ``elapsed`` (a latency read high cannot make a transfer free). Scalars or
+    arrays.
+
+    >>> from rankopt.probe._common import transfer_seconds
+    >>> float(transfer_seconds(0.010, 0.001)), float(transfer_seconds(0.010, 0.008))
+    (0.009, 0.005)
+    """
+    return np.maximum(np.subtract(elapsed, ack_latency), np.divide(elapsed, 2.0))
 
 
 def median_mad(samples: NDArray[np.float64]) -> tuple[float, float]:

@@ -78,6 +78,7 @@ from rankopt.probe._common import (
     median_mad,
     resolve_bandwidth_mode,
     resolve_latency_mode,
+    transfer_seconds,
 )
 from rankopt.probe._topology import infer_link_levels
 from rankopt.probe.linear import LinearPlanner
@@ -393,7 +394,7 @@ class _Probe:
                 elapsed[used] = took
                 used += 1
                 if used == 2 and count > 2:
-                    a, b = (max(x - ack_latency, x / 2.0) for x in elapsed[:2])
+                    a, b = transfer_seconds(elapsed[:2], ack_latency)
                     if abs(a - b) <= RATE_AGREE * max(a, b):
                         break
             head[0] = 0
@@ -691,9 +692,7 @@ class _Probe:
         announced = per_step is None
 
         def rate(elapsed: NDArray[np.float64], peer: int) -> tuple[float, float]:
-            # one-way transfer time: elapsed minus the acknowledgement's latency
-            transfer = np.maximum(elapsed - latency[peer, me], elapsed / 2.0)
-            return median_mad(nbytes / transfer)
+            return median_mad(nbytes / transfer_seconds(elapsed, latency[peer, me]))
 
         out = np.ones(nbytes, dtype=np.uint8)
         inbox = np.zeros(nbytes, dtype=np.uint8)
