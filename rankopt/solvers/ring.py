@@ -199,16 +199,17 @@ class _Search:
         LKH-3's length in a few times the first pass's time.
         """
         nb = _ring_search.knn_lists(w, self.k) if nb is None else nb
+        length = float(w[tour, np.roll(tour, -1)].sum())
         for _ in range(LOCAL_PASSES):
-            before = float(w[tour, np.roll(tour, -1)].sum())
             gain, ev, mv, st = _ring_search.local_search(w, tour, nb, True, self.ctx.remaining())
             self.evaluations += ev
             self.iterations += mv
             if st == 1:
                 self.stop = "time_limit"
                 return
-            if -gain <= LOCAL_PASS_GAIN * before or self.ctx.out_of_time():
+            if -gain <= LOCAL_PASS_GAIN * length or self.ctx.out_of_time():
                 return
+            length += gain  # the pass's delta: the ring's length before the next pass
 
     def kicks(
         self,
