@@ -958,10 +958,11 @@ def _checked_against_spread(
             "the launch order is kept"
         )
         return identity(n), baseline, LAUNCH_KEPT, (1.0, 1.0)
-    if not kept and not interval_of(ratios)[0] > 1.0:
+    low = interval_of(ratios)[0]
+    if not kept and not low > 1.0:
         notes.append(
             f"the order found is slower than the launch order on some drawn networks "
-            f"(5th percentile {interval_of(ratios)[0]:.3g}x), by at most the tolerance; "
+            f"(5th percentile {low:.3g}x), by at most the tolerance; "
             "it is faster "
             f"on most (median {float(np.median(ratios)):.3g}x), so it is applied"
         )
