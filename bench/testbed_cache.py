@@ -69,8 +69,30 @@ def main() -> None:
                     f"{row['order']} | {row['fraction_of_best']:.0%} |",
                     flush=True,
                 )
+            if launch == 1:
+                phases = _probe_phases(Path(tmp) / "cache")
+                for row in rows:
+                    row["probe_phases_s"] = phases.get(row["engine"], {})
+    for row in rows[: len(report["user"])]:
+        spent = ", ".join(f"{k} {v:.2f}" for k, v in row.get("probe_phases_s", {}).items())
+        print(f"first launch, {row['engine']}: probe phases (s): {spent}")
     if args.output:
         Path(args.output).write_text(json.dumps(rows, indent=1))
+
+
+def _probe_phases(cache: Path) -> dict[str, dict[str, float]]:
+    """Seconds per probe phase of every kept probe, by testbed engine."""
+    from rankopt.probe.measurement import load_measurement
+
+    found: dict[str, dict[str, float]] = {}
+    for path in sorted(cache.rglob("*.npz")):
+        m = load_measurement(path)
+        engine = "gloo" if "gloo" in m.backend.lower() else "mpi-default"
+        spent: dict[str, float] = {}
+        for phase, _steps, seconds in m.parameters.get("phase_seconds", []):
+            spent[phase] = spent.get(phase, 0.0) + float(seconds)
+        found[engine] = spent
+    return found
 
 
 if __name__ == "__main__":
