@@ -277,7 +277,7 @@ cdef inline double lk_step(const floating[:, ::1] w, long long[::1] tour, long l
         st.added_a[level] = t2
         st.added_b[level] = t3
         g2 = gain - d23[pick] + d34[pick]
-        close = g2 - w[t4, t1]
+        close = g2 - w[t1, t4]
         if st.nt + 3 <= 64:
             st.touched[st.nt] = t2
             st.touched[st.nt + 1] = t3
@@ -342,7 +342,7 @@ cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour
         if pick < 0:
             return 0.0
         g2 = gain - d23[pick] + d34[pick]
-        c41 = w[t4, t1]
+        c41 = w[t1, t4]
         if g2 - c41 > st.eps:  # a 2-opt move
             lk_flip(tour, pos, st, t1, t2, t4, t3)
             st.touched[0] = t3
@@ -377,7 +377,7 @@ cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour
             d56[n1] = c56
             s1[n1] = c56 - c45
             evals[0] += 1
-            cl = g3 + c56 - w[t6, t1]
+            cl = g3 + c56 - w[t1, t6]
             if cl > best_close:
                 best_close = cl
                 close_pick = n1

@@ -205,7 +205,7 @@ cdef inline double three_opt_move(const floating[:, ::1] w, long long[::1] tour,
                     if e == c or not in_run(pos, e, b, c, n, direction):
                         continue
                     f = along(tour, pos, e, n, direction)
-                    total = gain2 + w[e, f] - w[f, a]
+                    total = gain2 + w[e, f] - w[a, f]
                 else:
                     if e == a or e == c or e == d:
                         continue
