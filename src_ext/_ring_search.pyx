@@ -27,7 +27,7 @@ from rankopt.solvers._ring_candidates import alpha_candidates, knn_lists
 from rankopt.solvers._ring_construct import greedy_edge, nearest_neighbor
 
 __all__ = ["alpha_candidates", "greedy_edge", "iterated_local_search", "knn_lists",
-           "local_search", "nearest_neighbor"]
+           "local_search", "matrix_tolerance", "nearest_neighbor"]
 
 # stop codes returned to Python
 cdef enum:
@@ -103,9 +103,22 @@ def _candidate_weights(const floating[:, ::1] w, const long long[:, ::1] nb):
     return out
 
 
+def matrix_tolerance(const floating[:, ::1] w):
+    """The smallest gain that counts as an improvement on ``w`` (``tolerance``).
+
+    An O(n^2) scan of the matrix: a caller that searches one matrix many
+    times computes it once and passes it as ``eps``.
+    """
+    return tolerance(w)
+
+
 def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
-                 bint use_or=True, double time_limit=0.0, long long max_moves=0):
-    """Improve ``tour`` in place with 2-opt and Or-opt; returns (delta, evals, moves, stop)."""
+                 bint use_or=True, double time_limit=0.0, long long max_moves=0,
+                 double eps=0.0):
+    """Improve ``tour`` in place with 2-opt and Or-opt; returns (delta, evals, moves, stop).
+
+    ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
+    """
     cdef long long n = tour.shape[0]
     cdef long long[::1] pos = np.empty(n, dtype=np.int64)
     cdef double[:, ::1] nbw = _candidate_weights(w, nb)
@@ -121,6 +134,8 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
         free(queue)
         free(inq)
         raise MemoryError()
+    if eps <= 0.0:
+        eps = tolerance(w)
     with nogil:
         for k in range(n):
             pos[tour[k]] = k
@@ -128,7 +143,7 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
         for k in range(n):
             push(queue, inq, &tail, n, tour[k])
         total = run_queue(w, tour, pos, nb, &nbw[0, 0], n, use_or, &evals, &moves, queue, inq,
-                          &head, &tail, deadline, max_moves, &stop, &log, tolerance(w))
+                          &head, &tail, deadline, max_moves, &stop, &log, eps)
     free(queue)
     free(inq)
     return total, evals, moves, stop
@@ -137,10 +152,11 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
 def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                           const long long[:, ::1] nb, unsigned long long seed,
                           long long max_kicks, double time_limit=0.0, long long window=50,
-                          callback=None, long long report_every=0):
+                          callback=None, long long report_every=0, double eps=0.0):
     """Or-3opt kicks (swap two short adjacent runs) + local search; keep if not worse.
 
     ``tour`` must be a local optimum on entry and is improved in place.
+    ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
     Returns (delta, evals, moves, kicks, stop).
     """
     cdef long long n = tour.shape[0]
@@ -155,8 +171,9 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     cdef int stop = STOP_MAX_ITER, inner_stop
     cdef unsigned long long state = seed
     cdef double total = 0.0, delta, deadline = now_s() + time_limit if time_limit > 0 else 0.0
-    cdef double eps = tolerance(w)
     cdef Log log
+    if eps <= 0.0:
+        eps = tolerance(w)
     if n < 8:
         free(queue)
         free(inq)

@@ -13,6 +13,7 @@ from rankopt.solvers._ring_construct import nearest_neighbor as nearest_neighbor
 
 _F = TypeVar("_F", np.float32, np.float64)
 
+def matrix_tolerance(w: NDArray[_F]) -> float: ...
 def local_search(
     w: NDArray[_F],
     tour: NDArray[np.int64],
@@ -20,6 +21,7 @@ def local_search(
     use_or: bool = True,
     time_limit: float = 0.0,
     max_moves: int = 0,
+    eps: float = 0.0,
 ) -> tuple[float, int, int, int]: ...
 def iterated_local_search(
     w: NDArray[_F],
@@ -31,4 +33,5 @@ def iterated_local_search(
     window: int = 50,
     callback: Callable[[int, float], object] | None = None,
     report_every: int = 0,
+    eps: float = 0.0,
 ) -> tuple[float, int, int, int, int]: ...

@@ -186,6 +186,15 @@ class _Search:
         self.iterations = 0
         self.evaluations = 0
         self.stop = "local_optimum"
+        self._tol: tuple[NDArray[np.floating], float] | None = None
+
+    def tolerance(self, w: NDArray[np.floating]) -> float:
+        """``matrix_tolerance(w)``, kept for the last matrix: an O(n^2) scan that every
+        pass and every kick batch on the same matrix would otherwise repeat (at
+        n = 16,384, 0.16 s per call)."""
+        if self._tol is None or self._tol[0] is not w:
+            self._tol = (w, float(_ring_search.matrix_tolerance(w)))
+        return self._tol[1]
 
     def local(self, w: NDArray[np.floating], tour: NDArray[np.int64], nb=None) -> None:
         """Local search passes (every process queued) while a pass shortens the ring by
@@ -200,8 +209,11 @@ class _Search:
         """
         nb = _ring_search.knn_lists(w, self.k) if nb is None else nb
         length = float(w[tour, np.roll(tour, -1)].sum())
+        eps = self.tolerance(w)
         for _ in range(LOCAL_PASSES):
-            gain, ev, mv, st = _ring_search.local_search(w, tour, nb, True, self.ctx.remaining())
+            gain, ev, mv, st = _ring_search.local_search(
+                w, tour, nb, True, self.ctx.remaining(), 0, eps
+            )
             self.evaluations += ev
             self.iterations += mv
             if st == 1:
@@ -242,6 +254,7 @@ class _Search:
             self.window,
             cb,
             every,
+            self.tolerance(w),
         )
         self.evaluations += ev
         self.iterations += done
