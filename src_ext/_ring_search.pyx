@@ -17,7 +17,8 @@
 from cython cimport floating
 from libc.stdlib cimport malloc, free
 
-from _ring_common cimport Log, cyc, move_segment, now_s, rng_int, tolerance, undo_log
+from _ring_common cimport (Log, cyc, move_segment, now_s, pred, rng_int, succ, tolerance,
+                           undo_log)
 from _ring_lk cimport lk_move
 from _ring_moves cimport or_opt_move, push, three_opt_move, two_opt_move
 
@@ -27,13 +28,18 @@ from rankopt.solvers._ring_candidates import alpha_candidates, knn_lists
 from rankopt.solvers._ring_construct import greedy_edge, nearest_neighbor
 
 __all__ = ["alpha_candidates", "greedy_edge", "iterated_local_search", "knn_lists",
-           "local_search", "matrix_tolerance", "nearest_neighbor"]
+           "local_search", "matrix_tolerance", "nearest_neighbor", "window_link_ratio"]
 
 # stop codes returned to Python
 cdef enum:
     STOP_LOCAL_OPTIMUM = 0
     STOP_TIME_LIMIT = 1
     STOP_MAX_ITER = 2
+
+# kick types of iterated_local_search
+cdef enum:
+    KICK_WINDOW = 0     # swap two random runs of at most ``window`` positions
+    KICK_CANDIDATE = 1  # the segment swap from a random process whose two new links are candidates
 
 
 cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
@@ -112,6 +118,79 @@ def matrix_tolerance(const floating[:, ::1] w):
     return tolerance(w)
 
 
+def window_link_ratio(const floating[:, ::1] w, const long long[::1] tour, long long window,
+                      unsigned long long seed, long long samples=256):
+    """Mean weight of a link between two processes at most ``window`` positions apart
+    on ``tour``, over the mean weight of the ring's links (``samples`` random pairs).
+
+    What a window kick costs in units of a ring link: about 4 on hierarchical
+    cloud matrices and 14 on random points in the plane, whose rings keep
+    close processes close in the tour, and about 240 on independent uniform
+    weights (n = 1,024), where a window kick adds three random links that the
+    repair must remove again.
+    """
+    cdef long long n = tour.shape[0], k, i
+    cdef unsigned long long state = seed
+    cdef double ring = 0.0, pairs = 0.0
+    if n < 8 or samples < 1:
+        return 1.0
+    if window > n // 2 - 1:
+        window = n // 2 - 1
+    if window < 1:
+        window = 1
+    with nogil:
+        for k in range(n):
+            ring += w[tour[k], tour[k + 1 if k + 1 < n else 0]]
+        for k in range(samples):
+            i = rng_int(&state, n)
+            pairs += w[tour[i], tour[cyc(i + 1 + rng_int(&state, window), n)]]
+    ring /= n
+    pairs /= samples
+    return pairs / ring if ring > 0.0 else (1.0 if pairs <= 0.0 else float("inf"))
+
+
+cdef bint candidate_kick(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                         const long long[:, ::1] nb, long long n, unsigned long long *state,
+                         long long *ends) noexcept nogil:
+    """The ends of a segment swap (see iterated_local_search) whose first two new links
+    are candidate links: e0 random, e1 after it, e3 a candidate of e0 and e5 a
+    candidate of e2 (the process before e3), the pair of smallest delta. The
+    tour e0 [e1..e2] [e3..e4] e5 becomes e0 [e3..e4] [e1..e2] e5: a
+    double bridge, which no sequential move (2-opt .. Lin-Kernighan) makes.
+    False when no candidate pair fits."""
+    cdef long long K = nb.shape[1], e0, e1, e2, e3, e4, e5, k, j, span3, d5
+    cdef long long b3 = -1, b5 = -1
+    cdef double d, best = 0.0
+    e0 = tour[rng_int(state, n)]
+    e1 = succ(tour, pos, e0, n)
+    for k in range(K):
+        e3 = nb[e0, k]
+        span3 = cyc(pos[e3] - pos[e1], n)
+        if span3 < 1 or span3 > n - 3:
+            continue
+        e2 = pred(tour, pos, e3, n)
+        for j in range(K):
+            e5 = nb[e2, j]
+            d5 = cyc(pos[e5] - pos[e1], n)
+            if d5 <= span3 or d5 > n - 2:
+                continue
+            e4 = pred(tour, pos, e5, n)
+            d = w[e0, e3] + w[e4, e1] + w[e2, e5] - w[e0, e1] - w[e2, e3] - w[e4, e5]
+            if b3 < 0 or d < best:
+                best = d
+                b3 = e3
+                b5 = e5
+    if b3 < 0:
+        return False
+    ends[0] = e0
+    ends[1] = e1
+    ends[2] = pred(tour, pos, b3, n)
+    ends[3] = b3
+    ends[4] = pred(tour, pos, b5, n)
+    ends[5] = b5
+    return True
+
+
 def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
                  bint use_or=True, double time_limit=0.0, long long max_moves=0,
                  double eps=0.0):
@@ -152,9 +231,15 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
 def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                           const long long[:, ::1] nb, unsigned long long seed,
                           long long max_kicks, double time_limit=0.0, long long window=50,
-                          callback=None, long long report_every=0, double eps=0.0):
-    """Or-3opt kicks (swap two short adjacent runs) + local search; keep if not worse.
+                          callback=None, long long report_every=0, double eps=0.0,
+                          int kick=KICK_WINDOW):
+    """Or-3opt kicks (swap two adjacent runs) + local search; keep if not worse.
 
+    ``kick`` 0: the runs are random, of at most ``window`` positions each (for
+    matrices whose good rings keep close processes close in the tour); 1: the
+    runs start at a random process and end where two new links are candidate
+    links (``candidate_kick``; for matrices without that locality, see
+    ``window_link_ratio``), else as with 0.
     ``tour`` must be a local optimum on entry and is improved in place.
     ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
     Returns (delta, evals, moves, kicks, stop).
@@ -193,16 +278,17 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     while kicks < max_kicks:
         with nogil:
             # runs B = [i1, i1+l1) and C = [i1+l1, i1+l1+l2), then A C B D
-            i1 = rng_int(&state, n)
-            l1 = 1 + rng_int(&state, window)
-            l2 = 1 + rng_int(&state, window)
-            span = l1 + l2
-            ends[0] = tour[cyc(i1 - 1, n)]
-            ends[1] = tour[i1]
-            ends[2] = tour[cyc(i1 + l1 - 1, n)]
-            ends[3] = tour[cyc(i1 + l1, n)]
-            ends[4] = tour[cyc(i1 + span - 1, n)]
-            ends[5] = tour[cyc(i1 + span, n)]
+            if kick != KICK_CANDIDATE or not candidate_kick(w, tour, pos, nb, n, &state, ends):
+                i1 = rng_int(&state, n)
+                l1 = 1 + rng_int(&state, window)
+                l2 = 1 + rng_int(&state, window)
+                span = l1 + l2
+                ends[0] = tour[cyc(i1 - 1, n)]
+                ends[1] = tour[i1]
+                ends[2] = tour[cyc(i1 + l1 - 1, n)]
+                ends[3] = tour[cyc(i1 + l1, n)]
+                ends[4] = tour[cyc(i1 + span - 1, n)]
+                ends[5] = tour[cyc(i1 + span, n)]
             delta = (w[ends[0], ends[3]] + w[ends[4], ends[1]] + w[ends[2], ends[5]]
                      - w[ends[0], ends[1]] - w[ends[2], ends[3]] - w[ends[4], ends[5]])
             log.size = 0

@@ -81,3 +81,35 @@ def test_local_search_from_a_random_ring_finds_the_optimum_of_points_in_convex_p
         rs.iterated_local_search(m, tour, nb, seed, 50)
         assert _is_perm(tour, n)
         assert np.isclose(ring_sum_reference(m, tour), optimum, rtol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("n", "seed"), [(9, 4), (150, 0), (333, 1)])
+def test_candidate_kicks_keep_permutation_track_cost_and_repeat(n, seed, dtype):
+    m = _uniform(n, seed, dtype)
+    nb = rs.alpha_candidates(m, 5, 10)[0]
+    runs = []
+    for _ in range(2):
+        tour = np.random.default_rng(seed).permutation(n).astype(np.int64)
+        rs.local_search(m, tour, nb)
+        start = ring_sum_reference(m.astype(np.float64), tour)
+        d, _, _, kicks, stop = rs.iterated_local_search(
+            m, tour, nb, seed, 300, 0.0, 150, None, 0, 0.0, 1
+        )
+        assert (kicks, stop) == (300, 2) and _is_perm(tour, n) and d <= 0
+        assert np.isclose(ring_sum_reference(m.astype(np.float64), tour), start + d, rtol=1e-5)
+        runs.append(tour)
+    assert np.array_equal(*runs)
+
+
+def test_kick_type_tells_uniform_weights_from_points_in_the_plane():
+    from rankopt.solvers.ring import candidate_lists, greedy_ring, kick_type
+
+    pts = np.random.default_rng(0).random((400, 2))
+    plane = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    for m, want in ((_uniform(400, 0), 1), (plane, 0)):
+        nb = candidate_lists(m, 5, "nearest")
+        tour = greedy_ring(m, nb)
+        rs.local_search(m, tour, nb)
+        assert kick_type(m, tour, 150) == want
+    assert rs.window_link_ratio(np.zeros((8, 8)), np.arange(8, dtype=np.int64), 3, 0) == 1.0

@@ -34,4 +34,8 @@ def iterated_local_search(
     callback: Callable[[int, float], object] | None = None,
     report_every: int = 0,
     eps: float = 0.0,
+    kick: int = 0,
 ) -> tuple[float, int, int, int, int]: ...
+def window_link_ratio(
+    w: NDArray[_F], tour: NDArray[np.int64], window: int, seed: int, samples: int = 256
+) -> float: ...
