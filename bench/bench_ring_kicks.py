@@ -14,7 +14,8 @@ Two kinds of symmetric matrix, float32:
 
 ``kicks``: microseconds (CPU) per ILS kick of ``_ring_search.iterated_local_search``
 from a local optimum (greedy-edge start, then local search; the default
-solve's candidates: the 5 alpha-nearest up to n = 4096, else the 10 nearest),
+solve's candidates: the 5 alpha-nearest up to n = 4096, else the 10 nearest,
+and its kick type, ``ring.kick_type``: candidate double bridges on uniform),
 ``min(default_kicks(n), --kicks)`` kicks, median over the seeds.
 
 ``quality``: ``rankopt.solve(lat)`` (the default: ``ils`` with its default
@@ -43,9 +44,11 @@ from rankopt.solvers.ring import (
     ALPHA_MAX_N,
     ALPHA_NEIGHBORS,
     DEFAULT_NEIGHBORS,
+    DEFAULT_WINDOW,
     candidate_lists,
     default_kicks,
     greedy_ring,
+    kick_type,
 )
 
 LEVELS = (2.5e-5, 6e-5, 1.8e-4)  # same rack, same pod, across pods (s)
@@ -113,9 +116,12 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
     )
     tour = greedy_ring(w, nb)
     _ring_search.local_search(w, tour, nb)
+    kick = kick_type(w, tour, DEFAULT_WINDOW)
     kicks = min(kicks, default_kicks(n))
     t = time.process_time()
-    done = _ring_search.iterated_local_search(w, tour, nb, seed, kicks, 0.0, 150)[3]
+    done = _ring_search.iterated_local_search(
+        w, tour, nb, seed, kicks, 0.0, DEFAULT_WINDOW, None, 0, 0.0, kick
+    )[3]
     return (time.process_time() - t) / max(done, 1) * 1e6, done
 
 
