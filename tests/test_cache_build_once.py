@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import time
 
 import numpy as np
 import pytest
@@ -99,3 +100,84 @@ def test_probed_groups_need_no_build_in_the_cache(monkeypatch, tmp_path, builds)
     assert "inferred_hierarchy" not in stored.parameters
     network_of(res)
     assert builds == [res]
+
+
+# -- the drift check's second look at pairs that moved -----------------------------
+
+
+def _checks(monkeypatch, looks):
+    """``_sample`` answering each call from ``looks`` (a factor on the stored
+    rates for every pair's bandwidth, per call); the plans it was given are kept."""
+    plans = []
+
+    def sample(probe, plan, slots=None):
+        factor = looks[len(plans)]
+        plans.append(list(plan))
+        stored = _probed()
+        lat = np.array([stored.latency[i, j] for i, j, _ in plan])
+        bw = np.array([stored.bandwidth[i, j] * factor(i, j) for i, j, _ in plan])
+        return lat, bw
+
+    monkeypatch.setattr(cache_mod, "_sample", sample)
+    return plans
+
+
+def _slow_pair(plan_pair):
+    i0, j0 = plan_pair
+    return lambda i, j: 0.3 if (i, j) == (i0, j0) else 1.0
+
+
+def _recent(**parameters) -> Measurement:
+    """:func:`_probed`, finished just now (an entry young enough to be checked)."""
+    m = _probed(**parameters)
+    now = time.time()
+    return Measurement(m.latency, m.bandwidth, HOSTS, started_at=now - 1, finished_at=now,
+                       parameters=parameters)  # fmt: skip
+
+
+def _launch(tmp_path):
+    return probe_with_cache(
+        None, ProbeParams(), ProbeCache(directory=tmp_path), None, backend="mpi", hostname="h0"
+    )
+
+
+def test_a_pair_that_moved_once_is_looked_at_again_and_the_entry_kept(
+    monkeypatch, tmp_path, builds
+):
+    _cold_start(monkeypatch, tmp_path, _recent())
+    first = cache_mod._check_plan(Network.from_measurement(_probed()))
+    slow = first[1][:2]
+    plans = _checks(monkeypatch, [_slow_pair(slow), lambda i, j: 1.0])
+    res = _launch(tmp_path)
+    info = res.parameters["cache"]
+    assert info["status"] == "hit", info
+    assert info["second_look"] == 1
+    assert [p[:2] for p in plans[1]] == [slow]  # only the pair that moved, again
+    (rec,) = [r for r in info["pairs"] if "first_look" in r]
+    assert (rec["src"], rec["dst"]) == slow and not rec.get("moved")
+    assert rec["first_look"]["bandwidth_ratio"] == pytest.approx(0.3, rel=1e-3)
+    assert rec["bandwidth_ratio"] == pytest.approx(1.0, rel=1e-3)
+    assert cache_mod.describe_cache(info).endswith("none moved (1 on a second look)")
+
+
+def test_a_pair_that_moved_on_both_looks_reprobes(monkeypatch, tmp_path, builds):
+    _cold_start(monkeypatch, tmp_path, _recent())
+    first = cache_mod._check_plan(Network.from_measurement(_probed()))
+    slow = first[0][:2]
+    plans = _checks(monkeypatch, [_slow_pair(slow), _slow_pair(slow)])
+    fresh = _probed(marker=1)
+    monkeypatch.setattr(_engine, "run_probe", lambda *a, **k: fresh)
+    res = _launch(tmp_path)
+    info = res.parameters["cache"]
+    assert info["status"] == "probed", info
+    assert info["reason"] == (
+        f"the drift check found pairs that moved: ({slow[0]}, {slow[1]}) (on a second look too)"
+    )
+    assert len(plans) == 2 and res.parameters["marker"] == 1
+
+
+def test_a_check_where_nothing_moved_takes_one_look(monkeypatch, tmp_path, builds):
+    _cold_start(monkeypatch, tmp_path, _recent())
+    plans = _checks(monkeypatch, [lambda i, j: 1.0])
+    info = _launch(tmp_path).parameters["cache"]
+    assert info["status"] == "hit" and "second_look" not in info and len(plans) == 1
