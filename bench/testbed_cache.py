@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,17 @@ def main() -> None:
     for row in rows[: len(report["user"])]:
         spent = ", ".join(f"{k} {v:.2f}" for k, v in row.get("probe_phases_s", {}).items())
         print(f"first launch, {row['engine']}: probe phases (s): {spent}")
+    for engine in dict.fromkeys(row["engine"] for row in rows):
+        cached = [
+            r["overhead_s"]
+            for r in rows
+            if r["engine"] == engine and r["launch"] > 1 and str(r["probe"]).startswith("cached")
+        ]
+        if cached:
+            print(
+                f"cached launches, {engine}: median overhead {statistics.median(cached):.2f} s "
+                f"over {len(cached)} ({min(cached):.2f}-{max(cached):.2f} s)"
+            )
     if args.output:
         Path(args.output).write_text(json.dumps(rows, indent=1))
 
