@@ -93,8 +93,9 @@ __all__ = [
 EVALS_PER_RANK = 150
 #: ... at least this many (small jobs, where an evaluation costs little) ...
 MIN_EVALS = 50_000
-#: ... and at most this many (about 3 s at 4,096 processes, where an evaluation
-#: waits on memory: ~10 us against ~4 us at 1,024).
+#: ... and at most this many (about 9 s of CPU at 4,096 processes on the networks of
+#: ``bench/bench_solve_scale.py``, where an evaluation waits on memory: ~30 us; a
+#: sixth of it, 50,000, took 2.1-2.2 s for a modelled cost 0.2% and 1.2% higher).
 MAX_EVALS = 300_000
 #: Evaluations per process without a gain after which the descent has stalled.
 PATIENCE = 40
