@@ -1,8 +1,9 @@
 # Header-only Lin-Kernighan move of the symmetric ring local search
-# (_ring_search): a chain of at most LK_MAX_DEPTH 2-opt flips that drops a
-# link at one process, each level adding a candidate link with positive
-# partial gain, kept as soon as the closed ring is shorter. Levels 0 and 1 are
-# scored without moving anything; deeper levels flip a virtual tour.
+# (_ring_search): a chain of at most LK3_MAX_STEPS sequential 3-opt steps (the
+# basis move of LKH with MOVE_TYPE = 3) that drops a link at one process, each
+# step adding two candidate links with positive partial gain, kept as soon as
+# the closed ring is shorter. A step is scored without moving anything; the
+# chain so far is made on a virtual tour.
 #
 # Virtual tour: a long flip of a move under trial is not applied to the array
 # (it would cost up to n/2 swaps, and nearly all trial flips are taken back);
@@ -19,26 +20,11 @@
 # reads the same tours as with array flips.
 
 from cython cimport floating
-from libc.math cimport INFINITY, NAN
-
 from _ring_common cimport Log, log_reversal, pred, reverse_path, succ
-from _ring_moves cimport along, in_run, push
+from _ring_moves cimport along, push
 
 
-# Lin-Kernighan move: at most LK_MAX_DEPTH flips; level 0 tries 3 first links,
-# level 1 closes at the best of all its candidates or descends from the 2 most
-# promising, deeper levels from 1. Deep chains are what find the improving
-# moves of a matrix without locality (independent random weights); they cost
-# little (breadth 1), while the breadth of the first level multiplies the work
-# at every process where no move gains. On independent uniform weights depth
-# 10 / breadth 3 reaches in 0.7 s of ILS a ring shorter than depth 5 / breadth
-# 5 does in 2.2 s at n = 1,024, and 8x closer to the best at 4,096; on
-# hierarchical cloud matrices the two gain alike per second
-# (bench/bench_ring_kicks.py).
 cdef enum:
-    LK_MAX_DEPTH = 10
-    LK_BREADTH_1 = 3
-    LK_BREADTH_2 = 2
     # flips up to max(LK_ARRAY_FLIP, n / LK_ARRAY_FRACTION) positions are
     # done on the array during a trial
     LK_ARRAY_FLIP = 32
@@ -51,12 +37,13 @@ cdef struct LKState:
     long long ni            # flips of the move (entries in fi / fj, va / vl)
     long long nphys         # the first nphys of them are done on the array, the rest virtual
     long long array_flip    # the longest flip done on the array during a trial
-    long long fi[16]        # the reverse_path arguments of each flip
-    long long fj[16]
-    long long va[16]        # the interval it reverses: first position, length
-    long long vl[16]
-    long long added_a[16]   # links added so far (t2, t3)
-    long long added_b[16]
+    long long fi[48]        # the reverse_path arguments of each flip
+    long long fj[48]
+    long long va[48]        # the interval it reverses: first position, length
+    long long vl[48]
+    long long added_a[48]   # links added so far: (t2, t3) and (t4, t5) of each step
+    long long added_b[48]
+    long long na            # entries of added_a / added_b
     long long touched[64]
     long long nt
     double eps              # smallest gain that counts
@@ -178,235 +165,204 @@ cdef inline bint lk_added(LKState *st, long long level, long long x, long long y
     return False
 
 
-cdef inline long long lk_candidates(const floating[:, ::1] w, long long[::1] tour,
-                                    long long[::1] pos, const long long[:, ::1] nb,
-                                    LKState *st, long long t2, double gain, long long level,
-                                    long long *c3, long long *c4, double *score,
-                                    double *d23, double *d34) noexcept nogil:
-    """Candidates (t3, t4) for dropping (t1, t2): positive partial gain, not tabu.
+# The step (LKH's sequential 3-opt basis move, MOVE_TYPE = 3): for the link
+# (t1, t2) that goes, every candidate t3 of t2 with either tour neighbour t4
+# of t3, and every candidate t5 of t4 with each t6 that closes a valid ring:
+# t4 before t3 (t2 after t1) is the 2-opt case, closing at (t1, t4) or going
+# on with the one t6 that keeps the ring valid; t4 after t3 is the or-type
+# case, whose first exchange alone would split the ring: t5 on the run
+# t2 .. t3 and both its neighbours t6 (the exchange of the runs t2..t5 and
+# t6..t3, or both reversed in place). The step closes at the first (t6, t1)
+# that gains, else continues from t6 with the best partial gain G4 (no
+# backtracking, as in LKH). It replaces chains of 2-opt flips (depth 10,
+# breadth 3 / 2 / 1), whose steps chose t3 by a one-link lookahead and could
+# not start with the or-type case: at about the same cost per kick, the ring
+# on independent uniform weights is shorter after the same kicks, and the
+# local optimum before the kicks far closer to LKH-3's
+# (bench/bench_ring_kicks.py).
+cdef enum:
+    LK3_MAX_STEPS = 8
+    LK3_BREADTH = 1      # first-step alternatives tried (deeper: the best only)
+    LK3_SLOTS = 48       # flips a chain may hold (LKState.fi ...)
 
-    t4 is the neighbour of t3 on the side that keeps the ring valid after the
-    flip; the score is the lookahead w(t3, t4) - w(t2, t3), and d23, d34 get
-    those two weights. Returns how many.
+
+cdef inline bint v_between(long long[::1] pos, LKState *st, long long a, long long b,
+                           long long c, bint fwd) noexcept nogil:
+    """Whether ``b`` lies on the run from ``a`` to ``c`` walked forward (``fwd``) or back,
+    in the virtual tour."""
+    cdef long long pa = v_pos(pos, st, a), pb = v_pos(pos, st, b), pc = v_pos(pos, st, c)
+    cdef long long n = st.n, x, y
+    if fwd:
+        x = pb - pa
+        y = pc - pa
+    else:
+        x = pa - pb
+        y = pa - pc
+    if x < 0:
+        x += n
+    if y < 0:
+        y += n
+    return x <= y
+
+
+cdef inline void lk3_apply(long long[::1] tour, long long[::1] pos, LKState *st, long long t2,
+                           long long t3, long long t4, long long t5, long long t6,
+                           int kind) noexcept nogil:
+    """Make a 3-opt step on the virtual tour (t2 after t1 in the orientation read).
+
+    kind 0: the 2-opt move (t1,t2),(t4,t3) -> (t2,t3),(t1,t4); 1: it and the
+    2-opt from (t1, t4) to t5, t6; 2: t1 t2..t5 t6..t3 t4 -> t1 t6..t3 t2..t5 t4;
+    3: t1 t2..t6 t5..t3 t4 -> t1 t6..t2 t3..t5 t4.
     """
-    cdef Py_ssize_t kk, K = nb.shape[1]
-    cdef long long t1 = st.t1, t3, t4, m = 0
-    cdef double c23, c34
-    cdef bint fwd_order = v_succ(tour, pos, st, t1) == t2
-    for kk in range(K):
-        if m == 16:
-            break
-        t3 = nb[t2, kk]
-        c23 = st.nbw[t2 * K + kk]
-        if gain - c23 <= st.eps:
+    cdef long long t1 = st.t1
+    if kind == 0 or kind == 1:
+        lk_flip(tour, pos, st, t1, t2, t4, t3)
+        if kind == 1:
+            lk_flip(tour, pos, st, t1, t4, t6, t5)
+    elif kind == 2:
+        lk_flip(tour, pos, st, t1, t2, t5, t6)
+        lk_flip(tour, pos, st, t1, t5, t3, t4)
+        lk_flip(tour, pos, st, t1, t3, t6, t2)
+    else:
+        lk_flip(tour, pos, st, t1, t2, t6, t5)
+        lk_flip(tour, pos, st, t2, t5, t3, t4)
+    st.added_a[st.na] = t2
+    st.added_b[st.na] = t3
+    st.na += 1
+    if kind != 0:
+        st.added_a[st.na] = t4
+        st.added_b[st.na] = t5
+        st.na += 1
+    if st.nt + 4 <= 64:
+        st.touched[st.nt] = t3
+        st.touched[st.nt + 1] = t4
+        st.touched[st.nt + 2] = t5 if kind != 0 else t3
+        st.touched[st.nt + 3] = t6 if kind != 0 else t4
+        st.nt += 4
+
+
+cdef inline double lk3_step(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                            const long long[:, ::1] nb, LKState *st, long long t2, double gain,
+                            long long step, long long breadth, long long *evals) noexcept nogil:
+    """One 3-opt step of the Lin-Kernighan chain that drops (t1, t2) with partial gain
+    ``gain``: returns the gain of the first shorter ring (its flips kept on the
+    virtual tour), else 0 with the tour as on entry."""
+    cdef Py_ssize_t k3, k5, K = nb.shape[1]
+    cdef long long t1 = st.t1, t3, t4, t5, t6, nbest = 0, b, j, mark, nt0, na0
+    cdef int x4, x6, kind
+    cdef bint fwd = v_succ(tour, pos, st, t1) == t2, deeper
+    cdef double g1, g2, g3, g4, close, r
+    cdef long long bt3[4]
+    cdef long long bt4[4]
+    cdef long long bt5[4]
+    cdef long long bt6[4]
+    cdef int bkind[4]
+    cdef double bg4[4]
+    if breadth > 3:
+        breadth = 3
+    deeper = step + 1 < LK3_MAX_STEPS and st.ni + 6 <= LK3_SLOTS and st.na + 2 <= LK3_SLOTS
+    for k3 in range(K):
+        t3 = nb[t2, k3]
+        g1 = gain - st.nbw[t2 * K + k3]
+        if g1 <= st.eps:
             break
         if t3 == t1 or t3 == t2:
             continue
-        t4 = v_pred(tour, pos, st, t3) if fwd_order else v_succ(tour, pos, st, t3)
-        if t4 == t2 or lk_added(st, level, t3, t4):
-            continue
-        c3[m] = t3
-        c4[m] = t4
-        c34 = lk_w(w, nb, st, t3, t4)
-        d23[m] = c23
-        d34[m] = c34
-        score[m] = c34 - c23
-        m += 1
-    return m
-
-
-cdef inline long long take_best(double *score, long long m) noexcept nogil:
-    """Index of the best-scored candidate not taken yet (then marked taken), or -1.
-
-    A taken candidate's score becomes NaN, which no comparison selects.
-    """
-    cdef long long k, pick = -1
-    cdef double best = -INFINITY
-    for k in range(m):
-        if score[k] == score[k] and (pick < 0 or score[k] > best):
-            best = score[k]
-            pick = k
-    if pick >= 0:
-        score[pick] = NAN
-    return pick
-
-
-cdef inline long long lk_next(double *score, long long m, const long long *ca,
-                              const long long *cb, long long *a, long long *b,
-                              long long *evals) noexcept nogil:
-    """Take the best candidate pair left (``take_best``) into ``a``, ``b`` and
-    count its evaluation; returns its index, -1 when none is left."""
-    cdef long long pick = take_best(score, m)
-    if pick < 0:
-        return -1
-    a[0] = ca[pick]
-    b[0] = cb[pick]
-    evals[0] += 1
-    return pick
-
-
-cdef inline double lk_step(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
-                           const long long[:, ::1] nb, LKState *st, long long t2, double gain,
-                           long long level, long long *evals) noexcept nogil:
-    """One level of a Lin-Kernighan move built from 2-opt flips.
-
-    The link (t1, t2) is to go (t2 next to t1 in the current tour); for a
-    candidate t3 of t2 with positive partial gain, the flip that adds (t2, t3)
-    and drops (t3, t4) leaves a valid ring with the closing link (t1, t4). The
-    first ring shorter than at the start is kept (returns its gain, its flips
-    still on the virtual tour); else the flips of this level are taken back
-    and 0 is returned. Breadth LK_BREADTH_1, LK_BREADTH_2, then 1.
-    """
-    cdef long long t1 = st.t1, t3, t4, mark, _b
-    cdef long long cand3[16]
-    cdef long long cand4[16]
-    cdef double score[16]
-    cdef double d23[16]
-    cdef double d34[16]
-    cdef double g2, close, r
-    cdef long long pick, ncand = 0, breadth = (
-        LK_BREADTH_1 if level == 0 else LK_BREADTH_2 if level == 1 else 1)
-    ncand = lk_candidates(w, tour, pos, nb, st, t2, gain, level, cand3, cand4, score, d23, d34)
-    for _b in range(breadth):
-        # the best remaining candidate by the lookahead rule
-        pick = lk_next(score, ncand, cand3, cand4, &t3, &t4, evals)
-        if pick < 0:
-            return 0.0
-        mark = st.ni
-        lk_flip(tour, pos, st, t1, t2, t4, t3)
-        st.added_a[level] = t2
-        st.added_b[level] = t3
-        g2 = gain - d23[pick] + d34[pick]
-        close = g2 - w[t1, t4]
-        if st.nt + 3 <= 64:
-            st.touched[st.nt] = t2
-            st.touched[st.nt + 1] = t3
-            st.touched[st.nt + 2] = t4
-            st.nt += 3
-        if close > st.eps:
-            return close
-        if level + 1 < LK_MAX_DEPTH:
-            r = lk_step(w, tour, pos, nb, st, t4, g2, level + 1, evals)
-            if r > 0.0:
-                return r
-        lk_pop(tour, pos, st, mark)
-        st.nt -= 3 if st.nt >= 3 else 0
-    return 0.0
-
-
-cdef inline void lk_two_flips(long long[::1] tour, long long[::1] pos, LKState *st,
-                              long long t2, long long t3, long long t4, long long t5,
-                              long long t6) noexcept nogil:
-    """Apply levels 0 and 1: add (t2, t3) and (t4, t5), drop (t3, t4) and (t5, t6)."""
-    lk_flip(tour, pos, st, st.t1, t2, t4, t3)
-    lk_flip(tour, pos, st, st.t1, t4, t6, t5)
-    st.added_a[0] = t2
-    st.added_b[0] = t3
-    st.added_a[1] = t4
-    st.added_b[1] = t5
-    st.touched[0] = t3
-    st.touched[1] = t4
-    st.touched[2] = t5
-    st.touched[3] = t6
-    st.nt = 4
-
-
-cdef inline double lk_first_levels(const floating[:, ::1] w, long long[::1] tour,
-                                   long long[::1] pos, const long long[:, ::1] nb, LKState *st,
-                                   long long t2, long long *evals) noexcept nogil:
-    """Levels 0 and 1 of the Lin-Kernighan move, scored without moving anything.
-
-    In the orientation with t2 after t1 the ring reads t1 t2 .. t4 t3 .. ;
-    the first flip would give t1 t4 .. t2 t3 .. (the run t2..t4 reversed), so
-    the node before any t5 in that ring is read off the current positions.
-    Only a move that gains, or the descent to level 2, touches the tour.
-    """
-    cdef Py_ssize_t kk, K = nb.shape[1]
-    cdef long long n = st.n, t1 = st.t1, t3, t4, t5, t6, _b1, _b2, mark
-    cdef int direction = 0 if succ(tour, pos, t1, n) == t2 else 1
-    cdef long long c3[16]
-    cdef long long c4[16]
-    cdef double s0[16]
-    cdef double d23[16]
-    cdef double d34[16]
-    cdef long long c5[16]
-    cdef long long c6[16]
-    cdef double s1[16]
-    cdef double d45[16]
-    cdef double d56[16]
-    cdef double gain = lk_w(w, nb, st, t1, t2), g2, g3, best_close, r, c41, c45, c56, cl
-    cdef long long n0 = 0, n1, close_pick, pick
-    n0 = lk_candidates(w, tour, pos, nb, st, t2, gain, 0, c3, c4, s0, d23, d34)
-    for _b1 in range(LK_BREADTH_1):
-        pick = lk_next(s0, n0, c3, c4, &t3, &t4, evals)
-        if pick < 0:
-            return 0.0
-        g2 = gain - d23[pick] + d34[pick]
-        c41 = w[t1, t4]
-        if g2 - c41 > st.eps:  # a 2-opt move
-            lk_flip(tour, pos, st, t1, t2, t4, t3)
-            st.touched[0] = t3
-            st.touched[1] = t4
-            st.nt = 2
-            return g2 - c41
-        # level 1 from t4, in the ring after the first flip
-        n1 = 0
-        best_close = 0.0
-        close_pick = -1
-        for kk in range(K):
-            if n1 == 16:
-                break
-            t5 = nb[t4, kk]
-            c45 = st.nbw[t4 * st.K + kk]
-            g3 = g2 - c45
-            if g3 <= st.eps:
-                break
-            if t5 == t1 or t5 == t4 or t5 == t3:
-                continue
-            if in_run(pos, t5, t2, t4, n, direction):
-                # reversed run: the node before t5 is its old successor
-                t6 = along(tour, pos, t5, n, direction)
+        if (v_succ(tour, pos, st, t2) if fwd else v_pred(tour, pos, st, t2)) == t3:
+            continue  # (t2, t3) is a link already
+        for x4 in range(1, 3):
+            if (x4 == 1) == fwd:
+                t4 = v_pred(tour, pos, st, t3)
             else:
-                t6 = along(tour, pos, t5, n, 1 - direction)
-            if t6 == t4 or (t6 == t3 and t5 == t2):
-                continue  # no flip, or (t2, t3) would go again
-            c5[n1] = t5
-            c6[n1] = t6
-            c56 = lk_w(w, nb, st, t5, t6)
-            d45[n1] = c45
-            d56[n1] = c56
-            s1[n1] = c56 - c45
-            evals[0] += 1
-            cl = g3 + c56 - w[t1, t6]
-            if cl > best_close:
-                best_close = cl
-                close_pick = n1
-            n1 += 1
-        if best_close > st.eps:  # the best sequential 3-opt move closing here
-            lk_two_flips(tour, pos, st, t2, t3, t4, c5[close_pick], c6[close_pick])
-            return best_close
-        if LK_MAX_DEPTH <= 2:
-            continue
-        for _b2 in range(LK_BREADTH_2):
-            pick = lk_next(s1, n1, c5, c6, &t5, &t6, evals)
-            if pick < 0:
-                break
-            g3 = g2 - d45[pick] + d56[pick]
-            mark = st.ni
-            lk_two_flips(tour, pos, st, t2, t3, t4, t5, t6)
-            r = lk_step(w, tour, pos, nb, st, t6, g3, 2, evals)
-            if r > 0.0:
-                return r
-            lk_pop(tour, pos, st, mark)
-            st.nt = 0
+                t4 = v_succ(tour, pos, st, t3)
+            if t4 == t1 or t4 == t2 or lk_added(st, st.na, t3, t4):
+                continue
+            g2 = g1 + lk_w(w, nb, st, t3, t4)
+            if x4 == 1:
+                evals[0] += 1
+                close = g2 - w[t4, t1]
+                if close > st.eps:
+                    lk3_apply(tour, pos, st, t2, t3, t4, t4, t4, 0)
+                    return close
+            for k5 in range(K):
+                t5 = nb[t4, k5]
+                g3 = g2 - st.nbw[t4 * K + k5]
+                if g3 <= st.eps:
+                    break
+                if t5 == t1 or t5 == t3 or t5 == t4:
+                    continue
+                if x4 == 2 and not v_between(pos, st, t2, t5, t3, fwd):
+                    continue
+                for x6 in range(1, 3):
+                    if x4 == 1:
+                        if x6 == 2:
+                            break
+                        # after the first flip the run t2..t4 is reversed
+                        if v_between(pos, st, t2, t5, t4, fwd) == fwd:
+                            t6 = v_succ(tour, pos, st, t5)
+                        else:
+                            t6 = v_pred(tour, pos, st, t5)
+                        if t6 == t4 or (t6 == t3 and t5 == t2):
+                            continue
+                        kind = 1
+                    elif x6 == 1:
+                        t6 = v_succ(tour, pos, st, t5) if fwd else v_pred(tour, pos, st, t5)
+                        kind = 2
+                    else:
+                        if t5 == t2:
+                            continue
+                        t6 = v_pred(tour, pos, st, t5) if fwd else v_succ(tour, pos, st, t5)
+                        kind = 3
+                    if t6 == t1 or lk_added(st, st.na, t5, t6):
+                        continue
+                    g4 = g3 + lk_w(w, nb, st, t5, t6)
+                    evals[0] += 1
+                    close = g4 - w[t6, t1]
+                    if close > st.eps:
+                        lk3_apply(tour, pos, st, t2, t3, t4, t5, t6, kind)
+                        return close
+                    if not deeper or g4 <= st.eps:
+                        continue
+                    # keep the ``breadth`` best by G4
+                    j = nbest if nbest < breadth else breadth - 1
+                    if nbest == breadth and g4 <= bg4[j]:
+                        continue
+                    while j > 0 and bg4[j - 1] < g4:
+                        bt3[j] = bt3[j - 1]
+                        bt4[j] = bt4[j - 1]
+                        bt5[j] = bt5[j - 1]
+                        bt6[j] = bt6[j - 1]
+                        bkind[j] = bkind[j - 1]
+                        bg4[j] = bg4[j - 1]
+                        j -= 1
+                    bt3[j] = t3
+                    bt4[j] = t4
+                    bt5[j] = t5
+                    bt6[j] = t6
+                    bkind[j] = kind
+                    bg4[j] = g4
+                    if nbest < breadth:
+                        nbest += 1
+    for b in range(nbest):
+        mark = st.ni
+        nt0 = st.nt
+        na0 = st.na
+        lk3_apply(tour, pos, st, t2, bt3[b], bt4[b], bt5[b], bt6[b], bkind[b])
+        r = lk3_step(w, tour, pos, nb, st, bt6[b], bg4[b], step + 1, 1, evals)
+        if r > 0.0:
+            return r
+        lk_pop(tour, pos, st, mark)
+        st.nt = nt0
+        st.na = na0
     return 0.0
+
 
 
 cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                            const long long[:, ::1] nb, const double *nbw, long long n,
                            long long a, long long *evals, long long *queue, unsigned char *inq,
                            long long *tail, Log *log, double eps) noexcept nogil:
-    """A Lin-Kernighan move (depth up to LK_MAX_DEPTH flips) that drops a link at ``a``."""
+    """A Lin-Kernighan move (up to LK3_MAX_STEPS 3-opt steps) that drops a link at ``a``."""
     cdef LKState st
     cdef long long t2, m
     cdef int k
@@ -426,7 +382,8 @@ cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long l
         st.ni = 0
         st.nphys = 0
         st.nt = 0
-        r = lk_first_levels(w, tour, pos, nb, &st, t2, evals)
+        st.na = 0
+        r = lk3_step(w, tour, pos, nb, &st, t2, lk_w(w, nb, &st, a, t2), 0, LK3_BREADTH, evals)
         if r > 0.0:
             for m in range(st.nphys, st.ni):
                 reverse_path(tour, pos, st.fi[m], st.fj[m], n)

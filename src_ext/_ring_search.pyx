@@ -1,7 +1,7 @@
-# Symmetric ring (TSP) local search: 2-opt, Or-opt, sequential 3-opt,
-# Lin-Kernighan and or-3opt moves with don't-look bits (a work queue of the
-# processes whose links changed), and iterated local search with or-3opt
-# kicks. The moves are in _ring_moves.pxd and _ring_lk.pxd; the candidate
+# Symmetric ring (TSP) local search: 2-opt, Or-opt, sequential 3-opt and
+# Lin-Kernighan moves (chains of 3-opt steps) with don't-look bits (a work
+# queue of the processes whose links changed), and iterated local search with
+# or-3opt kicks. The moves are in _ring_moves.pxd and _ring_lk.pxd; the candidate
 # lists and the starting tours are built by _ring_candidates and
 # _ring_construct, whose functions this module also exports.
 #
@@ -49,9 +49,9 @@ cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long lon
                          double eps) noexcept nogil:
     """Apply the first improving move around ``a``; return its delta (0: none).
 
-    Tried in order: 2-opt; then, with ``use_or``, Or-opt, the two sequential
-    3-opt families (new link at a with t4 on the far side of t3, then the
-    Lin-Kernighan chain from the link that leaves a) and or-3opt.
+    Tried in order: 2-opt; then, with ``use_or``, Or-opt, sequential 3-opt
+    (new link at a with t4 on the far side of t3) and the Lin-Kernighan chain
+    of 3-opt steps from the link that leaves a (which holds or-3opt).
     """
     cdef double delta = two_opt_move(w, tour, pos, nb, n, a, evals, queue, inq, tail, log, eps)
     if delta != 0.0 or not use_or:
@@ -62,10 +62,7 @@ cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long lon
     delta = three_opt_move(w, tour, pos, nb, n, a, False, evals, queue, inq, tail, log, eps)
     if delta != 0.0:
         return delta
-    delta = lk_move(w, tour, pos, nb, nbw, n, a, evals, queue, inq, tail, log, eps)
-    if delta != 0.0:
-        return delta
-    return three_opt_move(w, tour, pos, nb, n, a, True, evals, queue, inq, tail, log, eps)
+    return lk_move(w, tour, pos, nb, nbw, n, a, evals, queue, inq, tail, log, eps)
 
 
 cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,

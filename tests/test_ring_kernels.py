@@ -226,6 +226,31 @@ def test_local_search_ends_two_opt_and_or_opt_optimal_over_candidates(rng):
                     assert m[c, a] + m[a, e] - m[c, e] - gain >= -1e-9
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_local_search_ends_free_of_pure_three_opt_moves_over_full_lists(seed):
+    """The Lin-Kernighan step holds both or-type 3-opt cases (its first exchange alone
+    would split the ring): over full candidate lists no exchange of two adjacent runs
+    (a b..e f..c d -> a f..c b..e d) and no reversal of both in place
+    (-> a e..b c..f d) shortens the final ring."""
+    g = np.random.default_rng(seed)
+    n = 28
+    m = g.random((n, n))
+    m = np.ascontiguousarray(np.triu(m) + np.triu(m, 1).T)
+    np.fill_diagonal(m, 0)
+    nb = rs.knn_lists(m, n - 1)
+    tour = g.permutation(n).astype(np.int64)
+    rs.local_search(m, tour, nb)
+    for r in range(n):
+        t = np.roll(tour, -r)  # a = t[0]
+        a = t[0]
+        for i in range(1, n - 2):  # first run t[1..i]
+            for j in range(i + 1, n - 1):  # second run t[i+1..j], d = t[j+1]
+                b, e, f, c, d = t[1], t[i], t[i + 1], t[j], t[j + 1]
+                old = m[a, b] + m[e, f] + m[c, d]
+                assert m[a, f] + m[c, b] + m[e, d] - old >= -1e-9  # runs exchanged
+                assert m[a, e] + m[b, c] + m[f, d] - old >= -1e-9  # both reversed
+
+
 def test_candidate_lists_reject_bad_arguments(rng):
     m = np.ascontiguousarray(rng.random((10, 10)))
     assert candidate_lists(m, 3, "nearest").shape == (10, 3)

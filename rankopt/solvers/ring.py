@@ -11,12 +11,14 @@ asymmetric input), and a threshold search for ``bottleneck``.
     A greedy-edge ring over the candidate links (or ``init``), then local
     search over candidate lists with don't-look bits: 2-opt, Or-opt (runs of
     1-3 moved, either orientation), sequential 3-opt (two chained 2-opt
-    moves, scored from positions before anything moves), a Lin-Kernighan
-    move (chained 2-opt flips up to depth 10 under the positive-gain rule,
-    breadth 3 and 2 at the first two levels, which are also scored before
-    any flip; the 3-opt move above covers the sequential moves whose first
-    step is not a valid flip) and the or-3opt exchange of two adjacent runs;
-    every move is scored by an O(1) delta. Candidates: the ``neighbors``
+    moves, scored from positions before anything moves) and a Lin-Kernighan
+    move whose steps are LKH's sequential 3-opt basis move (up to 8 steps
+    under the positive-gain rule; each step tries every candidate t3 with
+    both tour neighbours t4 -- the 2-opt case and the or-type case whose
+    first exchange alone would split the ring, which takes in the or-3opt
+    exchange of two adjacent runs -- and every candidate t5 with each valid
+    t6, closes at the first that gains, else goes on from the best partial
+    gain); every move is scored by an O(1) delta. Candidates: the ``neighbors``
     (default 10) nearest processes.
 ``ils``
     The same, on the ``neighbors`` (default 5, as in LKH) alpha-nearest
