@@ -280,7 +280,7 @@ cdef inline double lk3_step(const floating[:, ::1] w, long long[::1] tour, long 
             g2 = g1 + lk_w(w, nb, st, t3, t4)
             if x4 == 1:
                 evals[0] += 1
-                close = g2 - w[t4, t1]
+                close = g2 - w[t1, t4]
                 if close > st.eps:
                     lk3_apply(tour, pos, st, t2, t3, t4, t4, t4, 0)
                     return close
@@ -317,7 +317,7 @@ cdef inline double lk3_step(const floating[:, ::1] w, long long[::1] tour, long 
                         continue
                     g4 = g3 + lk_w(w, nb, st, t5, t6)
                     evals[0] += 1
-                    close = g4 - w[t6, t1]
+                    close = g4 - w[t1, t6]
                     if close > st.eps:
                         lk3_apply(tour, pos, st, t2, t3, t4, t5, t6, kind)
                         return close
