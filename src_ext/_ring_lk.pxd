@@ -357,7 +357,6 @@ cdef inline double lk3_step(const floating[:, ::1] w, long long[::1] tour, long 
     return 0.0
 
 
-
 cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                            const long long[:, ::1] nb, const double *nbw, long long n,
                            long long a, long long *evals, long long *queue, unsigned char *inq,

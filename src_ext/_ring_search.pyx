@@ -126,7 +126,7 @@ def window_link_ratio(const floating[:, ::1] w, const long long[::1] tour, long 
     weights (n = 1,024), where a window kick adds three random links that the
     repair must remove again.
     """
-    cdef long long n = tour.shape[0], k, i
+    cdef long long n = tour.shape[0], k, i, _draw
     cdef unsigned long long state = seed
     cdef double ring = 0.0, pairs = 0.0
     if n < 8 or samples < 1:
@@ -138,7 +138,7 @@ def window_link_ratio(const floating[:, ::1] w, const long long[::1] tour, long 
     with nogil:
         for k in range(n):
             ring += w[tour[k], tour[k + 1 if k + 1 < n else 0]]
-        for k in range(samples):
+        for _draw in range(samples):
             i = rng_int(&state, n)
             pairs += w[tour[i], tour[cyc(i + 1 + rng_int(&state, window), n)]]
     ring /= n
