@@ -66,6 +66,14 @@ cdef inline long long cyc(long long i, long long n) noexcept nogil:
     return i + n if i < 0 else i
 
 
+cdef inline long long clamp_window(long long window, long long n,
+                                   long long least) noexcept nogil:
+    """``window`` kept within half the ring (``n // 2 - 1``) and at least ``least``."""
+    if window > n // 2 - 1:
+        window = n // 2 - 1
+    return least if window < least else window
+
+
 cdef inline long long succ(long long[::1] tour, long long[::1] pos, long long c,
                            long long n) noexcept nogil:
     cdef long long p = pos[c] + 1

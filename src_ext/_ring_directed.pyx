@@ -18,7 +18,7 @@
 from cython cimport floating
 from libc.stdlib cimport malloc, free
 
-from _ring_common cimport now_s, rng_int, cyc, tolerance
+from _ring_common cimport clamp_window, cyc, now_s, rng_int, tolerance
 
 cdef enum:
     STOP_LOCAL_OPTIMUM = 0
@@ -354,10 +354,7 @@ def directed_search(const floating[:, ::1] d, long long[::1] tour, const long lo
             or s.inq == NULL or s.log == NULL):
         free_state(&s)
         raise MemoryError()
-    if window > n // 2 - 1:
-        window = n // 2 - 1
-    if window < 1:
-        window = 1
+    window = clamp_window(window, n, 1)
     with nogil:
         for k in range(n):
             s.tour[k] = tour[k]

@@ -17,8 +17,8 @@
 from cython cimport floating
 from libc.stdlib cimport malloc, free
 
-from _ring_common cimport (Log, cyc, move_segment, now_s, pred, rng_int, succ, tolerance,
-                           undo_log)
+from _ring_common cimport (Log, clamp_window, cyc, move_segment, now_s, pred, rng_int, succ,
+                           tolerance, undo_log)
 from _ring_lk cimport lk_move
 from _ring_moves cimport or_opt_move, push, three_opt_move, two_opt_move
 
@@ -131,10 +131,7 @@ def window_link_ratio(const floating[:, ::1] w, const long long[::1] tour, long 
     cdef double ring = 0.0, pairs = 0.0
     if n < 8 or samples < 1:
         return 1.0
-    if window > n // 2 - 1:
-        window = n // 2 - 1
-    if window < 1:
-        window = 1
+    window = clamp_window(window, n, 1)
     with nogil:
         for k in range(n):
             ring += w[tour[k], tour[k + 1 if k + 1 < n else 0]]
@@ -268,10 +265,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     for k in range(n):
         pos[tour[k]] = k
         inq[k] = 0
-    if window > n // 2 - 1:
-        window = n // 2 - 1
-    if window < 2:
-        window = 2
+    window = clamp_window(window, n, 2)
     while kicks < max_kicks:
         with nogil:
             # runs B = [i1, i1+l1) and C = [i1+l1, i1+l1+l2), then A C B D
