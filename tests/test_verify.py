@@ -163,6 +163,91 @@ def test_check_holds_on_a_quiet_reprobe_and_sees_a_halved_uplink():
     assert r.pays and r.resolved_interval[0] > 1.0
 
 
+@pytest.mark.parametrize("racks", [(3, 3, 3), (4, 3, 2), (2, 2, 5, 3)])
+@pytest.mark.parametrize("per_host", [1, 2])
+def test_check_pairs_one_per_block_spread_over_hosts_in_few_slots(racks, per_host):
+    from rankopt.adapters.cache import check_slots
+    from rankopt.adapters.drift import pair_uses
+    from rankopt.network.core import alike_blocks
+
+    hosts = [f"h{k}" for k, size in enumerate(racks) for _ in range(size * per_host)]
+    hosts = [f"{h}-{i // per_host}" for i, h in enumerate(hosts)]  # per_host processes each
+    rack = np.repeat(np.arange(len(racks)), np.array(racks) * per_host)
+    g = np.random.default_rng(sum(racks) + per_host)
+    perm = g.permutation(len(rack))  # a random launch: ranks do not follow the racks
+    rack, hosts = rack[perm], [hosts[k] for k in perm]
+    n = len(rack)
+    bw = np.where(rack[:, None] == rack[None, :], 100e6, 20e6)
+    net = rankopt.Network.from_matrices(np.full((n, n), 1e-5), bw, hosts=hosts, groups=[rack])
+    pairs = choose_pairs(net)
+    blocks = alike_blocks(net.groups, n, net.hosts)
+    assert len({int(blocks[p]) for p in pairs}) == len(pairs)  # one pair per block ...
+    assert len(pairs) == len(np.unique(blocks[~np.eye(n, dtype=bool)]))  # ... every block
+    slots = check_slots([(i, j, 1) for i, j in pairs], net)
+    uses = pair_uses(net)
+    for slot in slots:  # the pairs of a slot share no host, uplink direction or core
+        seen: set = set()
+        for k in slot:
+            need = uses(*pairs[k])
+            assert not need & seen
+            seen |= need
+    crossing = sum(rack[i] != rack[j] for i, j in pairs)
+    assert crossing == len(racks) * (len(racks) - 1)
+    assert len(slots) == crossing  # the pairs inside racks run beside those across
+    used = {net.hosts[i] for p in pairs for i in p}
+    assert len(used) >= min(len(set(hosts)), 2 * len(pairs)) * 0.6  # spread, not the first hosts
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_check_pairs_cover_every_uplink_both_ways(seed):
+    from rankopt.adapters.cache import check_slots
+
+    g = np.random.default_rng(seed)
+    pods = int(g.integers(1, 4))
+    sizes = [int(g.integers(2, 5)) for _ in range(pods * int(g.integers(2, 4)))]
+    rack = np.repeat(np.arange(len(sizes)), sizes)
+    pod = rack % pods
+    perm = g.permutation(len(rack))
+    rack, pod = rack[perm], pod[perm]
+    n = len(rack)
+    bw = np.where(
+        rack[:, None] == rack[None, :], 100e6, np.where(pod[:, None] == pod[None, :], 30e6, 10e6)
+    )
+    groups = [rack] if pods == 1 else [rack, pod]
+    net = rankopt.Network.from_matrices(np.full((n, n), 1e-5), bw, groups=groups)
+    full = choose_pairs(net, max_pairs=10**6)
+    pairs = choose_pairs(net, max_pairs=10**6, cover=True)
+
+    def stands_for(i, j):  # the uplinks of the groups a pair leaves at its top level
+        k = max((k for k, lab in enumerate(groups) if lab[i] != lab[j]), default=None)
+        return set() if k is None else {("out", k, groups[k][i]), ("in", k, groups[k][j])}
+
+    every = set().union(*(stands_for(i, j) for i, j in full))
+    assert set().union(*(stands_for(i, j) for i, j in pairs)) == every  # all crossed both ways
+    from rankopt.network.core import alike_blocks
+
+    blocks = alike_blocks(net.groups, n, net.hosts)
+    inside = [p for p in full if rack[p[0]] == rack[p[1]]]
+    assert {blocks[p] for p in inside} <= {blocks[p] for p in pairs}  # every in-rack block
+    crossing = [p for p in pairs if rack[p[0]] != rack[p[1]]]
+    assert len(crossing) < len(full) - len(inside)  # fewer than every rack-to-rack block
+    if pods == 1:  # a cycle over the racks, each alone, the in-rack pairs beside them
+        assert len(crossing) == len(sizes)
+        assert len(check_slots([(i, j, 1) for i, j in pairs], net)) == len(sizes)
+
+
+def test_pair_uses_core_and_uplinks():
+    from rankopt.adapters.drift import pair_uses
+
+    net = rankopt.Network.from_matrices(np.full((6, 6), 1e-5), groups=[[0, 0, 1, 1, 2, 2]])
+    uses = pair_uses(net)
+    assert not uses(0, 1) & uses(2, 3)  # inside two racks: nothing shared
+    assert ("core",) in uses(0, 2) and ("out", 0, 0) in uses(0, 2) and ("in", 0, 1) in uses(0, 2)
+    flat = rankopt.Network.from_matrices(np.full((4, 4), 1e-5))  # no hierarchy: all share
+    flat_uses = pair_uses(flat)
+    assert flat_uses(0, 1) & flat_uses(2, 3) == {("core",)}
+
+
 # ---------------------------------------------------------------- robust
 def test_robust_model_mean_and_quantile():
     from rankopt.models import make_model

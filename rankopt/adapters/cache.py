@@ -357,7 +357,7 @@ def _check_plan(network: Any) -> list[tuple[int, int, int]]:
     """``(i, j, nbytes)``: the pairs the drift check samples, nbytes 0 for latency only."""
     from rankopt.adapters.drift import choose_pairs
 
-    pairs = choose_pairs(network, max_pairs=CHECK_PAIRS)
+    pairs = choose_pairs(network, max_pairs=CHECK_PAIRS, cover=True)
     out = []
     bandwidth = network.bandwidth
     for i, j in pairs:
@@ -508,11 +508,12 @@ def check_slots(plan: list[tuple[int, int, int]], network: Any) -> list[list[int
     """The planned pairs in slots of pairs that share nothing: run side by side, each alone.
 
     Two pairs share something when they have a host in common (a process, or
-    its host's link) or, at a level of the stored hierarchy where a pair
-    leaves its group, the same group's uplink in the same direction. Pairs
-    of one slot then see what they would see alone; a drift check of ``k``
-    blocks takes a few slots instead of ``k`` (on racks: the in-rack pairs and
-    one direction of every rack-to-rack pair together).
+    its host's link), at a level of the stored hierarchy where a pair leaves
+    its group the same group's uplink in the same direction, or both join two
+    top-level groups (the core, as the probe's own schedule assumes; see
+    :func:`rankopt.adapters.drift.pair_uses`). Pairs of one slot then see what
+    they would see alone; on racks the pairs inside racks run beside the
+    rack-to-rack pairs, which run one at a time.
 
     Examples
     --------
@@ -520,21 +521,11 @@ def check_slots(plan: list[tuple[int, int, int]], network: Any) -> list[list[int
     >>> net = rankopt.Network.from_matrices(
     ...     np.full((4, 4), 1e-5), hosts=["a", "b", "c", "d"], groups=[[0, 0, 1, 1]])
     >>> check_slots([(0, 1, 8), (2, 3, 8), (0, 2, 8), (3, 1, 8), (1, 3, 8)], net)
-    [[0, 1], [2, 3], [4]]
+    [[0, 1], [2], [3], [4]]
     """
-    from rankopt.probe._topology import host_labels
+    from rankopt.adapters.drift import pair_uses
 
-    host_of = host_labels(network.hosts) if network.hosts is not None else np.arange(network.n)
-    levels = [np.asarray(g) for g in (network.groups or [])]
-
-    def uses(i: int, j: int) -> set[tuple[Any, ...]]:
-        out: set[tuple[Any, ...]] = {("h", int(host_of[i])), ("h", int(host_of[j]))}
-        for k, lab in enumerate(levels):
-            if lab[i] != lab[j]:
-                out.add(("out", k, int(lab[i])))
-                out.add(("in", k, int(lab[j])))
-        return out
-
+    uses = pair_uses(network)
     slots: list[list[int]] = []
     taken: list[set[tuple[Any, ...]]] = []
     for s, (i, j, _) in enumerate(plan):

@@ -31,7 +31,7 @@ stored order).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,15 +40,37 @@ from numpy.typing import ArrayLike, NDArray
 
 from rankopt.network.core import Network, alike_blocks
 
-__all__ = ["CHANGED", "HOLDS", "CheckResult", "choose_pairs", "compare"]
+__all__ = ["CHANGED", "HOLDS", "CheckResult", "choose_pairs", "compare", "pair_uses"]
 
 HOLDS = "holds"
 CHANGED = "changed"
 TOLERANCE = 0.25
 
 
-def choose_pairs(network: Network, *, max_pairs: int = 24, rng: int = 0) -> list[tuple[int, int]]:
+def choose_pairs(
+    network: Network, *, max_pairs: int = 24, rng: int = 0, cover: bool = False
+) -> list[tuple[int, int]]:
     """One pair per block of alike pairs, crossing blocks first, at most ``max_pairs``.
+
+    Each block's pair is picked so that the pairs can be measured side by side
+    in few slots (:func:`pair_uses`: pairs that share no host and no uplink in
+    the same direction): the first pair of the block that fits the earliest
+    slot opened so far, on hosts the pairs already chosen use least. The check
+    then takes a few slots rather than one per pair, and its pairs spread over
+    many hosts instead of coming back to the first ones. Deterministic for a
+    given ``rng`` (which also picks the blocks when there are more than
+    ``max_pairs``).
+
+    With ``cover``, of the blocks that cross uplinks only as many as it takes
+    to cross every uplink a block stands for once in each direction (the
+    uplinks of the two groups its pairs leave at the highest level where they
+    differ; blocks that cross only uplinks no block chosen so far crosses
+    first: on ``G`` racks a cycle of ``G`` rack-to-rack pairs instead of all
+    ``G (G - 1)``), and every block within a group. An uplink that changed shows in the one
+    pair that crosses it; a change between two particular groups that leaves
+    both their uplinks as they were does not. The launch's drift check
+    (:func:`rankopt.adapters.cache.probe_with_cache`) samples this way, since
+    the pairs that cross the top level are measured one at a time.
 
     Examples
     --------
@@ -57,24 +79,160 @@ def choose_pairs(network: Network, *, max_pairs: int = 24, rng: int = 0) -> list
     >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 20e6)
     >>> net = Network.from_matrices(np.full((4, 4), 1e-5), bw)
     >>> choose_pairs(net)
-    [(0, 2), (2, 0), (0, 1), (2, 3)]
+    [(0, 2), (3, 1), (0, 1), (2, 3)]
+    >>> three = np.repeat([0, 1, 2], 2)
+    >>> bw3 = np.where(three[:, None] == three[None, :], 100e6, 20e6)
+    >>> choose_pairs(Network.from_matrices(np.full((6, 6), 1e-5), bw3), cover=True)
+    [(0, 2), (3, 4), (5, 1), (0, 1), (2, 3), (4, 5)]
     """
     n = network.n
+    if n < 2:
+        return []
     blocks = alike_blocks(network.groups, n, network.hosts)
     from rankopt.network.core import meet_levels
 
     meet = meet_levels(network.groups, n)
     gen = np.random.default_rng(rng)
-    seen: dict[int, tuple[int, int]] = {}
-    for i in range(n):
-        for j in range(n):
-            if i != j and int(blocks[i, j]) not in seen:
-                seen[int(blocks[i, j])] = (i, j)
-    pairs = sorted(seen.values(), key=lambda p: (-int(meet[p]), p))
-    if len(pairs) > max_pairs:
-        keep = np.sort(gen.choice(len(pairs), size=max_pairs, replace=False))
-        pairs = [pairs[k] for k in keep]
+    off = ~np.eye(n, dtype=bool)
+    flat = np.flatnonzero(off.ravel())  # pair k = (flat[k] // n, flat[k] % n), row-major
+    ids = blocks.ravel()[flat]
+    by_block = np.argsort(ids, kind="stable")  # each block's pairs in row-major order
+    uniq, starts = np.unique(ids[by_block], return_index=True)
+    stops = np.append(starts[1:], len(by_block))
+    firsts = flat[by_block[starts]]
+    rank = sorted(range(len(uniq)), key=lambda b: (-int(meet.ravel()[firsts[b]]), int(firsts[b])))
+    uses = pair_uses(network)
+    if cover:
+        rank = _uplink_cover(network, rank, [divmod(int(firsts[b]), n) for b in range(len(uniq))])
+    if len(rank) > max_pairs:
+        rank = [rank[k] for k in np.sort(gen.choice(len(rank), size=max_pairs, replace=False))]
+    host_of = _host_labels(network)
+    load = np.zeros(int(host_of.max()) + 1, dtype=np.int64)
+    taken: list[set[tuple[Any, ...]]] = []
+    pairs: list[tuple[int, int]] = []
+    for b in rank:
+        members = flat[by_block[starts[b] : stops[b]]]
+        if len(members) > _CANDIDATES:  # an even spread of the block's pairs
+            members = members[np.linspace(0, len(members) - 1, _CANDIDATES).astype(np.int64)]
+        best: tuple[int, int, int] | None = None  # (slot, host load, position)
+        for pos, k in enumerate(members.tolist()):
+            i, j = divmod(int(k), n)
+            need = uses(i, j)
+            slot = next((s for s, busy in enumerate(taken) if not need & busy), len(taken))
+            key = (slot, int(load[host_of[i]] + load[host_of[j]]), pos)
+            if best is None or key < best:
+                best = key
+        assert best is not None
+        slot, _, pos = best
+        i, j = divmod(int(members[pos]), n)
+        if slot == len(taken):
+            taken.append(set())
+        taken[slot] |= uses(i, j)
+        load[host_of[i]] += 1
+        load[host_of[j]] += 1
+        pairs.append((i, j))
     return pairs
+
+
+#: Pairs of one block considered by :func:`choose_pairs` (evenly spread over it).
+_CANDIDATES = 64
+
+
+def _uplink_cover(network: Network, rank: list[int], first: list[tuple[int, int]]) -> list[int]:
+    """The blocks of ``rank`` (in its order) that :func:`choose_pairs` keeps with ``cover``.
+
+    ``first[b]``: a pair of block ``b``. The pairs of a block leave the same two
+    groups at the highest level where they differ, and it is those groups'
+    uplinks that the block stands for (:func:`rankopt.network.core.alike_blocks`);
+    below it they may cross different ones.
+    """
+    from rankopt.network.core import _same_partition
+
+    levels = [np.asarray(g, dtype=np.int64) for g in (network.groups or [])]
+    skip = (
+        1
+        if levels and network.hosts is not None and _same_partition(levels[0], network.hosts)
+        else 0
+    )
+
+    def top(b: int) -> int:
+        """The highest level whose groups block ``b``'s pairs leave (-1: none above the hosts)."""
+        i, j = first[b]
+        return next(
+            (k for k in range(len(levels) - 1, skip - 1, -1) if levels[k][i] != levels[k][j]), -1
+        )
+
+    def crossed(b: int) -> frozenset[tuple[str, int, int]]:
+        """The uplinks that make block ``b`` (its pairs differ in those below)."""
+        k = top(b)
+        if k < 0:
+            return frozenset()
+        i, j = first[b]
+        return frozenset({("out", k, int(levels[k][i])), ("in", k, int(levels[k][j]))})
+
+    def shift(b: int) -> int:
+        """How far along its level block ``b`` goes: 1 first, which closes cycles."""
+        k = top(b)
+        i, j = first[b]
+        return int((levels[k][j] - levels[k][i]) % (int(levels[k].max()) + 1)) if k >= 0 else 0
+
+    items = {b: crossed(b) for b in rank}
+    covered: set[tuple[str, int, int]] = set()
+    keep = {b for b in rank if not items[b]}  # the blocks within a group
+    by_shift = sorted(rank, key=shift)  # stable: rank's order among equal shifts
+    for all_new, order in ((True, by_shift), (False, rank)):  # only new uplinks first
+        for b in order:
+            if b in keep or not items[b]:
+                continue
+            fresh = items[b] - covered
+            if fresh and (not all_new or fresh == items[b]):
+                keep.add(b)
+                covered |= items[b]
+    return [b for b in rank if b in keep]
+
+
+def _host_labels(network: Network) -> NDArray[np.int64]:
+    """The host of every process (every process its own host when none are known)."""
+    if network.hosts is None:
+        return np.arange(network.n, dtype=np.int64)
+    from rankopt.probe._topology import host_labels
+
+    return np.asarray(host_labels(network.hosts), dtype=np.int64)
+
+
+def pair_uses(network: Network) -> Callable[[int, int], set[tuple[Any, ...]]]:
+    """What a transfer from ``i`` to ``j`` occupies: ``uses(i, j)`` is a set.
+
+    Its two hosts (a process's host link), at every level of the hierarchy
+    where the pair leaves its group the group's uplink out and the other
+    group's uplink in, and the core when it joins two top-level groups (or the
+    network has no hierarchy): the probe's bandwidth schedule
+    (:func:`rankopt.probe.schedule.bandwidth_slots`) assumes the top-level
+    groups share one core and measured such pairs one at a time, and so does
+    a check of what it stored. Two transfers whose sets do not meet can be
+    measured side by side and each still sees what it would see alone.
+
+    Examples
+    --------
+    >>> net = Network.from_matrices(np.full((4, 4), 1e-5), groups=[[0, 0, 1, 1]])
+    >>> uses = pair_uses(net)
+    >>> bool(uses(0, 1) & uses(2, 3)), bool(uses(0, 2) & uses(1, 3)), bool(uses(0, 2) & uses(3, 1))
+    (False, True, True)
+    """
+    host_of = _host_labels(network)
+    levels = [np.asarray(g) for g in (network.groups or [])]
+
+    def uses(i: int, j: int) -> set[tuple[Any, ...]]:
+        out: set[tuple[Any, ...]] = {("h", int(host_of[i])), ("h", int(host_of[j]))}
+        for k, lab in enumerate(levels):
+            if lab[i] != lab[j]:
+                out.add(("out", k, int(lab[i])))
+                out.add(("in", k, int(lab[j])))
+        if not levels or levels[-1][i] != levels[-1][j]:
+            out.add(("core",))
+        return out
+
+    return uses
 
 
 @dataclass(frozen=True)
