@@ -15,7 +15,8 @@ Two kinds of symmetric matrix, float32:
 ``kicks``: microseconds (CPU) per ILS kick of ``_ring_search.iterated_local_search``
 from a local optimum (greedy-edge start, then local search; the default
 solve's candidates: the 5 alpha-nearest up to n = 4096, else the 10 nearest,
-and its kick type, ``ring.kick_type``: candidate double bridges on uniform),
+and its kick type and walk, ``ring.kick_type``: on uniform weights candidate
+kicks mixed with double bridges up to n = 2048, candidate kicks above),
 ``min(default_kicks(n), --kicks)`` kicks, median over the seeds.
 
 ``quality``: ``rankopt.solve(lat)`` (the default: ``ils`` with its default
@@ -43,6 +44,8 @@ from rankopt.solvers import _ring_search
 from rankopt.solvers.ring import (
     ALPHA_MAX_N,
     ALPHA_NEIGHBORS,
+    BRIDGE_ACCEPT,
+    BRIDGE_SHARE,
     DEFAULT_NEIGHBORS,
     DEFAULT_WINDOW,
     candidate_lists,
@@ -119,8 +122,9 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
     kick = kick_type(w, tour, DEFAULT_WINDOW)
     kicks = min(kicks, default_kicks(n))
     t = time.process_time()
+    accept = BRIDGE_ACCEPT if kick == 2 else 0.0
     done = _ring_search.iterated_local_search(
-        w, tour, nb, seed, kicks, 0.0, DEFAULT_WINDOW, None, 0, 0.0, kick
+        w, tour, nb, seed, kicks, 0.0, DEFAULT_WINDOW, None, 0, 0.0, kick, accept, BRIDGE_SHARE
     )[3]
     return (time.process_time() - t) / max(done, 1) * 1e6, done
 

@@ -1,7 +1,8 @@
 # Symmetric ring (TSP) local search: 2-opt, Or-opt, sequential 3-opt and
 # Lin-Kernighan moves (chains of 3-opt steps) with don't-look bits (a work
 # queue of the processes whose links changed), and iterated local search with
-# or-3opt kicks. The moves are in _ring_moves.pxd and _ring_lk.pxd; the candidate
+# or-3opt kicks (random runs, or runs ending at candidate links) and double
+# bridges. The moves are in _ring_moves.pxd and _ring_lk.pxd; the candidate
 # lists and the starting tours are built by _ring_candidates and
 # _ring_construct, whose functions this module also exports.
 #
@@ -17,8 +18,8 @@
 from cython cimport floating
 from libc.stdlib cimport malloc, free
 
-from _ring_common cimport (Log, clamp_window, cyc, move_segment, now_s, pred, rng_int, succ,
-                           tolerance, undo_log)
+from _ring_common cimport (Log, clamp_window, cyc, flip, move_segment, now_s, pred, rng_int,
+                           rng_uniform, succ, tolerance, undo_log)
 from _ring_lk cimport lk_move
 from _ring_moves cimport or_opt_move, push, three_opt_move, two_opt_move
 
@@ -40,6 +41,7 @@ cdef enum:
 cdef enum:
     KICK_WINDOW = 0     # swap two random runs of at most ``window`` positions
     KICK_CANDIDATE = 1  # the segment swap from a random process whose two new links are candidates
+    KICK_BRIDGE = 2     # a double bridge with two candidate links (bridge_share), else as 1
 
 
 cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
@@ -149,8 +151,8 @@ cdef bint candidate_kick(const floating[:, ::1] w, long long[::1] tour, long lon
     """The ends of a segment swap (see iterated_local_search) whose first two new links
     are candidate links: e0 random, e1 after it, e3 a candidate of e0 and e5 a
     candidate of e2 (the process before e3), the pair of smallest delta. The
-    tour e0 [e1..e2] [e3..e4] e5 becomes e0 [e3..e4] [e1..e2] e5: a
-    double bridge, which no sequential move (2-opt .. Lin-Kernighan) makes.
+    tour e0 [e1..e2] [e3..e4] e5 becomes e0 [e3..e4] [e1..e2] e5 (a sequential
+    3-opt move: the or-type case of the Lin-Kernighan step can take it back).
     False when no candidate pair fits."""
     cdef long long K = nb.shape[1], e0, e1, e2, e3, e4, e5, k, j, span3, d5
     cdef long long b3 = -1, b5 = -1
@@ -182,6 +184,57 @@ cdef bint candidate_kick(const floating[:, ::1] w, long long[::1] tour, long lon
     ends[3] = b3
     ends[4] = pred(tour, pos, b5, n)
     ends[5] = b5
+    return True
+
+
+cdef bint bridge_kick(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
+                      const long long[:, ::1] nb, long long n, unsigned long long *state,
+                      long long *ends) noexcept nogil:
+    """The ends of a double bridge: e0 random, e1 after it; for each candidate e5 of
+    e0 (e4 before it) a random e2 on e1 .. e4 short of e4 (e3 after it) and each
+    candidate e7 of e2 past e5 (e6 before it); the choice of smallest delta. The
+    tour e0 [e1..e2] [e3..e4] [e5..e6] e7 becomes e0 [e5..e6] [e3..e4] [e1..e2] e7,
+    links (e0,e5), (e4,e1), (e2,e7), (e6,e3) for (e0,e1), (e2,e3), (e4,e5), (e6,e7):
+    two 2-exchanges, each of which alone would split the ring, so, unlike the
+    segment swap of ``candidate_kick`` (a sequential 3-opt move, which the
+    Lin-Kernighan step can take back in one step), no single move of the local
+    search undoes it. False when no pair fits."""
+    cdef long long K = nb.shape[1], e0, e1, e2, e3, e4, e5, e6, e7, k, j, d5, d7
+    cdef long long b5 = -1, b2 = -1, b7 = -1
+    cdef double d, best = 0.0
+    e0 = tour[rng_int(state, n)]
+    e1 = succ(tour, pos, e0, n)
+    for k in range(K):
+        e5 = nb[e0, k]
+        d5 = cyc(pos[e5] - pos[e1], n)
+        if d5 < 2 or d5 > n - 3:
+            continue
+        e4 = pred(tour, pos, e5, n)
+        e2 = tour[cyc(pos[e1] + rng_int(state, d5 - 1), n)]  # e1 .. pred(e4)
+        e3 = succ(tour, pos, e2, n)
+        for j in range(K):
+            e7 = nb[e2, j]
+            d7 = cyc(pos[e7] - pos[e1], n)
+            if d7 <= d5:  # e7 on e5+1 .. e0: D = e5 .. e6 not empty
+                continue
+            e6 = pred(tour, pos, e7, n)
+            d = (w[e0, e5] + w[e4, e1] + w[e2, e7] + w[e6, e3]
+                 - w[e0, e1] - w[e2, e3] - w[e4, e5] - w[e6, e7])
+            if b5 < 0 or d < best:
+                best = d
+                b5 = e5
+                b2 = e2
+                b7 = e7
+    if b5 < 0:
+        return False
+    ends[0] = e0
+    ends[1] = e1
+    ends[2] = b2
+    ends[3] = succ(tour, pos, b2, n)
+    ends[4] = pred(tour, pos, b5, n)
+    ends[5] = b5
+    ends[6] = pred(tour, pos, b7, n)
+    ends[7] = b7
     return True
 
 
@@ -226,14 +279,21 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                           const long long[:, ::1] nb, unsigned long long seed,
                           long long max_kicks, double time_limit=0.0, long long window=50,
                           callback=None, long long report_every=0, double eps=0.0,
-                          int kick=KICK_WINDOW):
-    """Or-3opt kicks (swap two adjacent runs) + local search; keep if not worse.
+                          int kick=KICK_WINDOW, double accept=0.0,
+                          double bridge_share=0.3):
+    """Kicks (by default: swap two adjacent runs) + local search; keep if not worse.
 
     ``kick`` 0: the runs are random, of at most ``window`` positions each (for
     matrices whose good rings keep close processes close in the tour); 1: the
     runs start at a random process and end where two new links are candidate
     links (``candidate_kick``; for matrices without that locality, see
-    ``window_link_ratio``), else as with 0.
+    ``window_link_ratio``), else as with 0; 2: with probability
+    ``bridge_share`` a double bridge with two candidate links
+    (``bridge_kick``), else as with 1.
+    ``accept`` > 0: a kick is also kept when the ring after its repair is at
+    most ``accept`` mean ring links (of the ring on entry) longer than the
+    best ring so far, a walk that leaves a ring no kick improves; the best
+    ring is returned.
     ``tour`` must be a local optimum on entry and is improved in place.
     ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
     Returns (delta, evals, moves, kicks, stop).
@@ -246,10 +306,13 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     cdef long long head = 0, tail = 0, evals = 0, moves = 0, k, kicks = 0
     cdef long long i1, l1, l2, span, x
 
-    cdef long long ends[6]
+    cdef long long ends[8]
+    cdef long long nends
     cdef int stop = STOP_MAX_ITER, inner_stop
     cdef unsigned long long state = seed
     cdef double total = 0.0, delta, deadline = now_s() + time_limit if time_limit > 0 else 0.0
+    cdef double best = 0.0, thr = 0.0
+    cdef long long[::1] best_tour = None
     cdef Log log
     if eps <= 0.0:
         eps = tolerance(w)
@@ -266,10 +329,19 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
         pos[tour[k]] = k
         inq[k] = 0
     window = clamp_window(window, n, 2)
+    if accept > 0.0:
+        best_tour = np.array(tour, dtype=np.int64)
+        for k in range(n):
+            thr += w[tour[k], tour[k + 1 if k + 1 < n else 0]]
+        thr *= accept / n
     while kicks < max_kicks:
         with nogil:
+            nends = 6
+            if (kick == KICK_BRIDGE and rng_uniform(&state) < bridge_share
+                    and bridge_kick(w, tour, pos, nb, n, &state, ends)):
+                nends = 8
             # runs B = [i1, i1+l1) and C = [i1+l1, i1+l1+l2), then A C B D
-            if kick != KICK_CANDIDATE or not candidate_kick(w, tour, pos, nb, n, &state, ends):
+            elif kick == KICK_WINDOW or not candidate_kick(w, tour, pos, nb, n, &state, ends):
                 i1 = rng_int(&state, n)
                 l1 = 1 + rng_int(&state, window)
                 l2 = 1 + rng_int(&state, window)
@@ -280,11 +352,21 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                 ends[3] = tour[cyc(i1 + l1, n)]
                 ends[4] = tour[cyc(i1 + span - 1, n)]
                 ends[5] = tour[cyc(i1 + span, n)]
-            delta = (w[ends[0], ends[3]] + w[ends[4], ends[1]] + w[ends[2], ends[5]]
-                     - w[ends[0], ends[1]] - w[ends[2], ends[3]] - w[ends[4], ends[5]])
             log.size = 0
-            move_segment(tour, pos, n, ends[1], ends[2], ends[4], ends[5], False, &log)
-            for x in range(6):
+            if nends == 8:
+                delta = (w[ends[0], ends[5]] + w[ends[4], ends[1]] + w[ends[2], ends[7]]
+                         + w[ends[6], ends[3]] - w[ends[0], ends[1]] - w[ends[2], ends[3]]
+                         - w[ends[4], ends[5]] - w[ends[6], ends[7]])
+                # e0 B C D e7 -> e0 D' C' B' e7, then each run turned back
+                flip(tour, pos, n, ends[0], ends[1], ends[6], ends[7], &log)
+                flip(tour, pos, n, ends[0], ends[6], ends[5], ends[4], &log)
+                flip(tour, pos, n, ends[6], ends[4], ends[3], ends[2], &log)
+                flip(tour, pos, n, ends[4], ends[2], ends[1], ends[7], &log)
+            else:
+                delta = (w[ends[0], ends[3]] + w[ends[4], ends[1]] + w[ends[2], ends[5]]
+                         - w[ends[0], ends[1]] - w[ends[2], ends[3]] - w[ends[4], ends[5]])
+                move_segment(tour, pos, n, ends[1], ends[2], ends[4], ends[5], False, &log)
+            for x in range(nends):
                 push(queue, inq, &tail, n, ends[x])
             evals += 1
             inner_stop = STOP_LOCAL_OPTIMUM
@@ -293,8 +375,12 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
             while head < tail:  # drain a queue left by a time-out
                 inq[queue[head % n]] = 0
                 head += 1
-            if delta < -eps:
+            if delta < -eps or (accept > 0.0 and total + delta < best + thr):
                 total += delta
+                if accept > 0.0 and total < best - eps:
+                    best = total
+                    for x in range(n):
+                        best_tour[x] = tour[x]
             elif delta > eps:
                 undo_log(tour, pos, n, &log)
             kicks += 1
@@ -303,6 +389,10 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
         if inner_stop == STOP_TIME_LIMIT or (deadline > 0 and now_s() > deadline):
             stop = STOP_TIME_LIMIT
             break
+    if accept > 0.0 and total > best:
+        for x in range(n):
+            tour[x] = best_tour[x]
+        total = best
     free(log.i)
     free(log.j)
     free(queue)

@@ -102,14 +102,58 @@ def test_candidate_kicks_keep_permutation_track_cost_and_repeat(n, seed, dtype):
     assert np.array_equal(*runs)
 
 
-def test_kick_type_tells_uniform_weights_from_points_in_the_plane():
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("n", "seed"), [(9, 4), (12, 2), (150, 0), (333, 1)])
+@pytest.mark.parametrize("accept", [0.0, 0.5, 50.0])
+def test_bridge_kicks_keep_permutation_track_cost_and_repeat(n, seed, dtype, accept):
+    # every kick a double bridge (share 1): a wrong delta or flip shows as a
+    # ring whose length is not start + delta; with ``accept`` the walk may end
+    # above its best ring, and the best is what comes back
+    m = _uniform(n, seed, dtype)
+    nb = rs.alpha_candidates(m, 5, 10)[0]
+    runs = []
+    for _ in range(2):
+        tour = np.random.default_rng(seed).permutation(n).astype(np.int64)
+        rs.local_search(m, tour, nb)
+        start = ring_sum_reference(m.astype(np.float64), tour)
+        d, _, _, kicks, stop = rs.iterated_local_search(
+            m, tour, nb, seed, 200, 0.0, 150, None, 0, 0.0, 2, accept, 1.0
+        )
+        assert (kicks, stop) == (200, 2) and _is_perm(tour, n) and d <= 0
+        assert np.isclose(ring_sum_reference(m.astype(np.float64), tour), start + d, rtol=1e-5)
+        runs.append(tour)
+    assert np.array_equal(*runs)
+
+
+def test_bridge_kick_walk_returns_its_best_ring():
+    # a walk that keeps every kick (accept huge) still returns the best ring it saw:
+    # the callback's running totals bound it from above
+    m = _uniform(200, 7)
+    nb = rs.alpha_candidates(m, 5, 10)[0]
+    tour = np.random.default_rng(7).permutation(200).astype(np.int64)
+    rs.local_search(m, tour, nb)
+    start = ring_sum_reference(m, tour)
+    seen = []
+    d, *_ = rs.iterated_local_search(
+        m, tour, nb, 3, 400, 0.0, 150, lambda k, t: seen.append(t), 1, 0.0, 2, 1e6, 0.3
+    )
+    assert max(seen) > 0 > d  # it walked above the start, and came back with its best
+    assert np.isclose(d, min(seen)) and np.isclose(ring_sum_reference(m, tour), start + d)
+
+
+def test_kick_type_tells_uniform_weights_from_points_in_the_plane(monkeypatch):
+    from rankopt.solvers import ring
     from rankopt.solvers.ring import candidate_lists, greedy_ring, kick_type
 
     pts = np.random.default_rng(0).random((400, 2))
     plane = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
-    for m, want in ((_uniform(400, 0), 1), (plane, 0)):
+    for m, want in ((_uniform(400, 0), 2), (plane, 0)):
         nb = candidate_lists(m, 5, "nearest")
         tour = greedy_ring(m, nb)
         rs.local_search(m, tour, nb)
         assert kick_type(m, tour, 150) == want
+        # above BRIDGE_MAX_N uniform weights get the candidate kicks alone
+        monkeypatch.setattr(ring, "BRIDGE_MAX_N", 399)
+        assert kick_type(m, tour, 150) == min(want, 1)
+        monkeypatch.undo()
     assert rs.window_link_ratio(np.zeros((8, 8)), np.arange(8, dtype=np.int64), 3, 0) == 1.0

@@ -29,9 +29,12 @@ asymmetric input), and a threshold search for ``bottleneck``.
     locally, and is undone if the ring got longer. ``max_iter`` is the number
     of kicks. On matrices without locality (a link between processes within
     ``window`` positions weighs over 50 ring links, as with independent
-    uniform weights) the kick is instead the double bridge from a random
-    process whose first two new links are candidate links (the pair of
-    smallest delta), and the default budget triples (it costs about a third).
+    uniform weights) the kick is instead the swap of two adjacent runs from a
+    random process whose first two new links are candidate links (the pair of
+    smallest delta), and the default budget triples (it costs about a third);
+    up to n = 2048 three in ten of these kicks are double bridges with two
+    candidate links, a kick is kept up to half a mean ring link above the best
+    ring so far, and the default budget is ``default_kicks(n)`` (see ``kick_type``).
 Asymmetric ``sum``
     The symmetrised search cannot tell which way round a link is cheaper, so
     the ring it finds (in its better direction) is then polished on the
@@ -92,6 +95,14 @@ ALPHA_MAX_N = 4096
 CANDIDATE_KICK_RATIO = 50.0
 #: their default budget: this many times ``default_kicks(n)``
 CANDIDATE_KICK_FACTOR = 3
+#: up to this n such matrices get the mixed kick (``kick_type`` 2) instead
+BRIDGE_MAX_N = 2048
+#: its share of double bridges, the rest candidate kicks
+BRIDGE_SHARE = 0.3
+#: and its walk: a kick is kept up to this many mean ring links above the best ring
+BRIDGE_ACCEPT = 0.5
+#: its default budget: this many times ``default_kicks(n)`` (about three candidate kicks' time)
+BRIDGE_KICK_FACTOR = 1.0
 
 
 def alpha_iterations(n: int) -> int:
@@ -269,6 +280,8 @@ class _Search:
             every,
             self.tolerance(w),
             kick,
+            BRIDGE_ACCEPT if kick == 2 else 0.0,
+            BRIDGE_SHARE,
         )
         self.evaluations += ev
         self.iterations += done
@@ -317,19 +330,30 @@ class _Search:
 
 
 def kick_type(w: NDArray[np.floating], tour: NDArray[np.int64], window: int) -> int:
-    """The ILS kick for ``w``, judged on a local optimum ``tour``: 1 (a double bridge
-    whose first two new links are candidate links) when a link between processes
-    at most ``window`` apart on the ring weighs more than ``CANDIDATE_KICK_RATIO``
-    ring links on average, else 0 (two random runs of at most ``window`` swapped).
+    """The ILS kick for ``w``, judged on a local optimum ``tour``: 1 (two adjacent
+    runs swapped whose first two new links are candidate links) when a link between
+    processes at most ``window`` apart on the ring weighs more than
+    ``CANDIDATE_KICK_RATIO`` ring links on average, and up to ``BRIDGE_MAX_N``
+    processes 2 (``BRIDGE_SHARE`` of the kicks a double bridge with two candidate
+    links, the rest as 1, and kicks kept up to ``BRIDGE_ACCEPT`` mean ring links
+    above the best ring); else 0 (two random runs of at most ``window`` swapped).
 
     On independent uniform weights the ratio is about 240 and a window kick adds
     three random links the repair must remove: the candidate kick costs a third
-    of the time and gives a ring ~0.5% shorter in the same time (n = 1,024). On
-    cloud-like matrices (ratio ~4) and points in the plane (~14) the window kick
-    is the better one.
+    of the time and gives a ring ~0.5% shorter in the same time (n = 1,024). Its
+    run swap is a sequential 3-opt move, which the Lin-Kernighan step can take
+    back, and the kick from a given process is always the same: at n = 1,024
+    the kicks stall after a few thousand. A double bridge costs ~6 times as
+    much, but no single move undoes it; mixed in, with the walk, the ring at
+    n = 1,024 is ~0.2% shorter in the same time. At n = 4,096 the default
+    budget is ~1.5 candidate kicks per process, far from the stall, and the
+    candidate kicks alone are better. On cloud-like matrices (ratio ~4) and
+    points in the plane (~14) the window kick is the better one.
     """
     ratio = _ring_search.window_link_ratio(w, tour, window, 0)
-    return 1 if ratio > CANDIDATE_KICK_RATIO else 0
+    if ratio <= CANDIDATE_KICK_RATIO:
+        return 0
+    return 2 if w.shape[0] <= BRIDGE_MAX_N else 1
 
 
 def best_direction(model: CostModel, tour: NDArray[np.int64]) -> tuple[NDArray[np.int64], float]:
@@ -391,7 +415,8 @@ def _run(
     directed = caps.ring_matrix if caps.ring_sum_exact and caps.directed else None
     kick = kick_type(w, tour, window) if kicks > 0 else 0
     if kick and default_budget:
-        kicks *= CANDIDATE_KICK_FACTOR  # a candidate kick costs a third of a window kick
+        # a candidate kick costs a third of a window kick, the mixed kick about one
+        kicks = int(kicks * (BRIDGE_KICK_FACTOR if kick == 2 else CANDIDATE_KICK_FACTOR))
     # under a time limit the directed polish keeps a quarter of it
     s.kicks(w, tour, kicks, nb, time_share=0.75 if directed is not None else 1.0, kick=kick)
     if directed is not None:
