@@ -263,50 +263,6 @@ def probe_hostname(rank: int, environ: dict[str, str] | None = None) -> str:
 RATE_AGREE = 0.02
 
 
-#: Timed bandwidth transfers last about this long: after the untimed warm-up of
-#: ``bandwidth_bytes``, a slower link's timed transfers are cut to its rate
-#: times this (never below :data:`BANDWIDTH_MIN_BYTES`, never above
-#: ``bandwidth_bytes``), as long as the launch's drift check's. A 250 Mbit/s
-#: uplink then costs 15 ms a transfer instead of 35 ms, and its rate reads
-#: the same (the drift check's 15 ms transfers agree with the probe's within 1%
-#: on the testbed).
-BANDWIDTH_SECONDS = 0.015
-#: The smallest timed bandwidth transfer (bytes) when :data:`BANDWIDTH_SECONDS` cuts it.
-BANDWIDTH_MIN_BYTES = 1 << 16
-
-
-def timed_bytes(nbytes: int, warm_seconds: float) -> int:
-    """Bytes of the timed transfers after a warm-up of ``nbytes`` that took ``warm_seconds``.
-
-    >>> from rankopt.probe._common import timed_bytes
-    >>> timed_bytes(1 << 20, 0.035), timed_bytes(1 << 20, 0.008), timed_bytes(1 << 20, 2.0)
-    (446464, 1048576, 65536)
-    """
-    if not warm_seconds > 0:
-        return int(nbytes)
-    want = nbytes * BANDWIDTH_SECONDS / warm_seconds
-    want = int(want) // 4096 * 4096  # whole pages
-    return int(min(nbytes, max(want, min(BANDWIDTH_MIN_BYTES, nbytes))))
-
-
-def as_full_size(elapsed: float, nbytes: int, full: int, ack_latency: float) -> float:
-    """The round trip ``full`` bytes would have taken at the rate ``nbytes`` showed.
-
-    ``nbytes / transfer_seconds(elapsed, ack_latency)`` equals ``full /
-    transfer_seconds(as_full_size(...), ack_latency)``, so a rate computed for
-    ``full`` bytes holds for a transfer cut to ``nbytes``.
-
-    >>> from rankopt.probe._common import as_full_size
-    >>> e = as_full_size(0.0151, 1 << 19, 1 << 20, 0.0001)
-    >>> round((1 << 20) / float(transfer_seconds(e, 0.0001)) / ((1 << 19) / 0.015))
-    1
-    """
-    if nbytes == full:
-        return elapsed
-    scaled = float(transfer_seconds(elapsed, ack_latency)) * full / nbytes
-    return scaled + min(scaled, ack_latency)
-
-
 def transfer_seconds(elapsed: Any, ack_latency: Any) -> Any:
     """One-way time of a transfer timed from its send to its acknowledgement.
 

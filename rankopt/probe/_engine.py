@@ -18,8 +18,7 @@ engine runs the phases:
    in each, both processes of a pair send ``warmup + bandwidth_repeats`` large
    messages in turn, each announced by its size and answered by a small
    acknowledgement (a direction ends after two timed messages whose rates agree
-   within :data:`~rankopt.probe._common.RATE_AGREE`; the timed ones are cut to
-   about :data:`~rankopt.probe._common.BANDWIDTH_SECONDS` on a slow link);
+   within :data:`~rankopt.probe._common.RATE_AGREE`);
 4. **gather** -- allgather of every process's rows of the matrices;
 5. **recheck** (all-pairs bandwidth only) -- one pair of every two sibling
    groups that the gathered bandwidth shows, alone in its slot, measured
@@ -76,11 +75,9 @@ from rankopt.probe._common import (
     ProbeProgress,
     ProbeTimeoutError,
     TestHooks,
-    as_full_size,
     median_mad,
     resolve_bandwidth_mode,
     resolve_latency_mode,
-    timed_bytes,
     transfer_seconds,
 )
 from rankopt.probe._topology import infer_link_levels
@@ -368,20 +365,15 @@ class _Probe:
     ) -> NDArray[np.float64] | None:
         """Bandwidth transfers of ``out`` to ``peer``, each announced by its size.
 
-        ``warmup`` untimed transfers of all of ``out``, then up to ``count``
-        timed ones, cut on a slow link to about
-        :data:`~rankopt.probe._common.BANDWIDTH_SECONDS` at the rate the last
-        warm-up showed (:func:`~rankopt.probe._common.timed_bytes`); the
+        ``warmup`` untimed transfers, then up to ``count`` timed ones; the
         direction ends after two timed transfers whose rates agree within
         :data:`~rankopt.probe._common.RATE_AGREE` (``ack_latency``, the
         acknowledgement's one-way latency, is taken off each). A size of 0 tells
-        the peer the last was sent. Returns the timed round trips as they would
-        have been for all of ``out`` at the rates measured
-        (:func:`~rankopt.probe._common.as_full_size`); ``None`` when the peer
-        did not answer by ``deadline``.
+        the peer the last was sent. Returns the timed round trips; ``None`` when
+        the peer did not answer by ``deadline``.
         """
         tr, head, back = self.tr, self.size_out, self.small_in
-        full = nbytes = int(out.size)
+        nbytes = int(out.size)
         delay = self.hooks.delay_to(peer)
         elapsed = np.empty(count)
         used = 0
@@ -393,15 +385,13 @@ class _Probe:
                 t = time.perf_counter()
                 if delay:
                     time.sleep(delay)
-                sreq = tr.isend(out[:nbytes], peer, TAG_BW)
+                sreq = tr.isend(out, peer, TAG_BW)
                 if not tr.wait([hreq, sreq, rreq], deadline, busy=True):
                     return None
                 took = time.perf_counter() - t
                 if i < warmup:
-                    if i == warmup - 1:  # the timed transfers: about BANDWIDTH_SECONDS each
-                        nbytes = timed_bytes(full, float(transfer_seconds(took, ack_latency)))
                     continue
-                elapsed[used] = as_full_size(took, nbytes, full, ack_latency)
+                elapsed[used] = took
                 used += 1
                 if used == 2 and count > 2:
                     a, b = transfer_seconds(elapsed[:2], ack_latency)
@@ -426,10 +416,10 @@ class _Probe:
                 nbytes = int(head[0])
                 if nbytes == 0:
                     return True
-                if nbytes > inbox.size:  # a peer with other settings: caught at start
+                if nbytes != inbox.size:  # a peer with other settings: caught at start
                     logger.debug("rank %d: peer %d announced %d bytes", self.me, peer, nbytes)
                     return False
-                if not tr.wait([tr.irecv(inbox[:nbytes], peer, TAG_BW)], deadline, busy=True):
+                if not tr.wait([tr.irecv(inbox, peer, TAG_BW)], deadline, busy=True):
                     return False
                 if delay:
                     time.sleep(delay)

@@ -110,9 +110,7 @@ def measure(
     latency_bytes : int, default 8
         Size of a ping-pong message.
     bandwidth_bytes : int, default 1 MiB
-        Size of a bandwidth transfer: of the warm-up, and the most a timed one
-        sends (on a link slower than about 70 MB/s the timed transfers last
-        :data:`~rankopt.probe._common.BANDWIDTH_SECONDS`, 15 ms, instead).
+        Size of a bandwidth transfer.
     repeats : int, default 10
         Timed ping-pongs started by each side of each pair.
     bandwidth_repeats : int, default 3
@@ -201,10 +199,8 @@ def measure(
     from latency tiers (racks, pods); as latency may hide a hierarchy, the
     top-level groups (all hosts, when no tier shows) are assumed to share one
     core. See :func:`~rankopt.probe.schedule.bandwidth_slots`.
-    ``bandwidth[i, j] = b / t``, ``t`` being the median time from sending
-    ``b`` bytes to the acknowledgement minus the acknowledgement's latency;
-    ``b`` is ``bandwidth_bytes``, or what a slow link carries in 15 ms at the
-    rate of the untimed warm-up of ``bandwidth_bytes`` before it.
+    ``bandwidth[i, j] = bandwidth_bytes / t``, ``t`` being the median time
+    from sending to the acknowledgement minus the acknowledgement's latency.
 
     *Cost.* Latency: ``~n`` rounds of ``2 (warmup + repeats)`` round trips,
     ``n / 2`` pairs at a time. Bandwidth: ``S`` slots of at most
