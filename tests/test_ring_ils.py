@@ -83,9 +83,9 @@ def test_local_search_from_a_random_ring_finds_the_optimum_of_points_in_convex_p
         assert np.isclose(ring_sum_reference(m, tour), optimum, rtol=1e-9)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize(("n", "seed"), [(9, 4), (150, 0), (333, 1)])
-def test_candidate_kicks_keep_permutation_track_cost_and_repeat(n, seed, dtype):
+def _kicks_track_cost_and_repeat(n, seed, dtype, kicks, *kick_args):
+    """Two ILS runs from one local optimum: a permutation whose length is the start
+    plus the returned delta, the same ring both times."""
     m = _uniform(n, seed, dtype)
     nb = rs.alpha_candidates(m, 5, 10)[0]
     runs = []
@@ -93,13 +93,19 @@ def test_candidate_kicks_keep_permutation_track_cost_and_repeat(n, seed, dtype):
         tour = np.random.default_rng(seed).permutation(n).astype(np.int64)
         rs.local_search(m, tour, nb)
         start = ring_sum_reference(m.astype(np.float64), tour)
-        d, _, _, kicks, stop = rs.iterated_local_search(
-            m, tour, nb, seed, 300, 0.0, 150, None, 0, 0.0, 1
+        d, _, _, done, stop = rs.iterated_local_search(
+            m, tour, nb, seed, kicks, 0.0, 150, None, 0, 0.0, *kick_args
         )
-        assert (kicks, stop) == (300, 2) and _is_perm(tour, n) and d <= 0
+        assert (done, stop) == (kicks, 2) and _is_perm(tour, n) and d <= 0
         assert np.isclose(ring_sum_reference(m.astype(np.float64), tour), start + d, rtol=1e-5)
         runs.append(tour)
     assert np.array_equal(*runs)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("n", "seed"), [(9, 4), (150, 0), (333, 1)])
+def test_candidate_kicks_keep_permutation_track_cost_and_repeat(n, seed, dtype):
+    _kicks_track_cost_and_repeat(n, seed, dtype, 300, 1)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -109,20 +115,7 @@ def test_bridge_kicks_keep_permutation_track_cost_and_repeat(n, seed, dtype, acc
     # every kick a double bridge (share 1): a wrong delta or flip shows as a
     # ring whose length is not start + delta; with ``accept`` the walk may end
     # above its best ring, and the best is what comes back
-    m = _uniform(n, seed, dtype)
-    nb = rs.alpha_candidates(m, 5, 10)[0]
-    runs = []
-    for _ in range(2):
-        tour = np.random.default_rng(seed).permutation(n).astype(np.int64)
-        rs.local_search(m, tour, nb)
-        start = ring_sum_reference(m.astype(np.float64), tour)
-        d, _, _, kicks, stop = rs.iterated_local_search(
-            m, tour, nb, seed, 200, 0.0, 150, None, 0, 0.0, 2, accept, 1.0
-        )
-        assert (kicks, stop) == (200, 2) and _is_perm(tour, n) and d <= 0
-        assert np.isclose(ring_sum_reference(m.astype(np.float64), tour), start + d, rtol=1e-5)
-        runs.append(tour)
-    assert np.array_equal(*runs)
+    _kicks_track_cost_and_repeat(n, seed, dtype, 200, 2, accept, 1.0)
 
 
 def test_bridge_kick_walk_returns_its_best_ring():
