@@ -178,7 +178,8 @@ def test_check_pairs_one_per_block_spread_over_hosts_in_few_slots(racks, per_hos
     rack, hosts = rack[perm], [hosts[k] for k in perm]
     n = len(rack)
     bw = np.where(rack[:, None] == rack[None, :], 100e6, 20e6)
-    net = rankopt.Network.from_matrices(np.full((n, n), 1e-5), bw, hosts=hosts, groups=[rack])
+    lat = np.where(rack[:, None] == rack[None, :], 1e-5, 5e-5)  # the racks show in latency
+    net = rankopt.Network.from_matrices(lat, bw, hosts=hosts, groups=[rack])
     pairs = choose_pairs(net)
     blocks = alike_blocks(net.groups, n, net.hosts)
     assert len({int(blocks[p]) for p in pairs}) == len(pairs)  # one pair per block ...
@@ -198,12 +199,12 @@ def test_check_pairs_one_per_block_spread_over_hosts_in_few_slots(racks, per_hos
     assert len(used) >= min(len(set(hosts)), 2 * len(pairs)) * 0.6  # spread, not the first hosts
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(10))
 def test_check_pairs_cover_every_uplink_both_ways(seed):
     from rankopt.adapters.cache import check_slots
 
     g = np.random.default_rng(seed)
-    pods = int(g.integers(1, 4))
+    pods = 1 + seed % 3
     sizes = [int(g.integers(2, 5)) for _ in range(pods * int(g.integers(2, 4)))]
     rack = np.repeat(np.arange(len(sizes)), sizes)
     pod = rack % pods
@@ -214,7 +215,10 @@ def test_check_pairs_cover_every_uplink_both_ways(seed):
         rack[:, None] == rack[None, :], 100e6, np.where(pod[:, None] == pod[None, :], 30e6, 10e6)
     )
     groups = [rack] if pods == 1 else [rack, pod]
-    net = rankopt.Network.from_matrices(np.full((n, n), 1e-5), bw, groups=groups)
+    lat = np.where(
+        rack[:, None] == rack[None, :], 1e-5, np.where(pod[:, None] == pod[None, :], 5e-5, 2e-4)
+    )
+    net = rankopt.Network.from_matrices(lat, bw, groups=groups)
     full = choose_pairs(net, max_pairs=10**6)
     pairs = choose_pairs(net, max_pairs=10**6, cover=True)
 
@@ -230,7 +234,7 @@ def test_check_pairs_cover_every_uplink_both_ways(seed):
     inside = [p for p in full if rack[p[0]] == rack[p[1]]]
     assert {blocks[p] for p in inside} <= {blocks[p] for p in pairs}  # every in-rack block
     crossing = [p for p in pairs if rack[p[0]] != rack[p[1]]]
-    assert len(crossing) < len(full) - len(inside)  # fewer than every rack-to-rack block
+    assert len(crossing) <= len(full) - len(inside)  # never more than every block across
     if pods == 1:  # a cycle over the racks, each alone, the in-rack pairs beside them
         assert len(crossing) == len(sizes)
         assert len(check_slots([(i, j, 1) for i, j in pairs], net)) == len(sizes)
@@ -239,13 +243,19 @@ def test_check_pairs_cover_every_uplink_both_ways(seed):
 def test_pair_uses_core_and_uplinks():
     from rankopt.adapters.drift import pair_uses
 
-    net = rankopt.Network.from_matrices(np.full((6, 6), 1e-5), groups=[[0, 0, 1, 1, 2, 2]])
+    rack = np.array([0, 0, 1, 1, 2, 2])
+    lat = np.where(rack[:, None] == rack[None, :], 1e-5, 5e-5)
+    net = rankopt.Network.from_matrices(lat, groups=[rack])
     uses = pair_uses(net)
     assert not uses(0, 1) & uses(2, 3)  # inside two racks: nothing shared
     assert ("core",) in uses(0, 2) and ("out", 0, 0) in uses(0, 2) and ("in", 0, 1) in uses(0, 2)
     flat = rankopt.Network.from_matrices(np.full((4, 4), 1e-5))  # no hierarchy: all share
     flat_uses = pair_uses(flat)
     assert flat_uses(0, 1) & flat_uses(2, 3) == {("core",)}
+    # racks that only the bandwidth shows: the probe measured every pair alone, and so
+    # does the check, even inside the racks
+    hidden = pair_uses(rankopt.Network.from_matrices(np.full((6, 6), 1e-5), groups=[rack]))
+    assert hidden(0, 1) & hidden(2, 3) == {("core",)}
 
 
 # ---------------------------------------------------------------- robust

@@ -510,7 +510,8 @@ def check_slots(plan: list[tuple[int, int, int]], network: Any) -> list[list[int
     Two pairs share something when they have a host in common (a process, or
     its host's link), at a level of the stored hierarchy where a pair leaves
     its group the same group's uplink in the same direction, or both join two
-    top-level groups (the core, as the probe's own schedule assumes; see
+    top-level groups (the core, as the probe's own schedule assumes, also of
+    the latency tiers: with none, every pair runs alone; see
     :func:`rankopt.adapters.drift.pair_uses`). Pairs of one slot then see what
     they would see alone; on racks the pairs inside racks run beside the
     rack-to-rack pairs, which run one at a time.
@@ -518,8 +519,10 @@ def check_slots(plan: list[tuple[int, int, int]], network: Any) -> list[list[int
     Examples
     --------
     >>> import rankopt
+    >>> rack = np.array([0, 0, 1, 1])
     >>> net = rankopt.Network.from_matrices(
-    ...     np.full((4, 4), 1e-5), hosts=["a", "b", "c", "d"], groups=[[0, 0, 1, 1]])
+    ...     np.where(rack[:, None] == rack[None, :], 1e-5, 5e-5), hosts=["a", "b", "c", "d"],
+    ...     groups=[rack])
     >>> check_slots([(0, 1, 8), (2, 3, 8), (0, 2, 8), (3, 1, 8), (1, 3, 8)], net)
     [[0, 1], [2], [3], [4]]
     """

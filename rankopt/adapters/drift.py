@@ -205,22 +205,34 @@ def pair_uses(network: Network) -> Callable[[int, int], set[tuple[Any, ...]]]:
 
     Its two hosts (a process's host link), at every level of the hierarchy
     where the pair leaves its group the group's uplink out and the other
-    group's uplink in, and the core when it joins two top-level groups (or the
-    network has no hierarchy): the probe's bandwidth schedule
+    group's uplink in, and the core when it joins two top-level groups of the
+    stored hierarchy or of the latency tiers (all hosts when the latency shows
+    no tier, or the network has no hierarchy): the probe's bandwidth schedule
     (:func:`rankopt.probe.schedule.bandwidth_slots`) assumes the top-level
-    groups share one core and measured such pairs one at a time, and so does
-    a check of what it stored. Two transfers whose sets do not meet can be
+    groups it sees in the latency share one core and measured such pairs one
+    at a time, and so does a check of what it stored. Two transfers whose sets do not meet can be
     measured side by side and each still sees what it would see alone.
 
     Examples
     --------
-    >>> net = Network.from_matrices(np.full((4, 4), 1e-5), groups=[[0, 0, 1, 1]])
-    >>> uses = pair_uses(net)
+    >>> rack = np.array([0, 0, 1, 1])
+    >>> lat = np.where(rack[:, None] == rack[None, :], 1e-5, 5e-5)  # racks show in latency
+    >>> uses = pair_uses(Network.from_matrices(lat, groups=[rack]))
     >>> bool(uses(0, 1) & uses(2, 3)), bool(uses(0, 2) & uses(1, 3)), bool(uses(0, 2) & uses(3, 1))
     (False, True, True)
+    >>> flat = pair_uses(Network.from_matrices(np.full((4, 4), 1e-5), groups=[rack]))
+    >>> bool(flat(0, 1) & flat(2, 3))  # no latency tier: the probe measured every pair alone
+    True
     """
+    from rankopt.probe._topology import infer_link_levels
+
     host_of = _host_labels(network)
     levels = [np.asarray(g) for g in (network.groups or [])]
+    names = [str(h) for h in host_of] if network.hosts is None else list(network.hosts)
+    try:  # the top level the probe's own schedule saw: latency tiers, else the hosts
+        tier = infer_link_levels(network.latency, names)[-1]
+    except Exception:  # noqa: BLE001 - no tiers to read: every pair of two hosts
+        tier = host_of
 
     def uses(i: int, j: int) -> set[tuple[Any, ...]]:
         out: set[tuple[Any, ...]] = {("h", int(host_of[i])), ("h", int(host_of[j]))}
@@ -228,7 +240,7 @@ def pair_uses(network: Network) -> Callable[[int, int], set[tuple[Any, ...]]]:
             if lab[i] != lab[j]:
                 out.add(("out", k, int(lab[i])))
                 out.add(("in", k, int(lab[j])))
-        if not levels or levels[-1][i] != levels[-1][j]:
+        if not levels or levels[-1][i] != levels[-1][j] or tier[i] != tier[j]:
             out.add(("core",))
         return out
 
