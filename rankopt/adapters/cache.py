@@ -353,11 +353,14 @@ def _lookup(
     return _remapped(stored, idx, hosts), ""
 
 
-def _check_plan(network: Any) -> list[tuple[int, int, int]]:
-    """``(i, j, nbytes)``: the pairs the drift check samples, nbytes 0 for latency only."""
+def _check_plan(network: Any, uses: Any = None) -> list[tuple[int, int, int]]:
+    """``(i, j, nbytes)``: the pairs the drift check samples, nbytes 0 for latency only.
+
+    ``uses``: :func:`rankopt.adapters.drift.pair_uses` of ``network``, when built.
+    """
     from rankopt.adapters.drift import choose_pairs
 
-    pairs = choose_pairs(network, max_pairs=CHECK_PAIRS, cover=True)
+    pairs = choose_pairs(network, max_pairs=CHECK_PAIRS, cover=True, uses=uses)
     out = []
     bandwidth = network.bandwidth
     for i, j in pairs:
@@ -504,7 +507,9 @@ def _broadcast_json(probe: Any, value: Any) -> Any:
     return json.loads(_share_int64(probe, words, "cache").astype(np.uint8).tobytes().decode())
 
 
-def check_slots(plan: list[tuple[int, int, int]], network: Any) -> list[list[int]]:
+def check_slots(
+    plan: list[tuple[int, int, int]], network: Any, *, uses: Any = None
+) -> list[list[int]]:
     """The planned pairs in slots of pairs that share nothing: run side by side, each alone.
 
     Two pairs share something when they have a host in common (a process, or
@@ -514,7 +519,8 @@ def check_slots(plan: list[tuple[int, int, int]], network: Any) -> list[list[int
     the latency tiers: with none, every pair runs alone; see
     :func:`rankopt.adapters.drift.pair_uses`). Pairs of one slot then see what
     they would see alone; on racks the pairs inside racks run beside the
-    rack-to-rack pairs, which run one at a time.
+    rack-to-rack pairs, which run one at a time. ``uses``: ``pair_uses(network)``
+    when already built.
 
     Examples
     --------
@@ -528,7 +534,7 @@ def check_slots(plan: list[tuple[int, int, int]], network: Any) -> list[list[int
     """
     from rankopt.adapters.drift import pair_uses
 
-    uses = pair_uses(network)
+    uses = pair_uses(network) if uses is None else uses
     slots: list[list[int]] = []
     taken: list[set[tuple[Any, ...]]] = []
     for s, (i, j, _) in enumerate(plan):
@@ -640,16 +646,18 @@ def probe_with_cache(
         try:
             stored, reason = _lookup(cache, key, hosts, backend)
             if stored is not None:
+                from rankopt.adapters.drift import pair_uses
                 from rankopt.network.core import Network
 
                 network = Network.from_measurement(stored)
-                plan = _check_plan(network)
+                uses = pair_uses(network)  # the latency tiers, read once for plan and slots
+                plan = _check_plan(network, uses)
         except Exception as exc:  # noqa: BLE001 - a broken entry never stops the job
             stored, reason = None, f"the entry could not be used ({type(exc).__name__}: {exc})"
     decision = np.zeros(2 + 4 * CHECK_PAIRS, dtype=np.int64)
     if me == 0 and stored is not None and plan:
         slot_of = np.zeros(len(plan), dtype=np.int64)
-        for k, slot in enumerate(check_slots(plan, network)):
+        for k, slot in enumerate(check_slots(plan, network, uses=uses)):
             slot_of[slot] = k
         decision[0], decision[1] = _CHECK, len(plan)
         rows4 = np.column_stack([np.array(plan, dtype=np.int64), slot_of])

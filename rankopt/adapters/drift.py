@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from rankopt._validation import RankoptInputError
 from rankopt.network.core import Network, alike_blocks
 
 __all__ = ["CHANGED", "HOLDS", "CheckResult", "choose_pairs", "compare", "pair_uses"]
@@ -48,7 +49,12 @@ TOLERANCE = 0.25
 
 
 def choose_pairs(
-    network: Network, *, max_pairs: int = 24, rng: int = 0, cover: bool = False
+    network: Network,
+    *,
+    max_pairs: int = 24,
+    rng: int = 0,
+    cover: bool = False,
+    uses: Callable[[int, int], set[tuple[Any, ...]]] | None = None,
 ) -> list[tuple[int, int]]:
     """One pair per block of alike pairs, crossing blocks first, at most ``max_pairs``.
 
@@ -70,7 +76,8 @@ def choose_pairs(
     pair that crosses it; a change between two particular groups that leaves
     both their uplinks as they were does not. The launch's drift check
     (:func:`rankopt.adapters.cache.probe_with_cache`) samples this way, since
-    the pairs that cross the top level are measured one at a time.
+    the pairs that cross the top level are measured one at a time. ``uses``:
+    ``pair_uses(network)`` when already built.
 
     Examples
     --------
@@ -86,8 +93,6 @@ def choose_pairs(
     [(0, 2), (3, 4), (5, 1), (0, 1), (2, 3), (4, 5)]
     """
     n = network.n
-    if n < 2:
-        return []
     blocks = alike_blocks(network.groups, n, network.hosts)
     from rankopt.network.core import meet_levels
 
@@ -101,7 +106,7 @@ def choose_pairs(
     stops = np.append(starts[1:], len(by_block))
     firsts = flat[by_block[starts]]
     rank = sorted(range(len(uniq)), key=lambda b: (-int(meet.ravel()[firsts[b]]), int(firsts[b])))
-    uses = pair_uses(network)
+    uses = pair_uses(network) if uses is None else uses
     if cover:
         rank = _uplink_cover(network, rank, [divmod(int(firsts[b]), n) for b in range(len(uniq))])
     if len(rank) > max_pairs:
@@ -231,7 +236,7 @@ def pair_uses(network: Network) -> Callable[[int, int], set[tuple[Any, ...]]]:
     names = [str(h) for h in host_of] if network.hosts is None else list(network.hosts)
     try:  # the top level the probe's own schedule saw: latency tiers, else the hosts
         tier = infer_link_levels(network.latency, names)[-1]
-    except Exception:  # noqa: BLE001 - no tiers to read: every pair of two hosts
+    except RankoptInputError:  # no tiers to read: every pair of two hosts
         tier = host_of
 
     def uses(i: int, j: int) -> set[tuple[Any, ...]]:
