@@ -231,3 +231,19 @@ def test_engine_path_and_keep_rank0_take_layout():
     big = uneven_network(300, levels=2, per_host=2, seed=6)
     out = rankopt.solve(big, "allreduce", "rabenseifner_ompi", rng=1, options={"max_evals": 500})
     assert out.method == "layout" and out.evaluations <= 500 + 16  # layouts priced on top
+
+
+@pytest.mark.parametrize("starts", [1, 2, 3])
+def test_layout_starts_race_within_the_budget(starts):
+    # the starts descend on a share of the budget each, the cheapest goes on with
+    # the rest: every evaluation counted once, the whole budget spent, same seed
+    # same order
+    net = uneven_network(300, levels=2, per_host=2, seed=3)
+    opts = {"max_evals": 6000, "starts": starts}
+    out = rankopt.solve(net, "allreduce", "rabenseifner_ompi", rng=2, options=opts)
+    assert out.method == "layout"
+    assert 6000 <= out.evaluations <= 6000 + 16  # layouts priced on top
+    again = rankopt.solve(net, "allreduce", "rabenseifner_ompi", rng=2, options=opts)
+    np.testing.assert_array_equal(again.order, out.order)
+    model = make_model(net.latency, "allreduce", "rabenseifner_ompi", **net.default_model())
+    assert out.cost == pytest.approx(model.reference_cost(np.asarray(out.order)), rel=1e-12)

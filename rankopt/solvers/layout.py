@@ -28,8 +28,13 @@
          (``init``, else the launch order).
 
     2. **Guided descent** from the best :data:`STARTS` distinct layouts,
-       the evaluation budget shared among them: the compiled swap descent
-       ``swap_search.guided`` proposes swaps that put a process in the
+       raced: each descends on ``1 / (RACE * STARTS)`` of the evaluation
+       budget, then the cheapest of them goes on with the rest (a second
+       start pays where its basin is the better one, up to 5% at 1,024
+       processes and below, and costs a quarter of the budget where it is
+       not; an even split spent half of it on the start that lost on both
+       networks of 4,096 in ``bench/bench_solve_scale.py``). The compiled
+       swap descent ``swap_search.guided`` proposes swaps that put a process in the
        group of one of its partners, at a level drawn at random (partners
        drawn by the bytes they exchange), and applies every swap that lowers
        the cost, or keeps it and lowers the sum of squared uplink terms (a
@@ -93,16 +98,19 @@ __all__ = [
 EVALS_PER_RANK = 150
 #: ... at least this many (small jobs, where an evaluation costs little) ...
 MIN_EVALS = 50_000
-#: ... and at most this many (about 9 s of CPU at 4,096 processes on the networks of
-#: ``bench/bench_solve_scale.py``, where an evaluation waits on memory: ~30 us; a
-#: sixth of it, 50,000, took 2.1-2.2 s for a modelled cost 0.2% and 1.2% higher).
-MAX_EVALS = 300_000
+#: ... and at most this many (at 4,096 processes an evaluation waits on memory, about
+#: 30 us: 4-5 s of CPU. On six networks of 4,096, twice this budget split evenly
+#: between the two starts priced 0-0.05% lower in twice the time).
+MAX_EVALS = 150_000
 #: Evaluations per process without a gain after which the descent has stalled.
 PATIENCE = 40
 #: Swaps applied whatever they cost when the descent stalls (then it descends again).
 KICK = 8
 #: Layouts the descent starts from (the cheapest ones).
 STARTS = 2
+#: The starts race: each descends on ``1 / (RACE * starts)`` of the budget, then the
+#: cheapest of them takes the rest (see :func:`layout`).
+RACE = 2
 #: Largest n for which the greedy-cluster order is a layout (its bit search
 #: prices many orders in full).
 GREEDY_MAX_N = 256
@@ -393,12 +401,10 @@ def layout(model: CostModel, ctx: SolveContext) -> MethodOutput:
     for name in ranked:
         if len(picked) < starts and all(not np.array_equal(cands[name], cands[p]) for p in picked):
             picked.append(name)
-    for t, name in enumerate(picked):
-        share = (budget - evaluations) // (len(picked) - t)
-        if share <= 0 or ctx.out_of_time():
-            stop = "max_evals" if share <= 0 else "time_limit"
-            break
-        order = np.array(cands[name], dtype=np.int64)
+
+    def descend(order: NDArray[np.int64], share: int) -> tuple[float, int]:
+        """The guided descent on ``order`` (in place) for ``share`` evaluations."""
+        nonlocal iterations, evaluations, stop, best_order, best_cost
         moves, evals, st = search.guided(
             order,
             kernel_seed(ctx.gen),
@@ -414,13 +420,30 @@ def layout(model: CostModel, ctx: SolveContext) -> MethodOutput:
             TIES,
         )
         iterations += moves
-        evaluations += evals
+        evaluations += evals + 1
         stop = _STOP[st]
         c = float(model.cost(order))
-        evaluations += 1
         if c < best_cost:
-            best_order, best_cost = order, c
+            best_order, best_cost = order.copy(), c
             ctx.record(c, iterations)
+        return c, st
+
+    # the race: each start descends on 1 / (RACE * starts) of the budget (one start:
+    # all of it), then the cheapest of them goes on with what is left
+    first = budget // (RACE * len(picked)) if len(picked) > 1 else budget
+    raced: list[tuple[float, NDArray[np.int64]]] = []
+    for name in picked:
+        share = min(first, budget - evaluations)
+        if share <= 0 or ctx.out_of_time():
+            stop = "max_evals" if share <= 0 else "time_limit"
+            break
+        order = np.array(cands[name], dtype=np.int64)
+        c, st = descend(order, share)
+        raced.append((c, order))
         if st == 1:
             break
+    else:
+        share = budget - evaluations
+        if len(raced) > 1 and share > 0 and not ctx.out_of_time():
+            descend(min(raced, key=lambda r: r[0])[1], share)
     return MethodOutput(best_order, iterations, evaluations, stop)
