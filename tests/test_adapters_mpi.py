@@ -64,6 +64,11 @@ def test_optimize_end_to_end(mpiexec):
     assert "adapt_optimize ok n=4" in out.stdout
 
 
+def test_optimize_result_on_the_root_only(mpiexec):
+    out = _mpi(mpiexec, 4, sys.executable, str(SCRIPTS / "adapt_optimize_root.py"))
+    assert "adapt_optimize_root ok n=4" in out.stdout
+
+
 def test_runner_applies_given_order(mpiexec, tmp_path):
     (tmp_path / "order.txt").write_text("2\n0\n3\n1\n")
     out = _mpi(

@@ -20,7 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -371,6 +371,34 @@ def reorder(
     return _split(comm, arr, name)
 
 
+@overload
+def optimize(
+    comm: MPI.Intracomm,
+    collective: str = ...,
+    algorithm: str = ...,
+    *,
+    root: int = ...,
+    probe_options: Mapping[str, Any] | None = ...,
+    progress: bool = ...,
+    share_result: Literal[True] = ...,
+    **solve_options: Any,
+) -> tuple[MPI.Intracomm, SolveResult]: ...
+
+
+@overload
+def optimize(
+    comm: MPI.Intracomm,
+    collective: str = ...,
+    algorithm: str = ...,
+    *,
+    root: int = ...,
+    probe_options: Mapping[str, Any] | None = ...,
+    progress: bool = ...,
+    share_result: bool,
+    **solve_options: Any,
+) -> tuple[MPI.Intracomm, SolveResult | None]: ...
+
+
 def optimize(
     comm: MPI.Intracomm,
     collective: str = "allreduce",
@@ -379,8 +407,9 @@ def optimize(
     root: int = 0,
     probe_options: Mapping[str, Any] | None = None,
     progress: bool = False,
+    share_result: bool = True,
     **solve_options: Any,
-) -> tuple[MPI.Intracomm, SolveResult]:
+) -> tuple[MPI.Intracomm, SolveResult | None]:
     """Measure the network of ``comm``, find a better rank order, return it applied.
 
     Collective over ``comm``: probe all pairs (``rankopt.probe.mpi.measure``),
@@ -404,6 +433,12 @@ def optimize(
         The root prints the probe's and the solve's progress on standard
         error (plain lines at a modest rate under a launcher, a bar on a
         terminal; see :class:`rankopt._progress.Progress`).
+    share_result : bool, default True
+        Broadcast the whole result. With False only ``root`` returns it and
+        the other ranks return ``None`` for it: they receive the order alone
+        and do not import the solvers to read a :class:`~rankopt.SolveResult`
+        (about 0.1 s of CPU on each rank, which on a cached launch of many
+        ranks per core is most of the job-start overhead).
     **solve_options
         Keyword arguments for ``rankopt.solve`` (``objective``, ``nbytes``,
         ``uplink_bandwidth``, ``method``, ``rng``, ``time_limit``,
@@ -415,7 +450,8 @@ def optimize(
     comm : mpi4py.MPI.Intracomm
         The reordered communicator (identical rank numbering to ``result.order``).
     result : SolveResult
-        The same object on every rank.
+        The same object on every rank (on ``root`` only with
+        ``share_result=False``; ``None`` on the others).
 
     Raises
     ------
@@ -513,7 +549,9 @@ def optimize(
             payload = ("error", f"{type(exc).__name__}: {exc}")
     else:
         payload = ("", None)
-    result, err, digest = _share_result(private, payload, root, wait, waiting_since)
+    result, order, err, digest = _share_result(
+        private, payload, root, wait, waiting_since, share_result
+    )
     _agree(private, err, digest, "solve", timeout=timeout, suspects=[] if digest else [root])
     if rank == root and network is not None:  # on the root only: what order files record
         result.extra["network_object"] = network
@@ -521,21 +559,28 @@ def optimize(
         result.extra["probe_cache"] = measurement.parameters.get("cache")
     del measurement  # no rank keeps the probe's n x n matrices past this point
     logger.info("rankopt: %d ranks, %s", comm.Get_size(), _summary(result))
-    new = _split(comm, check_order(result.order, comm.Get_size()), "rankopt_reordered")
+    assert order is not None  # the agreement raised otherwise
+    new = _split(comm, order, "rankopt_reordered")
     private.Free()
     return new, result
 
 
 def _share_result(
-    comm: MPI.Intracomm, payload: tuple[str, Any], root: int, wait: float, waiting_since: float
-) -> tuple[Any, str | None, str | None]:
+    comm: MPI.Intracomm,
+    payload: tuple[str, Any],
+    root: int,
+    wait: float,
+    waiting_since: float,
+    share: bool = True,
+) -> tuple[Any, NDArray[np.int64] | None, str | None, str | None]:
     """Broadcast the root's ``(status, value)`` with a deadline; what this rank reports.
 
-    Returns the result (or None), this rank's error for the agreement that follows
-    (the root's solve error is reported by the root alone) and the digest of the
-    order received. A root that finishes solving after the others stopped waiting
-    (``wait`` seconds after ``waiting_since``, less a second for the broadcast)
-    reports that instead of a result nobody waits for any more.
+    Returns the result (or None; None off the root unless ``share``: the others
+    then receive the order alone), the order, this rank's error for the agreement
+    that follows (the root's solve error is reported by the root alone) and the
+    digest of the order received. A root that finishes solving after the others
+    stopped waiting (``wait`` seconds after ``waiting_since``, less a second for
+    the broadcast) reports that instead of a result nobody waits for any more.
     """
     from mpi4py import MPI
 
@@ -546,18 +591,25 @@ def _share_result(
             f"the solve took longer than the {wait:g} s the other ranks wait for it "
             "(bound it with time_limit)",
         )
+    kept = payload[1] if rank == root and payload[0] == "ok" else None
+    if not share and kept is not None:
+        payload = ("order", np.asarray(kept.order, dtype=np.int64))
     # the others' deadline is common; the root only needs its sends to complete
     deadline = MPI.Wtime() + min(wait, 30.0) if rank == root else waiting_since + wait
     late, received = _bcast(comm, payload, root, deadline, wait)
     if late is not None:
-        return None, late, None
+        return None, None, late, None
     status, value = received
     if status == "error":
-        return None, value if rank == root else None, "error"
-    return value, None, order_digest(check_order(value.order, comm.Get_size()))
+        return None, None, value if rank == root else None, "error"
+    result = kept if rank == root else (value if status == "ok" else None)
+    order = check_order(value if status == "order" else value.order, comm.Get_size())
+    return result, order, None, order_digest(order)
 
 
 def _summary(result: Any) -> str:
+    if result is None:
+        return "the root's order"
     try:
         return f"cost {result.cost:.3g} s (identity {result.baseline_cost:.3g} s)"
     except Exception:  # noqa: BLE001
@@ -625,6 +677,7 @@ def run_program(
     *,
     probe_options: Mapping[str, Any] | None = None,
     on_reorder: Callable[[MPI.Intracomm, SolveResult | None], None] | None = None,
+    share_result: bool = True,
     **solve_options: Any,
 ) -> Any:
     """Run ``[pyfile | -m mod | -c cmd] arg ...`` with a reordered ``MPI.COMM_WORLD``.
@@ -648,6 +701,9 @@ def run_program(
         and the :class:`~rankopt.SolveResult` (``None`` when ``order`` was
         given) before the program starts (e.g. to save the order or print the
         report); an exception in it aborts the job.
+    share_result : bool, default True
+        Passed to :func:`optimize`: with False the result reaches the root only
+        (``None`` on the others, in ``on_reorder`` and returned).
 
     Returns
     -------
@@ -687,7 +743,12 @@ def run_program(
     try:
         if order is None:
             comm, result = optimize(
-                world, collective, algorithm, probe_options=probe_options, **solve_options
+                world,
+                collective,
+                algorithm,
+                probe_options=probe_options,
+                share_result=share_result,
+                **solve_options,
             )
         else:
             comm = reorder(world, order)

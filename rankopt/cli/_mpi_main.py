@@ -349,6 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             probe_options=probe_options,
             on_reorder=after_reorder,
             progress=not args.quiet,
+            share_result=False,  # rank 0 alone reads it (after_reorder)
             **solve_options,
         )
     except (RankoptInputError, adapter.RankoptMPIError) as exc:
