@@ -16,7 +16,9 @@ Two kinds of symmetric matrix, float32:
 from a local optimum (greedy-edge start, then local search; the default
 solve's candidates: the 5 alpha-nearest up to n = 4096, else the 10 nearest,
 and its kick type and walk, ``ring.kick_type``: on uniform weights candidate
-kicks mixed with double bridges up to n = 2048, candidate kicks above),
+kicks mixed with double bridges up to n = 2048, candidate kicks above, with
+the default's Lin-Kernighan breadth and full passes every n / 8 kicks, whose
+time counts in the kicks'),
 ``min(default_kicks(n), --kicks)`` kicks, median over the seeds.
 
 ``quality``: ``rankopt.solve(lat)`` (the default: ``ils`` with its default
@@ -48,10 +50,12 @@ from rankopt.solvers.ring import (
     BRIDGE_SHARE,
     DEFAULT_NEIGHBORS,
     DEFAULT_WINDOW,
+    KICK_BREADTH,
     candidate_lists,
     default_kicks,
     greedy_ring,
     kick_type,
+    pass_every,
 )
 
 LEVELS = (2.5e-5, 6e-5, 1.8e-4)  # same rack, same pod, across pods (s)
@@ -124,7 +128,21 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
     t = time.process_time()
     accept = BRIDGE_ACCEPT if kick == 2 else 0.0
     done = _ring_search.iterated_local_search(
-        w, tour, nb, seed, kicks, 0.0, DEFAULT_WINDOW, None, 0, 0.0, kick, accept, BRIDGE_SHARE
+        w,
+        tour,
+        nb,
+        seed,
+        kicks,
+        0.0,
+        DEFAULT_WINDOW,
+        None,
+        0,
+        0.0,
+        kick,
+        accept,
+        BRIDGE_SHARE,
+        pass_every(n, kick),
+        KICK_BREADTH if kick == 1 else 1,
     )[3]
     return (time.process_time() - t) / max(done, 1) * 1e6, done
 

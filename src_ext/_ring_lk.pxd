@@ -179,10 +179,12 @@ cdef inline bint lk_added(LKState *st, long long level, long long x, long long y
 # not start with the or-type case: at about the same cost per kick, the ring
 # on independent uniform weights is shorter after the same kicks, and the
 # local optimum before the kicks far closer to LKH-3's
-# (bench/bench_ring_kicks.py).
+# (bench/bench_ring_kicks.py). The first step may go on from up to
+# LK3_MAX_BREADTH of its best partial gains in turn (``breadth`` of lk_move;
+# deeper steps from the best only).
 cdef enum:
     LK3_MAX_STEPS = 8
-    LK3_BREADTH = 1      # first-step alternatives tried (deeper: the best only)
+    LK3_MAX_BREADTH = 3  # first-step alternatives a chain may try
     LK3_SLOTS = 48       # flips a chain may hold (LKState.fi ...)
 
 
@@ -258,8 +260,8 @@ cdef inline double lk3_step(const floating[:, ::1] w, long long[::1] tour, long 
     cdef long long bt6[4]
     cdef int bkind[4]
     cdef double bg4[4]
-    if breadth > 3:
-        breadth = 3
+    if breadth > LK3_MAX_BREADTH:
+        breadth = LK3_MAX_BREADTH
     deeper = step + 1 < LK3_MAX_STEPS and st.ni + 6 <= LK3_SLOTS and st.na + 2 <= LK3_SLOTS
     for k3 in range(K):
         t3 = nb[t2, k3]
@@ -360,8 +362,10 @@ cdef inline double lk3_step(const floating[:, ::1] w, long long[::1] tour, long 
 cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                            const long long[:, ::1] nb, const double *nbw, long long n,
                            long long a, long long *evals, long long *queue, unsigned char *inq,
-                           long long *tail, Log *log, double eps) noexcept nogil:
-    """A Lin-Kernighan move (up to LK3_MAX_STEPS 3-opt steps) that drops a link at ``a``."""
+                           long long *tail, Log *log, double eps,
+                           long long breadth) noexcept nogil:
+    """A Lin-Kernighan move (up to LK3_MAX_STEPS 3-opt steps) that drops a link at ``a``;
+    its first step goes on from up to ``breadth`` (1 .. LK3_MAX_BREADTH) partial gains."""
     cdef LKState st
     cdef long long t2, m
     cdef int k
@@ -382,7 +386,7 @@ cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long l
         st.nphys = 0
         st.nt = 0
         st.na = 0
-        r = lk3_step(w, tour, pos, nb, &st, t2, lk_w(w, nb, &st, a, t2), 0, LK3_BREADTH, evals)
+        r = lk3_step(w, tour, pos, nb, &st, t2, lk_w(w, nb, &st, a, t2), 0, breadth, evals)
         if r > 0.0:
             for m in range(st.nphys, st.ni):
                 reverse_path(tour, pos, st.fi[m], st.fj[m], n)

@@ -118,6 +118,40 @@ def test_bridge_kicks_keep_permutation_track_cost_and_repeat(n, seed, dtype, acc
     _kicks_track_cost_and_repeat(n, seed, dtype, 200, 2, accept, 1.0)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("n", "seed"), [(9, 4), (150, 0), (333, 1)])
+@pytest.mark.parametrize(("pass_every", "breadth"), [(7, 1), (50, 3), (0, 3), (1, 2)])
+def test_kicks_with_passes_and_breadth_track_cost_and_repeat(n, seed, dtype, pass_every, breadth):
+    # candidate kicks with a full local-search pass every ``pass_every`` kicks and
+    # a Lin-Kernighan move of first-step ``breadth``, and the same for the mixed kick
+    _kicks_track_cost_and_repeat(n, seed, dtype, 120, 1, 0.0, 0.3, pass_every, breadth)
+    _kicks_track_cost_and_repeat(n, seed, dtype, 60, 2, 0.5, 0.3, pass_every, breadth)
+
+
+@pytest.mark.parametrize("breadth", [2, 3])
+def test_broader_lin_kernighan_local_optimum_is_a_narrow_one(breadth):
+    # the first step tries its best partial gain first, then the next ones: a ring
+    # where no pass at ``breadth`` moves is one where no pass at breadth 1 moves
+    m = _uniform(400, 5)
+    nb = rs.alpha_candidates(m, 5, 10)[0]
+    tour = np.random.default_rng(5).permutation(400).astype(np.int64)
+    start = ring_sum_reference(m, tour)
+    total = 0.0
+    for _ in range(100):
+        d, _, moves, _ = rs.local_search(m, tour, nb, True, 0.0, 0, 0.0, breadth)
+        total += d
+        if moves == 0:
+            break
+    assert moves == 0 and _is_perm(tour, 400)
+    assert np.isclose(ring_sum_reference(m, tour), start + total)
+    assert rs.local_search(m, tour.copy(), nb)[2] == 0
+    again = np.random.default_rng(5).permutation(400).astype(np.int64)
+    for _ in range(100):
+        if rs.local_search(m, again, nb, True, 0.0, 0, 0.0, breadth)[2] == 0:
+            break
+    assert np.array_equal(again, tour)
+
+
 def test_bridge_kick_walk_returns_its_best_ring():
     # a walk that keeps every kick (accept huge) still returns the best ring it saw:
     # the callback's running totals bound it from above

@@ -22,6 +22,7 @@ def local_search(
     time_limit: float = 0.0,
     max_moves: int = 0,
     eps: float = 0.0,
+    breadth: int = 1,
 ) -> tuple[float, int, int, int]: ...
 def iterated_local_search(
     w: NDArray[_F],
@@ -35,6 +36,10 @@ def iterated_local_search(
     report_every: int = 0,
     eps: float = 0.0,
     kick: int = 0,
+    accept: float = 0.0,
+    bridge_share: float = 0.3,
+    pass_every: int = 0,
+    breadth: int = 1,
 ) -> tuple[float, int, int, int, int]: ...
 def window_link_ratio(
     w: NDArray[_F], tour: NDArray[np.int64], window: int, seed: int, samples: int = 256

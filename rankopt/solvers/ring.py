@@ -31,10 +31,14 @@ asymmetric input), and a threshold search for ``bottleneck``.
     ``window`` positions weighs over 50 ring links, as with independent
     uniform weights) the kick is instead the swap of two adjacent runs from a
     random process whose first two new links are candidate links (the pair of
-    smallest delta), and the default budget triples (it costs about a third);
-    up to n = 2048 three in ten of these kicks are double bridges with two
-    candidate links, a kick is kept up to half a mean ring link above the best
-    ring so far, and the default budget is ``default_kicks(n)`` (see ``kick_type``).
+    smallest delta); up to n = 2048 three in ten of these kicks are double
+    bridges with two candidate links, a kick is kept up to half a mean ring
+    link above the best ring so far, and the default budget is
+    ``default_kicks(n)`` (see ``kick_type``); above it the kicks are all
+    candidate kicks, ``CANDIDATE_KICK_FACTOR`` times the default budget, with
+    a full local-search pass every n / 8 kicks (``pass_every``) and a
+    Lin-Kernighan move whose first step goes on from up to 3 partial gains
+    (``KICK_BREADTH``).
 Asymmetric ``sum``
     The symmetrised search cannot tell which way round a link is cheaper, so
     the ring it finds (in its better direction) is then polished on the
@@ -80,21 +84,28 @@ __all__ = [
     "greedy_ring",
     "best_direction",
     "kick_type",
+    "pass_every",
 ]
 
 _STOP = {0: "local_optimum", 1: "time_limit", 2: "max_iter"}
 DEFAULT_NEIGHBORS = 10
 ALPHA_NEIGHBORS = 5
 LOCAL_PASSES = 20
+#: local-search passes go on while a pass gains more than this share of the ring
 LOCAL_PASS_GAIN = 1e-3
+#: before candidate kicks alone (``kick_type`` 1, up to ``ALPHA_MAX_N``), they go on while
+#: one gains more than this
+CANDIDATE_PASS_GAIN = 1e-5
 DEFAULT_WINDOW = 150
 DIRECTED_WINDOW = 10
 CANDIDATES = ("auto", "alpha", "nearest")
 ALPHA_MAX_N = 4096
 #: above this ``window_link_ratio`` the kicks are candidate double bridges
 CANDIDATE_KICK_RATIO = 50.0
-#: their default budget: this many times ``default_kicks(n)``
-CANDIDATE_KICK_FACTOR = 3
+#: their default budget: this many times ``default_kicks(n)`` (a kick of breadth
+#: ``KICK_BREADTH`` costs about 2.4 of breadth 1: with the passes, the default solve
+#: takes about the time it took with 3x as many kicks of breadth 1)
+CANDIDATE_KICK_FACTOR = 1.0
 #: up to this n such matrices get the mixed kick (``kick_type`` 2) instead
 BRIDGE_MAX_N = 2048
 #: its share of double bridges, the rest candidate kicks
@@ -103,6 +114,10 @@ BRIDGE_SHARE = 0.3
 BRIDGE_ACCEPT = 0.5
 #: its default budget: this many times ``default_kicks(n)`` (about three candidate kicks' time)
 BRIDGE_KICK_FACTOR = 1.0
+#: with candidate kicks alone (n > BRIDGE_MAX_N), a full local-search pass every n / this many kicks
+PASS_FRACTION = 8
+#: the Lin-Kernighan move's first-step breadth in the ILS with candidate kicks alone (kick type 1)
+KICK_BREADTH = 3
 
 
 def alpha_iterations(n: int) -> int:
@@ -218,16 +233,25 @@ class _Search:
             self._tol = (w, float(_ring_search.matrix_tolerance(w)))
         return self._tol[1]
 
-    def local(self, w: NDArray[np.floating], tour: NDArray[np.int64], nb=None) -> None:
+    def local(
+        self,
+        w: NDArray[np.floating],
+        tour: NDArray[np.int64],
+        nb=None,
+        threshold: float = LOCAL_PASS_GAIN,
+    ) -> None:
         """Local search passes (every process queued) while a pass shortens the ring by
-        more than ``LOCAL_PASS_GAIN`` of its length, at most ``LOCAL_PASSES``.
+        more than ``threshold`` of its length, at most ``LOCAL_PASSES``.
 
         One pass stops when no queued process has an improving move, but a
         reversal changes the orientation of a run against the processes
         outside it, which opens moves at processes it never queued: on
         independent uniform weights (n = 1,024) a second pass shortens the
         ring by 2%, and passes until none gains take it from 1.11x to 1.05x
-        LKH-3's length in a few times the first pass's time.
+        LKH-3's length in a few times the first pass's time. Gains per pass
+        are uneven: on such weights at n = 4,096, passes of 0.09% and 0.06%
+        are followed by one of 0.1%, and ten more passes gain ~0.5% in about
+        0.25 s, faster than the kicks would (``CANDIDATE_PASS_GAIN``).
         """
         nb = _ring_search.knn_lists(w, self.k) if nb is None else nb
         length = float(w[tour, np.roll(tour, -1)].sum())
@@ -241,7 +265,7 @@ class _Search:
             if st == 1:
                 self.stop = "time_limit"
                 return
-            if -gain <= LOCAL_PASS_GAIN * length or self.ctx.out_of_time():
+            if -gain <= threshold * length or self.ctx.out_of_time():
                 return
             length += gain  # the pass's delta: the ring's length before the next pass
 
@@ -282,6 +306,8 @@ class _Search:
             kick,
             BRIDGE_ACCEPT if kick == 2 else 0.0,
             BRIDGE_SHARE,
+            pass_every(w.shape[0], kick),
+            KICK_BREADTH if kick == 1 else 1,
         )
         self.evaluations += ev
         self.iterations += done
@@ -329,6 +355,21 @@ class _Search:
         return MethodOutput(order, self.iterations, self.evaluations, self.stop)
 
 
+def pass_every(n: int, kick: int) -> int:
+    """Kicks between two full local-search passes of the ILS: ``n // PASS_FRACTION``
+    (at least 1) with candidate kicks alone (``kick_type`` 1), else none (0).
+
+    The repair after a kick looks only at the processes whose links changed,
+    and the moves it keeps open moves elsewhere (a move at ``a`` reads the
+    tour neighbours of ``a``'s candidates, and candidate lists are not
+    symmetric). On independent uniform weights at n = 4,096, where the
+    default budget is about half a kick per process, a pass every 512 kicks
+    finds more than the kicks between them; with the mixed kicks of smaller
+    rings (many kicks per process) and on cloud-like matrices it does not pay.
+    """
+    return max(n // PASS_FRACTION, 1) if kick == 1 else 0
+
+
 def kick_type(w: NDArray[np.floating], tour: NDArray[np.int64], window: int) -> int:
     """The ILS kick for ``w``, judged on a local optimum ``tour``: 1 (two adjacent
     runs swapped whose first two new links are candidate links) when a link between
@@ -346,8 +387,9 @@ def kick_type(w: NDArray[np.floating], tour: NDArray[np.int64], window: int) -> 
     the kicks stall after a few thousand. A double bridge costs ~6 times as
     much, but no single move undoes it; mixed in, with the walk, the ring at
     n = 1,024 is ~0.2% shorter in the same time. At n = 4,096 the default
-    budget is ~1.5 candidate kicks per process, far from the stall, and the
-    candidate kicks alone are better. On cloud-like matrices (ratio ~4) and
+    budget is about half a candidate kick per process, far from the stall, and
+    the candidate kicks alone are better (with passes among them, ``pass_every``,
+    and the broader Lin-Kernighan move, ``KICK_BREADTH``). On cloud-like matrices (ratio ~4) and
     points in the plane (~14) the window kick is the better one.
     """
     ratio = _ring_search.window_link_ratio(w, tour, window, 0)
@@ -414,8 +456,13 @@ def _run(
     # the model checked symmetry when it symmetrised the matrix
     directed = caps.ring_matrix if caps.ring_sum_exact and caps.directed else None
     kick = kick_type(w, tour, window) if kicks > 0 else 0
+    if kick == 1 and w.shape[0] <= ALPHA_MAX_N:
+        # candidate kicks alone: passes gain faster than kicks until they gain ~nothing
+        # (above ALPHA_MAX_N a pass takes a tenth of a second and gains 0.01-0.05%)
+        s.local(w, tour, nb, CANDIDATE_PASS_GAIN)
     if kick and default_budget:
-        # a candidate kick costs a third of a window kick, the mixed kick about one
+        # a candidate kick of breadth KICK_BREADTH costs about a window kick (at
+        # breadth 1, a third: the budget was 3x); the mixed kick about one
         kicks = int(kicks * (BRIDGE_KICK_FACTOR if kick == 2 else CANDIDATE_KICK_FACTOR))
     # under a time limit the directed polish keeps a quarter of it
     s.kicks(w, tour, kicks, nb, time_share=0.75 if directed is not None else 1.0, kick=kick)
