@@ -7,7 +7,14 @@ import pytest
 
 import rankopt
 from rankopt import Measurement, Network
-from rankopt.models.robust import LOSS_TOLERANCE, keep_launch_order
+from rankopt.models.robust import (
+    LOADED_MODEL_ERROR,
+    LOSS_TOLERANCE,
+    MODEL_ERROR,
+    TRAFFIC_MODEL_ERROR,
+    keep_launch_order,
+    model_error,
+)
 from rankopt.network.core import VARYING_SLOWDOWN, measured_variability, uplink_directions
 from rankopt.probe.hierarchy import infer_uplinks
 from rankopt.solvers.solve import LAUNCH_KEPT
@@ -294,3 +301,30 @@ def test_cost_reuses_the_model_of_the_same_inputs(monkeypatch):
     kw["uplink_bandwidth"] = [np.array([[1e8, 2e8], [3e8, 5e8]])]
     rankopt.cost(lat2, [0, 1, 2, 3], **kw)
     assert len(built) == 3
+
+
+def test_the_interval_widens_beside_a_load_the_probe_saw():
+    # the model's own error is larger beside another tenant's load (measured on the
+    # testbed): a probe that read how a loaded uplink's load yields, or saw the load
+    # come and go, prints a wider interval around the same speedup
+    m, _ = _tenant_probe((3, 3, 3), seed=8, factor=0.3, noise=0.03)
+    read = Measurement(
+        m.latency, m.bandwidth, m.hosts, latency_spread=m.latency_spread,
+        bandwidth_spread=m.bandwidth_spread, pair_counts=m.pair_counts,
+        bandwidth_counts=m.bandwidth_counts, backend="mpi",
+        parameters={**m.parameters, "elastic": 0.0},  # paced load: priced as without
+    )  # fmt: skip
+    assert model_error(Network.from_measurement(m)) == MODEL_ERROR
+    assert model_error(Network.from_measurement(read)) == LOADED_MODEL_ERROR
+    varying, _ = _tenant_probe((3, 3, 3), seed=6, on_off=0.4, recheck="on")
+    assert model_error(Network.from_measurement(varying)) == LOADED_MODEL_ERROR
+    assert model_error(Network.from_measurement(varying), traffic=True) == max(
+        LOADED_MODEL_ERROR, TRAFFIC_MODEL_ERROR
+    )
+    plain, loaded = rankopt.solve(m, rng=0), rankopt.solve(read, rng=0)
+    np.testing.assert_array_equal(plain.order, loaded.order)
+    assert loaded.speedup == pytest.approx(plain.speedup)
+    (lo0, hi0), (lo1, hi1) = plain.speedup_interval, loaded.speedup_interval
+    assert lo1 < lo0 <= plain.speedup <= hi0 < hi1
+    # log-normal: the loaded interval's log-width grows by about the extra error
+    assert np.log(hi1 / lo1) > np.log(hi0 / lo0) + 1.645 * (LOADED_MODEL_ERROR - MODEL_ERROR)

@@ -125,9 +125,10 @@ class SolveResult:
     speedup_interval : (float, float) or None
         90% interval of the measured speedup as far as the model can tell:
         the networks the measurement's spreads allow, each speedup widened by
-        the model's own error (:data:`rankopt.models.robust.MODEL_ERROR`;
-        :data:`~rankopt.models.robust.TRAFFIC_MODEL_ERROR` for point-to-point
-        traffic); measured networks only.
+        the model's own error (:func:`rankopt.models.robust.model_error`:
+        :data:`~rankopt.models.robust.MODEL_ERROR`, wider beside another
+        tenant's load the probe saw and for point-to-point traffic);
+        measured networks only.
     network : dict or None
         The network solved on: ``n``, ``source``, ``hosts``, ``level_sizes``
         (group sizes per level, finest first), ``uplinks`` (bytes/s per group

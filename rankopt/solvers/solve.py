@@ -923,10 +923,9 @@ def _checked_against_spread(
     """
     from rankopt.models.robust import (
         INTERVAL_MAX_N,
-        MODEL_ERROR,
-        TRAFFIC_MODEL_ERROR,
         interval_of,
         keep_launch_order,
+        model_error,
         modelled_interval,
         speedup_draws,
     )
@@ -941,7 +940,7 @@ def _checked_against_spread(
     collective, algorithm, model_kw, seed = priced_as
     ratios = speedup_draws(network, order, collective, algorithm, model=model_kw, rng=seed)
     # the same order as the launch has no model error: its speedup is 1 exactly
-    error = TRAFFIC_MODEL_ERROR if model_kw.get("traffic") is not None else MODEL_ERROR
+    error = model_error(network, traffic=model_kw.get("traffic") is not None)
     interval = (1.0, 1.0) if kept else modelled_interval(ratios, error)
     if not kept and cost > 0:  # never an interval that leaves out the speedup it goes with
         point = baseline / cost
