@@ -11,6 +11,7 @@ namespaces); writes only under a temporary folder it removes.
     python bench/testbed_tenants.py                 # every case, table at the end
     python bench/testbed_tenants.py --no-tenant     # the same networks, quiet
     python bench/testbed_tenants.py --quick         # one network, one case
+    python bench/testbed_tenants.py --other 3,4,2:1gbit,220mbit:11   # another network
 
 The table: launch, user path (its own job), the user path's order replayed
 with the others, and the best order measured (seconds, median of
@@ -108,9 +109,17 @@ def main() -> None:
     p.add_argument("--launches", type=int, default=2, help="user-path launches per case")
     p.add_argument("--case", help="only the tenant cases whose label holds this text")
     p.add_argument("--network", help="only the networks whose racks are this, e.g. 3,3,3")
+    p.add_argument(
+        "--other",
+        metavar="RACKS:RATES:SEED",
+        help="this network instead of the usual three, e.g. 3,4,2:1gbit,220mbit:11",
+    )
     p.add_argument("-o", "--output", help="also write the rows as JSON here")
     args = p.parse_args()
     nets = NETWORKS[:1] if args.quick else NETWORKS
+    if args.other:
+        racks, rates, seed = args.other.split(":")
+        nets = ((racks, rates, int(seed)),)
     cases = [(None, None, [])] if args.no_tenant else TENANTS[: 1 if args.quick else None]
     if args.case:
         cases = [c for c in cases if c[0] is not None and args.case in c[0]]
