@@ -303,10 +303,10 @@ def model_error(network: Any, traffic: bool = False) -> float:
     """The model's own error on a speedup priced on ``network`` (log-normal sigma).
 
     :data:`LOADED_MODEL_ERROR` when the probe saw another tenant's load on an
-    uplink: a way out of a group carrying less than
-    :data:`rankopt.probe.sharing.LOADED_BELOW` of the best one, whose sharing
-    test read how the load yields (``network.elastic_reading`` is set; a
-    narrower uplink reads the same), or a recheck
+    uplink: the sharing test across a loaded way read how the load yields
+    (``network.elastic_reading`` is set), an uplink (either direction) gives
+    less than :data:`rankopt.probe.sharing.LOADED_BELOW` of the best of its
+    level (a narrower uplink reads the same), or a recheck
     :data:`~rankopt.network.core.VARYING_SLOWDOWN` times slower than its groups
     (load that comes and goes). Else :data:`MODEL_ERROR`, or
     :data:`TRAFFIC_MODEL_ERROR` for point-to-point traffic (``traffic``); the
@@ -325,11 +325,18 @@ def model_error(network: Any, traffic: bool = False) -> float:
     base = TRAFFIC_MODEL_ERROR if traffic else MODEL_ERROR
     if getattr(network, "elastic_reading", None) is not None:
         return max(base, LOADED_MODEL_ERROR)
-    if getattr(network, "measured", False):
-        from rankopt.network.core import VARYING_SLOWDOWN, measured_variability
+    if not getattr(network, "measured", False):
+        return base
+    from rankopt.network.core import VARYING_SLOWDOWN, measured_variability, uplink_directions
+    from rankopt.probe.sharing import LOADED_BELOW
 
-        if measured_variability(network) >= VARYING_SLOWDOWN:
+    for u in network.uplinks or ():
+        rates = np.concatenate(uplink_directions(u))
+        rates = rates[np.isfinite(rates) & (rates > 0)]
+        if rates.size > 1 and rates.min() < LOADED_BELOW * rates.max():
             return max(base, LOADED_MODEL_ERROR)
+    if measured_variability(network) >= VARYING_SLOWDOWN:
+        return max(base, LOADED_MODEL_ERROR)
     return base
 
 
