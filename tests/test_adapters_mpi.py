@@ -64,7 +64,7 @@ def test_optimize_end_to_end(mpiexec):
     assert "adapt_optimize ok n=4" in out.stdout
 
 
-def test_optimize_result_on_the_root_only(mpiexec):
+def test_run_program_result_on_the_root_only(mpiexec):
     out = _mpi(mpiexec, 4, sys.executable, str(SCRIPTS / "adapt_optimize_root.py"))
     assert "adapt_optimize_root ok n=4" in out.stdout
 

@@ -20,7 +20,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -371,34 +371,6 @@ def reorder(
     return _split(comm, arr, name)
 
 
-@overload
-def optimize(
-    comm: MPI.Intracomm,
-    collective: str = ...,
-    algorithm: str = ...,
-    *,
-    root: int = ...,
-    probe_options: Mapping[str, Any] | None = ...,
-    progress: bool = ...,
-    share_result: Literal[True] = ...,
-    **solve_options: Any,
-) -> tuple[MPI.Intracomm, SolveResult]: ...
-
-
-@overload
-def optimize(
-    comm: MPI.Intracomm,
-    collective: str = ...,
-    algorithm: str = ...,
-    *,
-    root: int = ...,
-    probe_options: Mapping[str, Any] | None = ...,
-    progress: bool = ...,
-    share_result: bool,
-    **solve_options: Any,
-) -> tuple[MPI.Intracomm, SolveResult | None]: ...
-
-
 def optimize(
     comm: MPI.Intracomm,
     collective: str = "allreduce",
@@ -407,9 +379,8 @@ def optimize(
     root: int = 0,
     probe_options: Mapping[str, Any] | None = None,
     progress: bool = False,
-    share_result: bool = True,
     **solve_options: Any,
-) -> tuple[MPI.Intracomm, SolveResult | None]:
+) -> tuple[MPI.Intracomm, SolveResult]:
     """Measure the network of ``comm``, find a better rank order, return it applied.
 
     Collective over ``comm``: probe all pairs (``rankopt.probe.mpi.measure``),
@@ -433,12 +404,6 @@ def optimize(
         The root prints the probe's and the solve's progress on standard
         error (plain lines at a modest rate under a launcher, a bar on a
         terminal; see :class:`rankopt._progress.Progress`).
-    share_result : bool, default True
-        Broadcast the whole result. With False only ``root`` returns it and
-        the other ranks return ``None`` for it: they receive the order alone
-        and do not import the solvers to read a :class:`~rankopt.SolveResult`
-        (about 0.1 s of CPU on each rank, which on a cached launch of many
-        ranks per core is most of the job-start overhead).
     **solve_options
         Keyword arguments for ``rankopt.solve`` (``objective``, ``nbytes``,
         ``uplink_bandwidth``, ``method``, ``rng``, ``time_limit``,
@@ -450,8 +415,7 @@ def optimize(
     comm : mpi4py.MPI.Intracomm
         The reordered communicator (identical rank numbering to ``result.order``).
     result : SolveResult
-        The same object on every rank (on ``root`` only with
-        ``share_result=False``; ``None`` on the others).
+        The same object on every rank.
 
     Raises
     ------
@@ -485,6 +449,26 @@ def optimize(
     >>> comm, result = optimize(MPI.COMM_WORLD, "allreduce", "ring")  # doctest: +SKIP
     >>> comm.Allreduce(sendbuf, recvbuf)                              # doctest: +SKIP
     """
+    new, result = _optimize(
+        comm, collective, algorithm, root, probe_options, progress, True, solve_options
+    )
+    assert result is not None  # shared: every rank holds it
+    return new, result
+
+
+def _optimize(
+    comm: MPI.Intracomm,
+    collective: str,
+    algorithm: str,
+    root: int,
+    probe_options: Mapping[str, Any] | None,
+    progress: bool,
+    share_result: bool,
+    solve_options: dict[str, Any],
+) -> tuple[MPI.Intracomm, SolveResult | None]:
+    """:func:`optimize`; with ``share_result`` False the other ranks receive the order
+    alone and get ``None`` for the result (they do not import the solvers to read
+    a :class:`~rankopt.SolveResult`)."""
     from mpi4py import MPI
 
     from rankopt.probe.mpi import measure
@@ -702,8 +686,11 @@ def run_program(
         given) before the program starts (e.g. to save the order or print the
         report); an exception in it aborts the job.
     share_result : bool, default True
-        Passed to :func:`optimize`: with False the result reaches the root only
-        (``None`` on the others, in ``on_reorder`` and returned).
+        With False the result reaches the root only (``None`` on the others,
+        in ``on_reorder`` and returned): the other ranks receive the order
+        alone and do not import the solvers to read a
+        :class:`~rankopt.SolveResult` (about 0.1 s of CPU on each rank, much
+        of a cached launch's start-up when ranks share cores).
 
     Returns
     -------
@@ -742,13 +729,16 @@ def run_program(
     result = None
     try:
         if order is None:
-            comm, result = optimize(
+            root = solve_options.pop("root", 0)
+            comm, result = _optimize(
                 world,
                 collective,
                 algorithm,
-                probe_options=probe_options,
-                share_result=share_result,
-                **solve_options,
+                root,
+                probe_options,
+                bool(solve_options.pop("progress", False)),
+                share_result,
+                dict(solve_options),
             )
         else:
             comm = reorder(world, order)
