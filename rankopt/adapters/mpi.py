@@ -738,7 +738,7 @@ def run_program(
                 probe_options,
                 bool(solve_options.pop("progress", False)),
                 share_result,
-                dict(solve_options),
+                solve_options,  # this call's own keywords: popping them is safe
             )
         else:
             comm = reorder(world, order)
