@@ -264,6 +264,46 @@ def test_a_holding_entry_is_reused_in_the_ranks_of_this_launch(tmp_path):
 
 @needs_mpi
 @pytest.mark.mpi
+def test_a_hit_for_one_root_stays_on_the_root(tmp_path):
+    # what the entry points ask for: the kept probe is not sent to the other ranks
+    cache = tmp_path / "cache"
+    stored = _entry(cache, ("vm-v1", "vm-v0", "vm-v1", "vm-v0"), spread=5.0)
+    reps = _run_mpi(tmp_path / "o", f"cache={json.dumps(str(cache))}", "timeout=20", "root=0")
+    assert all(r["error"] is None for r in reps.values()), reps
+    assert [bool(reps[r].get("none")) for r in range(4)] == [False, True, True, True]
+    assert sorted(p.name for p in (tmp_path / "o").glob("*.npz")) == ["rank0.npz"]
+    m = load_measurement(tmp_path / "o" / "rank0.npz")
+    assert m.parameters["cache"]["status"] == "hit", m.parameters["cache"]
+    idx = match_ranks(stored.hosts, HOSTS)
+    np.testing.assert_array_equal(m.latency, stored.latency[np.ix_(idx, idx)])
+    # a probe run in full (no entry) leaves the result on the root alike
+    reps = _run_mpi(tmp_path / "p", "timeout=20", "root=2", "bandwidth=false")
+    assert all(r["error"] is None for r in reps.values()), reps
+    assert [bool(reps[r].get("none")) for r in range(4)] == [True, True, False, True]
+
+
+@needs_mpi
+@pytest.mark.mpi
+def test_processes_that_name_different_roots_all_get_the_same_error(tmp_path):
+    cache = tmp_path / "cache"
+    args = (f"cache={json.dumps(str(cache))}", "timeout=20", 'root="mixed"')
+    reps = _run_mpi(tmp_path / "o", *args, expect=4)
+    assert [reps[r]["error"] for r in range(4)] == ["RankoptInputError"] * 4, reps
+    assert all("`root` differs between processes" in reps[r]["message"] for r in range(4))
+    assert not cache.exists() or not list(cache.iterdir())  # nothing written
+
+
+def test_a_root_outside_the_group_is_refused_before_any_message():
+    from rankopt.probe._common import check_root
+
+    for bad in (-1, 4, True, 1.0, "0"):
+        with pytest.raises(RankoptInputError, match=r"`root` must be a rank of the probed group"):
+            check_root(bad, 4)
+    assert check_root(np.int64(3), 4) == 3 and check_root(None, 4) is None
+
+
+@needs_mpi
+@pytest.mark.mpi
 @pytest.mark.parametrize(
     ("entry", "option", "reason"),
     [
@@ -429,3 +469,5 @@ def test_an_entry_keeps_its_hierarchy_and_a_remap_moves_every_rank_fact(monkeypa
         moved.hosts,
     )
     assert linear.parameters["groups"] == [rack[idx].tolist()]
+    # the same numbering as the stored launch: the entry as read, nothing copied
+    assert _remapped(kept, np.arange(6), kept.hosts) is kept

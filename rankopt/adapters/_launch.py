@@ -417,7 +417,7 @@ def _probe(
     import torch.distributed as dist
 
     from rankopt._progress import Progress
-    from rankopt.probe.torch import measure
+    from rankopt.probe.torch import measure_at_root
 
     dist.init_process_group(
         "gloo",
@@ -430,7 +430,9 @@ def _probe(
         from rankopt.adapters.cache import probe_arguments
 
         shown = Progress("rankopt run", enabled=progress)
-        m = measure(None, **probe_arguments(probe_options), callback=shown.probe_callback())
+        m = measure_at_root(  # only rank 0 solves
+            None, 0, **probe_arguments(probe_options), callback=shown.probe_callback()
+        )
         shown.finish()
         return m
     finally:

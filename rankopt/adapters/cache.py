@@ -103,6 +103,7 @@ LATENCY_FLOOR = 25e-6
 FORMAT = "rankopt.probe-cache/1"
 _TAGS_LAT, _TAGS_BW = (0x7A20, 0x7A21), (0x7A22, 0x7A23)
 _MISS, _CHECK = 0, 1
+_ROOTS = 1 << 40  # above any rank + 1: the sum that says every process named one root
 #: Settings that change what a probe measures (the rest only change its cost).
 _KEYED = (
     "bandwidth",
@@ -172,9 +173,12 @@ class ProbeCache:
         *,
         backend: str,
         hostname: str,
-    ) -> Measurement:
+        root: int | None = None,
+    ) -> Measurement | None:
         """Run the probe over the transport ``tr`` through this cache (:func:`probe_with_cache`)."""
-        return probe_with_cache(tr, params, self, callback, backend=backend, hostname=hostname)
+        return probe_with_cache(
+            tr, params, self, callback, backend=backend, hostname=hostname, root=root
+        )
 
 
 def resolve_cache(value: Any) -> ProbeCache | None:
@@ -282,6 +286,8 @@ def match_ranks(stored: tuple[str, ...], now: tuple[str, ...]) -> NDArray[np.int
 
 
 def _remapped(m: Measurement, idx: NDArray[np.int64], hosts: tuple[str, ...]) -> Measurement:
+    if tuple(hosts) == m.hosts and np.array_equal(idx, np.arange(len(idx))):
+        return m  # the launch numbered the processes as the stored one did
     ix = np.ix_(idx, idx)
 
     def sub(a: Any) -> Any:
@@ -617,11 +623,15 @@ def probe_with_cache(
     *,
     backend: str,
     hostname: str,
-) -> Measurement:
+    root: int | None = None,
+) -> Measurement | None:
     """Reuse the cached probe of these hosts after a drift check, else probe and store it.
 
     Collective over the transport ``tr``, with the deadlines and failure reports
-    of the probe itself. Returns the same :class:`Measurement` on every process;
+    of the probe itself. Returns the same :class:`Measurement` on every process
+    (with ``root`` 0, the same on every process of every launch: only the root
+    needs it, so a kept probe stays there and the others get None; ``root``
+    must then be the same on every process);
     its ``parameters["cache"]`` says what happened: ``status`` ``"hit"`` (the
     entry held: ``age_s``, ``check_s``, the sampled ``pairs``) or ``"probed"``
     (with the ``reason``: no entry, too old, asked for, or the pairs that moved).
@@ -654,7 +664,9 @@ def probe_with_cache(
                 plan = _check_plan(network, uses)
         except Exception as exc:  # noqa: BLE001 - a broken entry never stops the job
             stored, reason = None, f"the entry could not be used ({type(exc).__name__}: {exc})"
-    decision = np.zeros(2 + 4 * CHECK_PAIRS, dtype=np.int64)
+    decision = np.zeros(4 + 4 * CHECK_PAIRS, dtype=np.int64)
+    # the root every process names: max and (-min) of (root + 1) come back
+    decision[-2:] = (0 if root is None else root + 1), _ROOTS - (0 if root is None else root + 1)
     if me == 0 and stored is not None and plan:
         slot_of = np.zeros(len(plan), dtype=np.int64)
         for k, slot in enumerate(check_slots(plan, network, uses=uses)):
@@ -663,6 +675,11 @@ def probe_with_cache(
         rows4 = np.column_stack([np.array(plan, dtype=np.int64), slot_of])
         decision[2 : 2 + 4 * len(plan)] = rows4.ravel()
     decision = _share_int64(probe, decision, "cache")
+    if int(decision[-2]) + int(decision[-1]) != _ROOTS:
+        raise RankoptInputError(
+            "`root` differs between processes: every process of the probe must name the same "
+            f"root (rank {me} named {root!r})."
+        )
     info: dict[str, Any] = {"key": key, "directory": str(cache.directory)}
     if decision[0] == _CHECK:
         count = int(decision[1])
@@ -711,6 +728,10 @@ def probe_with_cache(
             if me == 0 and stored is not None:
                 info |= {"status": "hit", "seconds": time.perf_counter() - t_begin}
                 hit = _with_cache_info(stored, info)
+            if root == 0:  # only the root reads it: the kept probe is not sent
+                if hit is not None:
+                    _log(hit)
+                return hit
             result = _broadcast_measurement(probe, hit, hosts)
             _log(result)
             return result

@@ -471,7 +471,7 @@ def _optimize(
     a :class:`~rankopt.SolveResult`)."""
     from mpi4py import MPI
 
-    from rankopt.probe.mpi import measure
+    from rankopt.probe.mpi import measure_at_root
 
     rank = comm.Get_rank()
     size = comm.Get_size()
@@ -497,8 +497,8 @@ def _optimize(
     try:
         from rankopt.adapters.cache import probe_arguments
 
-        measurement = measure(
-            comm, **probe_arguments(probe_options), callback=shown.probe_callback()
+        measurement = measure_at_root(  # only the root solves
+            comm, int(root), **probe_arguments(probe_options), callback=shown.probe_callback()
         )
         shown.finish()
     except Exception as exc:  # noqa: BLE001 - reported identically on every rank

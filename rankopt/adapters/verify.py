@@ -408,11 +408,13 @@ def _solve_gloo(
 
     from rankopt._progress import Progress
     from rankopt.adapters.cache import network_of, probe_arguments
-    from rankopt.probe.torch import measure
+    from rankopt.probe.torch import measure_at_root
     from rankopt.solvers.solve import solve
 
     shown = Progress("rankopt", enabled=progress)
-    m = measure(None, **probe_arguments(probe_options), callback=shown.probe_callback())
+    m = measure_at_root(  # only rank 0 solves
+        None, 0, **probe_arguments(probe_options), callback=shown.probe_callback()
+    )
     shown.finish()
     payload: list[Any] = [None]
     if dist.get_rank() == 0:
@@ -420,6 +422,7 @@ def _solve_gloo(
             opts = dict(solve_options)
             if workload is not None:
                 opts["workload"] = workload
+            assert m is not None  # rank 0 is the probe's root
             res = solve(network_of(m), collective, **opts)
             payload[0] = (
                 "ok",

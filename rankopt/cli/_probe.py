@@ -305,7 +305,7 @@ def _run_mpi(args: argparse.Namespace, options: dict[str, Any]) -> int:
         from mpi4py import MPI
     except ImportError as exc:
         raise CLIError(f"--backend mpi needs mpi4py ({exc})") from None
-    from rankopt.probe.mpi import measure
+    from rankopt.probe.mpi import measure_at_root
 
     comm = MPI.COMM_WORLD
     rank, n = comm.Get_rank(), comm.Get_size()
@@ -314,7 +314,7 @@ def _run_mpi(args: argparse.Namespace, options: dict[str, Any]) -> int:
     if problem:
         raise CLIError(problem)
     return _probe_and_save(
-        args, rank, n, functools.partial(measure, comm), options, lambda: comm.Abort(1)
+        args, rank, n, functools.partial(measure_at_root, comm, 0), options, lambda: comm.Abort(1)
     )
 
 
@@ -323,7 +323,7 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
         import torch.distributed as dist
     except ImportError as exc:
         raise CLIError(f"--backend gloo needs torch ({exc})") from None
-    from rankopt.probe.torch import measure
+    from rankopt.probe.torch import measure_at_root
 
     created = False
     if not dist.is_initialized():
@@ -343,6 +343,7 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
     dist.broadcast_object_list(box, src=0)
     if box[0]:
         raise CLIError(box[0])
+    measure = functools.partial(measure_at_root, None, 0)  # rank 0 writes the file
     status = _probe_and_save(args, rank, n, measure, options, lambda: os._exit(1))
     if created:
         dist.destroy_process_group()

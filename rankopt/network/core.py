@@ -934,21 +934,28 @@ def alike_blocks(
         return meet
     levels = [np.asarray(g, dtype=np.int64) for g in groups]
     host_level = hosts is not None and _same_partition(levels[0], hosts)
-    keys = np.zeros((n, n, 3), dtype=np.int64)
-    keys[..., 0] = meet
+    # per meet level m, the labels that make two pairs alike: the row's and the
+    # column's group one level below (the uplinks crossed), or, within a group,
+    # the row's group alone (the column's label stays 0)
+    row = np.zeros((len(levels) + 1, n), dtype=np.int64)
+    col = np.zeros((len(levels) + 1, n), dtype=np.int64)
     for m in range(len(levels) + 1):
-        sel = meet == m
         below = m - 1
         if below >= (1 if host_level else 0):
-            lab = levels[below]  # the groups whose uplinks the pair crosses
-            keys[..., 1][sel] = np.broadcast_to(lab[:, None], (n, n))[sel]
-            keys[..., 2][sel] = np.broadcast_to(lab[None, :], (n, n))[sel]
-        elif m < len(levels):  # within the group both share
-            keys[..., 1][sel] = np.broadcast_to(levels[m][:, None], (n, n))[sel]
+            row[m] = col[m] = levels[below]
+        elif m < len(levels):
+            row[m] = levels[m]
     # one int64 per pair, ordered as the (meet, a, b) triples: the same labels as a
     # row-wise unique of the triples, an order of magnitude sooner at n = 1,024
-    span = max(n, int(keys[..., 1:].max()) + 1)
-    code = (keys[..., 0] * span + keys[..., 1]) * span + keys[..., 2]
+    span = int(max(row.max(), col.max())) + 1
+    idx = np.arange(n)
+    code = (meet * span + row[meet, idx[:, None]]) * span + col[meet, idx[None, :]]
+    top = int(code.max()) + 1
+    if top <= max(n * n, 1 << 20):  # the codes index a table: no sort of n^2 entries
+        seen = np.zeros(top, dtype=bool)
+        seen[code.ravel()] = True
+        label = np.cumsum(seen, dtype=np.int64) - 1
+        return np.asarray(label[code], dtype=np.int64)
     _, inv = np.unique(code.ravel(), return_inverse=True)
     return np.asarray(inv.reshape(n, n), dtype=np.int64)
 

@@ -232,6 +232,21 @@ def params_from(arguments: dict[str, Any]) -> ProbeParams:
     return check_params(callback=arguments["callback"], **{k: arguments[k] for k in names})
 
 
+def check_root(root: Any, size: int) -> int | None:
+    """``root`` of a ``measure_at_root`` call: None, or a rank of the ``size`` probed.
+
+    >>> check_root(0, 4), check_root(None, 4)
+    (0, None)
+    """
+    if root is None:
+        return None
+    if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or not 0 <= root < size:
+        raise RankoptInputError(
+            f"`root` must be a rank of the probed group, 0..{size - 1}; got {root!r} instead."
+        )
+    return int(root)
+
+
 def probe_hostname(rank: int, environ: dict[str, str] | None = None) -> str:
     """The host name a probe process reports: this machine's, or a test hook's.
 

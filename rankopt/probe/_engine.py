@@ -1003,3 +1003,28 @@ def run_probe(
 ) -> Measurement:
     """Run the whole probe over ``tr``; the same :class:`Measurement` on every process."""
     return _Probe(tr, params, callback, backend, hostname).run()
+
+
+def run_with(
+    cache: Callable[..., Measurement | None] | None,
+    tr: Transport,
+    params: ProbeParams,
+    callback: Callable[[ProbeProgress], Any] | None,
+    backend: str,
+    hostname: str,
+    root: int | None,
+) -> Measurement | None:
+    """The probe through ``cache`` (a probe runner such as ``ProbeCache``) or in full.
+
+    With ``root`` only that process gets the measurement (the others None),
+    and the runner is told (``root=``), so that it need not send a kept probe
+    to every process.
+    """
+    m: Measurement | None
+    if cache is None:
+        m = run_probe(tr, params, callback, backend=backend, hostname=hostname)
+    elif root is None:
+        m = cache(tr, params, callback, backend=backend, hostname=hostname)
+    else:
+        m = cache(tr, params, callback, backend=backend, hostname=hostname, root=root)
+    return m if root is None or tr.rank == root else None

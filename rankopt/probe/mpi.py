@@ -20,11 +20,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._common import ProbeProgress, ProbeTimeoutError, params_from, probe_hostname
-from rankopt.probe._engine import CONSENSUS_SHARE, run_probe
+from rankopt.probe._common import (
+    ProbeParams,
+    ProbeProgress,
+    ProbeTimeoutError,
+    check_params,
+    check_root,
+    params_from,
+    probe_hostname,
+)
+from rankopt.probe._engine import CONSENSUS_SHARE, run_with
 from rankopt.probe.measurement import Measurement
 
-__all__ = ["measure"]
+__all__ = ["measure", "measure_at_root"]
 
 _TAG_REPORT = 0x7A13
 
@@ -230,6 +238,42 @@ def measure(
     ((4, 4), 12)
     """
     params = params_from(locals())  # before anything else: no communication yet
+    result = _measure(comm, params, callback, cache, None)
+    assert result is not None  # every rank gets it without a root
+    return result
+
+
+def measure_at_root(comm: Any, root: int, **options: Any) -> Measurement | None:
+    """:func:`measure`, for a caller that reads the result on rank ``root`` only.
+
+    The probe is the same; the other ranks return None. A cache hit then
+    leaves the stored probe on the root (rank 0) rather than sending its
+    ``n x n`` matrices to every rank (at 4,096 processes, 800 MB each). What
+    the entry points call: only their root solves.
+
+    Examples
+    --------
+    Run with ``mpiexec -n 4 python script.py``:
+
+    >>> from mpi4py import MPI                                 # doctest: +SKIP
+    >>> from rankopt.probe.mpi import measure_at_root          # doctest: +SKIP
+    >>> m = measure_at_root(MPI.COMM_WORLD, 0, timeout=10)     # doctest: +SKIP
+    >>> m is None or m.latency.shape == (4, 4)                 # doctest: +SKIP
+    True
+    """
+    callback = options.pop("callback", None)
+    cache = options.pop("cache", None)
+    params = check_params(callback=callback, **options)
+    return _measure(comm, params, callback, cache, root)
+
+
+def _measure(
+    comm: Any,
+    params: ProbeParams,
+    callback: Callable[[ProbeProgress], Any] | None,
+    cache: Callable[..., Measurement | None] | None,
+    root: int | None,
+) -> Measurement | None:
     if cache is not None and not callable(cache):
         raise RankoptInputError(
             f"`cache` must be a probe runner such as rankopt.adapters.cache.ProbeCache; "
@@ -251,9 +295,10 @@ def measure(
             phase="start",
             step=1,
         )
+    root = check_root(root, transport.size)
     try:
-        result = (run_probe if cache is None else cache)(
-            transport, params, callback, backend="mpi", hostname=probe_hostname(transport.rank)
+        result = run_with(
+            cache, transport, params, callback, "mpi", probe_hostname(transport.rank), root
         )
     except ProbeTimeoutError:
         raise  # the private communicator stays: freeing it would wait for the dead peer

@@ -21,11 +21,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
-from rankopt.probe._common import ProbeProgress, params_from, probe_hostname
-from rankopt.probe._engine import run_probe
+from rankopt.probe._common import (
+    ProbeParams,
+    ProbeProgress,
+    check_params,
+    check_root,
+    params_from,
+    probe_hostname,
+)
+from rankopt.probe._engine import run_with
 from rankopt.probe.measurement import Measurement
 
-__all__ = ["measure"]
+__all__ = ["measure", "measure_at_root"]
 
 
 class _GlooTransport:
@@ -182,6 +189,30 @@ bw_concurrency, bandwidth_mode, uplink_flows, latency_mode, callback, cache
     (4, 4)
     """
     params = params_from(locals())  # before anything else: no communication yet
+    result = _measure(group, params, callback, cache, None)
+    assert result is not None  # every rank gets it without a root
+    return result
+
+
+def measure_at_root(group: Any, root: int, **options: Any) -> Measurement | None:
+    """:func:`measure`, for a caller that reads the result on rank ``root`` of ``group`` only.
+
+    As :func:`rankopt.probe.mpi.measure_at_root`: the other ranks return None,
+    and a cache hit is not sent to them.
+    """
+    callback = options.pop("callback", None)
+    cache = options.pop("cache", None)
+    params = check_params(callback=callback, **options)
+    return _measure(group, params, callback, cache, root)
+
+
+def _measure(
+    group: Any,
+    params: ProbeParams,
+    callback: Callable[[ProbeProgress], Any] | None,
+    cache: Callable[..., Measurement | None] | None,
+    root: int | None,
+) -> Measurement | None:
     if cache is not None and not callable(cache):
         raise RankoptInputError(
             f"`cache` must be a probe runner such as rankopt.adapters.cache.ProbeCache; "
@@ -204,6 +235,7 @@ bw_concurrency, bandwidth_mode, uplink_flows, latency_mode, callback, cache
         raise RankoptInputError(
             f"the probe needs at least 2 ranks; the group has {transport.size}."
         )
-    return (run_probe if cache is None else cache)(
-        transport, params, callback, backend="gloo", hostname=probe_hostname(transport.rank)
+    root = check_root(root, transport.size)
+    return run_with(
+        cache, transport, params, callback, "gloo", probe_hostname(transport.rank), root
     )

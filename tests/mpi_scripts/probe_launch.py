@@ -55,7 +55,11 @@ def report_run(outdir: str, rank: int, probe: Callable[[Callable[[Any], None]], 
 
     info: dict[str, Any] = {"error": None}
     try:
-        probe(progress).save(os.path.join(outdir, f"rank{rank}.npz"))
+        m = probe(progress)
+        if m is None:  # a rank other than the root of measure_at_root
+            info["none"] = True
+        else:
+            m.save(os.path.join(outdir, f"rank{rank}.npz"))
     except Exception as exc:
         info = {"error": type(exc).__name__, "message": str(exc)}
         info.update({k: getattr(exc, k, None) for k in ("phase", "step", "pairs", "ranks")})
