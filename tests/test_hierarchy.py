@@ -319,3 +319,72 @@ def test_tree_levels_of_the_spanning_tree_are_the_single_linkage_levels():
         a, b = _minimum_spanning_tree(d)
         want = [lv.tolist() for lv in _single_levels(d, 1.5)]
         assert [lv.tolist() for lv in tree_levels(a, b, d[a, b], n, 1.5)] == want
+
+
+def _runner_up_by_hand(m, lab):
+    """Each block's second largest off-diagonal entry (NaN the largest), by listing them."""
+    g_count = int(lab.max()) + 1
+    out = np.full((g_count, g_count), np.nan)
+    for g in range(g_count):
+        for h in range(g_count):
+            vals = [m[i, j] for i in range(lab.size) for j in range(lab.size)
+                    if i != j and lab[i] == g and lab[j] == h]  # fmt: skip
+            if vals:
+                vals.sort(key=lambda x: (np.isnan(x), x))
+                out[g, h] = vals[-2] if len(vals) > 1 else vals[-1]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_block_runner_up_equals_the_entries_listed_by_hand(seed):
+    from rankopt.probe.hierarchy import block_runner_up
+
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        n = int(rng.integers(1, 16))
+        lab = rng.integers(0, int(rng.integers(1, n + 1)), n)  # labels may be missing
+        m = [
+            rng.random((n, n)),
+            rng.integers(0, 3, (n, n)) * 1.0,
+            rng.integers(-2, 3, (n, n)) * 1.0,
+        ]
+        m = m[int(rng.integers(0, 3))]
+        if rng.random() < 0.3:
+            m[rng.random((n, n)) < 0.1] = np.inf  # an unbounded rate: no scale to divide by
+        if rng.random() < 0.1 and n > 1:
+            m[0, n - 1] = np.nan
+        before = m.copy()
+        np.testing.assert_array_equal(block_runner_up(m, lab), _runner_up_by_hand(m, lab))
+        np.testing.assert_array_equal(m, before)  # the input is left as it was
+
+
+def test_alike_blocks_label_pairs_by_their_meet_level_and_groups_crossed():
+    from rankopt.network.core import alike_blocks, meet_levels
+
+    rng = np.random.default_rng(3)
+    for _ in range(40):
+        n = int(rng.integers(2, 30))
+        host = np.sort(rng.integers(0, max(1, n // 2), n))
+        levels = [host, host // 2, host // 4][: int(rng.integers(1, 4))]
+        levels = [lv * 5 + 1 for lv in levels] if rng.random() < 0.5 else levels
+        perm = rng.permutation(n)
+        levels = [lv[perm] for lv in levels]
+        hosts = [f"h{h}" for h in host[perm]]
+        b = alike_blocks(levels, n, hosts)
+        meet = meet_levels(levels, n)
+        # by hand: the (meet, row group, column group) triple the definition names
+        skip = 1
+        triples = {}
+        for i in range(n):
+            for j in range(n):
+                k = int(meet[i, j])
+                if k - 1 >= skip:
+                    t = (k, int(levels[k - 1][i]), int(levels[k - 1][j]))
+                elif k < len(levels):
+                    t = (k, int(levels[k][i]), 0)
+                else:
+                    t = (k, 0, 0)
+                triples.setdefault(t, set()).add(int(b[i, j]))
+        assert all(len(v) == 1 for v in triples.values())  # one label per triple
+        assert len({next(iter(v)) for v in triples.values()}) == len(triples)  # and per label
+        assert sorted({next(iter(v)) for v in triples.values()}) == list(range(len(triples)))

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -511,7 +511,7 @@ def block_runner_up(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> N
 
     The largest where the block has one entry; ``nan`` for a block of one
     process to itself. Labels must be 0..G-1; the diagonal of ``matrix`` is
-    left out. Cost: one sort of the ``n^2`` entries.
+    left out. Cost: a few passes over the ``n^2`` entries (a sort with NaN among them).
 
     Examples
     --------
@@ -522,21 +522,50 @@ def block_runner_up(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> N
     """
     n = labels.size
     g_count = int(labels.max()) + 1
+    vals = np.asarray(matrix, dtype=np.float64)
+    if np.isnan(vals[~np.eye(n, dtype=bool)]).any():
+        return _runner_up_sorted(vals, labels, g_count)
+    # no sort: the rows and columns grouped by label, each block's largest entry,
+    # then the largest below it (the largest again where it occurs twice)
+    idx = np.argsort(labels, kind="stable")
+    lab = labels[idx]
+    starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
+    m = vals[np.ix_(idx, idx)]
+    np.fill_diagonal(m, -np.inf)
+
+    def block_reduce(a: NDArray[Any], ufunc: Any) -> NDArray[Any]:
+        return ufunc.reduceat(ufunc.reduceat(a, starts, axis=0), starts, axis=1)
+
+    present = lab[starts]  # the labels that occur, in the order of the blocks
+    size = np.diff(np.r_[starts, n])
+    top = block_reduce(m, np.maximum)
+    spread = np.repeat(np.repeat(top, size, axis=0), size, axis=1)  # each entry's block top
+    ties = block_reduce((m == spread).astype(np.int32), np.add)
+    m[m == spread] = -np.inf
+    below = block_reduce(m, np.maximum)
+    second = np.where(ties >= 2, top, below)
+    entries = size[:, None] * size[None, :] - np.diag(size)  # off-diagonal entries a block has
+    second = np.where(entries == 1, top, second)
+    second = np.where(entries == 0, np.nan, second)
+    out = np.full((g_count, g_count), np.nan)
+    out[np.ix_(present, present)] = second
+    return out
+
+
+def _runner_up_sorted(
+    vals: NDArray[np.float64], labels: NDArray[np.int64], g_count: int
+) -> NDArray[np.float64]:
+    """:func:`block_runner_up` by one sort of the ``n^2`` entries (NaN sorts as the largest)."""
+    n = labels.size
     off = ~np.eye(n, dtype=bool)
     key = (labels[:, None] * g_count + labels[None, :])[off]
-    vals = np.asarray(matrix, dtype=np.float64)[off]
-    # one sort on block + value in [0, 1): a float64 keeps 2^-32 of the value's
-    # range below a block index of up to 2^20 (G up to 1024), else two sorts
-    top = float(np.max(np.abs(vals), initial=0.0)) * 2.0 + 1e-300
-    if g_count <= 1024 and np.all(vals >= 0):
-        order = np.argsort(key + vals / top, kind="stable")
-    else:
-        order = np.lexsort((vals, key))
-    key, vals = key[order], vals[order]
+    flat = vals[off]
+    order = np.lexsort((flat, key))
+    key, flat = key[order], flat[order]
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     ends = np.r_[starts[1:], key.size]
     out = np.full(g_count * g_count, np.nan)
-    out[key[starts]] = vals[np.maximum(ends - 2, starts)]
+    out[key[starts]] = flat[np.maximum(ends - 2, starts)]
     return out.reshape(g_count, g_count)
 
 
