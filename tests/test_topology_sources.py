@@ -119,7 +119,7 @@ def test_expand_hostlist_and_errors(tmp_path):
         from_slurm_conf("# nothing\n")
     bad = tmp_path / "t.json"
     bad.write_text('{"Instances": [{"NetworkNodes": ["a"]}]}')
-    with pytest.raises(RankoptInputError, match="not a valid aws topology"):
+    with pytest.raises(RankoptInputError, match=r"t.json: .*Instances\[0\]: `InstanceId` is None"):
         read_topology(bad)
     ragged = tmp_path / "h.txt"
     ragged.write_text("a r1 p1\nb r1\n")

@@ -40,14 +40,18 @@ Sources and what they give (finest level first)
   (top layer first); hosts are instance IDs, matched to the job's host
   names through a ``DescribeInstances`` JSON (``aliases``).
 - GCP: instances JSON with ``resourceStatus.physicalHostTopology``
-  (``host``, ``subblock``, ``block``, ``cluster``): ``gcloud compute
+  (``host``, ``subblock``, ``block``, ``cluster``; else ``physicalHost``,
+  ``/BLOCK/SUBBLOCK/HOST``): ``gcloud compute
   instances list --format=json``, the API's ``list`` (``{"items": [...]}``)
   or ``aggregatedList`` (``{"items": {"zones/...": {"instances": [...]}}}``).
 - Kubernetes ``kubectl get nodes -o json``: node labels; known keys
   (GKE ``cloud.google.com/gce-topology-{host,subblock,block}``, EKS
   ``topology.k8s.aws/network-node-layer-N``, Topograph
-  ``network.topology.nvidia.com/{accelerator,leaf,spine,core}``,
-  ``topology.kubernetes.io/{zone,region}``) or the ``keys`` given.
+  ``network.topology.nvidia.com/{accelerator,leaf,spine,core}`` (before
+  0.2: ``block``, ``datacenter``; from 1.0: ``accelerator.topograph.run/
+  {sub-domain,domain}``, ``fabric.topograph.run/tier-N``),
+  ``topology.kubernetes.io/{zone,region}``) or the ``keys`` given; a
+  node's addresses (``status.addresses``) are other names for it.
 - Plain text: ``host rack pod ...`` per line (``#`` comments).
 
 Host names
@@ -106,8 +110,13 @@ MAX_YAML_CHARS = 8 << 20
 MAX_HOSTLIST = 1 << 20
 
 #: Kubernetes node label keys read by default, finest first.
+#: Topograph's labels: before 0.2 ``block`` (the leaf) and ``datacenter`` (the core);
+#: from 1.0 ``accelerator.topograph.run/...`` and ``fabric.topograph.run/tier-N`` (tier 0
+#: is the switch next to the node).
 KUBERNETES_KEYS = (
     "cloud.google.com/gce-topology-host",
+    "accelerator.topograph.run/sub-domain",
+    "accelerator.topograph.run/domain",
     "network.topology.nvidia.com/accelerator",
     "topology.k8s.aws/network-node-layer-4",
     "topology.k8s.aws/network-node-layer-3",
@@ -115,9 +124,12 @@ KUBERNETES_KEYS = (
     "topology.k8s.aws/network-node-layer-1",
     "cloud.google.com/gce-topology-subblock",
     "cloud.google.com/gce-topology-block",
+    *(f"fabric.topograph.run/tier-{n}" for n in range(8)),
     "network.topology.nvidia.com/leaf",
+    "network.topology.nvidia.com/block",
     "network.topology.nvidia.com/spine",
     "network.topology.nvidia.com/core",
+    "network.topology.nvidia.com/datacenter",
     "topology.kubernetes.io/zone",
     "topology.kubernetes.io/region",
 )
@@ -349,6 +361,31 @@ def _json(text: str) -> Any:
         raise RankoptInputError("topology document: JSON nested too deeply.") from None
 
 
+def _json_objects(value: Any, field: str, what: str) -> list[dict[str, Any]]:
+    """A JSON list of objects (``field`` of a ``what`` document); absent or null: none."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise RankoptInputError(
+            f"{what}: `{field}` is {type(value).__name__} {str(value)[:40]!r}; expected a list."
+        )
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise RankoptInputError(
+                f"{what}: {field}[{i}] is {type(item).__name__} {str(item)[:40]!r}; "
+                "expected an object."
+            )
+    return value
+
+
+def _json_name(item: Mapping[str, Any], key: str, where: str) -> str:
+    """The non-empty string ``item[key]``; else an error naming ``where`` and the value."""
+    value = item.get(key)
+    if not isinstance(value, str) or not value:
+        raise RankoptInputError(f"{where}: `{key}` is {value!r}; expected a name.")
+    return value
+
+
 def expand_hostlist(expr: str) -> list[str]:
     """Expand a Slurm hostlist expression.
 
@@ -374,6 +411,12 @@ def expand_hostlist(expr: str) -> list[str]:
         elif ch == "," and depth == 0:
             parts.append(expr[start:i])
             start = i + 1
+        if depth not in (0, 1):
+            break
+    if depth != 0:
+        raise RankoptInputError(
+            f"hostlist {expr[:80]!r}: unbalanced or nested brackets; expected `name[a-b,c]`."
+        )
     parts.append(expr[start:])
     out: list[str] = []
     for part in (p.strip() for p in parts):
@@ -406,6 +449,16 @@ def _too_many(expr: str) -> NoReturn:
     )
 
 
+def _claim(owner: dict[str, str], node: str, group: str, source: str, kind: str) -> None:
+    """Record ``node`` in ``group``; a node already in another group is an error naming both."""
+    other = owner.setdefault(node, group)
+    if other != group:
+        raise RankoptInputError(
+            f"{source}: node {node!r} is under {kind} {other!r} and under {kind} {group!r}; "
+            f"expected one {kind} per node."
+        )
+
+
 def _tree_labels(parent: dict[str, str], leaf_of: dict[str, str], source: str) -> TopologyLabels:
     """Labels from a switch tree: each node's leaf switch, then every switch above it."""
     chains: dict[str, list[str]] = {}
@@ -434,9 +487,11 @@ def _block_labels(
     base = min(sizes) if sizes else 0
     factors = [s // base for s in sorted(sizes)[1:]] if base else []
     labels: dict[str, tuple[str, ...]] = {}
+    block_of: dict[str, str] = {}
     for index, (name, nodes) in enumerate(blocks):
         row = [name] + [f"aggregate{f}:{index // f}" for f in factors]
         for node in nodes:
+            _claim(block_of, node, name, f"{source} topology", "block")
             labels[node] = tuple(row)
     names = tuple(["block"] + [f"{s}-node block" for s in sorted(sizes)[1:]])
     return TopologyLabels(source, names, labels)
@@ -529,11 +584,16 @@ def from_slurm_conf(text: str) -> TopologyLabels:
         is_leaf = (level or 0) == 0 if leveled else not has_switches
         if is_leaf:
             for node in nodes:
-                leaf_of.setdefault(node, name)
+                _claim(leaf_of, node, name, "topology.conf", "leaf switch")
     if leaf_of:
         return _tree_labels(parent, leaf_of, "slurm-tree")
     if blocks:
         return _block_labels(blocks, sizes, "slurm-block")
+    if any("ringname" in fields for fields in _conf_records(text)):
+        raise RankoptInputError(
+            "topology.conf: RingName= (topology/ring) orders nodes in a ring, it has no "
+            "groups; expected SwitchName= (tree) or BlockName= (block) lines."
+        )
     raise RankoptInputError("no SwitchName= or BlockName= line with Nodes= found.")
 
 
@@ -662,7 +722,7 @@ def from_slurm_yaml(text: str) -> TopologyLabels:
             for child in _yaml_hostlist(sw.get("children"), f"{where} `children`"):
                 parent[child] = switch
             for node in _yaml_hostlist(sw.get("nodes"), f"{where} `nodes`"):
-                leaf_of.setdefault(node, switch)
+                _claim(leaf_of, node, switch, f"topology.yaml: {name}", "leaf switch")
         return _tree_labels(parent, leaf_of, "slurm-tree")
     if isinstance(topo.get("block"), dict):
         spec = topo["block"]
@@ -745,17 +805,31 @@ def from_aws(text: str) -> TopologyLabels:
             "DescribeInstanceTopology (give DescribeInstances as the aliases, "
             "--topology-aliases)."
         )
-    instances = doc.get("Instances", []) if isinstance(doc, dict) else doc
+    instances = _json_objects(
+        doc.get("Instances") if isinstance(doc, dict) else doc, "Instances", "EC2 topology"
+    )
     labels: dict[str, tuple[str, ...]] = {}
     notes = []
-    for inst in instances:
+    for i, inst in enumerate(instances):
+        iid = _json_name(inst, "InstanceId", f"EC2 topology: Instances[{i}]")
         nodes = inst.get("NetworkNodes") or []
         if not nodes:
-            notes.append(f"{inst.get('InstanceId')} has no NetworkNodes (unsupported type?)")
+            notes.append(f"{iid} has no NetworkNodes (unsupported type?)")
             continue
-        labels[str(inst["InstanceId"])] = tuple(str(x) for x in reversed(nodes))
+        if not isinstance(nodes, list) or not all(isinstance(x, str) and x for x in nodes):
+            raise RankoptInputError(
+                f"EC2 topology: NetworkNodes of {iid} is {str(nodes)[:60]!r}; expected a list "
+                "of network node IDs."
+            )
+        row = tuple(reversed(nodes))
+        if labels.setdefault(iid, row) != row:
+            raise RankoptInputError(
+                f"EC2 topology: instance {iid} is listed twice with different NetworkNodes."
+            )
+    # layer 1 is the top for every instance; a 3-layer instance sits in layer 3, above the
+    # 4th layer of 4-layer types: its bottom node stands for it there too (padding below)
     depth = max((len(v) for v in labels.values()), default=0)
-    labels = {h: v + v[-1:] * (depth - len(v)) for h, v in labels.items()}
+    labels = {h: v[:1] * (depth - len(v)) + v for h, v in labels.items()}
     names = tuple(f"layer {k}" for k in range(depth, 0, -1))
     return TopologyLabels("aws", names, labels, tuple(notes))
 
@@ -815,11 +889,14 @@ def from_aws_instances(text: str) -> tuple[tuple[str, str], ...]:
     for inst in instances:
         iid = str(inst["InstanceId"])
         names = [inst.get(k) for k in _AWS_NAME_KEYS]
-        for nic in inst.get("NetworkInterfaces") or []:
+        where = f"EC2 instance {iid}"
+        for nic in _json_objects(inst.get("NetworkInterfaces"), "NetworkInterfaces", where):
             names += [nic.get("PrivateDnsName"), nic.get("PrivateIpAddress")]
-            names += [a.get("PrivateDnsName") for a in nic.get("PrivateIpAddresses") or []]
-            names += [a.get("PrivateIpAddress") for a in nic.get("PrivateIpAddresses") or []]
-            names += [a.get("Ipv6Address") for a in nic.get("Ipv6Addresses") or []]
+            addrs = _json_objects(nic.get("PrivateIpAddresses"), "PrivateIpAddresses", where)
+            names += [a.get("PrivateDnsName") for a in addrs]
+            names += [a.get("PrivateIpAddress") for a in addrs]
+            v6 = _json_objects(nic.get("Ipv6Addresses"), "Ipv6Addresses", where)
+            names += [a.get("Ipv6Address") for a in v6]
             names += [(nic.get("Association") or {}).get(k) for k in ("PublicDnsName", "PublicIp")]
         for name in names:
             if isinstance(name, str) and name and name != iid:
@@ -849,8 +926,13 @@ def _gcp_instances(doc: Any) -> list[Any]:
         return items
     if isinstance(items, dict):  # instances.aggregatedList: scope -> instances, or a warning
         out: list[Any] = []
-        for scope in items.values():
-            out.extend((scope or {}).get("instances") or [])
+        for where, scope in items.items():
+            if scope is not None and not isinstance(scope, dict):
+                raise RankoptInputError(
+                    f"GCP instances: items[{where!r}] is {str(scope)[:40]!r}; expected "
+                    "an object with `instances` or a `warning`."
+                )
+            out.extend(_json_objects((scope or {}).get("instances"), "instances", str(where)))
         return out
     raise RankoptInputError("GCP instances: `items` must be a list or a mapping of zones.")
 
@@ -863,7 +945,9 @@ def from_gcp(text: str) -> TopologyLabels:
     ``instances.aggregatedList`` (``{"items": {"zones/ZONE": {"instances":
     [...]}}}``, a zone without instances carrying a ``warning``). Keys are
     instance names (an instance's host name is its name). Levels: host,
-    subblock, block, cluster.
+    subblock, block, cluster; when no instance has
+    ``physicalHostTopology``, ``resourceStatus.physicalHost``
+    (``/BLOCK/SUBBLOCK/HOST``) gives host, subblock and block.
 
     Examples
     --------
@@ -873,16 +957,44 @@ def from_gcp(text: str) -> TopologyLabels:
     >>> t.labels["vm1"]
     ('h', 's', 'b', 'c')
     """
-    order = ("host", "subblock", "block", "cluster")
+    order: tuple[str, ...] = ("host", "subblock", "block", "cluster")
     labels: dict[str, tuple[str, ...]] = {}
     zone_of: dict[str, str] = {}
     notes = []
-    for inst in _gcp_instances(_json(text)):
-        topo = (inst.get("resourceStatus") or {}).get("physicalHostTopology") or {}
+    instances = _json_objects(_gcp_instances(_json(text)), "instances", "GCP instances")
+    status = [inst.get("resourceStatus") or {} for inst in instances]
+    for inst, st in zip(instances, status, strict=True):
+        if not isinstance(st, dict):
+            raise RankoptInputError(
+                f"GCP instances: resourceStatus of {inst.get('name')!r} is {str(st)[:40]!r}; "
+                "expected an object."
+            )
+    # older answers (and VMs placed by a compact placement policy) give only physicalHost
+    use_path = not any(st.get("physicalHostTopology") for st in status)
+    if use_path:
+        order = order[:3]
+    for i, (inst, st) in enumerate(zip(instances, status, strict=True)):
+        name = _json_name(inst, "name", f"GCP instances: instance {i + 1}")
+        topo = st.get("physicalHostTopology") or {}
+        if use_path and st.get("physicalHost"):
+            path = st["physicalHost"]
+            parts = path.strip("/").split("/") if isinstance(path, str) else []
+            if len(parts) != 3 or not all(parts):
+                raise RankoptInputError(
+                    f"GCP instances: physicalHost of {name} is {str(path)[:60]!r}; expected "
+                    "`/BLOCK/SUBBLOCK/HOST`."
+                )
+            topo = dict(zip(("block", "subblock", "host"), parts, strict=True))
+        if not isinstance(topo, dict):
+            raise RankoptInputError(
+                f"GCP instances: physicalHostTopology of {name} is {str(topo)[:40]!r}; "
+                "expected an object."
+            )
         if not topo:
-            notes.append(f"{inst.get('name')} has no physicalHostTopology")
+            what = "physicalHost" if use_path else "physicalHostTopology"
+            notes.append(f"{name} has no {what}")
             continue
-        name, zone = str(inst["name"]), str(inst.get("zone", "")).rsplit("/", 1)[-1]
+        zone = str(inst.get("zone", "")).rsplit("/", 1)[-1]
         if name in labels and zone_of[name] != zone:
             raise RankoptInputError(
                 f"GCP instances: two instances named {name!r} (zones {zone_of[name]!r} and "
@@ -913,8 +1025,33 @@ def from_kubernetes(text: str, keys: Sequence[str] | None = None) -> TopologyLab
     (('cloud.google.com/gce-topology-block', 'topology.kubernetes.io/zone'), ('b7', 'z1'))
     """
     doc = _json(text)
-    items = doc.get("items", []) if isinstance(doc, dict) else doc
-    nodes = {str(it["metadata"]["name"]): dict(it["metadata"].get("labels") or {}) for it in items}
+    if isinstance(doc, dict) and "items" not in doc and "metadata" in doc:
+        doc = [doc]  # one node (kubectl get node NAME -o json)
+    items = _json_objects(
+        doc.get("items") if isinstance(doc, dict) else doc, "items", "Kubernetes nodes"
+    )
+    nodes: dict[str, dict[str, Any]] = {}
+    aliases: dict[tuple[str, str], None] = {}
+    for i, item in enumerate(items):
+        meta = item.get("metadata")
+        if not isinstance(meta, dict):
+            raise RankoptInputError(
+                f"Kubernetes nodes: items[{i}] has no `metadata` object; expected "
+                "`kubectl get nodes -o json`."
+            )
+        name = _json_name(meta, "name", f"Kubernetes nodes: items[{i}].metadata")
+        lab = meta.get("labels") or {}
+        if not isinstance(lab, dict):
+            raise RankoptInputError(
+                f"Kubernetes nodes: labels of node {name} are {str(lab)[:40]!r}; expected an "
+                "object."
+            )
+        nodes[name] = lab
+        # the node's addresses: what MPI reports on a host-network pod
+        for addr in (item.get("status") or {}).get("addresses") or []:
+            value = addr.get("address") if isinstance(addr, dict) else None
+            if isinstance(value, str) and value and value != name:
+                aliases[(value, name)] = None
     if keys is None:
         present = set().union(*nodes.values()) if nodes else set()
         keys = [k for k in KUBERNETES_KEYS if k in present]
@@ -927,7 +1064,7 @@ def from_kubernetes(text: str, keys: Sequence[str] | None = None) -> TopologyLab
                 notes.append(f"node {name} has no label {k}")
             row.append(str(lab.get(k, f"?{name}")))
         labels[name] = tuple(row)
-    return TopologyLabels("kubernetes", tuple(keys), labels, tuple(notes))
+    return TopologyLabels("kubernetes", tuple(keys), labels, tuple(notes), tuple(aliases))
 
 
 def from_text(text: str) -> TopologyLabels:
@@ -1050,20 +1187,26 @@ def _detect(text: str) -> str:
     if head.startswith(("{", "[")):
         if '"NetworkNodes"' in text or '"Instances"' in text:
             return "aws"
-        if "physicalHostTopology" in text:
+        if '"physicalHost' in text:
             return "gcp"
         if '"metadata"' in text:
             return "kubernetes"
         if re.search(r'"topology"\s*:', text):
             return "slurm-yaml"  # a topology.yaml written as JSON
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise RankoptInputError(f"not valid JSON ({exc}).") from None
         raise RankoptInputError("JSON that is neither AWS, GCP nor Kubernetes topology.")
-    if re.search(r"(?im)^\s*(switchname|blockname)\s*=", text):
+    if re.search(r"(?im)^\s*(switchname|blockname|ringname)\s*=", text):
         return "slurm"
     if re.search(r"""(?m)^\s*(-\s*)?\{?\s*["']?topology["']?\s*:""", text):
         return "slurm-yaml"
     first = next((ln.split() for ln in text.splitlines() if ln.split("#")[0].strip()), [])
     if len(first) >= 2 and "." in first[1] and (len(first) == 3 and "node" in first[2]):
         return "slurm-addr"
+    if len(first) == 2 and "." in first[1] and first[1].rsplit(".", 1)[1] == first[0].split(".")[0]:
+        return "slurm-addr"  # SLURM_TOPOLOGY_ADDR without its pattern: it ends with the node
     return "text"
 
 
