@@ -181,3 +181,29 @@ def test_a_check_where_nothing_moved_takes_one_look(monkeypatch, tmp_path, build
     plans = _checks(monkeypatch, [lambda i, j: 1.0])
     info = _launch(tmp_path).parameters["cache"]
     assert info["status"] == "hit" and "second_look" not in info and len(plans) == 1
+
+
+@pytest.mark.parametrize("root", [None, 0])
+def test_a_hit_builds_the_network_once_for_the_check_and_the_caller(
+    monkeypatch, tmp_path, builds, root
+):
+    _cold_start(monkeypatch, tmp_path, _recent())
+    _checks(monkeypatch, [lambda i, j: 1.0])
+    builds.clear()
+    res = probe_with_cache(
+        None, ProbeParams(), ProbeCache(directory=tmp_path), None, backend="mpi",
+        hostname="h0", root=root,
+    )  # fmt: skip
+    assert res.parameters["cache"]["status"] == "hit"
+    assert len(builds) == 1  # the drift check's network
+    net = network_of(res)  # the entry point's: that one, not a second build
+    assert len(builds) == 1 and network_of(res) is net
+    assert net.provenance["probe"]["cache"]["status"] == "hit"
+    again = Network.from_measurement(res)  # what the caller would have built itself
+    np.testing.assert_array_equal(again.latency, net.latency)
+    np.testing.assert_array_equal(again.bandwidth, net.bandwidth)
+    assert [g.tolist() for g in again.groups] == [g.tolist() for g in net.groups]
+    assert again.provenance == net.provenance
+    stored = load_measurement(next(tmp_path.glob("*.npz")))
+    np.testing.assert_array_equal(res.latency, stored.latency)
+    assert not res.latency.flags.writeable

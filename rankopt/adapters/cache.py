@@ -50,6 +50,7 @@ each moved pair's block of alike pairs scaled, off by more than
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import math
@@ -728,11 +729,18 @@ def probe_with_cache(
             if me == 0 and stored is not None:
                 info |= {"status": "hit", "seconds": time.perf_counter() - t_begin}
                 hit = _with_cache_info(stored, info)
+                # the network built for the check is the caller's: not built twice
+                net = copy.copy(network)
+                object.__setattr__(
+                    net, "provenance", {**network.provenance, "probe": dict(hit.parameters)}
+                )
+                _BUILT[id(hit)] = (weakref.ref(hit, _forget(id(hit))), net)
             if root == 0:  # only the root reads it: the kept probe is not sent
                 if hit is not None:
                     _log(hit)
                 return hit
             result = _broadcast_measurement(probe, hit, hosts)
+            result = result if hit is None else hit  # the root's own: its network is built
             _log(result)
             return result
     info |= {"status": "probed", "reason": reason or "no entry for these hosts"}
@@ -814,7 +822,10 @@ def network_of(measurement: Measurement) -> Any:
 
 
 def _with_cache_info(m: Measurement, info: Mapping[str, Any]) -> Measurement:
-    return replace(m, parameters=dict(m.parameters) | {"cache": dict(info)})
+    """``m`` with ``parameters["cache"] = info``; the read-only arrays are shared, not copied."""
+    out = copy.copy(m)
+    object.__setattr__(out, "parameters", dict(m.parameters) | {"cache": dict(info)})
+    return out
 
 
 def _log(m: Measurement) -> None:

@@ -101,8 +101,12 @@ def choose_pairs(
     off = ~np.eye(n, dtype=bool)
     flat = np.flatnonzero(off.ravel())  # pair k = (flat[k] // n, flat[k] % n), row-major
     ids = blocks.ravel()[flat]
+    if ids.size and int(ids.max()) < np.iinfo(np.int16).max:  # a radix sort, not a merge sort
+        ids = ids.astype(np.int16)
     by_block = np.argsort(ids, kind="stable")  # each block's pairs in row-major order
-    uniq, starts = np.unique(ids[by_block], return_index=True)
+    sorted_ids = ids[by_block]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    uniq = sorted_ids[starts]
     stops = np.append(starts[1:], len(by_block))
     firsts = flat[by_block[starts]]
     rank = sorted(range(len(uniq)), key=lambda b: (-int(meet.ravel()[firsts[b]]), int(firsts[b])))
