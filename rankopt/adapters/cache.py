@@ -629,13 +629,13 @@ def probe_with_cache(
     """Reuse the cached probe of these hosts after a drift check, else probe and store it.
 
     Collective over the transport ``tr``, with the deadlines and failure reports
-    of the probe itself. Returns the same :class:`Measurement` on every process
-    (with ``root`` 0, the same on every process of every launch: only the root
-    needs it, so a kept probe stays there and the others get None; ``root``
-    must then be the same on every process);
-    its ``parameters["cache"]`` says what happened: ``status`` ``"hit"`` (the
-    entry held: ``age_s``, ``check_s``, the sampled ``pairs``) or ``"probed"``
-    (with the ``reason``: no entry, too old, asked for, or the pairs that moved).
+    of the probe itself. Returns the same :class:`Measurement` on every process.
+    With ``root`` 0 (the same on every process; the caller reads the result on
+    rank 0 only) a kept probe stays on rank 0 and the others get None; with
+    another root every process gets it, as without one. Its
+    ``parameters["cache"]`` says what happened: ``status`` ``"hit"`` (the entry
+    held: ``age_s``, ``check_s``, the sampled ``pairs``) or ``"probed"`` (with
+    the ``reason``: no entry, too old, asked for, or the pairs that moved).
     Pairs that moved are measured a second time before the entry is dropped
     (``second_look``, their count): only a pair that moved on both looks counts
     (its record then holds the second; ``first_look`` keeps the first), so a

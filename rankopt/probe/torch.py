@@ -197,8 +197,10 @@ bw_concurrency, bandwidth_mode, uplink_flows, latency_mode, callback, cache
 def measure_at_root(group: Any, root: int, **options: Any) -> Measurement | None:
     """:func:`measure`, for a caller that reads the result on rank ``root`` of ``group`` only.
 
-    As :func:`rankopt.probe.mpi.measure_at_root`: the other ranks return None,
-    and a cache hit is not sent to them.
+    As :func:`rankopt.probe.mpi.measure_at_root`: ``root`` is a rank of
+    ``group`` (the same on every rank), ``options`` the keywords of
+    :func:`measure`; the other ranks return None, and with root 0 a cache
+    hit is not sent to them.
     """
     callback = options.pop("callback", None)
     cache = options.pop("cache", None)
