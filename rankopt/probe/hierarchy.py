@@ -533,15 +533,16 @@ def block_runner_up(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> N
     m = vals[np.ix_(idx, idx)]
     np.fill_diagonal(m, -np.inf)
 
-    def block_reduce(a: NDArray[Any], ufunc: Any) -> NDArray[Any]:
-        return ufunc.reduceat(ufunc.reduceat(a, starts, axis=0), starts, axis=1)
+    def block_reduce(a: NDArray[Any], ufunc: Any, **kw: Any) -> NDArray[Any]:
+        return ufunc.reduceat(ufunc.reduceat(a, starts, axis=0, **kw), starts, axis=1)
 
     present = lab[starts]  # the labels that occur, in the order of the blocks
     size = np.diff(np.r_[starts, n])
     top = block_reduce(m, np.maximum)
     spread = np.repeat(np.repeat(top, size, axis=0), size, axis=1)  # each entry's block top
-    ties = block_reduce((m == spread).astype(np.int32), np.add)
-    m[m == spread] = -np.inf
+    tops = m == spread
+    ties = block_reduce(tops, np.add, dtype=np.int32)
+    m[tops] = -np.inf
     below = block_reduce(m, np.maximum)
     second = np.where(ties >= 2, top, below)
     entries = size[:, None] * size[None, :] - np.diag(size)  # off-diagonal entries a block has
