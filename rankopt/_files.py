@@ -413,7 +413,8 @@ def atomic_write_text(
 
 def read_text_file(path: str | os.PathLike[str], what: str) -> str:
     """The UTF-8 text of a small input file (:func:`open_regular`, at most
-    :data:`MAX_TEXT_BYTES`); errors name ``what`` and the path."""
+    :data:`MAX_TEXT_BYTES`; a leading byte-order mark is dropped); errors name
+    ``what`` and the path."""
     p = Path(path)
     try:
         with open_regular(p, what=what, max_bytes=MAX_TEXT_BYTES) as fh:
@@ -421,7 +422,7 @@ def read_text_file(path: str | os.PathLike[str], what: str) -> str:
     except OSError as exc:
         raise RankoptInputError(f"cannot read the {what} {str(p)!r} ({exc}).") from None
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")  # a byte-order mark (Windows editors) is dropped
     except UnicodeDecodeError:
         raise RankoptInputError(f"{what} {str(p)!r} is not UTF-8 text.") from None
 
@@ -712,7 +713,7 @@ class NpzArrays(Mapping[str, NDArray[Any]]):
                         _check_array(shape, dtype, info.file_size - m.tell(), where)
                     with zf.open(info) as m:
                         arr = np.lib.format.read_array(m, allow_pickle=False)
-            except RankoptFileError:
+            except RankoptInputError:
                 raise
             except (*_ZIP_ERRORS, KeyError) as exc:
                 raise RankoptFileError(
@@ -814,7 +815,7 @@ def load_npz(path: str | os.PathLike[str], *, what: str = "file") -> NpzArrays:
                             f"{format_size(MAX_NPZ_BYTES)} from one archive."
                         )
                     sizes[key] = (info.filename, info.file_size)
-        except RankoptFileError:
+        except RankoptInputError:  # the archive's own problem, already named (a limit, a kind)
             raise
         except _ZIP_ERRORS as exc:
             raise RankoptFileError(

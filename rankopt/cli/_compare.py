@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         else [m for m in sorted(METHODS) if m != "auto"] + ["auto"]
     )
     extra = problem_kwargs(args, net)
-    rows, skipped = [], []
+    rows, skipped, errors = [], [], []
     for name in names:
         try:
             res = solve(
@@ -56,8 +56,11 @@ def run(args: argparse.Namespace) -> int:
             if args.methods:
                 raise
             skipped.append((name, str(exc).split(";")[0]))
+            errors.append(exc)
             continue
         rows.append(res)
+    if not rows and len({str(e) for e in errors}) == 1:
+        raise errors[0]  # every method refused the same option or input: say it once
     if not rows:
         raise RankoptInputError(
             "no method applies to this problem: " + "; ".join(s for _, s in skipped)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from rankopt._model_args import add_json_option, check_json_destination, write_json
@@ -116,12 +117,30 @@ def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) ->
     from rankopt.adapters._common import check_hosts
 
     check_json_destination(args.json)
-    for dest, flag in _OUTPUTS:
-        path = getattr(args, dest, None)
-        if path is not None:
-            check_output_path(path, what=flag)
-    if any(getattr(args, d, None) is not None for d, _ in _OUTPUTS[1:]) and hosts is not None:
+    targets = [(flag, getattr(args, dest, None)) for dest, flag in _OUTPUTS]
+    for flag, path in [*targets, ("--json", None if args.json == "-" else args.json)]:
+        if path is None:
+            continue
+        check_output_path(path, what=flag)
+        if _same_file(path, args.matrix):
+            raise CLIError(
+                f"{flag} {path!r} is the input matrix file; give the output another name."
+            )
+    if any(path is not None for _, path in targets[1:]):
+        if hosts is None:
+            raise CLIError(
+                f"{args.matrix!r} holds no host names; --rankfile/--hostfile/--slurm-hostfile "
+                "need a measurement .npz or a matrix file with a header of host names."
+            )
         check_hosts(hosts, n)
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one existing file."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # one does not exist (yet), or holds a NUL
+        return False
 
 
 def _write_outputs(

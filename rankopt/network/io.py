@@ -130,8 +130,25 @@ def _to_float(cell: str, where: str) -> float:
 
 
 def _numeric(cell: str) -> bool:
+    """Whether ``cell`` may be a data cell: a number or a missing-measurement marker."""
     cell = cell.strip()
-    return cell == "" or _NUMBER.match(cell) is not None
+    return cell.lower() in _MISSING or _NUMBER.match(cell) is not None
+
+
+def _number(cell: str) -> bool:
+    """Whether ``cell`` writes a number (not empty, not a missing-measurement marker)."""
+    cell = cell.strip()
+    return cell.lower() not in _MISSING and _NUMBER.match(cell) is not None
+
+
+def _names(cells: list[str]) -> bool:
+    """Whether ``cells`` are names (a header row, a first column): some text, no number.
+
+    A row or column that mixes numbers and other text is data with a bad cell
+    (``1,5`` in a file with decimal commas, a typo), reported at that cell
+    rather than dropped as if it were names.
+    """
+    return any(not _numeric(c) for c in cells) and not any(_number(c) for c in cells)
 
 
 #: Column names that mark a CSV in the long format (``src,dst,value`` rows).
@@ -230,15 +247,17 @@ def _read_csv(p: Path, text: str) -> tuple[NDArray[np.float64], list[str] | None
         raise RankoptInputError(f"{where} is empty.")
     if _is_long(rows):
         return _read_long(p, rows)
-    header = not all(_numeric(c) for c in rows[0][1:])
+    header = _names(rows[0][1:])
     labels: list[str] | None = None
+    names_row: list[str] = []
     if header:
-        labels = [c.strip() for c in rows[0][1:]]
+        names_row = [c.strip() for c in rows[0]]
+        labels = names_row[1:]
         rows = rows[1:]
     if not rows:
         raise RankoptInputError(f"{where} has a header row but no data rows.")
     check_processes(len(rows), f"{where} ({len(rows)} data rows)")
-    row_labels = not all(_numeric(r[0]) for r in rows if r)
+    row_labels = _names([r[0] for r in rows if r])
     if row_labels:
         names = [r[0].strip() for r in rows]
         rows = [r[1:] for r in rows]
@@ -267,9 +286,34 @@ def _read_csv(p: Path, text: str) -> tuple[NDArray[np.float64], list[str] | None
         ],
         dtype=float,
     )
+    if not row_labels and len(names_row) == vals.shape[0]:
+        labels = names_row  # a header of names only, without a corner cell
     if labels is not None and len(labels) != vals.shape[0]:
         labels = None
     return vals, labels, None
+
+
+def _unique_keys(where: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict; a key given twice (two values for one pair) is refused.
+
+    Examples
+    --------
+    >>> _unique_keys("f", [("a", 1), ("b", 2)])
+    {'a': 1, 'b': 2}
+    >>> _unique_keys("f", [("a", 1), ("a", 2)])
+    Traceback (most recent call last):
+    ...
+    rankopt.errors.RankoptInputError: f: key 'a' appears twice in one object (values 1 and 2).
+    """
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise RankoptInputError(
+                f"{where}: key {key!r} appears twice in one object "
+                f"(values {out[key]!r:.40} and {value!r:.40})."
+            )
+        out[key] = value
+    return out
 
 
 def _json_value(v: Any, where: Callable[[], str]) -> float:
@@ -311,7 +355,9 @@ def _read_json(p: Path, text: str) -> tuple[NDArray[np.float64], list[str] | Non
     where = f"matrix file {str(p)!r}"
     check_nesting(text, where)
     try:
-        data: Any = json.loads(text)
+        data: Any = json.loads(text, object_pairs_hook=partial(_unique_keys, where))
+    except RankoptInputError:
+        raise
     except json.JSONDecodeError as exc:
         raise RankoptInputError(f"{where} is not valid JSON ({exc}).") from None
     except (RecursionError, ValueError) as exc:  # nesting, or an integer too long to read
@@ -440,6 +486,11 @@ def load_matrix_and_labels(
     """:func:`load_matrix` plus the host names stored in the file (``None`` if it has none),
     from one read of the file."""
     vals, labels, file_unit = read_matrix(path)
+    if unit is None and file_unit is not None and file_unit not in UNITS:
+        raise RankoptInputError(
+            f"matrix file {os.fspath(path)!r}: 'unit' must be one of "
+            f"{', '.join(map(repr, UNITS))}; got {file_unit!r}."
+        )
     u = unit if unit is not None else (file_unit or "s")
     if u not in UNITS:
         raise RankoptInputError(

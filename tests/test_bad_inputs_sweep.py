@@ -1,0 +1,163 @@
+"""Bad inputs a demanding user gives the command line: each is refused with one line that
+names the argument, the value and where, a non-zero exit, and nothing left on disk."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+from rankopt.cli import main
+from rankopt.network.io import read_matrix
+
+M4 = "0,1,2,3\n1,0,2,3\n2,2,0,1\n3,3,1,0\n"
+
+
+def cli(capsys, *argv):
+    """``rankopt ARGV`` in this process: ``(exit status, stdout, stderr)``."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def error_line(err):
+    """The one error line of ``err``; no traceback."""
+    assert "Traceback" not in err
+    lines = [ln for ln in err.splitlines() if "error:" in ln]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "text, cell",
+    [
+        ("0;1,5;2;3\n1,5;0;2;3\n2;2;0;1\n3;3;1;0\n", "'1,5'"),  # decimal commas
+        ("0,x,2,3\n1,0,2,3\n2,2,0,1\n3,3,1,0\n", "'x'"),  # a typo in the first row
+    ],
+)
+def test_csv_bad_cell_in_first_row_is_not_a_header(tmp_path, capsys, text, cell):
+    """A first row mixing numbers and text is data with a bad cell, not host names to drop."""
+    f = tmp_path / "m.csv"
+    f.write_text(text)
+    code, out, err = cli(capsys, "solve", str(f), "-q")
+    line = error_line(err)
+    assert code == 1 and out == ""
+    assert f"'{f}' data row 0, column 1: {cell} is not a number." in line
+
+
+def test_csv_missing_markers_in_first_row_and_column_are_data(tmp_path):
+    """``na`` and ``-`` mark missing measurements; they do not make a header or row names."""
+    f = tmp_path / "m.csv"
+    f.write_text("0,na,2\n-,0,2\n2,2,0\n")
+    vals, labels, _ = read_matrix(f)
+    assert labels is None and vals.shape == (3, 3)
+    assert np.isnan(vals[0, 1]) and np.isnan(vals[1, 0]) and vals[2, 0] == 2
+
+
+def test_csv_header_without_corner_cell_names_the_hosts(tmp_path):
+    f = tmp_path / "m.csv"
+    f.write_text("a,b,c,d\n" + M4)
+    vals, labels, _ = read_matrix(f)
+    assert labels == ["a", "b", "c", "d"] and vals.shape == (4, 4)
+
+
+def test_json_unit_from_the_file_names_the_file(tmp_path, capsys):
+    f = tmp_path / "m.json"
+    f.write_text(json.dumps({"matrix": [[0, 1], [1, 0]], "unit": "parsec"}))
+    code, _, err = cli(capsys, "solve", str(f), "-q")
+    line = error_line(err)
+    assert code == 1
+    assert f"matrix file '{f}': 'unit' must be one of" in line and "got 'parsec'" in line
+    assert "--unit" not in line  # the user gave no --unit
+
+
+def test_json_duplicate_key_is_refused(tmp_path, capsys):
+    f = tmp_path / "m.json"
+    f.write_text('{"a": {"b": 1, "b": 5}, "b": {"a": 1}}')
+    code, _, err = cli(capsys, "solve", str(f), "-q")
+    line = error_line(err)
+    assert code == 1
+    assert f"matrix file '{f}': key 'b' appears twice in one object (values 1 and 5)." in line
+
+
+def test_npz_over_the_size_limit_is_not_called_corrupt(tmp_path, capsys):
+    f = tmp_path / "big.npz"
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+        with z.open("latency.npy", "w") as m:
+            header = {"descr": "<f8", "fortran_order": False, "shape": (40000, 40000)}
+            np.lib.format.write_array_header_1_0(m, header)
+            m.write(b"\0" * 4096)
+    code, _, err = cli(capsys, "solve", str(f), "-q")
+    line = error_line(err)
+    assert code == 1
+    assert f"'{f}', array 'latency' gives n=40000 processes, over the limit" in line
+    assert "corrupt" not in line and "not a valid" not in line
+
+
+@pytest.mark.parametrize("command", ["solve", "compare", "demo"])
+def test_negative_seed_names_the_option(tmp_path, capsys, command):
+    f = tmp_path / "m.csv"
+    f.write_text(M4)
+    argv = [command, "--seed", "-1", "-q"] + ([str(f)] if command != "demo" else [])
+    code, out, err = cli(capsys, *argv)
+    assert code == 2 and out == ""
+    assert (
+        f"rankopt {command}: error: argument --seed: must be a non-negative integer; got -1." in err
+    )
+    assert "`rng`" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (("--nbytes", "0"), "--nbytes must be positive and finite; got 0 instead."),
+        (("--time-limit", "nan"), "--time-limit must be positive and finite; got nan instead."),
+    ],
+)
+def test_compare_bad_option_is_said_once(tmp_path, capsys, option, message):
+    f = tmp_path / "m.csv"
+    f.write_text(M4)
+    code, _, err = cli(capsys, "compare", str(f), "-q", *option)
+    line = error_line(err)
+    assert code == 1
+    assert line == f"rankopt compare: error: {message}"
+
+
+@pytest.mark.parametrize("flag", ["--order-out", "--rankfile", "--json"])
+def test_output_over_the_input_matrix_is_refused(tmp_path, capsys, flag):
+    f = tmp_path / "m.json"
+    text = json.dumps({"matrix": [[0, 1, 2], [1, 0, 2], [2, 2, 0]], "labels": ["a", "b", "c"]})
+    f.write_text(text)
+    code, out, err = cli(capsys, "solve", str(f), "-q", flag, str(f))
+    line = error_line(err)
+    assert code == 1 and out == ""
+    assert f"{flag} '{f}' is the input matrix file; give the output another name." in line
+    assert f.read_text() == text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
+def test_launcher_files_without_host_names_write_nothing(tmp_path, capsys):
+    """The missing host names are found before the solve, so --order-out is not left behind."""
+    f = tmp_path / "m.csv"
+    f.write_text(M4)
+    order, rankfile = tmp_path / "order.txt", tmp_path / "rankfile"
+    code, out, err = cli(
+        capsys, "solve", str(f), "-q", "--order-out", str(order), "--rankfile", str(rankfile)
+    )
+    line = error_line(err)
+    assert code == 1 and out == ""
+    assert f"'{f}' holds no host names; --rankfile/--hostfile/--slurm-hostfile need" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.csv"]
+
+
+def test_workload_with_a_byte_order_mark(tmp_path, capsys):
+    f = tmp_path / "m.csv"
+    f.write_text(M4)
+    w = tmp_path / "work.txt"
+    w.write_bytes("\ufeffallreduce,16M,10\r\nallgather,1M,2\r\n".encode())
+    code, out, err = cli(capsys, "solve", str(f), "-q", "--workload", str(w))
+    assert code == 0, err
+    assert sorted(int(x) for x in out.split()) == [0, 1, 2, 3]
