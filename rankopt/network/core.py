@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -114,6 +115,27 @@ def _real(a: ArrayLike, name: str, quantity: str = "latency") -> NDArray[Any]:
     return _as_real(arr, name, quantity)
 
 
+#: The matrices a Network already checked (by ``(id, role)``, while they live): the
+#: read-only arrays a derived network (:func:`dataclasses.replace`) passes on are
+#: not checked again, entry by entry, at every step of building one.
+_CHECKED: weakref.WeakValueDictionary[tuple[int, str], NDArray[Any]] = weakref.WeakValueDictionary()
+
+
+def _checked(a: Any, name: str, n: int) -> bool:
+    """Whether ``a`` is a read-only matrix this module already checked as ``name``."""
+    return (
+        isinstance(a, np.ndarray)
+        and not a.flags.writeable
+        and a.shape == (n, n)
+        and _CHECKED.get((id(a), name)) is a
+    )
+
+
+def _mark_checked(a: NDArray[Any], name: str) -> NDArray[Any]:
+    _CHECKED[(id(a), name)] = a
+    return a
+
+
 def _array(a: ArrayLike | None, dtype: Any, n: int, name: str) -> NDArray[Any] | None:
     """An optional ``(n, n)`` matrix beside ``latency``, checked for what it holds.
 
@@ -122,6 +144,8 @@ def _array(a: ArrayLike | None, dtype: Any, n: int, name: str) -> NDArray[Any] |
     """
     if a is None:
         return None
+    if _checked(a, name, n):
+        return a  # type: ignore[return-value]
     quantity = "bandwidth" if name == "bandwidth" else "latency"
     src = _real(a, name, quantity)
     if src.shape != (n, n):
@@ -152,7 +176,7 @@ def _array(a: ArrayLike | None, dtype: Any, n: int, name: str) -> NDArray[Any] |
     if name == "bandwidth":
         out = _in_range(out, name)
     out.setflags(write=False)
-    return out
+    return _mark_checked(out, name)
 
 
 def _in_range(arr: NDArray[np.float64], name: str) -> NDArray[np.float64]:
@@ -300,14 +324,18 @@ class Network:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        lat = _frozen(_real(self.latency, "latency"), np.float64)
-        if lat.ndim != 2 or lat.shape[0] != lat.shape[1] or lat.shape[0] < 2:
-            raise RankoptInputError(
-                f"`latency` must be a square matrix of at least 2 processes; got shape "
-                f"{lat.shape} instead."
-            )
+        shape = np.shape(self.latency) if isinstance(self.latency, np.ndarray) else ()
+        if len(shape) == 2 and _checked(self.latency, "latency", shape[0]):
+            lat = self.latency  # another network's, checked when it was built
+        else:
+            lat = _frozen(_real(self.latency, "latency"), np.float64)
+            if lat.ndim != 2 or lat.shape[0] != lat.shape[1] or lat.shape[0] < 2:
+                raise RankoptInputError(
+                    f"`latency` must be a square matrix of at least 2 processes; got shape "
+                    f"{lat.shape} instead."
+                )
+            lat = _mark_checked(_in_range(lat, "latency"), "latency")
         n = lat.shape[0]
-        lat = _in_range(lat, "latency")
         set_(self, "latency", lat)
         set_(self, "bandwidth", _array(self.bandwidth, np.float64, n, "bandwidth"))
         set_(self, "latency_spread", _array(self.latency_spread, np.float64, n, "latency_spread"))
