@@ -40,6 +40,7 @@ KERNELS = [
     ("rankopt.models._flow_eval", "src_ext/_flow_eval.pyx"),
     ("rankopt.solvers._anneal_ring", "src_ext/_anneal_ring.pyx"),
     ("rankopt.solvers._traffic_map", "src_ext/_traffic_map.pyx"),
+    ("rankopt.probe._blocks", "src_ext/_blocks.pyx"),
 ]
 
 extensions = [

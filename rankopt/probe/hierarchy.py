@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -511,7 +511,7 @@ def block_runner_up(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> N
 
     The largest where the block has one entry; ``nan`` for a block of one
     process to itself. Labels must be 0..G-1; the diagonal of ``matrix`` is
-    left out. Cost: a few passes over the ``n^2`` entries (a sort with NaN among them).
+    left out. Cost: one compiled pass over the ``n^2`` entries (a sort with NaN among them).
 
     Examples
     --------
@@ -522,34 +522,14 @@ def block_runner_up(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> N
     """
     n = labels.size
     g_count = int(labels.max()) + 1
-    vals = np.asarray(matrix, dtype=np.float64)
-    if np.isnan(vals[~np.eye(n, dtype=bool)]).any():
+    vals = np.ascontiguousarray(matrix, dtype=np.float64)
+    if np.isnan(vals[~np.eye(n, dtype=bool)]).any() or int(labels.min()) < 0:
         return _runner_up_sorted(vals, labels, g_count)
-    # no sort: the rows and columns grouped by label, each block's largest entry,
-    # then the largest below it (the largest again where it occurs twice)
-    idx = np.argsort(labels, kind="stable")
-    lab = labels[idx]
-    starts = np.flatnonzero(np.r_[True, lab[1:] != lab[:-1]])
-    m = vals[np.ix_(idx, idx)]
-    np.fill_diagonal(m, -np.inf)
+    from rankopt.probe._blocks import block_top_two  # one compiled pass over the entries
 
-    def block_reduce(a: NDArray[Any], ufunc: Any, **kw: Any) -> NDArray[Any]:
-        return ufunc.reduceat(ufunc.reduceat(a, starts, axis=0, **kw), starts, axis=1)
-
-    present = lab[starts]  # the labels that occur, in the order of the blocks
-    size = np.diff(np.r_[starts, n])
-    top = block_reduce(m, np.maximum)
-    spread = np.repeat(np.repeat(top, size, axis=0), size, axis=1)  # each entry's block top
-    tops = m == spread
-    ties = block_reduce(tops, np.add, dtype=np.int32)
-    m[tops] = -np.inf
-    below = block_reduce(m, np.maximum)
-    second = np.where(ties >= 2, top, below)
-    entries = size[:, None] * size[None, :] - np.diag(size)  # off-diagonal entries a block has
-    second = np.where(entries == 1, top, second)
-    second = np.where(entries == 0, np.nan, second)
-    out = np.full((g_count, g_count), np.nan)
-    out[np.ix_(present, present)] = second
+    top, second, count = block_top_two(vals, np.ascontiguousarray(labels, dtype=np.int64), g_count)
+    out = np.where(count >= 2, second, top)
+    out[count == 0] = np.nan
     return out
 
 
