@@ -193,9 +193,18 @@ def test_order_file_errors(tmp_path):
     (tmp_path / "bad.json").write_text('{"perm": [0]}')
     with pytest.raises(RankoptInputError, match="no 'order' key"):
         load_order(tmp_path / "bad.json")
-    (tmp_path / "bad.txt").write_text("0 1 x\n")
-    with pytest.raises(RankoptInputError, match="cannot read an order"):
+    (tmp_path / "bad.txt").write_text("0 1\n2 x\n")
+    with pytest.raises(RankoptInputError, match=r"bad.txt', line 2: 'x' is not a whole number"):
         load_order(tmp_path / "bad.txt")
+    (tmp_path / "empty.txt").write_text("# nothing yet\n\n")
+    with pytest.raises(RankoptInputError, match="holds no order"):
+        load_order(tmp_path / "empty.txt")
+    (tmp_path / "half.txt").write_text("0 1.5\n")
+    with pytest.raises(RankoptInputError, match="'1.5' is not a whole number"):
+        load_order(tmp_path / "half.txt")
+    # as a JSON order may: whole numbers written as floats, commas, a byte-order mark
+    (tmp_path / "ok.txt").write_bytes("\ufeff# from a spreadsheet\n2, 0.0\n1 3e0\n".encode())
+    assert load_order(tmp_path / "ok.txt").tolist() == [2, 0, 1, 3]
     (tmp_path / "dup.txt").write_text("0 0\n")
     with pytest.raises(RankoptInputError, match="permutation"):
         load_order(tmp_path / "dup.txt")

@@ -7,6 +7,7 @@ import zipfile
 import numpy as np
 import pytest
 
+from rankopt._validation import RankoptInputError
 from rankopt.cli import main
 from rankopt.network.io import read_matrix
 
@@ -161,3 +162,20 @@ def test_workload_with_a_byte_order_mark(tmp_path, capsys):
     code, out, err = cli(capsys, "solve", str(f), "-q", "--workload", str(w))
     assert code == 0, err
     assert sorted(int(x) for x in out.split()) == [0, 1, 2, 3]
+
+
+def test_workload_errors_name_the_file(tmp_path):
+    from rankopt.models.workload import load_workload
+
+    lines = tmp_path / "calls.txt"
+    lines.write_text("allreduce,16M,10\nallreduce,16X,1\n")
+    with pytest.raises(RankoptInputError, match=r"calls.txt', line 2: .*16X"):
+        load_workload(lines)
+    listed = tmp_path / "calls.json"
+    listed.write_text('[{"collective": "allreduce", "nbytes": 1024}, {"collective": "x"}]')
+    with pytest.raises(RankoptInputError, match=r"workload file '.*calls.json': .*entry 1"):
+        load_workload(listed)
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    with pytest.raises(RankoptInputError, match=r"empty.json': an object needs a 'workload'"):
+        load_workload(empty)

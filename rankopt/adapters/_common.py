@@ -7,7 +7,7 @@ Nothing here imports mpi4py or torch. ``atomic_write_text`` is
 from __future__ import annotations
 
 import hashlib
-import io
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -137,7 +137,7 @@ def read_order_file(path: str | os.PathLike[str]) -> OrderFile:
                     solved = data.get("solved")
                     data = data["order"]
             else:
-                data = np.loadtxt(io.BytesIO(raw), dtype=np.int64, ndmin=1, comments="#")
+                data = _text_order(raw, str(p))
     except FileNotFoundError:
         raise RankoptInputError(f"order file {str(p)!r} does not exist.") from None
     except (OSError, ValueError) as exc:
@@ -148,6 +148,43 @@ def read_order_file(path: str | os.PathLike[str]) -> OrderFile:
     if record is not None:
         record = _check_record(record, len(arr), str(p))
     return OrderFile(arr, record, solved if isinstance(solved, dict) else None, str(p))
+
+
+def _text_order(raw: bytes, path: str) -> list[int]:
+    r"""The ranks of a text order: whole numbers split by blanks, commas or lines.
+
+    ``#`` starts a comment; a byte-order mark is dropped. A token that is not
+    a whole number is named with its line; an order with no number is refused.
+
+    Examples
+    --------
+    >>> _text_order(b"# order\n2 0\n1, 3.0\n", "o.txt")
+    [2, 0, 1, 3]
+    """
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise RankoptInputError(f"order file {path!r} is not UTF-8 text.") from None
+    out: list[int] = []
+    for lineno, line in enumerate(text.splitlines(), 1):
+        for token in line.split("#", 1)[0].replace(",", " ").split():
+            try:
+                out.append(int(token))
+                continue
+            except ValueError:
+                pass
+            try:
+                value = float(token)  # 3.0 and 1e3 are whole numbers, as in a JSON order
+            except ValueError:
+                value = math.nan
+            if not (math.isfinite(value) and value == int(value)):
+                raise RankoptInputError(
+                    f"order file {path!r}, line {lineno}: {token[:40]!r} is not a whole number."
+                )
+            out.append(int(value))
+    if not out:
+        raise RankoptInputError(f"order file {path!r} holds no order (no number in it).")
+    return out
 
 
 def _order_values(data: Any, path: str) -> NDArray[np.int64]:

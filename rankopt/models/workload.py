@@ -197,15 +197,24 @@ def read_workload_file(path: Any, *, need_calls: bool = False) -> tuple[tuple[Ca
                 from rankopt.models.traffic import as_traffic
 
                 traffic = as_traffic(data["traffic"], where=f"workload file {str(p)!r}: 'traffic'")
+            if "workload" not in data and "calls" not in data and traffic is None:
+                raise RankoptInputError(
+                    f"workload file {str(p)!r}: an object needs a 'workload' (or 'calls') list "
+                    f"or a 'traffic' entry; got the keys {sorted(map(str, data))[:8]}."
+                )
             data = data.get("workload", data.get("calls"))
             if traffic is not None and not need_calls and isinstance(data, list) and not data:
                 return (), traffic
-        return as_workload(data), traffic
+        try:
+            return as_workload(data), traffic
+        except RankoptInputError as exc:  # the entry is named; the file too
+            raise RankoptInputError(f"workload file {str(p)!r}: {exc}") from None
     calls = []
     for lineno, line in enumerate(text.splitlines(), 1):
         line = line.split("#", 1)[0].strip()
         if line:
-            calls.append(_call(tuple(x.strip() for x in line.split(",")), f"line {lineno}"))
+            fields = tuple(x.strip() for x in line.split(","))
+            calls.append(_call(fields, f"file {str(p)!r}, line {lineno}"))
     if not calls:
         raise RankoptInputError(f"workload file {str(p)!r} holds no calls.")
     return tuple(calls), None
