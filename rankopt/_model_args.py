@@ -157,7 +157,8 @@ def add_model_arguments(
         metavar="NAME",
         action=_Algorithm,
         help="the algorithm the engine runs for it: %(choices)s (default: the engine's choice with an "
-        "engine, else ring)",
+        "engine, else ring; on a collective without a ring, its ring pattern: chain for broadcast, "
+        "ring_gather for reduce, pairwise for alltoall)",
     )
     engine = default_engine if default_engine is not None else ENTRY_ENGINES.get(p.prog)
     shown = {"mpi": "the MPI library it runs under", "backend": "--backend"}.get(

@@ -268,3 +268,23 @@ def test_result_cost_equals_cost_of_its_order(collective, algorithm, kw):
     res = rankopt.solve(lat, collective, algorithm, rng=0, **kw)
     assert res.cost == pytest.approx(rankopt.cost(lat, res.order, collective, algorithm, **kw))
     assert res.objective == rankopt.models.default_objective(algorithm, **kw)
+
+
+@pytest.mark.parametrize(
+    ("collective", "pattern"),
+    [("broadcast", "chain"), ("reduce", "ring_gather"), ("alltoall", "pairwise")],
+)
+def test_the_default_ring_on_a_collective_without_one_is_its_ring_pattern(collective, pattern):
+    rng = np.random.default_rng(4)
+    lat = rng.random((9, 9)) * 1e-5
+    lat = (lat + lat.T) / 2
+    np.fill_diagonal(lat, 0.0)
+    res = rankopt.solve(lat, collective)  # no algorithm given: "ring", which it has not
+    assert res.algorithm == pattern
+    same = rankopt.solve(lat, collective, pattern)
+    assert res.order.tolist() == same.order.tolist() and res.cost == same.cost
+    with pytest.raises(rankopt.RankoptInputError, match=f"for collective '{collective}'"):
+        rankopt.solve(lat, collective, "recursive_doubling")  # a real mismatch is still one
+    # a mix of calls priced without an engine: each call with its own ring pattern
+    mix = rankopt.solve(lat, workload=[("allreduce", 1 << 24), (collective, 1 << 20)])
+    assert set(mix.algorithm.split("+")) == {"ring", pattern}

@@ -17,7 +17,12 @@ from rankopt.models._algorithms import algorithm_spec
 from rankopt.models.base import CostModel
 from rankopt.models.network import check_groups, make_network
 from rankopt.models.ring import RingBottleneck, RingSum
-from rankopt.models.schedule import DEFAULT_SEGMENT_SIZE, check_collective, schedule
+from rankopt.models.schedule import (
+    DEFAULT_SEGMENT_SIZE,
+    check_collective,
+    ring_pattern,
+    schedule,
+)
 from rankopt.models.step import HierarchicalModel, StepModel
 
 __all__ = ["OBJECTIVES", "RING_OBJECTIVES", "default_objective", "make_model"]
@@ -118,6 +123,7 @@ def make_model(
         if traffic is not None:
             return _traffic_model(latency, traffic, workload, **mix)
         return _workload_model(latency, workload, **mix)
+    algorithm = ring_pattern(collective, algorithm)
     check_collective(collective, algorithm)
     if objective is None:
         objective = default_objective(

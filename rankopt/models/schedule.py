@@ -182,6 +182,27 @@ def chain_segments(
     return k, sizes / nbytes
 
 
+#: What ``"ring"`` (the default algorithm) prices on a collective that has no ring:
+#: its ring-shaped pattern. A broadcast's is the pipelined chain along the ring
+#: (NCCL's ring broadcast), a reduce's the ring reduce-scatter then the gather to
+#: the root, an all-to-all's the pairwise exchange (step ``s``: rank ``k`` to
+#: ``k + s``, the ring's shifts).
+RING_PATTERN = {"broadcast": "chain", "reduce": "ring_gather", "alltoall": "pairwise"}
+
+
+def ring_pattern(collective: str, algorithm: str) -> str:
+    """``algorithm``, or for ``"ring"`` on a collective without one its ring pattern.
+
+    >>> ring_pattern("broadcast", "ring"), ring_pattern("allreduce", "ring")
+    ('chain', 'ring')
+    >>> ring_pattern("broadcast", "binomial")
+    'binomial'
+    """
+    if algorithm == "ring" and "ring" not in ALGORITHMS.get(collective, ("ring",)):
+        return RING_PATTERN.get(collective, algorithm)
+    return algorithm
+
+
 def check_collective(collective: str, algorithm: str) -> None:
     """Raise a clear error for an unknown collective or algorithm."""
     check_options("collective", collective, tuple(ALGORITHMS))

@@ -230,7 +230,7 @@ def price_calls(
     env: Mapping[str, str] | None = None,
 ) -> tuple[PricedCall, ...]:
     """The model of each call: the engine's choice, or ``algorithm`` when no engine is given."""
-    from rankopt.models.schedule import check_collective
+    from rankopt.models.schedule import check_collective, ring_pattern
 
     out = []
     if engine is not None:
@@ -244,8 +244,9 @@ def price_calls(
     if algorithm is None:
         raise RankoptInputError("a workload needs an `engine` or an `algorithm` to price it.")
     for c in calls:
-        check_collective(c.collective, algorithm)
-        out.append(PricedCall(c.collective, c.nbytes, c.count, algorithm, {}))
+        alg = ring_pattern(c.collective, algorithm)
+        check_collective(c.collective, alg)
+        out.append(PricedCall(c.collective, c.nbytes, c.count, alg, {}))
     return tuple(out)
 
 

@@ -172,6 +172,10 @@ def solve(
         The collective operation and the algorithm the engine runs
         (shorthands of the :class:`~rankopt.ModelSpec` fields; with
         ``model``, left at their defaults or equal to the spec's).
+        ``"ring"``, the default, on a collective without a ring prices its
+        ring pattern (:data:`rankopt.models.schedule.RING_PATTERN`: the
+        chain for a broadcast, ring reduce-scatter and gather for a reduce,
+        the pairwise exchange for an all-to-all); the result names it.
     model : ModelSpec, optional
         What to price: collective, algorithm, objective, message size,
         network overrides, workload, engine and the robust policy

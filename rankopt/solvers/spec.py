@@ -262,7 +262,7 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         from rankopt.models import ALGORITHMS, OBJECTIVES
-        from rankopt.models.schedule import check_collective
+        from rankopt.models.schedule import check_collective, ring_pattern
 
         def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
@@ -304,6 +304,7 @@ class ModelSpec:
                 "a custom objective cannot be combined with `workload`/`engine`/`traffic`."
             )
         if self.workload is None and self.engine is None:
+            put("algorithm", ring_pattern(self.collective, self.algorithm))
             check_collective(self.collective, self.algorithm)
         put("robust", Robust.of(self.robust))
 
