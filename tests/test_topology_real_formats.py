@@ -354,3 +354,11 @@ def test_kubernetes_one_node_and_malformed_nodes(tmp_path):
         path.write_text(json.dumps(doc))
         with pytest.raises(RankoptInputError, match=f"nodes.json: Kubernetes nodes: {match}"):
             read_topology(path, kind="kubernetes")
+
+
+@pytest.mark.parametrize("text", ["null\n", "h1\nh2\n", "# hosts\nnode-a\n"])
+def test_a_text_topology_of_host_names_alone_is_refused(text):
+    from rankopt.probe.topology_sources import from_text
+
+    with pytest.raises(RankoptInputError, match=r"line \d+: '.*' alone; .*`host rack \[pod"):
+        from_text(text)

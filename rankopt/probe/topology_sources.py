@@ -1084,6 +1084,11 @@ def from_text(text: str) -> TopologyLabels:
             continue
         if width is None:
             width = len(parts)
+            if width < 2:
+                raise RankoptInputError(
+                    f"line {number}: {parts[0][:40]!r} alone; a text topology gives each host "
+                    "and its groups, finest first: `host rack [pod ...]`."
+                )
         if len(parts) != width:
             raise RankoptInputError(
                 f"line {number}: {len(parts)} columns, the first line had {width}."
