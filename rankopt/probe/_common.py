@@ -232,6 +232,15 @@ def params_from(arguments: dict[str, Any]) -> ProbeParams:
     return check_params(callback=arguments["callback"], **{k: arguments[k] for k in names})
 
 
+def root_call(
+    options: dict[str, Any],
+) -> tuple[ProbeParams, Callable[[ProbeProgress], Any] | None, Any]:
+    """The settings (validated), ``callback`` and ``cache`` among ``measure_at_root``'s keywords."""
+    callback = options.pop("callback", None)
+    cache = options.pop("cache", None)
+    return check_params(callback=callback, **options), callback, cache
+
+
 def check_root(root: Any, size: int) -> int | None:
     """``root`` of a ``measure_at_root`` call: None, or a rank of the ``size`` probed.
 

@@ -24,10 +24,10 @@ from rankopt.probe._common import (
     ProbeParams,
     ProbeProgress,
     ProbeTimeoutError,
-    check_params,
     check_root,
     params_from,
     probe_hostname,
+    root_call,
 )
 from rankopt.probe._engine import CONSENSUS_SHARE, run_with
 from rankopt.probe.measurement import Measurement
@@ -283,9 +283,7 @@ def measure_at_root(comm: Any, root: int, **options: Any) -> Measurement | None:
     >>> m is None or m.latency.shape == (4, 4)                 # doctest: +SKIP
     True
     """
-    callback = options.pop("callback", None)
-    cache = options.pop("cache", None)
-    params = check_params(callback=callback, **options)
+    params, callback, cache = root_call(options)
     return _measure(comm, params, callback, cache, root)
 
 

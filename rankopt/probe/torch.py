@@ -24,10 +24,10 @@ from rankopt._validation import RankoptInputError
 from rankopt.probe._common import (
     ProbeParams,
     ProbeProgress,
-    check_params,
     check_root,
     params_from,
     probe_hostname,
+    root_call,
 )
 from rankopt.probe._engine import run_with
 from rankopt.probe.measurement import Measurement
@@ -202,9 +202,7 @@ def measure_at_root(group: Any, root: int, **options: Any) -> Measurement | None
     :func:`measure`; the other ranks return None, and with root 0 a cache
     hit is not sent to them.
     """
-    callback = options.pop("callback", None)
-    cache = options.pop("cache", None)
-    params = check_params(callback=callback, **options)
+    params, callback, cache = root_call(options)
     return _measure(group, params, callback, cache, root)
 
 
