@@ -525,9 +525,12 @@ def block_runner_up(matrix: NDArray[np.float64], labels: NDArray[np.int64]) -> N
     vals = np.ascontiguousarray(matrix, dtype=np.float64)
     if np.isnan(vals[~np.eye(n, dtype=bool)]).any() or int(labels.min()) < 0:
         return _runner_up_sorted(vals, labels, g_count)
-    from rankopt.probe._blocks import block_top_two  # one compiled pass over the entries
+    from rankopt._build_check import require_extension
 
-    top, second, count = block_top_two(vals, np.ascontiguousarray(labels, dtype=np.int64), g_count)
+    blocks = require_extension("rankopt.probe._blocks")  # one compiled pass over the entries
+    top, second, count = blocks.block_top_two(
+        vals, np.ascontiguousarray(labels, dtype=np.int64), g_count
+    )
     out = np.where(count >= 2, second, top)
     out[count == 0] = np.nan
     return out
