@@ -87,12 +87,14 @@ def brute_force(model: CostModel, ctx: SolveContext) -> MethodOutput:
 @register("held_karp", doc=f"dynamic programming for the ring sum, n <= {HELD_KARP_MAX_N}")
 def held_karp(model: CostModel, ctx: SolveContext) -> MethodOutput:
     caps = model.capabilities
+    n = model.n
     if not caps.ring_sum_exact:
+        fixed = caps.rotation_invariant or rank0_pinned(model, ctx)
+        fits = n <= (BRUTE_FORCE_MAX_N if fixed else BRUTE_FORCE_MAX_N - 1)
         raise RankoptInputError(
             f"method 'held_karp' solves the ring objective 'sum' only; got objective "
-            f"{model.objective!r}. Use method='brute_force'."
+            f"{model.objective!r}. Use method={'brute_force' if fits else 'auto'!r}."
         )
-    n = model.n
     if n > HELD_KARP_MAX_N:
         raise RankoptInputError(
             f"method 'held_karp' needs O(2^n n) memory and accepts n <= {HELD_KARP_MAX_N}; got n={n}."

@@ -31,6 +31,7 @@ from rankopt.solvers._base import (
     MethodOutput,
     SolveContext,
     check_method_options,
+    rank0_pinned,
     register,
 )
 from rankopt.solvers.exact import BRUTE_FORCE_MAX_N, HELD_KARP_MAX_N
@@ -860,9 +861,13 @@ def _polished(
     prob: _Problem, order: NDArray[np.int64], ctx: SolveContext, method: str
 ) -> tuple[NDArray[np.int64], float]:
     """The method's order made final: rank 0 first when asked, never worse than
-    ``init``, and among equal costs the one with the fewest group crossings."""
+    ``init`` (when ``init`` keeps rank 0 where that is asked and costs), and among
+    equal costs the one with the fewest group crossings."""
     model, init_order, groups = prob.model, ctx.init, prob.groups
     n = model.n
+    if init_order is not None and not (rank0_pinned(model, ctx) and init_order[0] != 0):
+        if model.cost(init_order) < model.cost(order):  # a start that breaks keep_rank0 is none
+            order = init_order
     if ctx.keep_rank0 and order[0] != 0:
         if not model.capabilities.rotation_invariant:  # a method's bug, not the caller's input
             raise RuntimeError(
@@ -871,10 +876,6 @@ def _polished(
             )
         order = np.roll(order, -int(np.flatnonzero(order == 0)[0]))
     cost = model.cost(order)
-    if init_order is not None:
-        init_cost = model.cost(init_order)
-        if init_cost < cost:
-            order, cost = init_order, init_cost
     if groups is not None and len(groups) and not prob.custom and n <= TIE_BREAK_MAX_N:
         order = _fewer_crossings_at_equal_cost(model, order, cost, groups, ctx.keep_rank0)
         cost = model.cost(order)

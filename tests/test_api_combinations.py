@@ -1,0 +1,103 @@
+"""Combinations of the public API called with defaults: solve() against cost(), keep_rank0, init."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rankopt
+from rankopt.models import ALGORITHMS
+
+
+def _latency(n: int, seed: int) -> np.ndarray:
+    a = np.random.default_rng(seed).uniform(1e-6, 1e-4, (n, n))
+    lat = (a + a.T) / 2
+    np.fill_diagonal(lat, 0.0)
+    return lat
+
+
+PAIRS = [(c, a) for c, algs in ALGORITHMS.items() for a in algs]
+
+
+@pytest.mark.parametrize("n", [3, 5])
+@pytest.mark.parametrize(("collective", "algorithm"), PAIRS)
+def test_cost_agrees_with_solve_on_every_algorithm(n: int, collective: str, algorithm: str) -> None:
+    lat = _latency(n, n)
+    kw = {
+        "collective": collective,
+        "algorithm": algorithm,
+        "nbytes": 64 << 20,
+        "bandwidth": np.full((n, n), 5e9),
+        "groups": np.arange(n) // 2,
+        "uplink_bandwidth": 1e9,
+    }
+    res = rankopt.solve(lat, keep_rank0=True, **kw)
+    assert sorted(res.order.tolist()) == list(range(n))
+    assert res.order[0] == 0
+    assert res.speedup >= 1.0 or res.stop_reason == "launch_order_kept"
+    assert rankopt.cost(lat, res.order, **kw) == pytest.approx(res.cost, rel=1e-12)
+    assert rankopt.cost(lat, np.arange(n), **kw) == pytest.approx(res.baseline_cost, rel=1e-12)
+
+
+def _init_that_moves_rank0(lat: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """The free optimum of a binomial broadcast, which does not start with 0, and the
+    optimum cost with and without process 0 kept first."""
+    free = rankopt.solve(lat, "broadcast", "binomial", method="brute_force")
+    kept = rankopt.solve(lat, "broadcast", "binomial", method="brute_force", keep_rank0=True)
+    return free.order, free.cost, kept.cost
+
+
+@pytest.mark.parametrize("method", ["brute_force", "anneal", "swap", "auto"])
+def test_keep_rank0_holds_with_an_init_that_moves_rank0(method: str) -> None:
+    # the init fallback of solve() used to hand back ``init`` itself when it priced
+    # lower than the method's order, process 0 not first despite keep_rank0=True
+    lat = _latency(6, 5)
+    init, free_cost, kept_cost = _init_that_moves_rank0(lat)
+    assert init[0] != 0 and free_cost < kept_cost  # the case: init is cheaper, rank 0 moved
+    res = rankopt.solve(
+        lat, "broadcast", "binomial", method=method, keep_rank0=True, init=init, rng=0
+    )
+    assert res.order[0] == 0
+    assert sorted(res.order.tolist()) == list(range(6))
+    assert res.cost >= kept_cost * (1 - 1e-12)
+    assert rankopt.cost(lat, res.order, "broadcast", "binomial") == pytest.approx(res.cost)
+
+
+def test_keep_rank0_rotates_an_init_on_a_ring() -> None:
+    lat = _latency(8, 3)
+    best = rankopt.solve(lat)  # ring sum, exact
+    init = np.roll(best.order, 3)
+    res = rankopt.solve(lat, keep_rank0=True, init=init, method="two_opt")
+    assert res.order[0] == 0
+    assert res.cost == pytest.approx(best.cost)
+
+
+def test_held_karp_on_a_schedule_suggests_a_method_that_accepts_n() -> None:
+    # the message used to suggest brute_force whatever n, which then refused n = 12
+    lat = _latency(12, 1)
+    with pytest.raises(rankopt.RankoptInputError, match="held_karp") as info:
+        rankopt.solve(lat, "broadcast", "binomial", method="held_karp")
+    assert "method='auto'" in str(info.value)
+    with pytest.raises(rankopt.RankoptInputError, match="method='brute_force'"):
+        rankopt.solve(lat[:6, :6], "broadcast", "binomial", method="held_karp")
+
+
+@pytest.mark.parametrize("engine", ["openmpi", "mpich", "gloo", "nccl"])
+def test_engine_and_workload_keep_rank0_and_reproduce(engine: str) -> None:
+    n = 12
+    lat = _latency(n, 2)
+    kw = {
+        "bandwidth": np.full((n, n), 3e9),
+        "groups": np.arange(n) // 3,
+        "uplink_bandwidth": 1e9,
+        "engine": engine,
+        "workload": [("allreduce", 1 << 20, 5), ("broadcast", 64), ("alltoall", 1 << 24)],
+        "keep_rank0": True,
+        "max_iter": 30,
+    }
+    a = rankopt.solve(lat, rng=np.random.default_rng(4), **kw)
+    b = rankopt.solve(lat, rng=a.seed, **kw)
+    assert a.order[0] == 0
+    assert sorted(a.order.tolist()) == list(range(n))
+    assert a.order.tolist() == b.order.tolist()
+    assert a.speedup >= 1.0 or a.stop_reason == "launch_order_kept"
