@@ -101,3 +101,42 @@ def test_engine_and_workload_keep_rank0_and_reproduce(engine: str) -> None:
     assert sorted(a.order.tolist()) == list(range(n))
     assert a.order.tolist() == b.order.tolist()
     assert a.speedup >= 1.0 or a.stop_reason == "launch_order_kept"
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"workload": [("allreduce", 1 << 24, 3), ("broadcast", 1 << 20)]},
+        {"workload": [("allreduce", 1 << 24, 3), ("alltoall", 1 << 20)], "engine": "openmpi"},
+        {"engine": "nccl", "nbytes": 1 << 22},
+        {"engine": "mpich", "nbytes": 1 << 10, "collective": "allgather"},
+        {"workload": [("allreduce", 1 << 24, 3), ("allgather", 1 << 16)], "bw": True},
+        {"workload": [("allreduce", 1 << 24, 3)], "engine": "gloo", "bw": True, "up": True},
+        {"engine": "openmpi", "nbytes": 1 << 24, "bw": True, "up": True},
+    ],
+)
+def test_cost_prices_a_workload_or_an_engine_as_solve_does(kw):
+    rng = np.random.default_rng(7)
+    n = 10
+    lat = rng.random((n, n)) * 1e-5
+    lat = (lat + lat.T) / 2
+    np.fill_diagonal(lat, 0.0)
+    bw = rng.uniform(1e9, 1e10, (n, n))
+    bw = (bw + bw.T) / 2
+    np.fill_diagonal(bw, 0.0)
+    kw = dict(kw)
+    collective = kw.pop("collective", "allreduce")
+    if kw.pop("bw", False):
+        kw["bandwidth"] = bw
+    if kw.pop("up", False):
+        kw |= {"groups": np.arange(n) // 2, "uplink_bandwidth": 2e9}
+    res = rankopt.solve(lat, collective, **kw)
+    assert rankopt.cost(lat, res.order, collective, **kw) == pytest.approx(res.cost, rel=1e-9)
+    launch = rankopt.cost(lat, np.arange(n), collective, **kw)
+    assert launch == pytest.approx(res.baseline_cost, rel=1e-9)
+
+
+def test_cost_refuses_an_engine_and_an_algorithm_together():
+    lat = np.full((4, 4), 1e-5) * (1 - np.eye(4))
+    with pytest.raises(rankopt.RankoptInputError, match="`engine` decides each call's algorithm"):
+        rankopt.cost(lat, [0, 1, 2, 3], "allreduce", "recursive_doubling", engine="openmpi")

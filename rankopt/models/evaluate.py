@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 from typing import Any
@@ -29,6 +30,8 @@ def cost(
     inter: str | None = None,
     straggle: float | None = None,
     elastic: float | None = None,
+    workload: Any = None,
+    engine: str | None = None,
 ) -> float:
     """Modelled time in seconds of ``collective``/``algorithm`` under ``order``.
 
@@ -75,6 +78,16 @@ def cost(
         to more transfers, 0 (default: none) to 1 (all, as TCP flows do; see
         :func:`rankopt.models.network.tenant_flows`; a probe measures it,
         :attr:`rankopt.Network.elastic`).
+    workload : sequence or path, optional
+        The job's mix of calls (:func:`rankopt.models.workload.as_workload`):
+        the time of all of them, each priced with ``algorithm`` (on a
+        collective without a ring, its ring pattern) or, with ``engine``,
+        with the algorithm that engine runs at the call's size, as
+        :func:`solve` prices it. ``nbytes`` is then not needed.
+    engine : str, optional
+        ``"openmpi"``, ``"mpich"``, ``"gloo"`` or ``"nccl"``: price the call
+        (``collective`` at ``nbytes``, or each of ``workload``) with the
+        algorithm the engine runs, in place of ``algorithm``.
 
     Returns
     -------
@@ -117,9 +130,19 @@ def cost(
 
     lat = check_matrix(latency, "latency")
     o = check_order(order, lat.shape[0])
+    priced = None
+    if workload is not None or engine is not None:  # the calls priced as solve() prices them
+        if engine is not None and algorithm != "ring":
+            raise RankoptInputError(
+                f"`engine` decides each call's algorithm; got algorithm={algorithm!r} as well."
+            )
+        collective, algorithm, nbytes, priced = _priced(
+            lat.shape[0], collective, algorithm, nbytes, workload, engine
+        )
     if (
         (bandwidth is not None or uplink_bandwidth is not None)
         and nbytes is None
+        and priced is None
         and objective not in ("sum", "bottleneck")
     ):
         raise RankoptInputError(
@@ -137,6 +160,8 @@ def cost(
         "straggle": straggle,
         "elastic": elastic,
     }
+    if priced is not None:
+        kw["workload"] = priced
     key = _digest(lat, collective, algorithm, kw)
     with _LOCK:
         cached = _LAST.get(key) if key is not None else None
@@ -148,6 +173,24 @@ def cost(
                 _LAST.clear()
                 _LAST[key] = cached
     return float(cached.cost(np.ascontiguousarray(o, dtype=np.int64)))
+
+
+def _priced(
+    n: int, collective: str, algorithm: str, nbytes: float | None, workload: Any, engine: Any
+) -> tuple[str, str, float | None, Any]:
+    """``(collective, algorithm, nbytes, priced calls)`` of a workload or an engine's call."""
+    from rankopt.models.workload import Call, as_workload, price_calls
+    from rankopt.network.core import DEFAULT_NBYTES
+
+    if workload is None:
+        size = float(DEFAULT_NBYTES if nbytes is None else nbytes)
+        calls: tuple[Call, ...] = (Call(collective, size, 1.0),)
+    else:
+        calls = as_workload(workload)
+    priced = price_calls(calls, n, engine, algorithm=None if engine is not None else algorithm)
+    if len(priced) == 1:
+        return priced[0].collective, priced[0].algorithm, priced[0].nbytes, priced
+    return "workload", "+".join(sorted({c.algorithm for c in priced})), None, priced
 
 
 #: The model of the last :func:`cost` call, by the digest of its inputs.
@@ -175,6 +218,12 @@ def _feed(h: Any, value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         h.update(f"seq{len(value)}".encode())
         return all(_feed(h, v) for v in value)
+    if isinstance(value, dict):
+        h.update(f"map{len(value)}".encode())
+        return all(_feed(h, str(k)) and _feed(h, value[k]) for k in sorted(value, key=str))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a priced call
+        h.update(type(value).__name__.encode())
+        return all(_feed(h, getattr(value, f.name)) for f in dataclasses.fields(value))
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
         if arr.dtype == object:
