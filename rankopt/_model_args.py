@@ -103,6 +103,21 @@ def _collectives() -> list[str]:
     return sorted(ALGORITHMS)
 
 
+def seed_value(text: str) -> int:
+    """``--seed``: a non-negative integer (argparse then names the option).
+
+    >>> seed_value("3")
+    3
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {text!r}.") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {value}.")
+    return value
+
+
 def _algorithms() -> list[str]:
     from rankopt.models import ALGORITHMS
 
@@ -216,7 +231,7 @@ def add_model_arguments(
     )
     s.add_argument(
         "--seed",
-        type=int,
+        type=seed_value,
         default=0,
         help="solver seed: the same measurement gives the same order (default: 0)",
     )

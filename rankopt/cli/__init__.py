@@ -137,11 +137,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    seed = getattr(args, "seed", None)
-    if isinstance(seed, int) and seed < 0:  # else the solver's `rng` would be named
-        (_subcommand_parser(parser, args.command) or parser).error(
-            f"argument --seed: must be a non-negative integer; got {seed}."
-        )
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rankopt._model_args import add_json_option, check_json_destination, write_json
+from rankopt._model_args import add_json_option, check_json_destination, seed_value, write_json
 from rankopt._validation import RankoptInputError
 from rankopt.cli._common import add_problem_args, problem_kwargs, read_network, table
 from rankopt.solvers import METHODS, solve
@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a table (methods that do not apply, e.g. exact ones for large n, are listed as skipped).",
     )
     add_problem_args(p)
-    p.add_argument("--seed", type=int, default=0, help="solver seed of every method")
+    p.add_argument("--seed", type=seed_value, default=0, help="solver seed of every method")
     p.add_argument(
         "--time-limit", type=float, default=10.0, help="wall-clock guard per method, seconds"
     )

@@ -6,6 +6,7 @@ import argparse
 
 import numpy as np
 
+from rankopt._model_args import seed_value
 from rankopt.network.cloud import example_path, load_cloud
 from rankopt.solvers import solve
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("sum", "bottleneck", "time", "contention"),
         help="objective (default: the network's, contention at 16 MiB)",
     )
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    p.add_argument("--seed", type=seed_value, default=0, help="random seed (default: 0)")
     p.set_defaults(func=run)
 
 

@@ -7,6 +7,7 @@ import argparse
 import numpy as np
 
 from rankopt._files import MAX_N, atomic_write, check_output_path
+from rankopt._model_args import seed_value
 from rankopt.cli import CLIError
 from rankopt.network.cloud import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, synthetic_cloud
 from rankopt.units import format_rate, format_size, parse_rates
@@ -74,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--congested", type=float, default=0.05, help="fraction of congested VMs")
     p.add_argument("--no-shuffle", action="store_true", help="keep hosts in topology order")
     p.add_argument(
-        "--seed", type=int, default=None, help="random seed (default: a fresh one, printed)"
+        "--seed", type=seed_value, default=None, help="random seed (default: a fresh one, printed)"
     )
     p.set_defaults(func=run)
 

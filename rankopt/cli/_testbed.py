@@ -8,6 +8,8 @@ import json
 import sys
 from collections.abc import Iterator
 
+from rankopt._model_args import seed_value
+
 __all__ = ["register", "run"]
 
 _EPILOG = """\
@@ -174,7 +176,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         choices=("interleaved", "random", "contiguous"),
         help="how the launcher places ranks on hosts",
     )
-    r.add_argument("--seed", type=int, default=0, help="seed of the random launch and orders")
+    r.add_argument(
+        "--seed", type=seed_value, default=0, help="seed of the random launch and orders"
+    )
     r.add_argument(
         "--engines",
         default="mpi-ring,mpi-default,gloo",
@@ -269,7 +273,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="host of every launch rank: interleaved, random, contiguous, or a comma list "
         "of host indices (default: %(default)s)",
     )
-    ex.add_argument("--seed", type=int, default=0, help="seed of --hosts random")
+    ex.add_argument("--seed", type=seed_value, default=0, help="seed of --hosts random")
     ex.add_argument(
         "--mpi",
         default="auto",
