@@ -136,8 +136,11 @@ def cost(
             raise RankoptInputError(
                 f"`engine` decides each call's algorithm; got algorithm={algorithm!r} as well."
             )
-        collective, algorithm, nbytes, priced = _priced(
-            lat.shape[0], collective, algorithm, nbytes, workload, engine
+        from rankopt.models.workload import as_workload, price_job
+
+        calls = None if workload is None else as_workload(workload)
+        priced, collective, algorithm, nbytes = price_job(
+            lat.shape[0], collective, algorithm, nbytes, calls, engine
         )
     if (
         (bandwidth is not None or uplink_bandwidth is not None)
@@ -173,24 +176,6 @@ def cost(
                 _LAST.clear()
                 _LAST[key] = cached
     return float(cached.cost(np.ascontiguousarray(o, dtype=np.int64)))
-
-
-def _priced(
-    n: int, collective: str, algorithm: str, nbytes: float | None, workload: Any, engine: Any
-) -> tuple[str, str, float | None, Any]:
-    """``(collective, algorithm, nbytes, priced calls)`` of a workload or an engine's call."""
-    from rankopt.models.workload import Call, as_workload, price_calls
-    from rankopt.network.core import DEFAULT_NBYTES
-
-    if workload is None:
-        size = float(DEFAULT_NBYTES if nbytes is None else nbytes)
-        calls: tuple[Call, ...] = (Call(collective, size, 1.0),)
-    else:
-        calls = as_workload(workload)
-    priced = price_calls(calls, n, engine, algorithm=None if engine is not None else algorithm)
-    if len(priced) == 1:
-        return priced[0].collective, priced[0].algorithm, priced[0].nbytes, priced
-    return "workload", "+".join(sorted({c.algorithm for c in priced})), None, priced
 
 
 #: The model of the last :func:`cost` call, by the digest of its inputs.

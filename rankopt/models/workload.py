@@ -220,6 +220,39 @@ def read_workload_file(path: Any, *, need_calls: bool = False) -> tuple[tuple[Ca
     return tuple(calls), None
 
 
+def price_job(
+    n: int,
+    collective: str,
+    algorithm: str,
+    nbytes: float | None,
+    workload: Sequence[Call] | None,
+    engine: Any,
+    *,
+    nodes: Sequence[Any] | None = None,
+) -> tuple[tuple[PricedCall, ...], str, str, float | None]:
+    """A job's calls priced: ``(priced, collective, algorithm, nbytes)``.
+
+    The calls are ``workload`` (already read, :func:`as_workload`), else one
+    call of ``collective`` at ``nbytes`` (default 16 MiB); each is priced with
+    ``engine``'s algorithm at its size, else with ``algorithm``
+    (:func:`price_calls`). The job's collective/algorithm/nbytes are the call's
+    when there is one, else ``"workload"``, the algorithms joined by ``+``
+    and None: what :func:`rankopt.solve` reports and :func:`rankopt.cost`
+    prices alike.
+    """
+    if workload is None:
+        from rankopt.network.core import DEFAULT_NBYTES
+
+        size = float(DEFAULT_NBYTES if nbytes is None else nbytes)
+        workload = (Call(collective, size, 1.0),)
+    priced = price_calls(
+        workload, n, engine, algorithm=None if engine is not None else algorithm, nodes=nodes
+    )
+    if len(priced) == 1:
+        return priced, priced[0].collective, priced[0].algorithm, priced[0].nbytes
+    return priced, "workload", "+".join(sorted({c.algorithm for c in priced})), None
+
+
 def price_calls(
     calls: Sequence[Call],
     n: int,

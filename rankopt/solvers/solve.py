@@ -820,20 +820,12 @@ def _price_workload(
     result's collective/algorithm/nbytes are the call's when there is one
     (``"workload"`` and the algorithms joined by ``+`` otherwise).
     """
-    from rankopt.models.workload import Call, price_calls
+    from rankopt.models.workload import price_job
 
     engine = spec.engine
-    if spec.workload is None:
-        from rankopt.network.core import DEFAULT_NBYTES
-
-        calls: tuple[Call, ...] = (
-            Call(spec.collective, float(DEFAULT_NBYTES if nbytes is None else nbytes), 1.0),
-        )
-    else:
-        calls = spec.workload
     nodes = None if network is None or network.hosts is None else list(network.hosts)
-    priced = price_calls(
-        calls, n, engine, algorithm=None if engine is not None else spec.algorithm, nodes=nodes
+    priced, collective, algorithm, nbytes = price_job(
+        n, spec.collective, spec.algorithm, nbytes, spec.workload, engine, nodes=nodes
     )
     who = "no engine" if engine is None else f"engine {getattr(engine, 'name', engine)}"
     notes = [f"{who}: " + "; ".join(c.describe() for c in priced)]
@@ -850,11 +842,7 @@ def _price_workload(
             for c in priced
         ],
     }
-    if len(priced) == 1:
-        c = priced[0]
-        return priced, c.collective, c.algorithm, c.nbytes, notes, extra
-    algs = "+".join(sorted({c.algorithm for c in priced}))
-    return priced, "workload", algs, None, notes, extra
+    return priced, collective, algorithm, nbytes, notes, extra
 
 
 def _polished(
