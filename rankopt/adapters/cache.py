@@ -776,7 +776,7 @@ def _with_hierarchy_kept(m: Measurement, network: Any = None) -> Measurement:
 
         network = Network.from_measurement(m)
     kept = network.kept_hierarchy()
-    return replace(m, parameters=dict(m.parameters) | {"inferred_hierarchy": kept})
+    return _with_parameters(m, inferred_hierarchy=kept)
 
 
 #: The network :func:`probe_with_cache` built on the root for the measurement
@@ -821,11 +821,16 @@ def network_of(measurement: Measurement) -> Any:
     return Network.from_measurement(measurement)
 
 
-def _with_cache_info(m: Measurement, info: Mapping[str, Any]) -> Measurement:
-    """``m`` with ``parameters["cache"] = info``; the read-only arrays are shared, not copied."""
+def _with_parameters(m: Measurement, **entries: Any) -> Measurement:
+    """``m`` with ``entries`` added to its parameters; the read-only arrays are shared, not
+    copied (``dataclasses.replace`` would copy and check every n x n matrix again)."""
     out = copy.copy(m)
-    object.__setattr__(out, "parameters", dict(m.parameters) | {"cache": dict(info)})
+    object.__setattr__(out, "parameters", dict(m.parameters) | entries)
     return out
+
+
+def _with_cache_info(m: Measurement, info: Mapping[str, Any]) -> Measurement:
+    return _with_parameters(m, cache=dict(info))
 
 
 def _log(m: Measurement) -> None:
