@@ -509,6 +509,9 @@ def check_processes(n: int, source: str) -> None:
         )
 
 
+_NPY_HEADER_MAX = 10_000  # bytes of a .npy header read at most (NumPy's own default limit)
+
+
 def _array_header(fh: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """Shape and dtype from a ``.npy`` header; the stream is left after the header."""
     fmt = np.lib.format
@@ -517,9 +520,47 @@ def _array_header(fh: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[Any]]:
         shape, _, dtype = fmt.read_array_header_1_0(fh)
     elif version == (2, 0):
         shape, _, dtype = fmt.read_array_header_2_0(fh)
-    else:  # 3.0: a UTF-8 header, read by the private reader the public ones wrap
-        shape, _, dtype = fmt._read_array_header(fh, version)  # type: ignore[attr-defined]
+    elif version == (3, 0):
+        shape, dtype = _header_3_0(fh)
+    else:
+        raise ValueError(f"unknown .npy format version {version[0]}.{version[1]}")
     return tuple(int(s) for s in shape), dtype
+
+
+def _header_3_0(fh: IO[bytes]) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """Shape and dtype of a format 3.0 ``.npy`` header (2.0 with a UTF-8 dictionary).
+
+    NumPy reads it only through a private function, whose place changes between
+    releases; the layout is public (NEP 1): a little-endian uint32 length, then
+    the dictionary as Python literal text.
+    """
+    import ast
+
+    raw = fh.read(4)
+    if len(raw) < 4:
+        raise EOFError("the header's length is cut off")
+    (length,) = struct.unpack("<I", raw)
+    if length > _NPY_HEADER_MAX:
+        raise ValueError(f"a header of {length} bytes (at most {_NPY_HEADER_MAX} are read)")
+    text = fh.read(length)
+    if len(text) < length:
+        raise EOFError("the header is cut off")
+    try:
+        header = ast.literal_eval(text.decode("utf-8"))
+    except (UnicodeDecodeError, MemoryError, RecursionError) as exc:
+        raise ValueError(f"the header cannot be read: {exc}") from None
+    if not isinstance(header, dict) or set(header) != {"descr", "fortran_order", "shape"}:
+        raise ValueError(f"the header is not the array dictionary: {text[:80]!r}")
+    shape = header["shape"]
+    if not isinstance(shape, tuple) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape
+    ):
+        raise ValueError(f"the header's shape is not a tuple of sizes: {shape!r}")
+    try:
+        dtype = np.lib.format.descr_to_dtype(header["descr"])
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the header's dtype is not valid: {exc}") from None
+    return shape, dtype
 
 
 def _check_array(

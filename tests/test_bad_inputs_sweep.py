@@ -7,6 +7,7 @@ import zipfile
 import numpy as np
 import pytest
 
+from rankopt._files import load_npz
 from rankopt._validation import RankoptInputError
 from rankopt.cli import main
 from rankopt.network.io import read_matrix
@@ -82,6 +83,48 @@ def test_json_duplicate_key_is_refused(tmp_path, capsys):
     line = error_line(err)
     assert code == 1
     assert f"matrix file '{f}': key 'b' appears twice in one object (values 1 and 5)." in line
+
+
+def _npy3_header(shape: bytes) -> bytes:
+    text = b"{'descr': '<f8', 'fortran_order': False, 'shape': " + shape + b"}"
+    return len(text).to_bytes(4, "little") + text
+
+
+def test_npy_format_3_is_read(tmp_path, capsys):
+    # format 3.0 (a UTF-8 header) is what np.save writes for non-ASCII field names;
+    # NumPy reads its header only through a private function that moved in 2.x
+    lat = np.array([[0.0, 1.0, 5.0], [1.0, 0.0, 5.0], [5.0, 5.0, 0.0]]) * 1e-6
+    f = tmp_path / "m.npy"
+    with open(f, "wb") as fh:
+        np.lib.format.write_array(fh, lat, version=(3, 0))
+    code, out, err = cli(capsys, "solve", str(f), "-q")
+    assert code == 0, err
+    z = tmp_path / "m.npz"
+    with zipfile.ZipFile(z, "w") as zf, zf.open("latency.npy", "w") as m:
+        np.lib.format.write_array(m, lat, version=(3, 0))
+    np.testing.assert_array_equal(load_npz(z)["latency"], lat)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"\x93NUMPY garbage here", "unknown .npy format version 32.103"),
+        (b"\x93NUMPY\x09\x00" + b"\0" * 16, "unknown .npy format version 9.0"),
+        (b"\x93NUMPY\x03\x00\x10", "the header's length is cut off"),
+        (b"\x93NUMPY\x03\x00\x40\x00\x00\x00{'descr'", "the header is cut off"),
+        (b"\x93NUMPY\x03\x00\xff\xff\x00\x00", "a header of 65535 bytes"),
+        (b"\x93NUMPY\x03\x00\x08\x00\x00\x00[1, 2]  ", "not the array dictionary"),
+        (b"\x93NUMPY\x03\x00" + _npy3_header(b"(2, -2)"), "shape is not a tuple of sizes"),
+    ],
+)
+def test_npy_bad_header_is_named(tmp_path, capsys, data, reason):
+    f = tmp_path / "m.npy"
+    f.write_bytes(data)
+    code, _, err = cli(capsys, "solve", str(f), "-q")
+    line = error_line(err)
+    assert code == 1
+    assert f"matrix file '{f}' is not a valid .npy file" in line and reason in line
+    assert "Error:" not in line  # no Python exception name leaks
 
 
 def test_npz_over_the_size_limit_is_not_called_corrupt(tmp_path, capsys):
