@@ -35,6 +35,45 @@ def _csr(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, int]:
     return ptr, np.argsort(key, kind="stable").astype(np.int64), int(counts.max(initial=0))
 
 
+def _merge_alike(
+    ptr: np.ndarray, src: np.ndarray, dst: np.ndarray, frac: np.ndarray, rep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The steps with the same transfers (same pairs, same sizes) stored once, their
+    repeat counts summed, in the order of their first occurrence.
+
+    A step's time under shared uplinks depends only on its set of transfers, and
+    the cost is the sum of the step times: recursive halving's reduce-scatter and
+    the doubling allgather that replays it (Rabenseifner) are the same steps, so a
+    swap's delta visits half of them.
+    """
+    nsteps = len(rep)
+    if nsteps < 2:
+        return ptr, src, dst, frac, rep
+    first: dict[bytes, int] = {}
+    keep: list[int] = []
+    total = rep.astype(np.float64).copy()
+    for s in range(nsteps):
+        a, b = int(ptr[s]), int(ptr[s + 1])
+        idx = np.lexsort((dst[a:b], src[a:b])) + a
+        key = (
+            np.ascontiguousarray(src[idx]).tobytes()
+            + np.ascontiguousarray(dst[idx]).tobytes()
+            + np.ascontiguousarray(frac[idx], dtype=np.float64).tobytes()
+        )
+        k = first.setdefault(key, s)
+        if k == s:
+            keep.append(s)
+        else:
+            total[k] += total[s]
+    if len(keep) == nsteps:
+        return ptr, src, dst, frac, rep
+    parts = [np.arange(ptr[s], ptr[s + 1], dtype=np.int64) for s in keep]
+    idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    new_ptr = np.zeros(len(keep) + 1, dtype=np.int64)
+    new_ptr[1:] = np.cumsum([len(p) for p in parts])
+    return new_ptr, src[idx], dst[idx], frac[idx], total[keep]
+
+
 def make_step_contention(
     sched: Schedule, net: NetworkArrays, full: Any, *, alike: bool = False
 ) -> Any:
@@ -46,11 +85,14 @@ def make_step_contention(
     if not (net.levels and net.has_rate):
         return None
     ptr, frac, rep = sched.step_ptr, sched.frac, sched.repeat.astype(np.float64)
+    src, dst = sched.src, sched.dst
     if alike:
         ptr, rep = ptr[:2], np.array([rep.sum()])
+    else:
+        ptr, src, dst, frac, rep = _merge_alike(ptr, src, dst, frac, rep)
     nsteps = len(rep)
     ne = int(ptr[-1])
-    src, dst = sched.src[:ne], sched.dst[:ne]
+    src, dst = src[:ne], dst[:ne]
     tstep = np.repeat(np.arange(nsteps, dtype=np.int64), np.diff(ptr))
     first = frac[ptr[:-1].clip(max=max(ne - 1, 0))] if ne else np.zeros(nsteps)
     if ne and not np.all(frac[:ne] == first[tstep]):
