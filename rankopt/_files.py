@@ -419,6 +419,10 @@ def read_text_file(path: str | os.PathLike[str], what: str) -> str:
     try:
         with open_regular(p, what=what, max_bytes=MAX_TEXT_BYTES) as fh:
             raw = fh.read()
+    except RankoptFileError:  # names the file and says what is wrong with it
+        raise
+    except FileNotFoundError as exc:  # open_regular's message names the file
+        raise RankoptInputError(f"{exc}") from None
     except OSError as exc:
         raise RankoptInputError(f"cannot read the {what} {str(p)!r} ({exc}).") from None
     try:

@@ -222,3 +222,58 @@ def test_workload_errors_name_the_file(tmp_path):
     empty.write_text("{}")
     with pytest.raises(RankoptInputError, match=r"empty.json': an object needs a 'workload'"):
         load_workload(empty)
+
+
+FIFO_CASES = {
+    "workload": (["solve", "{m}", "--workload", "{f}"], {}, "workload file '{f}' is a FIFO"),
+    "rules": (
+        ["solve", "{m}", "--engine", "openmpi"],
+        {
+            "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+            "OMPI_MCA_coll_tuned_dynamic_rules_filename": "{f}",
+        },
+        "dynamic_rules_filename file '{f}' is a FIFO",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FIFO_CASES))
+def test_a_fifo_given_as_an_input_file_is_refused_not_read(tmp_path, case):
+    # reading a FIFO that no one writes would wait for ever
+    import os
+    import subprocess
+    import sys
+
+    m = tmp_path / "m.csv"
+    m.write_text(M4)
+    f = tmp_path / "pipe"
+    os.mkfifo(f)
+    argv, env, message = FIFO_CASES[case]
+    argv = [a.format(m=m, f=f) for a in argv]
+    env = {**os.environ, **{k: v.format(f=f) for k, v in env.items()}}
+    code = "import sys; from rankopt.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv, "-q"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert message.format(f=f) in error_line(done.stderr)
+
+
+def test_a_fifo_given_as_a_profile_is_refused(tmp_path):
+    import os
+
+    from rankopt.adapters.profile import read_profile
+
+    f = tmp_path / "pipe"
+    os.mkfifo(f)
+    with pytest.raises(RankoptInputError, match="profile '.*pipe' is a FIFO"):
+        read_profile(f)
+
+
+def test_a_missing_workload_file_is_said_once(tmp_path, capsys):
+    m = tmp_path / "m.csv"
+    m.write_text(M4)
+    code, _, err = cli(capsys, "solve", str(m), "--workload", str(tmp_path / "none.json"))
+    assert code == 1
+    assert error_line(err).endswith(f"workload file '{tmp_path / 'none.json'}' does not exist.")

@@ -111,6 +111,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rankopt._files import read_text_file
 from rankopt._validation import RankoptInputError
 
 if TYPE_CHECKING:
@@ -430,9 +431,10 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
         valid traffic object (the message names the pair and the field).
     """
     p = Path(path)
+    text = read_text_file(p, "profile")  # a FIFO, device or huge file is refused unread
     try:
-        data = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise RankoptInputError(f"cannot read the profile {str(p)!r} ({exc}).") from None
     if not isinstance(data, Mapping) or data.get("rankopt_profile") != 1:
         raise RankoptInputError(f"{str(p)!r} is not a rankopt profile (no 'rankopt_profile': 1).")
@@ -486,8 +488,8 @@ def workload_engine(path: str | os.PathLike[str]) -> str | None:
     >>> workload_engine(p)
     'openmpi'
     """
-    try:
-        data = json.loads(Path(path).read_text())
+    try:  # a FIFO or device is not read here: the workload reader refuses it by name
+        data = json.loads(read_text_file(path, "workload file"))
     except (OSError, ValueError):
         return None
     engine = data.get("engine") if isinstance(data, Mapping) else None

@@ -42,9 +42,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from rankopt._files import read_text_file
 from rankopt._validation import RankoptInputError
 from rankopt.engines._common import Table, env_flag, env_int, lookup, node_sizes
 from rankopt.engines.base import Choice, Env, MPIEngine, Nodes
@@ -261,12 +261,7 @@ def parse_rules(text: str) -> dict[int, list[tuple[int, list[tuple[int, int, int
 
 def _file_rule(path: str, collective: str, n: int, size: float) -> tuple[int, int] | None:
     """(algorithm, segsize) of the file rule for this call, or None (then the next rule)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise RankoptInputError(
-            f"OMPI_MCA_coll_tuned_dynamic_rules_filename: cannot read {path!r} ({exc})."
-        ) from None
+    text = read_text_file(path, "OMPI_MCA_coll_tuned_dynamic_rules_filename file")
     rules = parse_rules(text).get(COLLECTIVE_IDS.get(collective, -1))
     if not rules:
         return None
