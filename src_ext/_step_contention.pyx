@@ -28,7 +28,7 @@
 # rankopt.models.network.reference_time.
 
 from libc.math cimport INFINITY as INF
-from _model_common cimport has_id, top_drop, top_insert
+from _model_common cimport has_id
 from rankopt.models._swap_eval cimport SwapEval
 
 cdef extern from *:
@@ -36,6 +36,21 @@ cdef extern from *:
 
 cdef enum:
     K = 8  # top values kept per slot
+
+
+cdef struct Entry:
+    double v  # a transfer's value in the slot
+    long long e  # the transfer
+
+
+cdef struct Slot:
+    # one (step, level, group, direction) slot, in one place: what a move reads
+    # of it (count, list length, stamp and the first entries) shares a cache line
+    long long cnt  # transfers in the slot
+    long long listed  # entries of ``top`` in use, sorted descending
+    long long stamp  # the move that touched it last ...
+    long long idx  # ... and its index among that move's slots
+    Entry top[K]
 
 
 cdef class StepContention(SwapEval):
@@ -71,9 +86,8 @@ cdef class StepContention(SwapEval):
     cdef long long[:, ::1] gE  # rows (transfer, src, dst)
     cdef Py_ssize_t ngs
     cdef long long[::1] pos
-    cdef double[:, ::1] tv
-    cdef long long[:, ::1] ti
-    cdef long long[:, ::1] meta  # per slot: count, listed, stamp, index in the move
+    cdef object slot_buf  # owns the memory of ``slots``
+    cdef Slot *slots  # per (step, slot), step-major
     cdef double[::1] tree
     cdef double[::1] topv
     cdef long long[::1] tops
@@ -147,9 +161,9 @@ cdef class StepContention(SwapEval):
         ms = 1 + 4 * maxe * self.nlev  # slots one move can touch in one step
         self.M = ms + 1
         self.pos = np.zeros(self.n, dtype=np.int64)
-        self.tv = np.zeros((self.nsteps * self.nslots, K), dtype=np.float64)
-        self.ti = np.zeros((self.nsteps * self.nslots, K), dtype=np.int64)
-        self.meta = np.zeros((self.nsteps * self.nslots, 4), dtype=np.int64)
+        self.slot_buf = np.zeros(self.nsteps * self.nslots * sizeof(Slot) + 64, dtype=np.uint8)
+        cdef size_t addr = self.slot_buf.ctypes.data
+        self.slots = <Slot *>(addr + (-addr) % 64)  # rows on cache-line boundaries
         self.tree = np.full(self.nsteps * 2 * self.P, -INF)
         self.topv = np.zeros(self.nsteps * self.M, dtype=np.float64)
         self.tops = np.zeros(self.nsteps * self.M, dtype=np.int64)
@@ -234,7 +248,7 @@ cdef class StepContention(SwapEval):
         cdef Py_ssize_t sb = s * self.nslots
         cdef double v
         for t in range(self.ntop[s]):
-            if self.meta[sb + self.tops[base + t], 2] != self.now:
+            if self.slots[sb + self.tops[base + t]].stamp != self.now:
                 self.topv[base + m] = self.topv[base + t]
                 self.tops[base + m] = self.tops[base + t]
                 m += 1
@@ -264,8 +278,32 @@ cdef class StepContention(SwapEval):
     cdef void _insert(self, Py_ssize_t gs, double v, long long e) noexcept nogil:
         """Put ``v`` (not yet counted in ``cnt``) in the sorted (descending) top
         list of global slot ``gs`` when the list stays its largest values."""
-        top_insert(&self.tv[gs, 0], &self.ti[gs, 0], &self.meta[gs, 1], K, v, e,
-                   self.meta[gs, 1] >= self.meta[gs, 0])
+        cdef Slot *q = &self.slots[gs]
+        cdef Py_ssize_t t, m = q.listed
+        if m == K:
+            if v <= q.top[K - 1].v:
+                return
+            m = K - 1
+        elif q.listed < q.cnt and (m == 0 or v < q.top[m - 1].v):
+            return  # the list is not every value: one below its last stays out
+        t = m
+        while t > 0 and q.top[t - 1].v < v:
+            q.top[t] = q.top[t - 1]
+            t -= 1
+        q.top[t].v = v
+        q.top[t].e = e
+        q.listed = m + 1
+
+    cdef void _drop(self, Py_ssize_t gs) noexcept nogil:
+        """Remove the move's transfers (``E``) from the top list of global slot ``gs``,
+        the order kept."""
+        cdef Slot *q = &self.slots[gs]
+        cdef Py_ssize_t t, k = 0
+        for t in range(q.listed):
+            if not has_id(&self.E[0], self.ne, q.top[t].e):
+                q.top[k] = q.top[t]
+                k += 1
+        q.listed = k
 
     cdef double _scan(self, Py_ssize_t s, Py_ssize_t sl, bint keep) noexcept nogil:
         """Largest value of slot ``sl`` of step ``s`` under the current order."""
@@ -273,8 +311,8 @@ cdef class StepContention(SwapEval):
         cdef long long p, b, k
         cdef double mx = -INF, v
         if keep:
-            self.meta[gs, 1] = 0
-            self.meta[gs, 0] = 0
+            self.slots[gs].listed = 0
+            self.slots[gs].cnt = 0
         if sl == self.A:
             for e in range(self.ptr[s], self.ptr[s + 1]):
                 v = self._val(s, sl, self.cur[self.src[e]], self.cur[self.dst[e]])
@@ -305,7 +343,7 @@ cdef class StepContention(SwapEval):
         """One value of a slot scan: into the slot's list (``keep``) and the maximum."""
         if keep:
             self._insert(gs, v, e)
-            self.meta[gs, 0] += 1
+            self.slots[gs].cnt += 1
         if v > mx[0]:
             mx[0] = v
 
@@ -319,22 +357,23 @@ cdef class StepContention(SwapEval):
         for k in range(self.nsteps * 2 * self.P):
             self.tree[k] = -INF
         for k in range(self.nsteps * self.nslots):
-            self.meta[k, 1] = 0
-            self.meta[k, 0] = 0
+            self.slots[k].listed = 0
+            self.slots[k].cnt = 0
+            self.slots[k].stamp = 0
         for s in range(self.nsteps):
             for e in range(self.ptr[s], self.ptr[s + 1]):  # flag the crossed slots
                 a = self.cur[self.src[e]]
                 b = self.cur[self.dst[e]]
                 for L in range(self.nlev):
                     if self.lab[L, a] != self.lab[L, b]:
-                        self.meta[s * self.nslots + (L * self.G + self.lab[L, a]) * 2, 0] = 1
-                        self.meta[s * self.nslots + (L * self.G + self.lab[L, b]) * 2 + 1, 0] = 1
+                        self.slots[s * self.nslots + (L * self.G + self.lab[L, a]) * 2].cnt = 1
+                        self.slots[s * self.nslots + (L * self.G + self.lab[L, b]) * 2 + 1].cnt = 1
             for sl in range(self.nslots):
                 gs = s * self.nslots + sl
-                if sl == self.A or self.meta[gs, 0]:
+                if sl == self.A or self.slots[gs].cnt:
                     mx = self._scan(s, sl, True)  # before reading the count it sets
                     self.tree[s * 2 * self.P + self.P + sl] = self._term(s, sl, mx,
-                                                                         self.meta[gs, 0])
+                                                                         self.slots[gs].cnt)
             for k in range(self.P - 1, 0, -1):
                 gs = s * 2 * self.P
                 self.tree[gs + k] = self.tree[gs + 2 * k] \
@@ -347,11 +386,11 @@ cdef class StepContention(SwapEval):
     cdef inline Py_ssize_t _addslot(self, Py_ssize_t s, Py_ssize_t sl) noexcept nogil:
         """Index of slot ``sl`` among the move's slots in step ``s`` (added, tallies zero)."""
         cdef Py_ssize_t gs = s * self.nslots + sl, h
-        if self.meta[gs, 2] == self.now:
-            return self.meta[gs, 3]
+        if self.slots[gs].stamp == self.now:
+            return self.slots[gs].idx
         h = self.ns
-        self.meta[gs, 2] = self.now
-        self.meta[gs, 3] = h
+        self.slots[gs].stamp = self.now
+        self.slots[gs].idx = h
         self.S[h] = sl
         self.rem[h] = 0
         self.add[h] = 0
@@ -425,9 +464,7 @@ cdef class StepContention(SwapEval):
     cdef inline void _fetch_slot(self, Py_ssize_t s, Py_ssize_t sl) noexcept nogil:
         """Fetch ahead what a move reads of slot ``sl`` of step ``s``."""
         cdef Py_ssize_t gs = s * self.nslots + sl
-        __builtin_prefetch(&self.meta[gs, 0])
-        __builtin_prefetch(&self.ti[gs, 0])
-        __builtin_prefetch(&self.tv[gs, 0])
+        __builtin_prefetch(&self.slots[gs])
         __builtin_prefetch(&self.tree[s * 2 * self.P + self.P + sl])
 
     cdef Py_ssize_t _collect(self, Py_ssize_t t, long long i, long long j) noexcept nogil:
@@ -488,19 +525,21 @@ cdef class StepContention(SwapEval):
         """Change of step ``s`` for the move recorded by ``_collect``."""
         cdef Py_ssize_t h, t, sl, gs, base = s * self.M
         cdef double mx, v, before = self._root(s), after
+        cdef Slot *q
         for h in range(self.ns):
             sl = self.S[h]
             gs = s * self.nslots + sl
             mx = self.mxv[h]
             t = 0  # sorted: the first survivor is the largest
-            while t < self.meta[gs, 1] and has_id(&self.E[0], self.ne, self.ti[gs, t]):
+            q = &self.slots[gs]
+            while t < q.listed and has_id(&self.E[0], self.ne, q.top[t].e):
                 t += 1
-            if t < self.meta[gs, 1]:
-                if self.tv[gs, t] > mx:
-                    mx = self.tv[gs, t]
-            elif self.meta[gs, 0] - self.rem[h] > 0:
+            if t < q.listed:
+                if q.top[t].v > mx:
+                    mx = q.top[t].v
+            elif q.cnt - self.rem[h] > 0:
                 mx = self._scan(s, sl, False)
-            self.saved[h] = self._term(s, sl, mx, self.meta[gs, 0] - self.rem[h] + self.add[h])
+            self.saved[h] = self._term(s, sl, mx, q.cnt - self.rem[h] + self.add[h])
             if sl != self.A:  # tie-break: squared uplink terms, old and new
                 v = self.tree[s * 2 * self.P + self.P + sl]
                 if v > -INF:
@@ -508,7 +547,8 @@ cdef class StepContention(SwapEval):
                 if self.saved[h] > -INF:
                     self.tie += self.reps[s] * self.saved[h] * self.saved[h]
         t = 0  # the largest untouched term: the first untouched one of the top list
-        while t < self.ntop[s] and self.meta[s * self.nslots + self.tops[base + t], 2] == self.now:
+        gs = s * self.nslots
+        while t < self.ntop[s] and self.slots[gs + self.tops[base + t]].stamp == self.now:
             t += 1
         if t < self.ntop[s] or self.bound[s] == -INF:
             after = self.topv[base + t] if t < self.ntop[s] else -INF
@@ -553,30 +593,30 @@ cdef class StepContention(SwapEval):
             sb = s * self.nslots
             for h in range(self.ns):  # drop the changed transfers, keep the order
                 gs = sb + self.S[h]
-                self.meta[gs, 1] = top_drop(&self.tv[gs, 0], &self.ti[gs, 0], self.meta[gs, 1],
-                                            &self.E[0], self.ne)
-                self.meta[gs, 0] -= self.rem[h]
+                self._drop(gs)
+                self.slots[gs].cnt -= self.rem[h]
             for q in range(self.ne):  # and put them back where they now are
                 a = self.na[q]
                 b = self.nb[q]
                 gs = sb + self.A
                 self._insert(gs, self._val(s, self.A, a, b), self.E[q])
-                self.meta[gs, 0] += 1
+                self.slots[gs].cnt += 1
                 for L in range(self.nlev):
                     if self.lab[L, a] != self.lab[L, b]:
                         gs = sb + (L * self.G + self.lab[L, a]) * 2
                         self._insert(gs, self.lat[a, b], self.E[q])
-                        self.meta[gs, 0] += 1
+                        self.slots[gs].cnt += 1
                         gs = sb + (L * self.G + self.lab[L, b]) * 2 + 1
                         self._insert(gs, self.lat[a, b], self.E[q])
-                        self.meta[gs, 0] += 1
+                        self.slots[gs].cnt += 1
             for h in range(self.ns):
                 sl = self.S[h]
                 gs = sb + sl
-                if self.meta[gs, 1] < K // 2 and self.meta[gs, 1] < self.meta[gs, 0]:
+                if self.slots[gs].listed < K // 2 and self.slots[gs].listed < self.slots[gs].cnt:
                     self._scan(s, sl, True)
-                self._tset(s, sl, self._term(s, sl, self.tv[gs, 0] if self.meta[gs, 1] else -INF,
-                                             self.meta[gs, 0]))
+                self._tset(s, sl, self._term(s, sl, self.slots[gs].top[0].v
+                                             if self.slots[gs].listed else -INF,
+                                             self.slots[gs].cnt))
             self._top_update(s)
 
     cdef double _full(self, const long long[::1] o) noexcept nogil:
