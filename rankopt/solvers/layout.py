@@ -111,6 +111,9 @@ STARTS = 2
 #: The starts race: each descends on ``1 / (RACE * starts)`` of the budget, then the
 #: cheapest of them takes the rest (see :func:`layout`).
 RACE = 2
+#: A start whose layout costs more than this times the cheapest one does not race
+#: (its share of the budget is not spent; the others descend as if it had).
+RACE_GAP = 1.1
 #: Largest n for which the greedy-cluster order is a layout (its bit search
 #: prices many orders in full).
 GREEDY_MAX_N = 256
@@ -432,18 +435,23 @@ def layout(model: CostModel, ctx: SolveContext) -> MethodOutput:
     # all of it), then the cheapest of them goes on with what is left
     first = budget // (RACE * len(picked)) if len(picked) > 1 else budget
     raced: list[tuple[float, NDArray[np.int64]]] = []
+    unspent = 0  # the shares of the starts left out of the race
     for name in picked:
-        share = min(first, budget - evaluations)
+        share = min(first, budget - evaluations - unspent)
         if share <= 0 or ctx.out_of_time():
             stop = "max_evals" if share <= 0 else "time_limit"
             break
+        if raced and costs[name] > RACE_GAP * costs[picked[0]]:
+            kernel_seed(ctx.gen)  # the seed it would have taken: the others' stay
+            unspent += share + 1
+            continue
         order = np.array(cands[name], dtype=np.int64)
         c, st = descend(order, share)
         raced.append((c, order))
         if st == 1:
             break
     else:
-        share = budget - evaluations
-        if len(raced) > 1 and share > 0 and not ctx.out_of_time():
+        share = budget - evaluations - unspent
+        if len(picked) > 1 and share > 0 and not ctx.out_of_time():
             descend(min(raced, key=lambda r: r[0])[1], share)
     return MethodOutput(best_order, iterations, evaluations, stop)
