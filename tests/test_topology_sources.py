@@ -539,8 +539,9 @@ def test_probe_keeps_its_measurement_when_the_topology_does_not_match(tmp_path, 
     np.fill_diagonal(lat, 0.0)
     m = Measurement(lat, None, ("h0", "h1"))
     out = tmp_path / "probe.npz"
+    topo = DATA / "hosts.txt"
     args = argparse.Namespace(
-        topology=DATA / "hosts.txt", topology_aliases=None, output=out, quiet=True
+        topology=topo, topology_labels=read_topology(topo), output=out, quiet=True
     )
     status = _probe_and_save(args, 0, 2, lambda **_: m, {}, lambda: None)
     assert status == 1 and out.exists()

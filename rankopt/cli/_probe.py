@@ -88,8 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="groups from the provider or scheduler (Slurm topology.conf/.yaml, scontrol show "
         "topology, SLURM_TOPOLOGY_ADDR lines, AWS DescribeInstanceTopology, GCP instances, "
-        "kubectl get nodes -o json, `host rack pod` text): they replace the inferred groups, "
-        "the probe gives the capacities, disagreements are printed",
+        "kubectl get nodes -o json, `host rack pod` text): nothing is discovered, the "
+        "bandwidth phase joins the hosts of each group and the groups and tests their "
+        "uplinks (with --plan: planned so), disagreements with the bandwidth are printed",
     )
     p.add_argument(
         "--topology-aliases",
@@ -278,12 +279,11 @@ def _probe_and_save(
         from rankopt.adapters.cache import network_of
 
         net = network_of(m)
-        if args.topology is not None:
-            from rankopt.probe.topology_sources import apply_topology, read_topology
+        if args.topology_labels is not None:
+            from rankopt.probe.topology_sources import apply_topology
 
             try:
-                topology = read_topology(args.topology, aliases=args.topology_aliases)
-                net = apply_topology(net, topology)
+                net = apply_topology(net, args.topology_labels)
             except RankoptInputError as exc:  # the hosts do not match: keep the measurement
                 print(
                     f"rankopt probe: error: --topology {args.topology}: {exc} "
@@ -313,9 +313,8 @@ def _run_mpi(args: argparse.Namespace, options: dict[str, Any]) -> int:
     problem = comm.bcast(_output_problem(args.output) if rank == 0 else None, root=0)
     if problem:
         raise CLIError(problem)
-    return _probe_and_save(
-        args, rank, n, functools.partial(measure_at_root, comm, 0), options, lambda: comm.Abort(1)
-    )
+    measure = functools.partial(measure_at_root, comm, 0, topology=args.topology_labels)
+    return _probe_and_save(args, rank, n, measure, options, lambda: comm.Abort(1))
 
 
 def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
@@ -343,7 +342,8 @@ def _run_gloo(args: argparse.Namespace, options: dict[str, Any]) -> int:
     dist.broadcast_object_list(box, src=0)
     if box[0]:
         raise CLIError(box[0])
-    measure = functools.partial(measure_at_root, None, 0)  # rank 0 writes the file
+    # rank 0 writes the file
+    measure = functools.partial(measure_at_root, None, 0, topology=args.topology_labels)
     status = _probe_and_save(args, rank, n, measure, options, lambda: os._exit(1))
     if created:
         dist.destroy_process_group()
@@ -417,6 +417,12 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
     bandwidth = None
     if args.bandwidth_matrix is not None:
         bandwidth = _plan_bandwidth(args.bandwidth_matrix, n)
+    groups = None
+    if args.topology_labels is not None:  # the provider's groups: no discovery
+        try:
+            groups = args.topology_labels.groups(hosts)
+        except RankoptInputError as exc:
+            raise CLIError(f"--topology {args.topology}: {exc}") from None
     plan = plan_probe(
         lat,
         hosts,
@@ -425,6 +431,7 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
         link_rate=args.link_rate,
         bandwidth=bandwidth,
         step_overhead=overhead,
+        groups=groups,
     )
     if args.json:
         write_json(args.json, json.dumps(plan.to_dict()))
@@ -466,10 +473,11 @@ def _plan_bandwidth(path: Path, n: int) -> Any:
 def run(args: argparse.Namespace) -> int:
     if args.topology_aliases is not None and args.topology is None:
         raise CLIError("--topology-aliases needs --topology")
-    if args.topology is not None and not args.plan:  # a bad file fails before the probe
+    args.topology_labels = None
+    if args.topology is not None:  # read once, before the probe: a bad file fails first
         from rankopt.probe.topology_sources import read_topology
 
-        read_topology(args.topology, aliases=args.topology_aliases)
+        args.topology_labels = read_topology(args.topology, aliases=args.topology_aliases)
     options = _options(args)
     check_probe_settings(options, flags=True)
     check_params(callback=None, **options)  # reject bad settings before starting the engine

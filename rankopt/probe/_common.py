@@ -79,14 +79,21 @@ LATENCY_MODES = ("auto", "all-pairs", "linear")
 AUTO_LATENCY_ALL_PAIRS_MAX = 64
 
 
-def resolve_bandwidth_mode(mode: str, n_hosts: int) -> str:
+def resolve_bandwidth_mode(mode: str, n_hosts: int, *, groups_given: bool = False) -> str:
     """The schedule ``mode`` runs on ``n_hosts`` hosts: ``"all-pairs"`` or ``"linear"``.
+
+    With the groups given (a provider's topology), ``"auto"`` is the linear
+    schedule at every size: it then discovers nothing.
 
     >>> resolve_bandwidth_mode("auto", 32), resolve_bandwidth_mode("auto", 33)
     ('all-pairs', 'linear')
+    >>> resolve_bandwidth_mode("auto", 4, groups_given=True)
+    'linear'
     """
     if mode != "auto":
         return mode
+    if groups_given:
+        return "linear"
     return "all-pairs" if n_hosts <= AUTO_ALL_PAIRS_MAX_HOSTS else "linear"
 
 
@@ -234,11 +241,33 @@ def params_from(arguments: dict[str, Any]) -> ProbeParams:
 
 def root_call(
     options: dict[str, Any],
-) -> tuple[ProbeParams, Callable[[ProbeProgress], Any] | None, Any]:
-    """The settings (validated), ``callback`` and ``cache`` among ``measure_at_root``'s keywords."""
+) -> tuple[ProbeParams, Callable[[ProbeProgress], Any] | None, Any, Any]:
+    """The settings (validated), ``callback``, ``cache`` and ``topology`` among
+    ``measure_at_root``'s keywords."""
     callback = options.pop("callback", None)
     cache = options.pop("cache", None)
-    return check_params(callback=callback, **options), callback, cache
+    topology = check_topology(options.pop("topology", None), cache)
+    return check_params(callback=callback, **options), callback, cache, topology
+
+
+def check_topology(topology: Any, cache: Any) -> Any:
+    """``topology`` of a ``measure`` call: None or a
+    :class:`~rankopt.probe.topology_sources.TopologyLabels` (checked before any
+    communication)."""
+    if topology is None:
+        return None
+    from rankopt.probe.topology_sources import TopologyLabels
+
+    if not isinstance(topology, TopologyLabels):
+        raise RankoptInputError(
+            "`topology` must be a TopologyLabels (rankopt.probe.topology_sources.read_topology); "
+            f"got {type(topology).__name__}."
+        )
+    if cache is not None:
+        raise RankoptInputError(
+            "`topology` and `cache` cannot be combined: a kept probe has groups of its own."
+        )
+    return topology
 
 
 def check_root(root: Any, size: int) -> int | None:

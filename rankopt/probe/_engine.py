@@ -150,8 +150,10 @@ class _Probe:
         callback: Callable[[ProbeProgress], Any] | None,
         backend: str,
         hostname: str,
+        topology: Any = None,
     ) -> None:
         self.tr, self.p, self.callback, self.backend = tr, params, callback, backend
+        self.topology = topology
         self.n, self.me = tr.size, tr.rank
         self.hostname = hostname
         self.hooks = TestHooks.from_env(self.me)
@@ -566,9 +568,20 @@ class _Probe:
         return lat, spread, counts, self._last_finish, planner, info
 
     # -- phases --------------------------------------------------------------------------
+    def _fingerprint(self) -> int:
+        """The settings' fingerprint, and the topology's when one is given."""
+        fp = self.p.fingerprint()
+        if self.topology is not None:
+            import zlib
+
+            t = self.topology
+            text = repr((t.source, t.levels, sorted(t.labels.items()), t.aliases))
+            fp = zlib.crc32(text.encode(), fp)
+        return fp
+
     def _start(self) -> tuple[tuple[str, ...], float]:
         row = np.zeros(16 + HOST_BYTES, dtype=np.uint8)
-        row[:8] = np.array([self.p.fingerprint()], dtype=np.int64).view(np.uint8)
+        row[:8] = np.array([self._fingerprint()], dtype=np.int64).view(np.uint8)
         row[8:16] = np.array([time.time()], dtype=np.float64).view(np.uint8)
         name = self.hostname.encode()[:HOST_BYTES]
         row[16 : 16 + len(name)] = np.frombuffer(name, dtype=np.uint8)
@@ -718,6 +731,8 @@ class _Probe:
         hosts: Sequence[str],
         levels: Sequence[NDArray[np.int64]],
         plan_lat: NDArray | None = None,
+        *,
+        given: Sequence[NDArray[np.int64]] | None = None,
     ) -> tuple[NDArray, NDArray, NDArray, float, dict[str, Any]]:
         """The stages of :class:`~rankopt.probe.linear.LinearPlanner`, each gathered.
 
@@ -731,6 +746,7 @@ class _Probe:
             levels,
             uplink_flows=self.p.uplink_flows,
             domains=None if plan_lat is None else levels,
+            given=given,
         )
         finished = time.time()
         while (slots := planner.next_stage()) is not None:
@@ -841,16 +857,32 @@ class _Probe:
             latency_rounds = len(rounds)
         bw = bw_spread = bw_counts = bw_levels = None
         slots: list[list[tuple[int, int]]] = []
-        mode = resolve_bandwidth_mode(self.p.bandwidth_mode, len(set(hosts)))
+        # the provider's groups: the same on every process (same hosts, same labels); a
+        # topology that does not name the job's hosts leaves the probe to discover them
+        given = None
+        topology_error = None
+        if self.topology is not None:
+            from rankopt._validation import RankoptInputError
+
+            try:
+                given = self.topology.groups(hosts)
+            except RankoptInputError as exc:
+                topology_error = str(exc)
+        mode = resolve_bandwidth_mode(
+            self.p.bandwidth_mode, len(set(hosts)), groups_given=given is not None
+        )
         if self.p.bandwidth and mode == "linear":
             bw, bw_spread, bw_counts, finished, bw_found = self._linear_bandwidth(
-                lat, hosts, levels, host_lat
+                lat, hosts, levels, host_lat, given=given
             )
             found |= bw_found
         elif self.p.bandwidth:
-            slots = bandwidth_slots(lat, hosts, concurrency=self.p.bw_concurrency, levels=levels)
+            slots = bandwidth_slots(
+                lat, hosts, concurrency=self.p.bw_concurrency, levels=given or levels
+            )
             bw, bw_spread, bw_counts, finished = self._bandwidth(lat, slots)
-            bw_levels = bandwidth_levels(bw, hosts)  # once: the recheck's and sharing's groups
+            # once: the recheck's and sharing's groups
+            bw_levels = given or bandwidth_levels(bw, hosts)
             recheck = self._recheck(lat, bw, hosts, bw_levels)
             if recheck:
                 found["recheck"] = recheck
@@ -874,6 +906,13 @@ class _Probe:
         }
         if found:
             parameters |= found
+        if self.topology is not None:
+            parameters["topology"] = {
+                "source": self.topology.source,
+                "levels": list(self.topology.levels),
+            }
+            if topology_error is not None:
+                parameters["topology"]["error"] = topology_error
         if "bandwidth_stages" in found:
             parameters["bandwidth_slots"] = sum(s for _, s in found["bandwidth_stages"])
         return Measurement(
@@ -1000,9 +1039,15 @@ def run_probe(
     *,
     backend: str,
     hostname: str,
+    topology: Any = None,
 ) -> Measurement:
-    """Run the whole probe over ``tr``; the same :class:`Measurement` on every process."""
-    return _Probe(tr, params, callback, backend, hostname).run()
+    """Run the whole probe over ``tr``; the same :class:`Measurement` on every process.
+
+    ``topology`` (a :class:`~rankopt.probe.topology_sources.TopologyLabels`,
+    the same on every process) gives the groups: the bandwidth phase then
+    discovers nothing (see :class:`~rankopt.probe.linear.LinearPlanner`'s ``given``).
+    """
+    return _Probe(tr, params, callback, backend, hostname, topology).run()
 
 
 def run_with(
@@ -1013,6 +1058,7 @@ def run_with(
     backend: str,
     hostname: str,
     root: int | None,
+    topology: Any = None,
 ) -> Measurement | None:
     """The probe through ``cache`` (a probe runner such as ``ProbeCache``) or in full.
 
@@ -1022,7 +1068,7 @@ def run_with(
     """
     m: Measurement | None
     if cache is None:
-        m = run_probe(tr, params, callback, backend=backend, hostname=hostname)
+        m = run_probe(tr, params, callback, backend=backend, hostname=hostname, topology=topology)
     elif root is None:
         m = cache(tr, params, callback, backend=backend, hostname=hostname)
     else:

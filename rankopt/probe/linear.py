@@ -352,6 +352,14 @@ class LinearPlanner:
         level, hosts first; the finest level above the hosts is used), such
         as those of the linear latency phase, which already told noise from
         tiers. Default: the latency tiers :data:`DOMAIN_GAP` apart.
+    given : sequence of ndarray of int, optional
+        The groups, known beforehand (a provider's or scheduler's topology,
+        :meth:`rankopt.probe.topology_sources.TopologyLabels.groups`: process
+        labels per level, hosts first, nested). Nothing is discovered: the
+        first stage (``"representatives"``) measures the bus of every shared
+        host and a star and a matching of the children of every group, then
+        the uplinks of these groups are tested; ``levels`` and ``domains``
+        are replaced by them.
 
     Examples
     --------
@@ -369,6 +377,18 @@ class LinearPlanner:
     ...     p.record({pair: (1e9, 1e9, 0.0, 0.0) for slot in stage for pair in slot})
     >>> sizes
     [3, 3, 1]
+
+    With the groups given (two racks of two hosts), nothing is discovered: one
+    slot joins the hosts of each rack (side by side) and another the racks,
+    then each rack's uplink is tested with two flows:
+
+    >>> rack = np.array([0, 0, 1, 1])
+    >>> p = LinearPlanner(np.full((4, 4), 3e-5), ["a", "b", "c", "d"],
+    ...                   [np.arange(4)], given=[np.arange(4), rack])
+    >>> while (stage := p.next_stage()) is not None:
+    ...     p.record({pair: (1e9, 1e9, 0.0, 0.0) for slot in stage for pair in slot})
+    >>> list(zip(p.stages, p.slots_per_stage)), p.groups[1].tolist()
+    ([('representatives', 2), ('uplinks', 2), ('interference', 1)], [0, 0, 1, 1])
     """
 
     def __init__(
@@ -380,8 +400,12 @@ class LinearPlanner:
         uplink_flows: int = DEFAULT_UPLINK_FLOWS,
         gap: float = DEFAULT_GAP,
         domains: Sequence[NDArray[np.int64]] | None = None,
+        given: Sequence[NDArray[np.int64]] | None = None,
     ) -> None:
         self.hosts = tuple(hosts)
+        self.given = None if given is None else [np.asarray(lv, dtype=np.int64) for lv in given]
+        if self.given is not None:
+            levels = domains = self.given
         self.n = len(self.hosts)
         self.host_of = host_labels(self.hosts)
         self.n_hosts = int(self.host_of.max()) + 1 if self.n else 0
@@ -432,9 +456,9 @@ class LinearPlanner:
         self._last_slots: list[list[Pair]] = []
         #: Whether the latency groups are used (domains, final groups); False once
         #: the representatives' bandwidth contradicts them.
-        self.latency_trusted = len(strong) > 1
+        self.latency_trusted = len(strong) > 1 or self.given is not None
         self._phase = "discovery"
-        for d in np.unique(self.domain):
+        for d in np.unique(self.domain) if self.given is None else ():
             members = np.flatnonzero(self.domain == d).tolist()
             if len(members) > 1:
                 self.tasks.append(_Task(int(d), "star", members, leader=members[0]))
@@ -467,7 +491,9 @@ class LinearPlanner:
             if self._phase == "discovery":
                 slots = self._discovery_stage()
                 if slots:
-                    return self._emit("discovery", slots)
+                    return self._emit(
+                        "discovery" if self.given is None else "representatives", slots
+                    )
                 if self.tasks:  # every pair of these tasks is known already
                     self._advance()
                     continue
@@ -519,13 +545,16 @@ class LinearPlanner:
 
         Per group ``p`` of a level, its children in label order, each by its
         lowest host: a star from the first child's host and matchings of the
-        others (:func:`_matchings`). One sort per level.
+        others (:func:`_matchings`). One sort per level. With the groups
+        given, the hosts of every finest group are its children too.
         """
         pairs: list[Pair] = []
         self._rep_groups = []
         nh = self.n_hosts
-        for k, lab in enumerate(self.host_levels):
-            parent = self.host_levels[k + 1] if k + 1 < len(self.host_levels) else np.zeros(nh, int)
+        # with the groups given, the hosts of every finest group too: no star discovers them
+        labs = self.host_levels if self.given is None else [np.arange(nh), *self.host_levels]
+        for k, lab in enumerate(labs):
+            parent = labs[k + 1] if k + 1 < len(labs) else np.zeros(nh, int)
             for kids in _first_of_children(parent, lab):
                 if len(kids) < 2:
                     continue
@@ -559,7 +588,7 @@ class LinearPlanner:
             rate ``b -> a`` and their spreads (bytes/s).
         """
         name = self.stages[-1]
-        if name == "discovery":
+        if name in ("discovery", "representatives"):
             self._record_discovery(rates)
         elif name == "uplinks":
             single = self._directed_host_matrix()
@@ -648,7 +677,8 @@ class LinearPlanner:
                 key = (min(ha, hb), max(ha, hb))
                 if key not in self.edges or self.edges[key][0] < best:
                     self.edges[key] = (best, spread)
-        if self.stage == 1 and self.latency_trusted and self._latency_contradicted():
+        contradicted = self.given is None and self.latency_trusted and self._latency_contradicted()
+        if self.stage == 1 and contradicted:
             # one domain: every host in one star, its transfers one at a time (exact);
             # what ran side by side may have shared a link the latency did not show
             self.latency_trusted = False
@@ -692,6 +722,8 @@ class LinearPlanner:
 
     def _final_groups(self) -> list[NDArray[np.int64]]:
         """Process group labels per level: bandwidth tiers pooled with latency tiers."""
+        if self.groups is None and self.given is not None:
+            self.groups = [lv.copy() for lv in self.given]  # the provider's, as they are
         if self.groups is None:
             rate = self._host_matrix()[0]
             if self._domains is not None and self.latency_trusted:
@@ -827,6 +859,7 @@ class LinearPlanner:
                 [name, s] for name, s in zip(self.stages, self.slots_per_stage, strict=True)
             ],
             "bandwidth_pairs": len(self.solo),
-            "latency_groups_used": bool(self.latency_trusted),
+            "latency_groups_used": bool(self.latency_trusted and self.given is None),
+            "groups_given": self.given is not None,
         }
         return bw, spread, counts, info

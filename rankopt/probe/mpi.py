@@ -25,6 +25,7 @@ from rankopt.probe._common import (
     ProbeProgress,
     ProbeTimeoutError,
     check_root,
+    check_topology,
     params_from,
     probe_hostname,
     root_call,
@@ -105,6 +106,7 @@ def measure(
     latency_mode: str = "auto",
     callback: Callable[[ProbeProgress], Any] | None = None,
     cache: Callable[..., Measurement] | None = None,
+    topology: Any = None,
 ) -> Measurement:
     """Measure latency and bandwidth between every pair of ranks of ``comm``.
 
@@ -166,6 +168,14 @@ def measure(
         :class:`rankopt.adapters.cache.ProbeCache` keeps the probe for the next
         launch on the same hosts and reuses a kept one after a drift check
         (``parameters["cache"]`` says which happened). Default: the full probe.
+    topology : TopologyLabels, optional
+        The groups from the provider or the scheduler
+        (:func:`rankopt.probe.topology_sources.read_topology`), the same on
+        every rank: the bandwidth phase then discovers nothing -- it joins
+        the hosts of every group and the groups (representatives) and tests
+        the groups' uplinks (``bandwidth_mode="auto"`` runs this linear
+        schedule at every size), and ``parameters["topology"]`` names the
+        source. Not with ``cache``.
 
     Returns
     -------
@@ -238,7 +248,7 @@ def measure(
     ((4, 4), 12)
     """
     params = params_from(locals())  # before anything else: no communication yet
-    result = _measure(comm, params, callback, cache, None)
+    result = _measure(comm, params, callback, cache, None, check_topology(topology, cache))
     assert result is not None  # every rank gets it without a root
     return result
 
@@ -283,8 +293,8 @@ def measure_at_root(comm: Any, root: int, **options: Any) -> Measurement | None:
     >>> m is None or m.latency.shape == (4, 4)                 # doctest: +SKIP
     True
     """
-    params, callback, cache = root_call(options)
-    return _measure(comm, params, callback, cache, root)
+    params, callback, cache, topology = root_call(options)
+    return _measure(comm, params, callback, cache, root, topology)
 
 
 def _measure(
@@ -293,6 +303,7 @@ def _measure(
     callback: Callable[[ProbeProgress], Any] | None,
     cache: Callable[..., Measurement | None] | None,
     root: int | None,
+    topology: Any = None,
 ) -> Measurement | None:
     if cache is not None and not callable(cache):
         raise RankoptInputError(
@@ -317,9 +328,8 @@ def _measure(
             step=1,
         )
     try:
-        result = run_with(
-            cache, transport, params, callback, "mpi", probe_hostname(transport.rank), root
-        )
+        hostname = probe_hostname(transport.rank)
+        result = run_with(cache, transport, params, callback, "mpi", hostname, root, topology)
     except ProbeTimeoutError:
         raise  # the private communicator stays: freeing it would wait for the dead peer
     private.Free()

@@ -349,6 +349,7 @@ def plan_probe(
     bandwidth: ArrayLike | None = None,
     step_overhead: float = STEP_OVERHEAD,
     latency_mode: str | None = None,
+    groups: Sequence[ArrayLike] | None = None,
 ) -> ProbePlan:
     """The schedule and estimated duration of a probe, without running it.
 
@@ -382,6 +383,12 @@ def plan_probe(
     latency_mode : {"auto", "all-pairs", "linear"}, optional
         Latency schedule to plan; default ``params.latency_mode`` (``"auto"``:
         all-pairs up to 64 processes, linear beyond).
+    groups : sequence of array_like of int, optional
+        The groups known beforehand (a provider's topology,
+        :meth:`rankopt.probe.topology_sources.TopologyLabels.groups`: process
+        labels per level, hosts first), as the probe takes them with
+        ``topology=``: the linear bandwidth schedule (``mode="auto"``)
+        discovers nothing and tests these groups' uplinks.
 
     Returns
     -------
@@ -441,7 +448,15 @@ def plan_probe(
             f"got {lat_mode!r} instead."
         )
     lat_mode = resolve_latency_mode(lat_mode, n)
-    mode = resolve_bandwidth_mode(mode, n_hosts)
+    given = None
+    if groups is not None:
+        given = [np.asarray(lv, dtype=np.int64) for lv in groups]
+        if not given or any(lv.shape != (n,) for lv in given):
+            raise RankoptInputError(
+                f"`groups` must be labels of the {n} processes per level; got shapes "
+                f"{[lv.shape for lv in given]}."
+            )
+    mode = resolve_bandwidth_mode(mode, n_hosts, groups_given=given is not None)
     if not (isinstance(link_rate, (int, float)) and math.isfinite(link_rate) and link_rate > 0):
         raise RankoptInputError(f"`link_rate` must be a positive number; got {link_rate!r}.")
     process_level = lat.shape[0] == n
@@ -511,7 +526,10 @@ def plan_probe(
     found = [n_hosts]
     if mode == "all-pairs":
         slots_all = bandwidth_slots(
-            np.zeros((0, 0)), hosts, concurrency=params.bw_concurrency, levels=levels
+            np.zeros((0, 0)),
+            hosts,
+            concurrency=params.bw_concurrency,
+            levels=levels if given is None else given,
         )
         stages = [("all-pairs", len(slots_all))]
         found = [int(lv.max()) + 1 for lv in levels]
@@ -533,6 +551,7 @@ def plan_probe(
             levels,
             uplink_flows=params.uplink_flows,
             domains=levels if lat_mode == "linear" else None,
+            given=given,
         )
         while (stage := bw_planner.next_stage()) is not None:
             stages.append((bw_planner.stages[-1], len(stage)))

@@ -25,6 +25,7 @@ from rankopt.probe._common import (
     ProbeParams,
     ProbeProgress,
     check_root,
+    check_topology,
     params_from,
     probe_hostname,
     root_call,
@@ -134,6 +135,7 @@ def measure(
     latency_mode: str = "auto",
     callback: Callable[[ProbeProgress], Any] | None = None,
     cache: Callable[..., Measurement] | None = None,
+    topology: Any = None,
 ) -> Measurement:
     """Measure latency and bandwidth between every pair of ranks of a process group.
 
@@ -147,7 +149,7 @@ def measure(
         The group to probe (default: the world). Its backend must carry CPU
         tensors (Gloo, or a ``"cpu:gloo,cuda:nccl"`` combination).
     latency_bytes, bandwidth_bytes, repeats, bandwidth_repeats, warmup, timeout, bandwidth, \
-bw_concurrency, bandwidth_mode, uplink_flows, latency_mode, callback, cache
+bw_concurrency, bandwidth_mode, uplink_flows, latency_mode, callback, cache, topology
         As in :func:`rankopt.probe.mpi.measure`.
 
     Returns
@@ -189,7 +191,7 @@ bw_concurrency, bandwidth_mode, uplink_flows, latency_mode, callback, cache
     (4, 4)
     """
     params = params_from(locals())  # before anything else: no communication yet
-    result = _measure(group, params, callback, cache, None)
+    result = _measure(group, params, callback, cache, None, check_topology(topology, cache))
     assert result is not None  # every rank gets it without a root
     return result
 
@@ -202,8 +204,8 @@ def measure_at_root(group: Any, root: int, **options: Any) -> Measurement | None
     :func:`measure`; the other ranks return None, and with root 0 a cache
     hit is not sent to them.
     """
-    params, callback, cache = root_call(options)
-    return _measure(group, params, callback, cache, root)
+    params, callback, cache, topology = root_call(options)
+    return _measure(group, params, callback, cache, root, topology)
 
 
 def _measure(
@@ -212,6 +214,7 @@ def _measure(
     callback: Callable[[ProbeProgress], Any] | None,
     cache: Callable[..., Measurement | None] | None,
     root: int | None,
+    topology: Any = None,
 ) -> Measurement | None:
     if cache is not None and not callable(cache):
         raise RankoptInputError(
@@ -236,6 +239,5 @@ def _measure(
             f"the probe needs at least 2 ranks; the group has {transport.size}."
         )
     root = check_root(root, transport.size)
-    return run_with(
-        cache, transport, params, callback, "gloo", probe_hostname(transport.rank), root
-    )
+    hostname = probe_hostname(transport.rank)
+    return run_with(cache, transport, params, callback, "gloo", hostname, root, topology)
