@@ -12,13 +12,17 @@
 ``bench/bench_solve_scale.py`` measures the speed (never asserted here).
 """
 
+import itertools
+
 import numpy as np
 import pytest
 from _scale_networks import uneven_network
 from conftest import swapped
 
 import rankopt
+import rankopt.solvers.layout as layout_module
 from rankopt.models import make_model
+from rankopt.models.contention import _merge_alike
 from rankopt.models.schedule import schedule
 from rankopt.solvers import auto_method
 from rankopt.solvers.layout import ANNEAL_MAX_N, RACE, _guide, contiguous_order, packed_order
@@ -249,3 +253,84 @@ def test_layout_starts_race_within_the_budget(starts):
     np.testing.assert_array_equal(again.order, out.order)
     model = make_model(net.latency, "allreduce", "rabenseifner_ompi", **net.default_model())
     assert out.cost == pytest.approx(model.reference_cost(np.asarray(out.order)), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "algorithm, n, distinct",
+    [("rabenseifner_ompi", 32, 5), ("rabenseifner_ompi", 40, 8), ("recursive_doubling", 32, 5)],
+)
+def test_contention_kernel_stores_identical_steps_once(algorithm, n, distinct):
+    # Rabenseifner's allgather replays its reduce-scatter (same pairs, same
+    # sizes): each pair of steps is stored once with its repeats summed, the
+    # fold's steps (n = 40: three of them, all different) stay apart
+    s = schedule("allreduce", algorithm, n)
+    ptr, src, dst, frac, rep = _merge_alike(
+        s.step_ptr, s.src, s.dst, s.frac, s.repeat.astype(np.float64)
+    )
+    assert len(rep) == distinct and rep.sum() == s.repeat.sum()
+
+    def steps(p, a, b, f):
+        return [
+            sorted(zip(a[p[k] : p[k + 1]], b[p[k] : p[k + 1]], f[p[k] : p[k + 1]], strict=True))
+            for k in range(len(p) - 1)
+        ]
+
+    merged = steps(ptr, src, dst, frac)
+    every = steps(s.step_ptr, s.src, s.dst, s.frac)
+    for st in every:  # every step is one of the merged ones ...
+        assert st in merged
+    for k, st in enumerate(merged):  # ... which are distinct, repeated as often as it is
+        assert merged.count(st) == 1
+        assert rep[k] == sum(int(s.repeat[q]) for q, e in enumerate(every) if e == st)
+
+
+@pytest.mark.parametrize(
+    "n, levels, per_host, seed", [(8, 3, 1, 0), (8, 3, 2, 1), (8, 2, 2, 2), (7, 3, 1, 3)]
+)
+def test_layout_finds_the_exhaustive_optimum_at_tiny_n(n, levels, per_host, seed):
+    net = uneven_network(
+        n, levels=levels, per_host=per_host, rack_hosts=(1, 3), pod_racks=(2, 2), seed=seed
+    )
+    model = make_model(net.latency, "allreduce", "rabenseifner_ompi", **net.default_model())
+    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
+    best = float(model.batch_cost(perms).min())
+    out = rankopt.solve(net, "allreduce", "rabenseifner_ompi", rng=0, method="layout")
+    assert out.cost == pytest.approx(best, rel=1e-12)
+
+
+@pytest.mark.parametrize("n, levels, per_host, seed", [(200, 3, 2, 5), (520, 2, 4, 6)])
+def test_layout_is_a_seeded_permutation_no_costlier_than_its_starts(n, levels, per_host, seed):
+    net = uneven_network(n, levels=levels, per_host=per_host, seed=seed)
+    model = make_model(net.latency, "allreduce", "rabenseifner_ompi", **net.default_model())
+    opts = {"max_evals": 20_000}
+    out = rankopt.solve(net, "allreduce", "rabenseifner_ompi", rng=4, options=opts)
+    order = np.asarray(out.order)
+    assert out.method == "layout"
+    assert sorted(order.tolist()) == list(range(n))
+    assert out.cost == pytest.approx(model.reference_cost(order), rel=1e-12)
+    groups = list(net.groups)
+    starts = [np.arange(n), packed_order(groups), contiguous_order(groups)]
+    assert out.cost <= min(model.cost(o) for o in starts) * (1 + 1e-12)
+    if n <= 256:  # the greedy-cluster order is a start there
+        greedy = rankopt.solve(
+            net, "allreduce", "rabenseifner_ompi", rng=4, method="greedy_cluster"
+        )
+        assert out.cost <= greedy.cost * (1 + 1e-12)
+    again = rankopt.solve(net, "allreduce", "rabenseifner_ompi", rng=4, options=opts)
+    np.testing.assert_array_equal(again.order, out.order)
+    other = rankopt.solve(net, "allreduce", "rabenseifner_ompi", rng=5, options=opts)
+    assert sorted(np.asarray(other.order).tolist()) == list(range(n))
+
+
+def test_a_far_costlier_start_is_left_out_of_the_race(monkeypatch):
+    # synthetic cloud of 576: the second-cheapest layout costs several times the
+    # cheapest; left out, its share is not spent and the winner descends exactly
+    # as it did when it raced (same seeds, same shares)
+    net = rankopt.Network.from_cloud(rankopt.synthetic_cloud(2, 2, 16, 9, rng=1))
+    opts = {"max_evals": 8000}
+    out = rankopt.solve(net, "allreduce", "rabenseifner_ompi", rng=0, options=opts)
+    monkeypatch.setattr(layout_module, "RACE_GAP", float("inf"))
+    raced = rankopt.solve(net, "allreduce", "rabenseifner_ompi", rng=0, options=opts)
+    assert out.method == raced.method == "layout"
+    np.testing.assert_array_equal(out.order, raced.order)
+    assert out.evaluations <= 8000 - 8000 // (2 * RACE) < raced.evaluations
