@@ -140,3 +140,51 @@ def test_cost_refuses_an_engine_and_an_algorithm_together():
     lat = np.full((4, 4), 1e-5) * (1 - np.eye(4))
     with pytest.raises(rankopt.RankoptInputError, match="`engine` decides each call's algorithm"):
         rankopt.cost(lat, [0, 1, 2, 3], "allreduce", "recursive_doubling", engine="openmpi")
+
+
+@pytest.mark.parametrize(
+    ("collective", "algorithm", "engine"),
+    [
+        ("allreduce", "ring", None),
+        ("allreduce", "rabenseifner_ompi", None),
+        ("allgather", "bruck", None),
+        ("broadcast", "binomial", None),
+        ("allreduce", "ring", "openmpi"),
+    ],
+)
+def test_cost_prices_a_network_as_solve_does(tmp_path, collective, algorithm, engine):
+    # a Network, its Cloud and its saved file: what the keywords leave out is the
+    # network's (contention on its uplinks at 16 MiB), as in solve()
+    cloud = rankopt.synthetic_cloud(2, 2, 3, 2, rng=4)
+    net = rankopt.Network.from_cloud(cloud)
+    path = net.save(tmp_path / "net.npz")
+    kw = {"engine": engine} if engine else {"collective": collective, "algorithm": algorithm}
+    res = rankopt.solve(net, **kw, rng=0)
+    launch = np.arange(net.n)
+    for source in (net, cloud, path, str(path)):
+        if engine:
+            got, base = rankopt.cost(source, res.order, engine=engine), None
+        else:
+            got = rankopt.cost(source, res.order, collective, algorithm)
+            base = rankopt.cost(source, launch, collective, algorithm)
+        assert got == pytest.approx(res.cost, rel=1e-12)
+        if base is not None:
+            assert base == pytest.approx(res.baseline_cost, rel=1e-12)
+    # a keyword given wins over the network's: the ring's latency only
+    lat_only = rankopt.cost(net, res.order, objective="sum")
+    assert lat_only == pytest.approx(rankopt.cost(net.latency, res.order, objective="sum"))
+
+
+def test_cost_of_a_hierarchical_network_is_its_ring_cost():
+    from rankopt import HierarchicalNetwork, RankoptInputError
+
+    rack = np.array([0, 0, 1, 1])
+    lat = np.where(rack[:, None] == rack[None, :], 10e-6, 40e-6)
+    hn = HierarchicalNetwork([0, 1, 2, 3, 0, 1, 2, 3], lat, groups=[rack], intra_latency=1e-6)
+    res = rankopt.solve(hn)
+    assert rankopt.cost(hn, res.order) == res.cost == hn.cost(res.order)
+    assert rankopt.cost(hn, np.arange(8), "allgather") == hn.cost(np.arange(8), "allgather")
+    with pytest.raises(RankoptInputError, match="prices rings .* got algorithm='binomial'"):
+        rankopt.cost(hn, res.order, "broadcast", "binomial")
+    with pytest.raises(RankoptInputError, match="got `bandwidth`"):
+        rankopt.cost(hn, res.order, bandwidth=1e9, nbytes=1e6)

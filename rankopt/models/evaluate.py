@@ -37,8 +37,12 @@ def cost(
 
     Parameters
     ----------
-    latency : array_like (n, n)
-        One-way latency in seconds between original ranks.
+    latency : array_like (n, n), Network, Measurement, Cloud or path to a .npz
+        One-way latency in seconds between original ranks; or a whole
+        network, priced as :func:`solve` prices it: what the keywords leave
+        out (objective, bandwidth, message size, groups, uplinks, straggle,
+        elastic) is the network's (:meth:`rankopt.Network.default_model`),
+        the nominal model (not the robust objective ``solve`` may minimise).
     order : array_like of int (n,)
         ``order[k]`` is the original rank given new rank ``k``.
     collective, algorithm : str
@@ -126,8 +130,43 @@ def cost(
     >>> round(a / b, 2)
     3.99
     """
-    from rankopt.models.factory import make_model
+    from rankopt.models.factory import RING_OBJECTIVES, make_model, network_inputs
+    from rankopt.network.core import as_network
+    from rankopt.network.hierarchical import HierarchicalNetwork
 
+    if isinstance(latency, HierarchicalNetwork):  # rings only, priced level by level
+        others = {"bandwidth": bandwidth, "groups": groups, "uplink_bandwidth": uplink_bandwidth,
+                  "segment_size": segment_size, "inter": inter, "straggle": straggle,
+                  "elastic": elastic, "workload": workload, "engine": engine}  # fmt: skip
+        given = sorted(k for k, v in others.items() if v is not None)
+        if algorithm != "ring" or given:
+            raise RankoptInputError(
+                "a HierarchicalNetwork prices rings from its own levels "
+                "(HierarchicalNetwork.cost); got "
+                + (f"algorithm={algorithm!r}" if algorithm != "ring" else f"`{given[0]}`")
+                + "."
+            )
+        return float(latency.cost(order, collective, objective=objective, nbytes=nbytes))
+    network = as_network(latency)
+    if network is not None:  # what the keywords leave out is the network's, as in solve()
+        net_kw, _ = network_inputs(
+            network,
+            algorithm,
+            objective=objective,
+            nbytes=nbytes,
+            bandwidth=bandwidth,
+            groups=groups,
+            uplink_bandwidth=uplink_bandwidth,
+            straggle=straggle,
+        )
+        latency = network.latency
+        if (workload is not None or engine is not None) and objective is None:
+            if net_kw["objective"] in RING_OBJECTIVES:
+                net_kw["objective"] = None  # latency only: the α-β time of every call
+        objective, bandwidth, nbytes = net_kw["objective"], net_kw["bandwidth"], net_kw["nbytes"]
+        groups, uplink_bandwidth = net_kw["groups"], net_kw["uplink_bandwidth"]
+        straggle = net_kw["straggle"]
+        elastic = net_kw["elastic"] if elastic is None else elastic
     lat = check_matrix(latency, "latency")
     o = check_order(order, lat.shape[0])
     priced = None
@@ -139,8 +178,9 @@ def cost(
         from rankopt.models.workload import as_workload, price_job
 
         calls = None if workload is None else as_workload(workload)
+        nodes = None if network is None or network.hosts is None else list(network.hosts)
         priced, collective, algorithm, nbytes = price_job(
-            lat.shape[0], collective, algorithm, nbytes, calls, engine
+            lat.shape[0], collective, algorithm, nbytes, calls, engine, nodes=nodes
         )
     if (
         (bandwidth is not None or uplink_bandwidth is not None)

@@ -25,7 +25,7 @@ from rankopt.models.schedule import (
 )
 from rankopt.models.step import HierarchicalModel, StepModel
 
-__all__ = ["OBJECTIVES", "RING_OBJECTIVES", "default_objective", "make_model"]
+__all__ = ["OBJECTIVES", "RING_OBJECTIVES", "default_objective", "make_model", "network_inputs"]
 
 RING_OBJECTIVES = ("sum", "bottleneck")
 OBJECTIVES = ("sum", "bottleneck", "time", "contention")
@@ -279,3 +279,74 @@ def _contention_needs(**given: Any) -> None:
         raise RankoptInputError(
             f"objective 'contention' needs {', '.join(f'`{m}`' for m in missing)}."
         )
+
+
+def network_inputs(
+    network: Any,
+    algorithm: str,
+    *,
+    objective: Any = None,
+    nbytes: float | None = None,
+    bandwidth: Any = None,
+    groups: Any = None,
+    uplink_bandwidth: Any = None,
+    straggle: float | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """``make_model``'s keywords (``objective`` included) for a :class:`rankopt.Network`,
+    and notes: what :func:`rankopt.solve` and :func:`rankopt.cost` price on a network.
+
+    Anything given wins; what it leaves out comes from the network
+    (:meth:`rankopt.Network.default_model`): contention with the inferred
+    uplinks when the network has bandwidth and a hierarchy.
+    """
+    notes: list[str] = []
+    if objective is None:
+        objective = network.default_model(algorithm, nbytes)["objective"]
+    kw: dict[str, Any] = {
+        "objective": objective,
+        "bandwidth": bandwidth,
+        "nbytes": nbytes,
+        "groups": groups,
+        "uplink_bandwidth": uplink_bandwidth,
+        "straggle": straggle,
+        "elastic": None,
+    }
+    if callable(objective) or objective in RING_OBJECTIVES:
+        if network.bandwidth is not None:
+            notes.append(
+                f"bandwidth measured but not used: objective {objective!r} sees latency only"
+            )
+        return {**kw, "bandwidth": None, "groups": None, "uplink_bandwidth": None}, notes
+    if kw["nbytes"] is None and (network.bandwidth is not None or objective == "contention"):
+        from rankopt.network.core import DEFAULT_NBYTES
+
+        kw["nbytes"] = DEFAULT_NBYTES
+    if kw["bandwidth"] is None and network.bandwidth is not None and kw["nbytes"] is not None:
+        kw["bandwidth"] = network.bandwidth
+    if objective == "contention":
+        if kw["groups"] is None:
+            kw["groups"] = list(network.groups) or None
+            ups = kw["uplink_bandwidth"]
+            if isinstance(ups, (list, tuple)) and len(ups) not in (1, len(network.groups)):
+                from rankopt.network.core import describe_levels
+
+                raise RankoptInputError(
+                    f"`uplink_bandwidth` gives {len(ups)} values, but the network has "
+                    f"{len(network.groups)} levels ({describe_levels(network.groups)}): give "
+                    "one value for all of them or one per level, finest first."
+                )
+        if kw["uplink_bandwidth"] is None and network.has_uplinks and groups is None:
+            kw["uplink_bandwidth"] = [np.asarray(u) for u in network.uplinks]
+        if kw["straggle"] is None:
+            kw["straggle"] = network.straggle
+        if kw["uplink_bandwidth"] is not None and uplink_bandwidth is None:
+            kw["elastic"] = network.elastic  # the tenants measured on the network's own uplinks
+    else:
+        kw["groups"] = kw["uplink_bandwidth"] = None
+        if network.has_uplinks and network.bandwidth is not None:
+            notes.append(
+                f"hierarchy found but not used: objective {objective!r} has no shared uplinks"
+            )
+    if network.bandwidth is None:
+        notes.append("no bandwidth measured: the model sees latency only")
+    return kw, notes

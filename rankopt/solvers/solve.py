@@ -963,65 +963,19 @@ def _checked_against_spread(
 
 def _network_model(network: Any, spec: ModelSpec) -> tuple[dict[str, Any], list[str]]:
     """``make_model``'s keywords (``objective`` included) for a :class:`rankopt.Network`,
-    and notes.
+    and notes (:func:`rankopt.models.factory.network_inputs` of the spec's fields)."""
+    from rankopt.models.factory import network_inputs
 
-    Anything the spec gives wins; what it leaves out comes from the network
-    (:meth:`rankopt.Network.default_model`): contention with the inferred
-    uplinks when the network has bandwidth and a hierarchy.
-    """
-    notes: list[str] = []
-    groups, uplink_bandwidth = spec.groups, spec.uplink_bandwidth
-    objective = spec.objective
-    if objective is None:
-        objective = network.default_model(spec.algorithm, spec.nbytes)["objective"]
-    kw: dict[str, Any] = {
-        "objective": objective,
-        "bandwidth": spec.bandwidth,
-        "nbytes": spec.nbytes,
-        "groups": groups,
-        "uplink_bandwidth": uplink_bandwidth,
-        "straggle": spec.straggle,
-        "elastic": None,
-    }
-    if callable(objective) or objective in RING_OBJECTIVES:
-        if network.bandwidth is not None:
-            notes.append(
-                f"bandwidth measured but not used: objective {objective!r} sees latency only"
-            )
-        return {**kw, "bandwidth": None, "groups": None, "uplink_bandwidth": None}, notes
-    if kw["nbytes"] is None and (network.bandwidth is not None or objective == "contention"):
-        from rankopt.network.core import DEFAULT_NBYTES
-
-        kw["nbytes"] = DEFAULT_NBYTES
-    if kw["bandwidth"] is None and network.bandwidth is not None and kw["nbytes"] is not None:
-        kw["bandwidth"] = network.bandwidth
-    if objective == "contention":
-        if kw["groups"] is None:
-            kw["groups"] = list(network.groups) or None
-            ups = kw["uplink_bandwidth"]
-            if isinstance(ups, (list, tuple)) and len(ups) not in (1, len(network.groups)):
-                from rankopt.network.core import describe_levels
-
-                raise RankoptInputError(
-                    f"`uplink_bandwidth` gives {len(ups)} values, but the network has "
-                    f"{len(network.groups)} levels ({describe_levels(network.groups)}): give "
-                    "one value for all of them or one per level, finest first."
-                )
-        if kw["uplink_bandwidth"] is None and network.has_uplinks and groups is None:
-            kw["uplink_bandwidth"] = [np.asarray(u) for u in network.uplinks]
-        if kw["straggle"] is None:
-            kw["straggle"] = network.straggle
-        if kw["uplink_bandwidth"] is not None and uplink_bandwidth is None:
-            kw["elastic"] = network.elastic  # the tenants measured on the network's own uplinks
-    else:
-        kw["groups"] = kw["uplink_bandwidth"] = None
-        if network.has_uplinks and network.bandwidth is not None:
-            notes.append(
-                f"hierarchy found but not used: objective {objective!r} has no shared uplinks"
-            )
-    if network.bandwidth is None:
-        notes.append("no bandwidth measured: the model sees latency only")
-    return kw, notes
+    return network_inputs(
+        network,
+        spec.algorithm,
+        objective=spec.objective,
+        nbytes=spec.nbytes,
+        bandwidth=spec.bandwidth,
+        groups=spec.groups,
+        uplink_bandwidth=spec.uplink_bandwidth,
+        straggle=spec.straggle,
+    )
 
 
 def _network_info(network: Any) -> dict[str, Any]:
