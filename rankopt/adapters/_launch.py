@@ -152,12 +152,15 @@ class LaunchOptions:
         The model options are checked here, on every rank, before any
         communication (a bad ``--workload`` is an error everywhere at once).
         """
-        from rankopt._model_args import cache_option, launcher_model_options
+        from rankopt._model_args import cache_option, launcher_model_options, topology_option
 
         check_timeout(args.timeout, "--timeout")  # before any communication, on every rank
         solve = launcher_model_options(args)
         probe = parse_options(getattr(args, "probe_option", []))
         probe.setdefault("cache", cache_option(args))
+        topology = topology_option(args)
+        if topology is not None:
+            probe["topology"] = topology
         return cls(
             backend=args.backend,
             collective=args.collective,

@@ -175,10 +175,18 @@ class ProbeCache:
         backend: str,
         hostname: str,
         root: int | None = None,
+        topology: Any = None,
     ) -> Measurement | None:
         """Run the probe over the transport ``tr`` through this cache (:func:`probe_with_cache`)."""
         return probe_with_cache(
-            tr, params, self, callback, backend=backend, hostname=hostname, root=root
+            tr,
+            params,
+            self,
+            callback,
+            backend=backend,
+            hostname=hostname,
+            root=root,
+            topology=topology,
         )
 
 
@@ -235,7 +243,13 @@ def probe_arguments(options: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def cache_key(backend: str, hosts: tuple[str, ...] | list[str], params: ProbeParams) -> str:
+def cache_key(
+    backend: str,
+    hosts: tuple[str, ...] | list[str],
+    params: ProbeParams,
+    *,
+    topology: Any = None,
+) -> str:
     """The entry key: engine, the sorted host names of all processes, the keyed settings.
 
     Examples
@@ -256,6 +270,8 @@ def cache_key(backend: str, hosts: tuple[str, ...] | list[str], params: ProbePar
         "hosts": sorted(str(h) for h in hosts),
         "settings": {k: settings[k] for k in _KEYED},
     }
+    if topology is not None:  # a probe run on the provider's groups is kept apart
+        payload["topology"] = topology.fingerprint()
     blob = json.dumps(payload, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
 
@@ -625,6 +641,7 @@ def probe_with_cache(
     backend: str,
     hostname: str,
     root: int | None = None,
+    topology: Any = None,
 ) -> Measurement | None:
     """Reuse the cached probe of these hosts after a drift check, else probe and store it.
 
@@ -645,10 +662,10 @@ def probe_with_cache(
     from rankopt.probe._engine import _Probe, run_probe
 
     t_begin = time.perf_counter()
-    probe = _Probe(tr, params, callback, backend, hostname)
+    probe = _Probe(tr, params, callback, backend, hostname, topology)
     hosts, _ = probe._start()
     me = probe.me
-    key = cache_key(backend, hosts, params)
+    key = cache_key(backend, hosts, params, topology=topology)
     stored: Measurement | None = None
     network: Any = None
     reason = ""
@@ -745,7 +762,7 @@ def probe_with_cache(
             return result
     info |= {"status": "probed", "reason": reason or "no entry for these hosts"}
     info = _broadcast_json(probe, info if me == 0 else None)  # the root's word on every process
-    fresh = run_probe(tr, params, callback, backend=backend, hostname=hostname)
+    fresh = run_probe(tr, params, callback, backend=backend, hostname=hostname, topology=topology)
     result = _with_cache_info(fresh, info)
     if me == 0:
         try:

@@ -212,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(opts)
     if not program:
         parser.error("missing program: pyfile | -m mod | -c cmd")
-    from rankopt._model_args import cache_option
+    from rankopt._model_args import cache_option, topology_option
     from rankopt._validation import RankoptInputError
     from rankopt.adapters import mpi as adapter
     from rankopt.adapters._common import parse_options
@@ -224,6 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         probe_options = parse_options(args.probe_option)
         probe_options.setdefault("cache", cache_option(args))
+        topology = topology_option(args)
+        if topology is not None:
+            probe_options["topology"] = topology
     except RankoptInputError as exc:
         parser.error(str(exc))
 

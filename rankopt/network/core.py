@@ -627,7 +627,12 @@ class Network:
                 ups.append(both)
             net = replace(net, uplinks=tuple(ups))
         prov = dict(net.provenance)
-        prov["hierarchy"] = "linear probe" + (", k-flow uplinks" if capacity else "")
+        topology = prov.get("probe", {}).get("topology")
+        if prov.get("probe", {}).get("groups_given") and isinstance(topology, dict):
+            prov["hierarchy"] = f"topology: {topology.get('source')} (given to the probe)"
+        else:
+            prov["hierarchy"] = "linear probe"
+        prov["hierarchy"] += ", k-flow uplinks" if capacity else ""
         return replace(net, provenance=prov)
 
     @classmethod

@@ -246,11 +246,11 @@ def root_call(
     ``measure_at_root``'s keywords."""
     callback = options.pop("callback", None)
     cache = options.pop("cache", None)
-    topology = check_topology(options.pop("topology", None), cache)
+    topology = check_topology(options.pop("topology", None))
     return check_params(callback=callback, **options), callback, cache, topology
 
 
-def check_topology(topology: Any, cache: Any) -> Any:
+def check_topology(topology: Any) -> Any:
     """``topology`` of a ``measure`` call: None or a
     :class:`~rankopt.probe.topology_sources.TopologyLabels` (checked before any
     communication)."""
@@ -262,10 +262,6 @@ def check_topology(topology: Any, cache: Any) -> Any:
         raise RankoptInputError(
             "`topology` must be a TopologyLabels (rankopt.probe.topology_sources.read_topology); "
             f"got {type(topology).__name__}."
-        )
-    if cache is not None:
-        raise RankoptInputError(
-            "`topology` and `cache` cannot be combined: a kept probe has groups of its own."
         )
     return topology
 

@@ -574,9 +574,7 @@ class _Probe:
         if self.topology is not None:
             import zlib
 
-            t = self.topology
-            text = repr((t.source, t.levels, sorted(t.labels.items()), t.aliases))
-            fp = zlib.crc32(text.encode(), fp)
+            fp = zlib.crc32(self.topology.fingerprint().encode(), fp)
         return fp
 
     def _start(self) -> tuple[tuple[str, ...], float]:
@@ -1069,8 +1067,11 @@ def run_with(
     m: Measurement | None
     if cache is None:
         m = run_probe(tr, params, callback, backend=backend, hostname=hostname, topology=topology)
-    elif root is None:
-        m = cache(tr, params, callback, backend=backend, hostname=hostname)
-    else:
-        m = cache(tr, params, callback, backend=backend, hostname=hostname, root=root)
+    else:  # a runner is told only what it is given (one written before may not take it)
+        extra: dict[str, Any] = {}
+        if root is not None:
+            extra["root"] = root
+        if topology is not None:
+            extra["topology"] = topology
+        m = cache(tr, params, callback, backend=backend, hostname=hostname, **extra)
     return m if root is None or tr.rank == root else None

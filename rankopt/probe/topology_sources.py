@@ -246,6 +246,20 @@ class TopologyLabels:
                 )
         return found
 
+    def fingerprint(self) -> str:
+        """A digest of the source, levels, labels and aliases: equal for equal topologies.
+
+        >>> from rankopt.probe.topology_sources import from_text
+        >>> a, b = from_text("a r1\\nb r2\\n"), from_text("b r2\\na r1\\n")
+        >>> a.fingerprint() == b.fingerprint() != from_text("a r1\\nb r1\\n").fingerprint()
+        True
+        """
+        import hashlib
+        import json
+
+        doc = [self.source, list(self.levels), sorted(self.labels.items()), sorted(self.aliases)]
+        return hashlib.sha256(json.dumps(doc).encode()).hexdigest()[:32]
+
     def groups(
         self, hosts: Sequence[str], *, aliases: Mapping[str, str] | None = None
     ) -> list[NDArray[np.int64]]:

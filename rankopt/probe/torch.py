@@ -191,7 +191,7 @@ bw_concurrency, bandwidth_mode, uplink_flows, latency_mode, callback, cache, top
     (4, 4)
     """
     params = params_from(locals())  # before anything else: no communication yet
-    result = _measure(group, params, callback, cache, None, check_topology(topology, cache))
+    result = _measure(group, params, callback, cache, None, check_topology(topology))
     assert result is not None  # every rank gets it without a root
     return result
 
