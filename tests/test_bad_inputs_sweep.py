@@ -277,3 +277,21 @@ def test_a_missing_workload_file_is_said_once(tmp_path, capsys):
     code, _, err = cli(capsys, "solve", str(m), "--workload", str(tmp_path / "none.json"))
     assert code == 1
     assert error_line(err).endswith(f"workload file '{tmp_path / 'none.json'}' does not exist.")
+
+
+@pytest.mark.parametrize(("value", "bad"), [("nope", "nope"), ("ils,,two_opt", ""), ("ILS", "ILS")])
+def test_compare_unknown_method_names_the_flag(tmp_path, capsys, value, bad):
+    m = tmp_path / "m.csv"
+    m.write_text(M4)
+    code, _, err = cli(capsys, "compare", str(m), "--methods", value)
+    line = error_line(err)
+    assert code == 1
+    assert f"--methods: unknown method {bad!r}; the methods are anneal, auto," in line
+
+
+def test_compare_methods_with_spaces(tmp_path, capsys):
+    m = tmp_path / "m.csv"
+    m.write_text(M4)
+    code, out, err = cli(capsys, "compare", str(m), "--methods", "ils, two_opt")
+    assert code == 0, err
+    assert "ils" in out and "two_opt" in out

@@ -35,10 +35,16 @@ def run(args: argparse.Namespace) -> int:
     net, _ = read_network(args)
     lat = net.latency
     names = (
-        args.methods.split(",")
+        [m.strip() for m in args.methods.split(",")]
         if args.methods
         else [m for m in sorted(METHODS) if m != "auto"] + ["auto"]
     )
+    unknown = [m for m in names if m not in METHODS]
+    if unknown:  # before any solve: the flag named, every method listed
+        raise RankoptInputError(
+            f"--methods: unknown method {unknown[0]!r}; the methods are "
+            f"{', '.join(sorted(METHODS))}."
+        )
     extra = problem_kwargs(args, net)
     rows, skipped, errors = [], [], []
     for name in names:
