@@ -14,8 +14,9 @@ Two kinds of symmetric matrix, float32:
 
 ``kicks``: microseconds (CPU) per ILS kick of ``_ring_search.iterated_local_search``
 from a local optimum (greedy-edge start, then local search; the default
-solve's candidates: the 5 alpha-nearest up to n = 4096, else the 10 nearest,
-and its kick type and walk, ``ring.kick_type``: on uniform weights candidate
+solve's candidates: the alpha-nearest up to n = 4096 (``ring.alpha_neighbors``),
+else the 10 nearest, and its kick type, walk and Lin-Kernighan breadth
+(``ring.kick_type``, ``ring.kick_settings``): on uniform weights candidate
 kicks mixed with double bridges up to n = 2048, candidate kicks above, with
 the default's Lin-Kernighan breadth and full passes every n / 8 kicks, whose
 time counts in the kicks'),
@@ -45,15 +46,14 @@ from rankopt.models import make_model
 from rankopt.solvers import _ring_search
 from rankopt.solvers.ring import (
     ALPHA_MAX_N,
-    ALPHA_NEIGHBORS,
-    BRIDGE_ACCEPT,
     BRIDGE_SHARE,
     DEFAULT_NEIGHBORS,
     DEFAULT_WINDOW,
-    KICK_BREADTH,
+    alpha_neighbors,
     candidate_lists,
     default_kicks,
     greedy_ring,
+    kick_settings,
     kick_type,
     pass_every,
 )
@@ -119,14 +119,14 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
     n = w.shape[0]
     alpha = n <= ALPHA_MAX_N
     nb = candidate_lists(
-        w, ALPHA_NEIGHBORS if alpha else DEFAULT_NEIGHBORS, "alpha" if alpha else "nearest"
+        w, alpha_neighbors(n) if alpha else DEFAULT_NEIGHBORS, "alpha" if alpha else "nearest"
     )
     tour = greedy_ring(w, nb)
     _ring_search.local_search(w, tour, nb)
     kick = kick_type(w, tour, DEFAULT_WINDOW)
     kicks = min(kicks, default_kicks(n))
     t = time.process_time()
-    accept = BRIDGE_ACCEPT if kick == 2 else 0.0
+    accept, breadth, breadth2 = kick_settings(n, kick)
     done = _ring_search.iterated_local_search(
         w,
         tour,
@@ -142,7 +142,8 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
         accept,
         BRIDGE_SHARE,
         pass_every(n, kick),
-        KICK_BREADTH if kick == 1 else 1,
+        breadth,
+        breadth2,
     )[3]
     return (time.process_time() - t) / max(done, 1) * 1e6, done
 

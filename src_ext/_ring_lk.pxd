@@ -180,8 +180,9 @@ cdef inline bint lk_added(LKState *st, long long level, long long x, long long y
 # on independent uniform weights is shorter after the same kicks, and the
 # local optimum before the kicks far closer to LKH-3's
 # (bench/bench_ring_kicks.py). The first step may go on from up to
-# LK3_MAX_BREADTH of its best partial gains in turn (``breadth`` of lk_move;
-# deeper steps from the best only).
+# LK3_MAX_BREADTH of its best partial gains in turn (``breadth`` of lk_move),
+# and the second step from up to as many (``breadth2``); deeper steps from the
+# best only.
 cdef enum:
     LK3_MAX_STEPS = 8
     LK3_MAX_BREADTH = 3  # first-step alternatives a chain may try
@@ -245,10 +246,12 @@ cdef inline void lk3_apply(long long[::1] tour, long long[::1] pos, LKState *st,
 
 cdef inline double lk3_step(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
                             const long long[:, ::1] nb, LKState *st, long long t2, double gain,
-                            long long step, long long breadth, long long *evals) noexcept nogil:
+                            long long step, long long breadth, long long next_breadth,
+                            long long *evals) noexcept nogil:
     """One 3-opt step of the Lin-Kernighan chain that drops (t1, t2) with partial gain
     ``gain``: returns the gain of the first shorter ring (its flips kept on the
-    virtual tour), else 0 with the tour as on entry."""
+    virtual tour), else 0 with the tour as on entry. It goes on from up to
+    ``breadth`` partial gains, the next step from up to ``next_breadth``."""
     cdef Py_ssize_t k3, k5, K = nb.shape[1]
     cdef long long t1 = st.t1, t3, t4, t5, t6, nbest = 0, b, j, mark, nt0, na0
     cdef int x4, x6, kind
@@ -350,7 +353,7 @@ cdef inline double lk3_step(const floating[:, ::1] w, long long[::1] tour, long 
         nt0 = st.nt
         na0 = st.na
         lk3_apply(tour, pos, st, t2, bt3[b], bt4[b], bt5[b], bt6[b], bkind[b])
-        r = lk3_step(w, tour, pos, nb, st, bt6[b], bg4[b], step + 1, 1, evals)
+        r = lk3_step(w, tour, pos, nb, st, bt6[b], bg4[b], step + 1, next_breadth, 1, evals)
         if r > 0.0:
             return r
         lk_pop(tour, pos, st, mark)
@@ -363,9 +366,10 @@ cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long l
                            const long long[:, ::1] nb, const double *nbw, long long n,
                            long long a, long long *evals, long long *queue, unsigned char *inq,
                            long long *tail, Log *log, double eps,
-                           long long breadth) noexcept nogil:
+                           long long breadth, long long breadth2) noexcept nogil:
     """A Lin-Kernighan move (up to LK3_MAX_STEPS 3-opt steps) that drops a link at ``a``;
-    its first step goes on from up to ``breadth`` (1 .. LK3_MAX_BREADTH) partial gains."""
+    its first step goes on from up to ``breadth`` (1 .. LK3_MAX_BREADTH) partial gains,
+    its second from up to ``breadth2``."""
     cdef LKState st
     cdef long long t2, m
     cdef int k
@@ -386,7 +390,8 @@ cdef inline double lk_move(const floating[:, ::1] w, long long[::1] tour, long l
         st.nphys = 0
         st.nt = 0
         st.na = 0
-        r = lk3_step(w, tour, pos, nb, &st, t2, lk_w(w, nb, &st, a, t2), 0, breadth, evals)
+        r = lk3_step(w, tour, pos, nb, &st, t2, lk_w(w, nb, &st, a, t2), 0, breadth, breadth2,
+                     evals)
         if r > 0.0:
             for m in range(st.nphys, st.ni):
                 reverse_path(tour, pos, st.fi[m], st.fj[m], n)

@@ -48,7 +48,7 @@ cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long lon
                          const long long[:, ::1] nb, const double *nbw, long long n, long long a,
                          bint use_or, long long *evals, long long *queue,
                          unsigned char *inq, long long *tail, Log *log,
-                         double eps, long long breadth) noexcept nogil:
+                         double eps, long long breadth, long long breadth2) noexcept nogil:
     """Apply the first improving move around ``a``; return its delta (0: none).
 
     Tried in order: 2-opt; then, with ``use_or``, Or-opt, sequential 3-opt
@@ -64,7 +64,8 @@ cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long lon
     delta = three_opt_move(w, tour, pos, nb, n, a, False, evals, queue, inq, tail, log, eps)
     if delta != 0.0:
         return delta
-    return lk_move(w, tour, pos, nb, nbw, n, a, evals, queue, inq, tail, log, eps, breadth)
+    return lk_move(w, tour, pos, nb, nbw, n, a, evals, queue, inq, tail, log, eps, breadth,
+                   breadth2)
 
 
 cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
@@ -72,7 +73,7 @@ cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[:
                       long long *evals, long long *moves, long long *queue,
                       unsigned char *inq, long long *head, long long *tail,
                       double deadline, long long max_moves, int *stop, Log *log,
-                      double eps, long long breadth) noexcept nogil:
+                      double eps, long long breadth, long long breadth2) noexcept nogil:
     """Pop cities until the queue is empty; returns the total delta."""
     cdef double total = 0.0, delta
     cdef long long a
@@ -82,7 +83,7 @@ cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[:
         inq[a] = 0
         while True:
             delta = improve_city(w, tour, pos, nb, nbw, n, a, use_or, evals, queue, inq, tail, log,
-                                 eps, breadth)
+                                 eps, breadth, breadth2)
             if delta == 0.0:
                 break
             total += delta
@@ -240,12 +241,12 @@ cdef bint bridge_kick(const floating[:, ::1] w, long long[::1] tour, long long[:
 
 def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
                  bint use_or=True, double time_limit=0.0, long long max_moves=0,
-                 double eps=0.0, long long breadth=1):
+                 double eps=0.0, long long breadth=1, long long breadth2=1):
     """Improve ``tour`` in place with 2-opt and Or-opt; returns (delta, evals, moves, stop).
 
     ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
     ``breadth``: the Lin-Kernighan move's first step goes on from up to this
-    many of its best partial gains (1 to 3).
+    many of its best partial gains (1 to 3); ``breadth2``: its second step.
     """
     cdef long long n = tour.shape[0]
     cdef long long[::1] pos = np.empty(n, dtype=np.int64)
@@ -266,6 +267,8 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
         eps = tolerance(w)
     if breadth < 1:
         breadth = 1
+    if breadth2 < 1:
+        breadth2 = 1
     with nogil:
         for k in range(n):
             pos[tour[k]] = k
@@ -273,7 +276,8 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
         for k in range(n):
             push(queue, inq, &tail, n, tour[k])
         total = run_queue(w, tour, pos, nb, &nbw[0, 0], n, use_or, &evals, &moves, queue, inq,
-                          &head, &tail, deadline, max_moves, &stop, &log, eps, breadth)
+                          &head, &tail, deadline, max_moves, &stop, &log, eps, breadth,
+                          breadth2)
     free(queue)
     free(inq)
     return total, evals, moves, stop
@@ -285,7 +289,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                           callback=None, long long report_every=0, double eps=0.0,
                           int kick=KICK_WINDOW, double accept=0.0,
                           double bridge_share=0.3, long long pass_every=0,
-                          long long breadth=1):
+                          long long breadth=1, long long breadth2=1):
     """Kicks (by default: swap two adjacent runs) + local search; keep if not worse.
 
     ``kick`` 0: the runs are random, of at most ``window`` positions each (for
@@ -306,7 +310,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     move at ``a`` reads the tour neighbours of ``a``'s candidates): on
     independent uniform weights at n = 4,096, where the kicks cover each
     process about once, the passes find more than the kicks between them.
-    ``breadth``: as for ``local_search``.
+    ``breadth``, ``breadth2``: as for ``local_search``.
     ``tour`` must be a local optimum on entry and is improved in place.
     ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
     Returns (delta, evals, moves, kicks, stop).
@@ -331,6 +335,8 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
         eps = tolerance(w)
     if breadth < 1:
         breadth = 1
+    if breadth2 < 1:
+        breadth2 = 1
     if n < 8:
         free(queue)
         free(inq)
@@ -358,7 +364,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                 inner_stop = STOP_LOCAL_OPTIMUM
                 delta = run_queue(w, tour, pos, nb, &nbw[0, 0], n, True, &evals, &moves, queue,
                                   inq, &head, &tail, deadline, 0, &inner_stop, &log, eps,
-                                  breadth)
+                                  breadth, breadth2)
                 while head < tail:  # drain a queue left by a time-out
                     inq[queue[head % n]] = 0
                     head += 1
@@ -406,7 +412,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
             inner_stop = STOP_LOCAL_OPTIMUM
             delta += run_queue(w, tour, pos, nb, &nbw[0, 0], n, True, &evals, &moves, queue,
                                inq, &head, &tail, deadline, 0, &inner_stop, &log, eps,
-                               breadth)
+                               breadth, breadth2)
             while head < tail:  # drain a queue left by a time-out
                 inq[queue[head % n]] = 0
                 head += 1

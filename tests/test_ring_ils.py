@@ -128,6 +128,47 @@ def test_kicks_with_passes_and_breadth_track_cost_and_repeat(n, seed, dtype, pas
     _kicks_track_cost_and_repeat(n, seed, dtype, 60, 2, 0.5, 0.3, pass_every, breadth)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize(("n", "seed"), [(9, 4), (150, 0), (333, 1)])
+@pytest.mark.parametrize(("breadth", "breadth2"), [(3, 2), (1, 3), (2, 2)])
+def test_second_step_breadth_and_walk_track_cost_and_repeat(n, seed, dtype, breadth, breadth2):
+    # a Lin-Kernighan move whose second step also goes on from ``breadth2`` partial
+    # gains, under candidate kicks that walk (kept up to half a ring link above the
+    # best ring, which is what comes back) with passes, and under the mixed kick
+    _kicks_track_cost_and_repeat(n, seed, dtype, 120, 1, 0.5, 0.3, 7, breadth, breadth2)
+    _kicks_track_cost_and_repeat(n, seed, dtype, 60, 2, 0.5, 0.3, 0, breadth, breadth2)
+
+
+@pytest.mark.parametrize(("breadth", "breadth2"), [(3, 2), (1, 3)])
+def test_second_step_breadth_local_search_shortens_to_a_narrow_local_optimum(breadth, breadth2):
+    # each pass is a valid ring whose length is its start plus the returned delta,
+    # never longer; where no pass moves, no pass at breadth 1 moves either
+    m = _uniform(400, 6)
+    nb = rs.alpha_candidates(m, 6, 10)[0]
+    tour = np.random.default_rng(6).permutation(400).astype(np.int64)
+    length = ring_sum_reference(m, tour)
+    for _ in range(100):
+        d, _, moves, _ = rs.local_search(m, tour, nb, True, 0.0, 0, 0.0, breadth, breadth2)
+        assert d <= 0 and _is_perm(tour, 400)
+        assert np.isclose(ring_sum_reference(m, tour), length + d)
+        length = ring_sum_reference(m, tour)
+        if moves == 0:
+            break
+    assert moves == 0
+    assert rs.local_search(m, tour.copy(), nb)[2] == 0
+
+
+def test_kick_settings_of_candidate_kicks():
+    # the walk and the second-step breadth with alpha candidates only (n <= 4096)
+    from rankopt.solvers import ring
+
+    assert ring.kick_settings(4096, 1) == (ring.CANDIDATE_ACCEPT, ring.KICK_BREADTH, 2)
+    assert ring.kick_settings(16384, 1) == (0.0, ring.KICK_BREADTH, 1)
+    assert ring.kick_settings(1024, 2) == (ring.BRIDGE_ACCEPT, 1, 1)
+    assert ring.kick_settings(1024, 0) == (0.0, 1, 1)
+    assert ring.alpha_neighbors(1024) == 5 and ring.alpha_neighbors(4096) == 6
+
+
 @pytest.mark.parametrize("breadth", [2, 3])
 def test_broader_lin_kernighan_local_optimum_is_a_narrow_one(breadth):
     # the first step tries its best partial gain first, then the next ones: a ring

@@ -23,6 +23,7 @@ def local_search(
     max_moves: int = 0,
     eps: float = 0.0,
     breadth: int = 1,
+    breadth2: int = 1,
 ) -> tuple[float, int, int, int]: ...
 def iterated_local_search(
     w: NDArray[_F],
@@ -40,6 +41,7 @@ def iterated_local_search(
     bridge_share: float = 0.3,
     pass_every: int = 0,
     breadth: int = 1,
+    breadth2: int = 1,
 ) -> tuple[float, int, int, int, int]: ...
 def window_link_ratio(
     w: NDArray[_F], tour: NDArray[np.int64], window: int, seed: int, samples: int = 256

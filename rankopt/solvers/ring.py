@@ -21,7 +21,8 @@ asymmetric input), and a threshold search for ``bottleneck``.
     gain); every move is scored by an O(1) delta. Candidates: the ``neighbors``
     (default 10) nearest processes.
 ``ils``
-    The same, on the ``neighbors`` (default 5, as in LKH) alpha-nearest
+    The same, on the ``neighbors`` (default 5, as in LKH; 6 above n = 2048,
+    ``alpha_neighbors``) alpha-nearest
     candidates (minimum 1-tree with subgradient node penalties, as in LKH;
     up to n = 4096, ``options={"candidates": "nearest"}`` turns it off and
     takes the 10 nearest), then iterated local search: each kick swaps two short adjacent runs
@@ -35,10 +36,12 @@ asymmetric input), and a threshold search for ``bottleneck``.
     bridges with two candidate links, a kick is kept up to half a mean ring
     link above the best ring so far, and the default budget is
     ``default_kicks(n)`` (see ``kick_type``); above it the kicks are all
-    candidate kicks, ``CANDIDATE_KICK_FACTOR`` times the default budget, with
-    a full local-search pass every n / 8 kicks (``pass_every``) and a
-    Lin-Kernighan move whose first step goes on from up to 3 partial gains
-    (``KICK_BREADTH``).
+    candidate kicks, ``CANDIDATE_KICK_FACTOR`` times the default budget
+    (``ALPHA_KICK_FACTOR`` up to n = 4096), with a full local-search pass
+    every n / 8 kicks (``pass_every``) and a Lin-Kernighan move whose first
+    step goes on from up to 3 partial gains (``KICK_BREADTH``), and up to
+    n = 4096 its second step from up to 2 (``KICK_BREADTH2``) and the kicks
+    kept up to half a mean ring link above the best ring (``kick_settings``).
 Asymmetric ``sum``
     The symmetrised search cannot tell which way round a link is cheaper, so
     the ring it finds (in its better direction) is then polished on the
@@ -85,6 +88,8 @@ __all__ = [
     "best_direction",
     "kick_type",
     "pass_every",
+    "alpha_neighbors",
+    "kick_settings",
 ]
 
 _STOP = {0: "local_optimum", 1: "time_limit", 2: "max_iter"}
@@ -106,6 +111,9 @@ CANDIDATE_KICK_RATIO = 50.0
 #: ``KICK_BREADTH`` costs about 2.4 of breadth 1: with the passes, the default solve
 #: takes about the time it took with 3x as many kicks of breadth 1)
 CANDIDATE_KICK_FACTOR = 1.0
+#: with alpha candidates (up to ``ALPHA_MAX_N``) instead: a kick of second-step breadth
+#: ``KICK_BREADTH2`` costs about 1.5 of one of breadth 1 there
+ALPHA_KICK_FACTOR = 0.65
 #: up to this n such matrices get the mixed kick (``kick_type`` 2) instead
 BRIDGE_MAX_N = 2048
 #: its share of double bridges, the rest candidate kicks
@@ -118,6 +126,11 @@ BRIDGE_KICK_FACTOR = 1.0
 PASS_FRACTION = 8
 #: the Lin-Kernighan move's first-step breadth in the ILS with candidate kicks alone (kick type 1)
 KICK_BREADTH = 3
+#: with alpha candidates (n from BRIDGE_MAX_N + 1 to ALPHA_MAX_N): this many candidates, the
+#: second step's breadth with candidate kicks alone, and their walk (as ``BRIDGE_ACCEPT``)
+LARGE_ALPHA_NEIGHBORS = 6
+KICK_BREADTH2 = 2
+CANDIDATE_ACCEPT = 0.5
 
 
 def alpha_iterations(n: int) -> int:
@@ -145,6 +158,39 @@ def candidate_lists(w: NDArray[np.floating], k: int, kind: str = "auto") -> NDAr
     if kind == "nearest":
         return _ring_search.knn_lists(w, k)
     return _ring_search.alpha_candidates(w, k, alpha_iterations(w.shape[0]))[0]
+
+
+def alpha_neighbors(n: int) -> int:
+    """Alpha-nearest candidates per process: ``ALPHA_NEIGHBORS`` (5) up to ``BRIDGE_MAX_N``,
+    then ``LARGE_ALPHA_NEIGHBORS`` (6).
+
+    Above n = 2048 the candidates come from the unpenalised tree (no subgradient
+    step, ``alpha_iterations``); on independent uniform weights at n = 4,096 a
+    sixth candidate gives a ring ~0.15% shorter in the same 5 s (on cloud-like
+    matrices ~0.03% shorter, the window kicks 1.4x the cost), at n = 1,024
+    (50 subgradient steps) none shorter.
+    """
+    return ALPHA_NEIGHBORS if n <= BRIDGE_MAX_N else LARGE_ALPHA_NEIGHBORS
+
+
+def kick_settings(n: int, kick: int) -> tuple[float, int, int]:
+    """The ILS's walk (``accept``, in mean ring links), and the Lin-Kernighan move's
+    breadth at its first and second step, for ``kick`` (``kick_type``) at size ``n``.
+
+    The mixed kicks (2) walk ``BRIDGE_ACCEPT``; candidate kicks alone (1) go on from
+    ``KICK_BREADTH`` partial gains at the first step, and with alpha candidates (up to
+    ``ALPHA_MAX_N``) from ``KICK_BREADTH2`` at the second and walk ``CANDIDATE_ACCEPT``:
+    on independent uniform weights at n = 4,096 the kicks from each process are
+    soon taken back (about 2.5 per process, ~3 s of a 5 s solve, and no kick
+    gains any more), and the walk and the broader move go on gaining.
+    """
+    if kick == 2:
+        return BRIDGE_ACCEPT, 1, 1
+    if kick == 1:
+        if n <= ALPHA_MAX_N:
+            return CANDIDATE_ACCEPT, KICK_BREADTH, KICK_BREADTH2
+        return 0.0, KICK_BREADTH, 1
+    return 0.0, 1, 1
 
 
 def default_kicks(n: int) -> int:
@@ -287,6 +333,7 @@ class _Search:
             return
         nb = _ring_search.knn_lists(w, self.k) if nb is None else nb
         every = max(kicks // 20, 1) if record else 0
+        accept, breadth, breadth2 = kick_settings(w.shape[0], kick)
         cb = (
             (lambda k, d: self.ctx.record(self.model.cost(tour), self.iterations + k))
             if record
@@ -304,10 +351,11 @@ class _Search:
             every,
             self.tolerance(w),
             kick,
-            BRIDGE_ACCEPT if kick == 2 else 0.0,
+            accept,
             BRIDGE_SHARE,
             pass_every(w.shape[0], kick),
-            KICK_BREADTH if kick == 1 else 1,
+            breadth,
+            breadth2,
         )
         self.evaluations += ev
         self.iterations += done
@@ -446,7 +494,7 @@ def _run(
         # many kicks, not in one descent, and not on the short ILS of huge n
         kind = "alpha" if kicks > 0 and w.shape[0] <= ALPHA_MAX_N else "nearest"
     if k is None:
-        k = ALPHA_NEIGHBORS if kind == "alpha" else DEFAULT_NEIGHBORS
+        k = alpha_neighbors(w.shape[0]) if kind == "alpha" else DEFAULT_NEIGHBORS
         s.k = k
     nb = candidate_lists(w, k, kind)
     tour = _start(w, ctx, nb)
@@ -463,7 +511,8 @@ def _run(
     if kick and default_budget:
         # a candidate kick of breadth KICK_BREADTH costs about a window kick (at
         # breadth 1, a third: the budget was 3x); the mixed kick about one
-        kicks = int(kicks * (BRIDGE_KICK_FACTOR if kick == 2 else CANDIDATE_KICK_FACTOR))
+        factor = CANDIDATE_KICK_FACTOR if w.shape[0] > ALPHA_MAX_N else ALPHA_KICK_FACTOR
+        kicks = int(kicks * (BRIDGE_KICK_FACTOR if kick == 2 else factor))
     # under a time limit the directed polish keeps a quarter of it
     s.kicks(w, tour, kicks, nb, time_share=0.75 if directed is not None else 1.0, kick=kick)
     if directed is not None:
