@@ -33,7 +33,11 @@
        start pays where its basin is the better one, up to 5% at 1,024
        processes and below, and costs a quarter of the budget where it is
        not; an even split spent half of it on the start that lost on both
-       networks of 4,096 in ``bench/bench_solve_scale.py``). The compiled
+       networks of 4,096 in ``bench/bench_solve_scale.py``). A start whose
+       layout costs more than :data:`RACE_GAP` times the cheapest one does
+       not race: its share is left unspent and the other starts take the
+       seeds and shares they would have taken (on the synthetic clouds of
+       the bench the second layout costs 100-400 times the first). The compiled
        swap descent ``swap_search.guided`` proposes swaps that put a process in the
        group of one of its partners, at a level drawn at random (partners
        drawn by the bytes they exchange), and applies every swap that lowers
@@ -41,7 +45,9 @@
        step's slowest uplink can only get faster once the ones level with
        it have). Its deltas are incremental and stay so after accepted
        swaps (``src_ext/_step_contention.pyx``: a swap revisits only the
-       transfers of the two ranks and the uplinks they cross).
+       transfers of the two ranks and the uplinks they cross, in the steps
+       stored once however often they repeat -- Rabenseifner's allgather
+       replays its reduce-scatter).
 
     3. The cheapest order found, never worse than the start.
 
@@ -112,7 +118,9 @@ STARTS = 2
 #: cheapest of them takes the rest (see :func:`layout`).
 RACE = 2
 #: A start whose layout costs more than this times the cheapest one does not race
-#: (its share of the budget is not spent; the others descend as if it had).
+#: (its share of the budget is not spent; the others descend as if it had). In
+#: ``bench/bench_solve_scale.py`` a second start 0.6% costlier won the race, those
+#: 8-20% costlier lost it.
 RACE_GAP = 1.1
 #: Largest n for which the greedy-cluster order is a layout (its bit search
 #: prices many orders in full).
