@@ -13,6 +13,10 @@ compiling the package on every rank.
 
     python bench/testbed_cache.py
     python bench/testbed_cache.py --racks 4,4,4 --engines mpi-default --launches 4
+    python bench/testbed_cache.py --topology    # the user path given the racks (--topology)
+
+``--topology`` writes the testbed's racks as a ``host rack`` text topology and passes
+``--topology FILE`` to the user's entry point: the provider's groups, no discovery.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ def main() -> None:
     p.add_argument("--launches", type=int, default=3, help="launches (the first is cold)")
     p.add_argument("--repeats", type=int, default=3, help="timed runs per order")
     p.add_argument("-o", "--output", help="also write the rows as JSON here")
+    p.add_argument(
+        "--topology", action="store_true", help="give the user path the racks (--topology)"
+    )
     args = p.parse_args()
     import compileall
 
@@ -45,13 +52,18 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     rows = []
     with tempfile.TemporaryDirectory(prefix="rankopt-cache-") as tmp:
+        user_args = []
+        if args.topology:
+            topo = Path(tmp) / "racks.txt"
+            topo.write_text(_rack_topology(args.racks))
+            user_args = ["--user-args", f"--topology {topo}"]
         for launch in range(1, args.launches + 1):
             out = Path(tmp) / f"run{launch}.json"
             cmd = [sys.executable, "-m", "rankopt", "testbed", "-q", "run", "--racks",
                    args.racks, "--rates", args.rates, "--launch", "random", "--seed",
                    str(args.seed), "--engines", args.engines, "--sizes", "16M", "--random",
                    "0", "--repeats", str(args.repeats), "--cache-dir", str(Path(tmp) / "cache"),
-                   "-o", str(out)]  # fmt: skip
+                   "-o", str(out), *user_args]  # fmt: skip
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             report = json.loads(out.read_text())
             best = {s["engine"]: s["fraction_of_best"] for s in report["summary"]}
@@ -90,6 +102,17 @@ def main() -> None:
             )
     if args.output:
         Path(args.output).write_text(json.dumps(rows, indent=1))
+
+
+def _rack_topology(racks: str) -> str:
+    """``host rack`` lines for the testbed's hosts (``rkt-h<i>``: ``rankopt testbed run``'s
+    default prefix), racks filled in order."""
+    lines, host = [], 0
+    for r, size in enumerate(int(x) for x in racks.split(",")):
+        for _ in range(size):
+            lines.append(f"rkt-h{host} rack{r}")
+            host += 1
+    return "\n".join(lines) + "\n"
 
 
 def _probe_phases(cache: Path) -> dict[str, dict[str, float]]:
