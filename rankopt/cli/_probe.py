@@ -471,13 +471,10 @@ def _plan_bandwidth(path: Path, n: int) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.topology_aliases is not None and args.topology is None:
-        raise CLIError("--topology-aliases needs --topology")
-    args.topology_labels = None
-    if args.topology is not None:  # read once, before the probe: a bad file fails first
-        from rankopt.probe.topology_sources import read_topology
+    from rankopt._model_args import topology_option
 
-        args.topology_labels = read_topology(args.topology, aliases=args.topology_aliases)
+    # read once, before the probe (the launchers' reader): a bad file fails first
+    args.topology_labels = topology_option(args)
     options = _options(args)
     check_probe_settings(options, flags=True)
     check_params(callback=None, **options)  # reject bad settings before starting the engine
