@@ -101,6 +101,10 @@ MIN_PAIR_SAMPLES = 3
 #: Slots of a linear latency stage per ``timeout``: a stage of S slots may take
 #: ``timeout * (1 + S // ASYNC_SLOTS_PER_TIMEOUT)`` before a peer is declared dead.
 ASYNC_SLOTS_PER_TIMEOUT = 32
+#: Bytes of an announced bandwidth warm-up transfer (at most the timed size): enough to
+#: bring a TCP connection out of slow start and drain a link's small token bucket
+#: (on the testbed a first 1 MiB transfer ran 10% fast, the second not).
+WARMUP_BYTES = 256 << 10
 PAIR_SHARE, CONSENSUS_SHARE, FAILURE_SHARE = 0.6, 0.8, 0.95
 MAX_SKEW_SHARE = 0.5  # the common start of a round is at most this much before the local one
 HOST_BYTES = 256
@@ -367,7 +371,10 @@ class _Probe:
     ) -> NDArray[np.float64] | None:
         """Bandwidth transfers of ``out`` to ``peer``, each announced by its size.
 
-        ``warmup`` untimed transfers, then up to ``count`` timed ones; the
+        ``warmup`` untimed transfers of up to :data:`WARMUP_BYTES` (they bring the
+        connection and any token bucket on the path up to its steady rate; a
+        full-size one cost a third of the all-pairs probe), then up to
+        ``count`` timed ones of ``out``; the
         direction ends after two timed transfers whose rates agree within
         :data:`~rankopt.probe._common.RATE_AGREE` (``ack_latency``, the
         acknowledgement's one-way latency, is taken off each). A size of 0 tells
@@ -380,14 +387,16 @@ class _Probe:
         elapsed = np.empty(count)
         used = 0
         try:
+            small = out[: min(nbytes, WARMUP_BYTES)]
             for i in range(warmup + count):
-                head[0] = nbytes
+                send = small if i < warmup else out
+                head[0] = send.size
                 hreq = tr.isend(head, peer, TAG_SIZE)
                 rreq = tr.irecv(back, peer, TAG_ACK)
                 t = time.perf_counter()
                 if delay:
                     time.sleep(delay)
-                sreq = tr.isend(out, peer, TAG_BW)
+                sreq = tr.isend(send, peer, TAG_BW)
                 if not tr.wait([hreq, sreq, rreq], deadline, busy=True):
                     return None
                 took = time.perf_counter() - t
@@ -418,10 +427,10 @@ class _Probe:
                 nbytes = int(head[0])
                 if nbytes == 0:
                     return True
-                if nbytes != inbox.size:  # a peer with other settings: caught at start
+                if not 0 < nbytes <= inbox.size:  # a peer with other settings: caught at start
                     logger.debug("rank %d: peer %d announced %d bytes", self.me, peer, nbytes)
                     return False
-                if not tr.wait([tr.irecv(inbox, peer, TAG_BW)], deadline, busy=True):
+                if not tr.wait([tr.irecv(inbox[:nbytes], peer, TAG_BW)], deadline, busy=True):
                     return False
                 if delay:
                     time.sleep(delay)
@@ -813,7 +822,12 @@ class _Probe:
             return {}
         kept: list[NDArray[np.float64]] = []
         self._bandwidth(
-            lat, [pairs] * (SHARING_STEPS + 1), "sharing", count=1, warmup=0, per_step=kept
+            lat,
+            [pairs] * (SHARING_STEPS + 1),
+            "sharing",
+            count=1,
+            warmup=0,
+            per_step=kept,
         )
         steps = kept[0][1:]  # the first step brings the connections up to speed
         out: dict[str, Any] = {
@@ -827,7 +841,12 @@ class _Probe:
         if loaded:
             kept = []
             self._bandwidth(
-                lat, [loaded] * (SHARING_STEPS + 1), "sharing", count=1, warmup=0, per_step=kept
+                lat,
+                [loaded] * (SHARING_STEPS + 1),
+                "sharing",
+                count=1,
+                warmup=0,
+                per_step=kept,
             )
             steps = kept[0][1:]
             out["sharing_loaded"] = [

@@ -25,9 +25,10 @@ One exchange of ``b`` bytes between ``a`` and ``c`` costs
 ``b / rate[a, c] + latency[a, c] + latency[c, a]`` (the message and its
 acknowledgement; a ping-pong is two latencies). A pair exchanges
 ``warmup + repeats`` times in each direction, one direction after the other
-(in the bandwidth phase all ``bandwidth_repeats``, although the probe stops
-after two that agree: the estimate is the most it takes), and each step of the
-sharing test one message each way.
+(in the bandwidth phase a warm-up of at most ``WARMUP_BYTES`` and all
+``bandwidth_repeats``, although the probe stops after two that agree: the
+estimate is the most it takes), and each step of the sharing test one message
+each way.
 A round or slot lasts as long as its slowest pair, plus one consensus
 (an allreduce of 16 bytes: ``2 ceil(log2 n)`` median latencies) and a fixed
 ``step_overhead`` per step for the processes' own work (Python, the MPI
@@ -59,6 +60,7 @@ from rankopt.probe._common import (
 from rankopt.probe._engine import (
     RECHECK_PASSES,
     SHARING_STEPS,
+    WARMUP_BYTES,
     bandwidth_levels,
     recheck_pairs,
 )
@@ -189,10 +191,12 @@ def _slot_cost(
 ) -> tuple[float, float, int]:
     """Seconds, bytes and messages of one bandwidth slot.
 
-    ``warmup + bandwidth_repeats`` transfers of ``bandwidth_bytes`` each way
-    (the full count: the probe ends a direction after two that agree, so the
-    estimate is the most it takes); with ``lockstep`` one (a step of the
-    sharing test).
+    ``warmup`` transfers of at most :data:`~rankopt.probe._engine.WARMUP_BYTES`
+    and ``bandwidth_repeats`` of ``bandwidth_bytes``, each way (the full count:
+    the probe ends a direction after two that agree, so the estimate is the most
+    it takes); with ``lockstep`` one of ``bandwidth_bytes`` each way (a step of
+    the sharing test: the lower rank's transfers start together and are read;
+    the other way runs after each, as a collective's traffic runs both ways).
     """
     if not slot:
         return 0.0, 0.0, 0
@@ -200,9 +204,13 @@ def _slot_cost(
     a, b = ab[:, 0], ab[:, 1]
     both = lat(a, b) + lat(b, a)
     nbytes = params.bandwidth_bytes
-    count = 1 if lockstep else params.warmup + params.bandwidth_repeats
-    seconds = count * (nbytes / rate(a, b) + nbytes / rate(b, a) + 2 * both)
-    return float(seconds.max()), float(2 * count * nbytes * len(ab)), 2 * count * len(ab)
+    if lockstep:
+        seconds = nbytes / rate(a, b) + nbytes / rate(b, a) + 2 * both
+        return float(seconds.max()), float(2 * nbytes * len(ab)), 2 * len(ab)
+    count = params.warmup + params.bandwidth_repeats
+    sent = params.warmup * min(nbytes, WARMUP_BYTES) + params.bandwidth_repeats * nbytes
+    seconds = sent / rate(a, b) + sent / rate(b, a) + 2 * count * both
+    return float(seconds.max()), float(2 * sent * len(ab)), 2 * count * len(ab)
 
 
 def _lookup(
