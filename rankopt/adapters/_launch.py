@@ -404,7 +404,7 @@ def _wait_count(store: Any, key: str, target: int, deadline: float) -> int:
     delay = 0.001
     while count < target and time.monotonic() < deadline:
         time.sleep(delay)
-        delay = min(delay * 2, 0.05)
+        delay = min(delay * 2, 0.005)
         count = int(store.add(key, 0))
     return count
 
