@@ -471,3 +471,39 @@ def test_a_direction_stops_after_two_timed_transfers_that_agree():
             stopped_early += timed == 2
     # a link whose rate does not change gives two samples that agree: no third is taken
     assert stopped_early >= 1, dict(hub.sizes)
+
+
+def test_the_warm_up_is_small_and_never_a_sample(monkeypatch):
+    import rankopt.probe._engine as engine
+
+    monkeypatch.setattr(engine, "WARMUP_BYTES", 32 << 10)
+    n = 3
+    rate = np.array([[1, 2e6, 4e6], [2e6, 1, 3e6], [4e6, 3e6, 1]], dtype=float)
+    hub = _Hub(n)
+    hub.rate, hub.busy, hub.sizes = rate, {}, defaultdict(list)
+    params = ProbeParams(
+        repeats=3, bandwidth_repeats=3, bandwidth_bytes=128 << 10, warmup=1, timeout=30.0
+    )
+    hosts = [f"h{r}" for r in range(n)]
+    results = run_modelled(np.full((n, n), 1e-4), hosts, params, transport=RateTransport, hub=hub)
+    m = results[0]
+    assert not isinstance(m, Exception), m
+    off = ~np.eye(n, dtype=bool)
+    # a 32 KiB warm-up timed as a 128 KiB transfer would read 4x fast: none was kept
+    np.testing.assert_allclose(m.bandwidth[off], rate[off], rtol=0.1)
+    for (a, b), sizes in hub.sizes.items():
+        ends = [i for i, x in enumerate(sizes) if x == 0]
+        for start, end in zip([-1, *ends[:-1]], ends, strict=True):
+            announced = sizes[start + 1 : end]
+            assert announced[: params.warmup] == [32 << 10] * params.warmup, (a, b, sizes)
+            assert set(announced[params.warmup :]) == {params.bandwidth_bytes}, (a, b, sizes)
+    # the plan prices the same bytes: a warm-up of 32 KiB and the timed transfers
+    from rankopt.probe import plan
+
+    monkeypatch.setattr(plan, "WARMUP_BYTES", 32 << 10)
+    seconds, nbytes, messages = plan._slot_cost(
+        [(0, 1)], params, lambda a, b: rate[a, b], lambda a, b: np.zeros(len(a))
+    )
+    sent = (32 << 10) + 3 * (128 << 10)
+    assert nbytes == 2 * sent and messages == 2 * 4
+    assert seconds == pytest.approx(2 * sent / 2e6)

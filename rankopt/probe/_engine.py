@@ -15,10 +15,11 @@ engine runs the phases:
    ``repeats`` of its best round trip stops early (each ping says whether it
    is the last, so both sides agree);
 3. **bandwidth** -- the slots of :func:`~rankopt.probe.schedule.bandwidth_slots`;
-   in each, both processes of a pair send ``warmup + bandwidth_repeats`` large
-   messages in turn, each announced by its size and answered by a small
-   acknowledgement (a direction ends after two timed messages whose rates agree
-   within :data:`~rankopt.probe._common.RATE_AGREE`);
+   in each, both processes of a pair send ``warmup`` messages of at most
+   :data:`WARMUP_BYTES` and ``bandwidth_repeats`` large ones in turn, each
+   announced by its size and answered by a small acknowledgement (a direction
+   ends after two timed messages whose rates agree within
+   :data:`~rankopt.probe._common.RATE_AGREE`);
 4. **gather** -- allgather of every process's rows of the matrices;
 5. **recheck** (all-pairs bandwidth only) -- one pair of every two sibling
    groups that the gathered bandwidth shows, alone in its slot, measured
