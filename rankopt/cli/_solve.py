@@ -74,13 +74,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.topology_aliases is not None and args.topology is None:
-        raise CLIError("--topology-aliases needs --topology")
-    net, hosts = read_network(args)
-    if args.topology is not None:  # the provider's groups, the probe's capacities
-        from rankopt.probe.topology_sources import apply_topology, read_topology
+    from rankopt._model_args import topology_option
 
-        net = apply_topology(net, read_topology(args.topology, aliases=args.topology_aliases))
+    topology = topology_option(args)  # the launchers' and the probe's reader and messages
+    net, hosts = read_network(args)
+    if topology is not None:  # the provider's groups, the probe's capacities
+        from rankopt.probe.topology_sources import apply_topology
+
+        net = apply_topology(net, topology)
         for line in net.provenance["topology"]["disagreements"]:
             print(f"rankopt solve: topology disagrees with bandwidth: {line}", file=sys.stderr)
     _check_outputs(args, hosts, net.n)  # a bad target fails now, not after the solve
