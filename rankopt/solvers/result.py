@@ -86,9 +86,11 @@ class SolveResult:
     rank_of : ndarray of int64
         Inverse of ``order``: the new rank of original process ``i``.
     cost : float
-        Modelled cost of ``order`` (seconds for time models).
+        Modelled cost of ``order`` (seconds for time models); after a robust
+        solve, on the measured network (the robust objective's own values are
+        ``extra["robust"]["objective_cost"]`` and ``["objective_baseline_cost"]``).
     baseline_cost : float
-        Modelled cost of the launch order (identity).
+        Modelled cost of the launch order (identity), on the same network.
     speedup : float
         ``baseline_cost / cost``.
     method, objective, collective, algorithm : str
