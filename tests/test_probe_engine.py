@@ -442,20 +442,30 @@ class RateTransport(DelayTransport):
         return _Done()
 
 
-def test_a_direction_stops_after_two_timed_transfers_that_agree():
-    n = 3
-    rate = np.array([[1, 2e6, 2e6], [2e6, 1, 3e6], [2e6, 3e6, 1]], dtype=float)
+RATED = ProbeParams(
+    repeats=3, bandwidth_repeats=3, bandwidth_bytes=128 << 10, warmup=1, timeout=30.0
+)
+
+
+def _rated_job(rate, params=RATED):
+    """The probe over :class:`RateTransport` at ``rate``: rank 0's measurement, the hub."""
+    n = len(rate)
     hub = _Hub(n)
     hub.rate, hub.busy, hub.sizes = rate, {}, defaultdict(list)
-    params = ProbeParams(
-        repeats=3, bandwidth_repeats=3, bandwidth_bytes=128 << 10, warmup=1, timeout=30.0
-    )
     hosts = [f"h{r}" for r in range(n)]
     results = run_modelled(np.full((n, n), 1e-4), hosts, params, transport=RateTransport, hub=hub)
     m = results[0]
     assert not isinstance(m, Exception), m
     off = ~np.eye(n, dtype=bool)
     np.testing.assert_allclose(m.bandwidth[off], rate[off], rtol=0.1)  # read back within 10%
+    return m, hub
+
+
+def test_a_direction_stops_after_two_timed_transfers_that_agree():
+    n = 3
+    rate = np.array([[1, 2e6, 2e6], [2e6, 1, 3e6], [2e6, 3e6, 1]], dtype=float)
+    params = RATED
+    _, hub = _rated_job(rate)
     assert len(hub.sizes) == n * (n - 1)  # both directions of every pair
     stopped_early = 0
     for (a, b), sizes in hub.sizes.items():
@@ -477,20 +487,10 @@ def test_the_warm_up_is_small_and_never_a_sample(monkeypatch):
     import rankopt.probe._engine as engine
 
     monkeypatch.setattr(engine, "WARMUP_BYTES", 32 << 10)
-    n = 3
     rate = np.array([[1, 2e6, 4e6], [2e6, 1, 3e6], [4e6, 3e6, 1]], dtype=float)
-    hub = _Hub(n)
-    hub.rate, hub.busy, hub.sizes = rate, {}, defaultdict(list)
-    params = ProbeParams(
-        repeats=3, bandwidth_repeats=3, bandwidth_bytes=128 << 10, warmup=1, timeout=30.0
-    )
-    hosts = [f"h{r}" for r in range(n)]
-    results = run_modelled(np.full((n, n), 1e-4), hosts, params, transport=RateTransport, hub=hub)
-    m = results[0]
-    assert not isinstance(m, Exception), m
-    off = ~np.eye(n, dtype=bool)
-    # a 32 KiB warm-up timed as a 128 KiB transfer would read 4x fast: none was kept
-    np.testing.assert_allclose(m.bandwidth[off], rate[off], rtol=0.1)
+    params = RATED
+    # read back within 10%: a 32 KiB warm-up timed as 128 KiB would read 4x fast
+    _, hub = _rated_job(rate)
     for (a, b), sizes in hub.sizes.items():
         ends = [i for i, x in enumerate(sizes) if x == 0]
         for start, end in zip([-1, *ends[:-1]], ends, strict=True):

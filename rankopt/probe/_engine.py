@@ -823,12 +823,7 @@ class _Probe:
             return {}
         kept: list[NDArray[np.float64]] = []
         self._bandwidth(
-            lat,
-            [pairs] * (SHARING_STEPS + 1),
-            "sharing",
-            count=1,
-            warmup=0,
-            per_step=kept,
+            lat, [pairs] * (SHARING_STEPS + 1), "sharing", count=1, warmup=0, per_step=kept
         )
         steps = kept[0][1:]  # the first step brings the connections up to speed
         out: dict[str, Any] = {
@@ -842,12 +837,7 @@ class _Probe:
         if loaded:
             kept = []
             self._bandwidth(
-                lat,
-                [loaded] * (SHARING_STEPS + 1),
-                "sharing",
-                count=1,
-                warmup=0,
-                per_step=kept,
+                lat, [loaded] * (SHARING_STEPS + 1), "sharing", count=1, warmup=0, per_step=kept
             )
             steps = kept[0][1:]
             out["sharing_loaded"] = [
