@@ -56,8 +56,9 @@ def _wait(requests: list[Any], deadline: float, *, busy: bool = False) -> bool:
     ``busy``: test again at once (yielding the core) instead of sleeping up to
     2 ms between tests -- for timed transfers, whose large messages make
     progress only while they are tested, and for requests of several rounds
-    (``MPI_Comm_idup``), each of which waits for the slowest sleeper. Requests still pending at the deadline
-    are kept referenced for good: MPI may still write into their buffers.
+    (``MPI_Comm_idup``), each of which waits for the slowest sleeper. Requests
+    still pending at the deadline are kept referenced for good: MPI may still
+    write into their buffers.
     """
     from mpi4py import MPI
 

@@ -306,7 +306,7 @@ def solve(
             (prob.collective, prob.algorithm, prob.model_kw, ctx.seed), prob.extra, prob.notes,
         )  # fmt: skip
     if prob.robust is not None:
-        _record_robust(prob, order)
+        _record_robust(prob, cost, baseline)
     return _make_result(prob, spec, order, cost, baseline, stop_reason, interval, out, method, ctx)
 
 
@@ -587,21 +587,16 @@ def _measured_point(
     prob.robust["objective_cost"] = float(cost)
     prob.robust["objective_baseline_cost"] = float(baseline)
     median_model = prob.model.models[0]  # type: ignore[attr-defined]
-    point = float(median_model.cost(order))
-    base = float(median_model.cost(identity(prob.n)))
-    if cost >= baseline:  # the launch order kept: the same order, one cost
-        point = base
-    return point, base
+    return float(median_model.cost(order)), float(median_model.cost(identity(prob.n)))
 
 
-def _record_robust(prob: _Problem, order: NDArray[np.int64]) -> None:
+def _record_robust(prob: _Problem, cost: float, baseline: float) -> None:
     """``extra["robust"]``: the draws, the statistic's costs (``objective_cost``,
-    ``objective_baseline_cost``), and the order's and the launch order's cost on the
-    median network (the measured one: the result's ``cost`` and ``baseline_cost``)."""
+    ``objective_baseline_cost``), and the result's ``cost`` and ``baseline_cost``, the
+    order's and the launch order's on the median (measured) network."""
     assert prob.robust is not None
-    median_model = prob.model.models[0]  # type: ignore[attr-defined]
-    prob.robust["median_cost"] = float(median_model.cost(order))
-    prob.robust["median_baseline_cost"] = float(median_model.cost(identity(prob.n)))
+    prob.robust["median_cost"] = float(cost)
+    prob.robust["median_baseline_cost"] = float(baseline)
     prob.extra["robust"] = prob.robust
 
 
