@@ -105,14 +105,13 @@ def main() -> None:
 
 
 def _rack_topology(racks: str) -> str:
-    """``host rack`` lines for the testbed's hosts (``rkt-h<i>``: ``rankopt testbed run``'s
-    default prefix), racks filled in order."""
-    lines, host = [], 0
-    for r, size in enumerate(int(x) for x in racks.split(",")):
-        for _ in range(size):
-            lines.append(f"rkt-h{host} rack{r}")
-            host += 1
-    return "\n".join(lines) + "\n"
+    """``host rack`` lines for the hosts of ``rankopt testbed run --racks RACKS`` (its
+    default prefix): each host's name and rack as the testbed gives them."""
+    from rankopt.testbed import Testbed, Topology
+
+    topo = Topology(racks=tuple(int(x) for x in racks.split(",")))
+    tb = Testbed(topo)  # names only: nothing is built
+    return "".join(f"{tb.ns(h)} rack{topo.rack_of(h)}\n" for h in range(topo.n_hosts))
 
 
 def _probe_phases(cache: Path) -> dict[str, dict[str, float]]:
