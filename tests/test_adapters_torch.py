@@ -133,10 +133,12 @@ def test_mpiexec_cli_solves_given_matrix(tmp_path):
     np.save(tmp_path / "lat.npy", lat)
     master, probe = _free_port(), _free_port()
     # `rankopt run` (the console script's entry point) under mpiexec: no torchrun agent
-    # store, so launch rank 0 hosts a temporary store on --probe-port, then the program's
-    # rank 0 (the same process) hosts its own store on MASTER_PORT
+    # store, so launch rank 0 hosts a temporary store on --probe-port, and opens the
+    # program's store on MASTER_PORT before any rank learns the order; the program's
+    # rank 0 (the same process) shares it, and every rank's program finds it listening
     proc = _run(
         [_mpiexec(), "-n", "4", "--oversubscribe", "-x", f"MASTER_PORT={master}",
+         "-x", "ADAPT_CHECK_STORE=1",
          sys.executable, "-c", CLI, "run", "--latency", str(tmp_path / "lat.npy"),
          "--probe-port", str(probe), "--seed", "1", "--", sys.executable, CHILD],
         tmp_path,
@@ -145,6 +147,7 @@ def test_mpiexec_cli_solves_given_matrix(tmp_path):
     order = [r["launch_rank"] for r in reps]
     assert order in ([0, 2, 1, 3], [0, 3, 1, 2])
     _check(reps, order, [])
+    assert [r["store_listening"] for r in reps] == [True] * 4
     assert "rankopt run: 4 ranks" in proc.stderr
 
 

@@ -124,6 +124,14 @@ class LaunchOptions:
     progress : bool
         Rank 0 prints the probe's and the solve's progress on standard error
         (``rankopt run`` without ``-q``; a quick phase prints nothing).
+    program_store : bool
+        Launch rank 0 will run the program in this process (``rankopt run`` with a
+        Python program): without an agent store (torchrun's), it opens the
+        program's rendezvous store (a multi-tenant ``TCPStore`` on
+        ``MASTER_PORT``, which the program's ``init_process_group`` on rank 0
+        shares) before any rank learns the order, and keeps it for the program.
+        The other ranks' programs then find it listening: a ``TCPStore`` client
+        whose first connection is refused retries only after up to 0.7 s.
     """
 
     backend: str = "gloo"
@@ -144,6 +152,7 @@ class LaunchOptions:
     json: str | None = None
     verify: bool = False
     progress: bool = True
+    program_store: bool = False
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LaunchOptions:
@@ -293,6 +302,30 @@ def _leave_without_teardown() -> None:
     atexit.register(leave)
 
 
+def _wait_listening(addr: str, port: int, deadline: float) -> None:
+    """Return once ``addr:port`` accepts a connection, it fails otherwise than by refusing
+    it, or ``deadline`` (monotonic) passes.
+
+    A ``TCPStore`` client whose first connection is refused waits up to 0.7 s before it
+    tries again; ranks that start before the store's host would each lose that. A
+    refused plain connection costs nothing, so the port is tried every few
+    milliseconds first (the server takes an empty connection without complaint).
+    """
+    delay = 0.002
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
+        try:
+            socket.create_connection((addr, port), timeout=min(remaining, 1.0)).close()
+            return
+        except ConnectionRefusedError:
+            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            delay = min(delay * 2, 0.01)
+        except OSError:  # unreachable, no answer: the store's own attempt says why
+            return
+
+
 def _connect(addr: str, port: int, n: int | None, deadline: float) -> Any:
     """A client ``TCPStore`` to ``addr:port``, connected before ``deadline`` (monotonic).
 
@@ -304,6 +337,7 @@ def _connect(addr: str, port: int, n: int | None, deadline: float) -> Any:
 
     import torch.distributed as dist
 
+    _wait_listening(addr, port, deadline)
     last: BaseException = TimeoutError("no connection")
     while True:
         remaining = deadline - time.monotonic()
@@ -397,6 +431,38 @@ def _open_store(info: LaunchEnv, probe_port: int | None, timeout: timedelta) -> 
         )
     base.set_timeout(timeout)
     return store, base
+
+
+#: The program's rendezvous store that launch rank 0 opened for it: kept for the process's life.
+_PROGRAM_STORE: list[Any] = []
+
+
+def _open_program_store(info: LaunchEnv, timeout: timedelta) -> None:
+    """Launch rank 0: listen on ``MASTER_PORT`` for the program's store, if the port is free.
+
+    A multi-tenant server, as ``init_process_group``'s ``env://`` and ``tcp://``
+    rendezvous create theirs: the program's store on rank 0, in this process,
+    shares it. Opened before the order is published, so no other rank's program
+    connects before it listens (a refused ``TCPStore`` client waits up to 0.7 s
+    before it tries again). A port that cannot be bound is left to the program.
+    """
+    import torch.distributed as dist
+
+    try:
+        _PROGRAM_STORE.append(
+            dist.TCPStore(
+                info.master_addr,
+                info.master_port,
+                info.world_size,
+                True,
+                timeout,
+                wait_for_workers=False,
+                multi_tenant=True,
+                use_libuv=os.environ.get("USE_LIBUV", "1") == "1",
+            )
+        )
+    except Exception as exc:  # noqa: BLE001 - the program opens its own, as without rankopt
+        logger.debug("rankopt run: MASTER_PORT %d not opened early: %s", info.master_port, exc)
 
 
 def _wait_count(store: Any, key: str, target: int, deadline: float) -> int:
@@ -567,6 +633,8 @@ def launch(
         return LaunchDecision(0, 0, np.zeros(1, dtype=np.int64), (host,), "one process")
     resolve(info.master_addr, timeout_s, "--master-addr" if args.master_addr else "MASTER_ADDR")
     store, base = _open_store(info, args.probe_port, timeout)
+    if args.program_store and rank == 0 and not info.agent_store:
+        _open_program_store(info, timeout)
     try:
         store.set(f"host/{rank}", host)
         store.set(f"options/{rank}", json.dumps(option_digests(_shaping(args))))
@@ -659,6 +727,7 @@ _PRIVATE_FIELDS = (
     "master_port",
     "probe_port",
     "progress",
+    "program_store",
 )
 
 

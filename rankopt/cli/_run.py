@@ -5,6 +5,7 @@ torch.distributed job with :func:`rankopt.adapters._launch.launch`, then run the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -58,7 +59,11 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
     if getattr(args, "save", None) is not None:
         check_output_path(args.save, what="--save")
     info = detect(os.environ, master_addr=args.master_addr, master_port=args.master_port)
-    decision = launch(LaunchOptions.from_args(args))
+    inline = python_program(command) if not os.environ.get("RANKOPT_RUN_EXEC") else None
+    options = LaunchOptions.from_args(args)
+    if inline is not None and not args.dry_run:
+        options = dataclasses.replace(options, program_store=True)
+    decision = launch(options)
     if decision.error:
         print(f"{prog}: {decision.error}; running with the launch order", file=sys.stderr)
     if info.rank == 0 and not getattr(args, "quiet", False):
@@ -77,8 +82,7 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
         return 0
     sys.stdout.flush()
     sys.stderr.flush()
-    inline = python_program(command)
-    if inline is not None and not os.environ.get("RANKOPT_RUN_EXEC"):
+    if inline is not None:
         run_inline(inline, env)  # raises SystemExit with the program's status
     try:
         os.execvpe(command[0], command, env)

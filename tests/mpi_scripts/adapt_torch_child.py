@@ -2,11 +2,21 @@
 
 import json
 import os
+import socket
 import sys
 
 import torch
 import torch.distributed as dist
 
+listening = None
+if os.environ.get("ADAPT_CHECK_STORE"):  # is rank 0's store up before this rank connects?
+    try:
+        socket.create_connection(
+            (os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])), 5
+        ).close()
+        listening = True
+    except OSError:
+        listening = False
 dist.init_process_group("gloo")  # env://: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
 rank, size = dist.get_rank(), dist.get_world_size()
 assert rank == int(os.environ["RANK"])
@@ -28,6 +38,7 @@ report = {
     "left_launch_rank": int(left.item()),
     "argv": sys.argv[1:],
     "pid": os.getpid(),
+    "store_listening": listening,
 }
 with open(os.path.join(os.environ["ADAPT_OUT"], f"rank{rank}.json"), "w") as fh:
     json.dump(report, fh)
