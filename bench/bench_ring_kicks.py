@@ -49,10 +49,12 @@ from rankopt.solvers.ring import (
     BRIDGE_SHARE,
     DEFAULT_NEIGHBORS,
     DEFAULT_WINDOW,
+    KOPT_STEPS,
     alpha_neighbors,
     candidate_lists,
     default_kicks,
     greedy_ring,
+    kick_move,
     kick_settings,
     kick_type,
     pass_every,
@@ -144,6 +146,8 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
         pass_every(n, kick),
         breadth,
         breadth2,
+        kick_move(kick),
+        KOPT_STEPS,
     )[3]
     return (time.process_time() - t) / max(done, 1) * 1e6, done
 

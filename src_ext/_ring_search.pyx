@@ -20,6 +20,7 @@ from libc.stdlib cimport malloc, free
 
 from _ring_common cimport (Log, clamp_window, cyc, flip, move_segment, now_s, pred, rng_int,
                            rng_uniform, succ, tolerance, undo_log)
+from _ring_kopt cimport KOPT_MAX, kopt_move
 from _ring_lk cimport lk_move
 from _ring_moves cimport or_opt_move, push, three_opt_move, two_opt_move
 
@@ -48,12 +49,15 @@ cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long lon
                          const long long[:, ::1] nb, const double *nbw, long long n, long long a,
                          bint use_or, long long *evals, long long *queue,
                          unsigned char *inq, long long *tail, Log *log,
-                         double eps, long long breadth, long long breadth2) noexcept nogil:
+                         double eps, long long breadth, long long breadth2,
+                         long long kopt, long long kopt_steps) noexcept nogil:
     """Apply the first improving move around ``a``; return its delta (0: none).
 
     Tried in order: 2-opt; then, with ``use_or``, Or-opt, sequential 3-opt
     (new link at a with t4 on the far side of t3) and the Lin-Kernighan chain
-    of 3-opt steps from the link that leaves a (which holds or-3opt).
+    of 3-opt steps from the link that leaves a (which holds or-3opt), or with
+    ``kopt`` (4 or 5) the chain of up to ``kopt_steps`` sequential k-opt steps
+    in its place.
     """
     cdef double delta = two_opt_move(w, tour, pos, nb, n, a, evals, queue, inq, tail, log, eps)
     if delta != 0.0 or not use_or:
@@ -64,6 +68,9 @@ cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long lon
     delta = three_opt_move(w, tour, pos, nb, n, a, False, evals, queue, inq, tail, log, eps)
     if delta != 0.0:
         return delta
+    if kopt >= 4 and n >= 2 * KOPT_MAX + 2:
+        return kopt_move(w, tour, pos, nb, nbw, n, a, kopt, kopt_steps, evals, queue, inq, tail,
+                         log, eps)
     return lk_move(w, tour, pos, nb, nbw, n, a, evals, queue, inq, tail, log, eps, breadth,
                    breadth2)
 
@@ -73,7 +80,8 @@ cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[:
                       long long *evals, long long *moves, long long *queue,
                       unsigned char *inq, long long *head, long long *tail,
                       double deadline, long long max_moves, int *stop, Log *log,
-                      double eps, long long breadth, long long breadth2) noexcept nogil:
+                      double eps, long long breadth, long long breadth2,
+                      long long kopt, long long kopt_steps) noexcept nogil:
     """Pop cities until the queue is empty; returns the total delta."""
     cdef double total = 0.0, delta
     cdef long long a
@@ -83,7 +91,7 @@ cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[:
         inq[a] = 0
         while True:
             delta = improve_city(w, tour, pos, nb, nbw, n, a, use_or, evals, queue, inq, tail, log,
-                                 eps, breadth, breadth2)
+                                 eps, breadth, breadth2, kopt, kopt_steps)
             if delta == 0.0:
                 break
             total += delta
@@ -241,12 +249,15 @@ cdef bint bridge_kick(const floating[:, ::1] w, long long[::1] tour, long long[:
 
 def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
                  bint use_or=True, double time_limit=0.0, long long max_moves=0,
-                 double eps=0.0, long long breadth=1, long long breadth2=1):
+                 double eps=0.0, long long breadth=1, long long breadth2=1, long long kopt=0,
+                 long long kopt_steps=5):
     """Improve ``tour`` in place with 2-opt and Or-opt; returns (delta, evals, moves, stop).
 
     ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
     ``breadth``: the Lin-Kernighan move's first step goes on from up to this
     many of its best partial gains (1 to 3); ``breadth2``: its second step.
+    ``kopt`` 4 or 5: a chain of up to ``kopt_steps`` sequential k-opt steps
+    (``_ring_kopt``) in place of the Lin-Kernighan move (0: that move).
     """
     cdef long long n = tour.shape[0]
     cdef long long[::1] pos = np.empty(n, dtype=np.int64)
@@ -269,6 +280,12 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
         breadth = 1
     if breadth2 < 1:
         breadth2 = 1
+    if kopt < 4:
+        kopt = 0
+    elif kopt > 5:
+        kopt = 5
+    if kopt_steps < 1:
+        kopt_steps = 1
     with nogil:
         for k in range(n):
             pos[tour[k]] = k
@@ -277,7 +294,7 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
             push(queue, inq, &tail, n, tour[k])
         total = run_queue(w, tour, pos, nb, &nbw[0, 0], n, use_or, &evals, &moves, queue, inq,
                           &head, &tail, deadline, max_moves, &stop, &log, eps, breadth,
-                          breadth2)
+                          breadth2, kopt, kopt_steps)
     free(queue)
     free(inq)
     return total, evals, moves, stop
@@ -289,7 +306,8 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                           callback=None, long long report_every=0, double eps=0.0,
                           int kick=KICK_WINDOW, double accept=0.0,
                           double bridge_share=0.3, long long pass_every=0,
-                          long long breadth=1, long long breadth2=1):
+                          long long breadth=1, long long breadth2=1, long long kopt=0,
+                          long long kopt_steps=5):
     """Kicks (by default: swap two adjacent runs) + local search; keep if not worse.
 
     ``kick`` 0: the runs are random, of at most ``window`` positions each (for
@@ -310,7 +328,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     move at ``a`` reads the tour neighbours of ``a``'s candidates): on
     independent uniform weights at n = 4,096, where the kicks cover each
     process about once, the passes find more than the kicks between them.
-    ``breadth``, ``breadth2``: as for ``local_search``.
+    ``breadth``, ``breadth2``, ``kopt``, ``kopt_steps``: as for ``local_search``.
     ``tour`` must be a local optimum on entry and is improved in place.
     ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
     Returns (delta, evals, moves, kicks, stop).
@@ -337,6 +355,12 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
         breadth = 1
     if breadth2 < 1:
         breadth2 = 1
+    if kopt < 4:
+        kopt = 0
+    elif kopt > 5:
+        kopt = 5
+    if kopt_steps < 1:
+        kopt_steps = 1
     if n < 8:
         free(queue)
         free(inq)
@@ -364,7 +388,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                 inner_stop = STOP_LOCAL_OPTIMUM
                 delta = run_queue(w, tour, pos, nb, &nbw[0, 0], n, True, &evals, &moves, queue,
                                   inq, &head, &tail, deadline, 0, &inner_stop, &log, eps,
-                                  breadth, breadth2)
+                                  breadth, breadth2, kopt, kopt_steps)
                 while head < tail:  # drain a queue left by a time-out
                     inq[queue[head % n]] = 0
                     head += 1
@@ -412,7 +436,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
             inner_stop = STOP_LOCAL_OPTIMUM
             delta += run_queue(w, tour, pos, nb, &nbw[0, 0], n, True, &evals, &moves, queue,
                                inq, &head, &tail, deadline, 0, &inner_stop, &log, eps,
-                               breadth, breadth2)
+                               breadth, breadth2, kopt, kopt_steps)
             while head < tail:  # drain a queue left by a time-out
                 inq[queue[head % n]] = 0
                 head += 1

@@ -24,6 +24,8 @@ def local_search(
     eps: float = 0.0,
     breadth: int = 1,
     breadth2: int = 1,
+    kopt: int = 0,
+    kopt_steps: int = 5,
 ) -> tuple[float, int, int, int]: ...
 def iterated_local_search(
     w: NDArray[_F],
@@ -42,6 +44,8 @@ def iterated_local_search(
     pass_every: int = 0,
     breadth: int = 1,
     breadth2: int = 1,
+    kopt: int = 0,
+    kopt_steps: int = 5,
 ) -> tuple[float, int, int, int, int]: ...
 def window_link_ratio(
     w: NDArray[_F], tour: NDArray[np.int64], window: int, seed: int, samples: int = 256
