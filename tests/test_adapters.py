@@ -610,3 +610,24 @@ def test_rank0_decision_is_published_for_every_outcome(tmp_path):
     assert (
         out["error"] == "only 3 of 4 ranks finished the probe in time" and out["hosts"] == ["?"] * 4
     )
+
+
+def test_wait_listening_tries_a_refused_port_until_the_deadline_and_stops_at_a_listener():
+    import socket
+    import time
+
+    from rankopt.adapters._launch import _wait_listening
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: every connection is refused
+        t0 = time.monotonic()
+        _wait_listening("127.0.0.1", port, t0 + 0.3)
+        assert time.monotonic() - t0 >= 0.29  # kept trying, then gave up at the deadline
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(4)
+        s.settimeout(5)
+        _wait_listening("127.0.0.1", s.getsockname()[1], time.monotonic() + 60)
+        conn, _ = s.accept()  # it connected once and returned
+        conn.close()
