@@ -255,6 +255,10 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
     chain.cap = 64
     chain.i = <long long *>malloc(64 * sizeof(long long))
     chain.j = <long long *>malloc(64 * sizeof(long long))
+    if chain.i == NULL or chain.j == NULL:  # no memory for the chain's undo log: no move
+        free(chain.i)
+        free(chain.j)
+        return 0.0
     for x in range(2):
         st.t[1] = a
         st.t[2] = along(tour, pos, a, n, x)
