@@ -15,11 +15,11 @@ Two kinds of symmetric matrix, float32:
 ``kicks``: microseconds (CPU) per ILS kick of ``_ring_search.iterated_local_search``
 from a local optimum (greedy-edge start, then local search; the default
 solve's candidates: the alpha-nearest up to n = 4096 (``ring.alpha_neighbors``),
-else the 10 nearest, and its kick type, walk and Lin-Kernighan breadth
-(``ring.kick_type``, ``ring.kick_settings``): on uniform weights candidate
-kicks mixed with double bridges up to n = 2048, candidate kicks above, with
-the default's Lin-Kernighan breadth and full passes every n / 8 kicks, whose
-time counts in the kicks'),
+else the 10 nearest, and its kick type, walk and Lin-Kernighan move
+(``ring.kick_type``, ``ring.kick_walk``, ``ring.kick_move``): on uniform weights candidate
+kicks mixed with double bridges up to n = 2048, candidate kicks above, repaired
+by 5-opt steps, with full passes every n / 8 kicks, whose time counts in the
+kicks'),
 ``min(default_kicks(n), --kicks)`` kicks, median over the seeds.
 
 ``quality``: ``rankopt.solve(lat)`` (the default: ``ils`` with its default
@@ -55,8 +55,8 @@ from rankopt.solvers.ring import (
     default_kicks,
     greedy_ring,
     kick_move,
-    kick_settings,
     kick_type,
+    kick_walk,
     pass_every,
 )
 
@@ -128,7 +128,7 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
     kick = kick_type(w, tour, DEFAULT_WINDOW)
     kicks = min(kicks, default_kicks(n))
     t = time.process_time()
-    accept, breadth, breadth2 = kick_settings(n, kick)
+    accept = kick_walk(n, kick)
     done = _ring_search.iterated_local_search(
         w,
         tour,
@@ -144,8 +144,8 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
         accept,
         BRIDGE_SHARE,
         pass_every(n, kick),
-        breadth,
-        breadth2,
+        1,
+        1,
         kick_move(kick),
         KOPT_STEPS,
     )[3]

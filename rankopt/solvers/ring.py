@@ -40,7 +40,7 @@ asymmetric input), and a threshold search for ``bottleneck``.
     times the default budget (``ALPHA_KICK_FACTOR`` up to n = 4096), with a
     full local-search pass every n / 8 kicks (``pass_every``), and up to
     n = 4096 kept up to half a mean ring link above the best ring
-    (``kick_settings``). With these two kick types the Lin-Kernighan move of
+    (``kick_walk``). With these two kick types the Lin-Kernighan move of
     the repairs is a chain of up to ``KOPT_STEPS`` sequential 5-opt steps
     (LKH's basis move, ``kick_move``) instead of 3-opt steps.
 Asymmetric ``sum``
@@ -90,7 +90,7 @@ __all__ = [
     "kick_type",
     "pass_every",
     "alpha_neighbors",
-    "kick_settings",
+    "kick_walk",
     "kick_move",
 ]
 
@@ -125,17 +125,11 @@ BRIDGE_ACCEPT = 0.5
 #: its default budget: this many times ``default_kicks(n)`` (with 5-opt repairs at
 #: n = 1,024: ~0.6 s; 0.3 took ~0.85 s for a ring 0.01% shorter)
 BRIDGE_KICK_FACTOR = 0.2
-#: and the Lin-Kernighan move's breadth at its first and second step there (a kick
-#: costs ~2.7x one of breadth 1; the best ring comes within a third of the kicks)
-BRIDGE_BREADTH = 2
 #: with candidate kicks alone (n > BRIDGE_MAX_N), a full local-search pass every n / this many kicks
 PASS_FRACTION = 8
-#: the Lin-Kernighan move's first-step breadth in the ILS with candidate kicks alone (kick type 1)
-KICK_BREADTH = 3
-#: with alpha candidates (n from BRIDGE_MAX_N + 1 to ALPHA_MAX_N): this many candidates, the
-#: second step's breadth with candidate kicks alone, and their walk (as ``BRIDGE_ACCEPT``)
+#: with alpha candidates (n from BRIDGE_MAX_N + 1 to ALPHA_MAX_N): this many candidates, and
+#: the walk of candidate kicks alone (as ``BRIDGE_ACCEPT``)
 LARGE_ALPHA_NEIGHBORS = 6
-KICK_BREADTH2 = 2
 CANDIDATE_ACCEPT = 0.5
 #: with the candidate and mixed kicks (``kick_type`` 1 and 2), the repair's Lin-Kernighan
 #: move is a chain of up to ``KOPT_STEPS`` sequential ``KOPT_MOVE``-opt steps (LKH's
@@ -184,31 +178,22 @@ def alpha_neighbors(n: int) -> int:
     return ALPHA_NEIGHBORS if n <= BRIDGE_MAX_N else LARGE_ALPHA_NEIGHBORS
 
 
-def kick_settings(n: int, kick: int) -> tuple[float, int, int]:
-    """The ILS's walk (``accept``, in mean ring links), and the Lin-Kernighan move's
-    breadth at its first and second step, for ``kick`` (``kick_type``) at size ``n``.
+def kick_walk(n: int, kick: int) -> float:
+    """The ILS's walk for ``kick`` (``kick_type``) at size ``n``: a kick is also kept when
+    the ring after its repair is at most this many mean ring links longer than the
+    best ring so far (0: only when it is not longer).
 
-    The mixed kicks (2) walk ``BRIDGE_ACCEPT``, their move going on from up to
-    ``BRIDGE_BREADTH`` partial gains at both steps (at n = 1,024 the best ring comes
-    within a third of the kicks, 0.15% shorter in the same time); candidate kicks
-    alone (1) go on from
-    ``KICK_BREADTH`` partial gains at the first step, and with alpha candidates (up to
-    ``ALPHA_MAX_N``) from ``KICK_BREADTH2`` at the second and walk ``CANDIDATE_ACCEPT``:
-    on independent uniform weights at n = 4,096 the kicks from each process are
-    soon taken back (about 2.5 per process, ~3 s of a 5 s solve, and no kick
-    gains any more), and the walk and the broader move go on gaining.
-
-    The breadths are those of the chain of 3-opt steps: the ILS with kick types 1
-    and 2 repairs with the chain of 5-opt steps instead (``kick_move``), which tries
-    every candidate at every step, and does not read them.
+    The mixed kicks (2) walk ``BRIDGE_ACCEPT``; candidate kicks alone (1) with alpha
+    candidates (up to ``ALPHA_MAX_N``) walk ``CANDIDATE_ACCEPT``: on independent
+    uniform weights at n = 4,096 the kicks from each process are soon taken back
+    (about 2.5 per process, and then no kick gains any more), and the walk goes on
+    gaining. The window kicks and, above ``ALPHA_MAX_N``, the candidate kicks do not walk.
     """
     if kick == 2:
-        return BRIDGE_ACCEPT, BRIDGE_BREADTH, BRIDGE_BREADTH
-    if kick == 1:
-        if n <= ALPHA_MAX_N:
-            return CANDIDATE_ACCEPT, KICK_BREADTH, KICK_BREADTH2
-        return 0.0, KICK_BREADTH, 1
-    return 0.0, 1, 1
+        return BRIDGE_ACCEPT
+    if kick == 1 and n <= ALPHA_MAX_N:
+        return CANDIDATE_ACCEPT
+    return 0.0
 
 
 def kick_move(kick: int) -> int:
@@ -367,7 +352,7 @@ class _Search:
             return
         nb = _ring_search.knn_lists(w, self.k) if nb is None else nb
         every = max(kicks // 20, 1) if record else 0
-        accept, breadth, breadth2 = kick_settings(w.shape[0], kick)
+        accept = kick_walk(w.shape[0], kick)
         cb = (
             (lambda k, d: self.ctx.record(self.model.cost(tour), self.iterations + k))
             if record
@@ -388,8 +373,8 @@ class _Search:
             accept,
             BRIDGE_SHARE,
             pass_every(w.shape[0], kick),
-            breadth,
-            breadth2,
+            1,
+            1,
             kick_move(kick),
             KOPT_STEPS,
         )
@@ -472,8 +457,8 @@ def kick_type(w: NDArray[np.floating], tour: NDArray[np.int64], window: int) -> 
     much, but no single move undoes it; mixed in, with the walk, the ring at
     n = 1,024 is ~0.2% shorter in the same time. At n = 4,096 the default
     budget is about half a candidate kick per process, far from the stall, and
-    the candidate kicks alone are better (with passes among them, ``pass_every``,
-    and the broader Lin-Kernighan move, ``KICK_BREADTH``). On cloud-like matrices (ratio ~4) and
+    the candidate kicks alone are better (with passes among them, ``pass_every``).
+    On cloud-like matrices (ratio ~4) and
     points in the plane (~14) the window kick is the better one.
     """
     ratio = _ring_search.window_link_ratio(w, tour, window, 0)
@@ -545,9 +530,7 @@ def _run(
         # (above ALPHA_MAX_N a pass takes a tenth of a second and gains 0.01-0.05%)
         s.local(w, tour, nb, CANDIDATE_PASS_GAIN)
     if kick and default_budget:
-        # a candidate kick of breadth KICK_BREADTH costs about a window kick (at
-        # breadth 1, a third: the budget was 3x); the mixed kick, whose move goes on
-        # from 2 partial gains at both steps, about three
+        # repairs by 5-opt steps (kick_move) cost several times a window kick's
         factor = CANDIDATE_KICK_FACTOR if w.shape[0] > ALPHA_MAX_N else ALPHA_KICK_FACTOR
         kicks = int(kicks * (BRIDGE_KICK_FACTOR if kick == 2 else factor))
     # under a time limit the directed polish keeps a quarter of it
