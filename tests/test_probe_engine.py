@@ -483,6 +483,56 @@ def test_a_direction_stops_after_two_timed_transfers_that_agree():
     assert stopped_early >= 1, dict(hub.sizes)
 
 
+def test_the_drift_check_warms_up_small_and_reads_the_stored_rates_back(monkeypatch, tmp_path):
+    # a probe kept, then a launch on the same hosts: its drift check sends announced
+    # transfers as the probe does, the warm-up of at most WARMUP_BYTES, then
+    # CHECK_REPEATS timed ones of the check's size, and finds nothing moved
+    import rankopt.probe._engine as engine
+    from rankopt.adapters.cache import CHECK_REPEATS, ProbeCache, probe_with_cache
+
+    monkeypatch.setattr(engine, "WARMUP_BYTES", 16 << 10)
+    n = 4
+    rack = np.arange(n) // 2
+    rate = np.where(rack[:, None] == rack[None, :], 40e6, 10e6)
+    hub = _Hub(n)
+    hub.rate, hub.busy, hub.sizes = rate, {}, defaultdict(list)
+    hub.latency = np.full((n, n), 1e-4)
+
+    def launch():
+        out = {}
+
+        def body(rank):
+            try:
+                out[rank] = probe_with_cache(
+                    RateTransport(hub, rank), RATED, ProbeCache(directory=tmp_path), None,
+                    backend="threads", hostname=f"h{rank}",
+                )  # fmt: skip
+            except Exception as exc:
+                out[rank] = exc
+
+        threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(isinstance(m, Exception) for m in out.values()), out
+        return out[0].parameters["cache"]
+
+    assert launch()["status"] == "probed"
+    for kept in (hub.sizes, hub.collectives, hub.mail, hub.reports, hub.busy):
+        kept.clear()  # a new job: its collectives count from the first again
+    info = launch()
+    assert info["status"] == "hit" and not any(p.get("moved") for p in info["pairs"]), info
+    assert hub.sizes
+    for (a, b), sizes in hub.sizes.items():
+        ends = [i for i, x in enumerate(sizes) if x == 0]
+        for start, end in zip([-1, *ends[:-1]], ends, strict=True):
+            announced = sizes[start + 1 : end]
+            warm, timed = announced[: RATED.warmup], announced[RATED.warmup :]
+            assert len(timed) == CHECK_REPEATS and len(set(timed)) == 1, (a, b, sizes)
+            assert timed[0] > 16 << 10 and all(x == 16 << 10 for x in warm), (a, b, sizes)
+
+
 def test_the_warm_up_is_small_and_never_a_sample(monkeypatch):
     import rankopt.probe._engine as engine
 

@@ -94,7 +94,7 @@ CHECK_PAIRS = 12
 CHECK_SECONDS = 0.015
 #: Timed ping-pongs per sampled pair (after one warm-up), as many as the probe's default.
 CHECK_PINGS = 10
-#: Timed transfers per sampled pair (after one warm-up).
+#: Timed transfers per sampled pair (after a warm-up of at most ``WARMUP_BYTES``, as in the probe).
 CHECK_REPEATS = 2
 #: Factor beyond which a sampled latency moved ...
 LATENCY_FACTOR = 2.0
@@ -102,7 +102,7 @@ LATENCY_FACTOR = 2.0
 #: of a few ping-pongs on a busy host; a changed route or zone is far larger).
 LATENCY_FLOOR = 25e-6
 FORMAT = "rankopt.probe-cache/1"
-_TAGS_LAT, _TAGS_BW = (0x7A20, 0x7A21), (0x7A22, 0x7A23)
+_TAGS_LAT = (0x7A20, 0x7A21)
 _MISS, _CHECK = 0, 1
 _ROOTS = 1 << 40  # above any rank + 1: the sum that says every process named one root
 #: Settings that change what a probe measures (the rest only change its cost).
@@ -588,7 +588,6 @@ def _sample(
     bw = np.zeros(len(plan), dtype=np.int64)  # bytes/s
     small_out = np.zeros(p.latency_bytes, dtype=np.uint8)
     small_in = np.zeros(p.latency_bytes, dtype=np.uint8)
-    ack_out, ack_in = np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.uint8)
     slots = [[s] for s in range(len(plan))] if slots is None else slots
     for step, slot in enumerate(slots):
         t0 = probe.epoch
@@ -607,7 +606,10 @@ def _sample(
             rtt = probe._initiate(j, small_out, small_in, _TAGS_LAT, CHECK_PINGS, deadline)
             took = None
             if rtt is not None and big is not None:
-                took = probe._initiate(j, big, ack_in, _TAGS_BW, CHECK_REPEATS, deadline)
+                # as in the probe: announced transfers, the warm-up of at most WARMUP_BYTES
+                took = probe._send_announced(
+                    j, big, CHECK_REPEATS, deadline, probe._warmup(None), np.median(rtt) / 2.0
+                )
             if rtt is None or (big is not None and took is None):
                 failed = j
             else:
@@ -619,7 +621,7 @@ def _sample(
         elif me == j:
             ok = probe._respond(i, small_in, small_out, _TAGS_LAT, CHECK_PINGS, deadline)
             if ok and big is not None:
-                ok = probe._respond(i, big, ack_out, _TAGS_BW, CHECK_REPEATS, deadline)
+                ok = probe._receive_announced(i, big, deadline, probe._warmup(None) + CHECK_REPEATS)
             if not ok:
                 failed = i
         probe._consensus("cache", step, len(slots), t0, failed, [plan[s][:2] for s in slot])
