@@ -21,8 +21,6 @@
 # every other move.
 
 from cython cimport floating
-from libc.stdlib cimport free, malloc
-
 from _ring_common cimport Log, flip, log_reversal, pred, succ, undo_log
 from _ring_moves cimport along, push
 
@@ -30,6 +28,7 @@ from _ring_moves cimport along, push
 cdef enum:
     KOPT_MAX = 5
     KOPT_CANDIDATES = 6  # candidates of each t(2i) a step tries (LKH's MAX_CANDIDATES)
+    KOPT_MAX_STEPS = 8   # steps of a chain: 2 (KOPT_MAX - 1) flips each fit its undo log
 
 
 cdef struct KOptState:
@@ -43,6 +42,7 @@ cdef struct KOptState:
     const double *nbw
     # the validity check's working arrays: run of each slot, slot of each t
     long long key[6]
+    long long lo[6]          # the end of each removed link that comes first in the forward tour
     long long order[6]
     long long slot_of[12]
     long long mate[12]
@@ -63,11 +63,8 @@ cdef inline bint kopt_valid(long long[::1] tour, long long[::1] pos, KOptState *
     # each removed link by the position of its first process in the forward tour
     for m in range(k):
         a = st.t[2 * m + 1]
-        b = st.t[2 * m + 2]
-        if succ(tour, pos, a, n) == b:
-            lo = a
-        else:
-            lo = b
+        lo = a if succ(tour, pos, a, n) == st.t[2 * m + 2] else st.t[2 * m + 2]
+        st.lo[m] = lo
         st.key[m] = pos[lo]
         st.order[m] = m
     for m in range(1, k):  # insertion sort of the links by key
@@ -81,13 +78,8 @@ cdef inline bint kopt_valid(long long[::1] tour, long long[::1] pos, KOptState *
     # its first process, 2r + 1 its last
     for r in range(k):
         m = st.order[r]
-        a = st.t[2 * m + 1]
-        b = st.t[2 * m + 2]
-        if succ(tour, pos, a, n) == b:
-            lo = a
-        else:
-            lo = b
-            b = a
+        lo = st.lo[m]
+        b = st.t[2 * m + 2] if st.t[2 * m + 1] == lo else st.t[2 * m + 1]
         # lo ends run r - 1, b starts run r
         s = r - 1 if r > 0 else k - 1
         st.run_first[r] = b
@@ -239,8 +231,10 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
     the chain is taken back when no step closes with a gain."""
     cdef KOptState st
     cdef Log chain
+    cdef long long chain_i[2 * (KOPT_MAX - 1) * KOPT_MAX_STEPS]
+    cdef long long chain_j[2 * (KOPT_MAX - 1) * KOPT_MAX_STEPS]
+    cdef long long touched[2 * KOPT_MAX * KOPT_MAX_STEPS]
     cdef long long x, m, k, step, ntouched = 0
-    cdef long long touched[64]
     cdef double r = 0.0, g
     if n < 2 * KOPT_MAX + 2:
         return 0.0
@@ -250,15 +244,15 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
     st.kmax = kmax if kmax <= KOPT_MAX else KOPT_MAX
     st.eps = eps
     st.nbw = nbw
+    if steps > KOPT_MAX_STEPS:
+        steps = KOPT_MAX_STEPS
+    # the chain's own undo log, on the stack: a chain makes at most its capacity of flips
+    # (2 (k - 1) a step), so it never grows (log_reversal would free it)
     chain.enabled = True
     chain.size = 0
-    chain.cap = 64
-    chain.i = <long long *>malloc(64 * sizeof(long long))
-    chain.j = <long long *>malloc(64 * sizeof(long long))
-    if chain.i == NULL or chain.j == NULL:  # no memory for the chain's undo log: no move
-        free(chain.i)
-        free(chain.j)
-        return 0.0
+    chain.cap = 2 * (KOPT_MAX - 1) * KOPT_MAX_STEPS
+    chain.i = chain_i
+    chain.j = chain_j
     for x in range(2):
         st.t[1] = a
         st.t[2] = along(tour, pos, a, n, x)
@@ -272,18 +266,16 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
                 k = st.kclose
                 kopt_make(tour, pos, &st, k, &chain)
                 for m in range(1, 2 * k + 1):
-                    if ntouched < 64:
-                        touched[ntouched] = st.t[m]
-                        ntouched += 1
+                    touched[ntouched] = st.t[m]
+                    ntouched += 1
                 break
             if step + 1 == steps or st.best_g <= eps:
                 break
             k = st.kmax
             for m in range(1, 2 * k + 1):
                 st.t[m] = st.best_t[m]
-                if ntouched < 64:
-                    touched[ntouched] = st.t[m]
-                    ntouched += 1
+                touched[ntouched] = st.t[m]
+                ntouched += 1
             kopt_valid(tour, pos, &st, k)
             kopt_make(tour, pos, &st, k, &chain)
             g = st.best_g
@@ -294,10 +286,6 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
                     log_reversal(log, chain.i[m], chain.j[m])
             for m in range(ntouched):
                 push(queue, inq, tail, n, touched[m])
-            free(chain.i)
-            free(chain.j)
             return -r
         undo_log(tour, pos, n, &chain)
-    free(chain.i)
-    free(chain.j)
     return 0.0

@@ -105,6 +105,17 @@ cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[:
     return total
 
 
+cdef (long long, long long, long long, long long) _move_settings(
+        long long breadth, long long breadth2, long long kopt, long long kopt_steps) noexcept:
+    """The Lin-Kernighan move's settings within their ranges: breadths at least 1, ``kopt``
+    0 (the chain of 3-opt steps) or 4 .. KOPT_MAX, at least one k-opt step."""
+    if kopt < 4:
+        kopt = 0
+    elif kopt > KOPT_MAX:
+        kopt = KOPT_MAX
+    return max(breadth, 1), max(breadth2, 1), kopt, max(kopt_steps, 1)
+
+
 def _candidate_weights(const floating[:, ::1] w, const long long[:, ::1] nb):
     """``w[c, nb[c, k]]`` as a float64 (n, k) array, row by row (the search's cache of them)."""
     cdef Py_ssize_t n = nb.shape[0], K = nb.shape[1], c, k
@@ -276,16 +287,7 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
         raise MemoryError()
     if eps <= 0.0:
         eps = tolerance(w)
-    if breadth < 1:
-        breadth = 1
-    if breadth2 < 1:
-        breadth2 = 1
-    if kopt < 4:
-        kopt = 0
-    elif kopt > 5:
-        kopt = 5
-    if kopt_steps < 1:
-        kopt_steps = 1
+    breadth, breadth2, kopt, kopt_steps = _move_settings(breadth, breadth2, kopt, kopt_steps)
     with nogil:
         for k in range(n):
             pos[tour[k]] = k
@@ -351,16 +353,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     cdef Log log
     if eps <= 0.0:
         eps = tolerance(w)
-    if breadth < 1:
-        breadth = 1
-    if breadth2 < 1:
-        breadth2 = 1
-    if kopt < 4:
-        kopt = 0
-    elif kopt > 5:
-        kopt = 5
-    if kopt_steps < 1:
-        kopt_steps = 1
+    breadth, breadth2, kopt, kopt_steps = _move_settings(breadth, breadth2, kopt, kopt_steps)
     if n < 8:
         free(queue)
         free(inq)

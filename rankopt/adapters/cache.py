@@ -604,16 +604,16 @@ def _sample(
         big = np.zeros(nbytes, dtype=np.uint8) if nbytes else None
         if me == i:
             rtt = probe._initiate(j, small_out, small_in, _TAGS_LAT, CHECK_PINGS, deadline)
+            one_way = float(np.median(rtt)) / 2.0 if rtt is not None else 0.0
             took = None
             if rtt is not None and big is not None:
                 # as in the probe: announced transfers, the warm-up of at most WARMUP_BYTES
                 took = probe._send_announced(
-                    j, big, CHECK_REPEATS, deadline, probe._warmup(None), np.median(rtt) / 2.0
+                    j, big, CHECK_REPEATS, deadline, probe._warmup(None), one_way
                 )
             if rtt is None or (big is not None and took is None):
                 failed = j
             else:
-                one_way = float(np.median(rtt)) / 2.0
                 lat[s] = max(int(one_way * 1e9), 1)
                 if took is not None:
                     elapsed = float(np.median(took))
