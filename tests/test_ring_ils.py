@@ -7,19 +7,11 @@ of a few hundred processes make most trial flips that long.
 
 import numpy as np
 import pytest
+from _rings import is_perm as _is_perm
+from _rings import uniform as _uniform
 
 from rankopt.models.ring import ring_sum_reference
 from rankopt.solvers import _ring_search as rs
-
-
-def _uniform(n, seed, dtype=np.float64):
-    m = np.random.default_rng(seed).random((n, n))
-    m = np.triu(m, 1)
-    return np.ascontiguousarray(m + m.T, dtype=dtype)
-
-
-def _is_perm(tour, n):
-    return sorted(np.asarray(tour).tolist()) == list(range(n))
 
 
 def _two_opt_optimal(m, tour, nb):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from _rings import is_perm as _is_perm
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -285,10 +286,6 @@ BOUND_KINDS = (
     "zero", "max", "equal", "subnormal", "zero_or_max", "subnormal_or_max", "dynamic_range",
     "near_max",
 )  # fmt: skip
-
-
-def _is_perm(tour, n):
-    return sorted(np.asarray(tour).tolist()) == list(range(n))
 
 
 @pytest.mark.parametrize("kind", BOUND_KINDS)

@@ -7,20 +7,12 @@ start plus the returned delta, or as no permutation at all.
 
 import numpy as np
 import pytest
+from _rings import is_perm as _is_perm
+from _rings import uniform as _uniform
 
 from rankopt.models.ring import ring_sum_reference
 from rankopt.solvers import _ring_search as rs
 from rankopt.solvers import ring
-
-
-def _uniform(n, seed, dtype=np.float64):
-    m = np.random.default_rng(seed).random((n, n))
-    m = np.triu(m, 1)
-    return np.ascontiguousarray(m + m.T, dtype=dtype)
-
-
-def _is_perm(tour, n):
-    return sorted(np.asarray(tour).tolist()) == list(range(n))
 
 
 def _converge(m, tour, nb, **kw):

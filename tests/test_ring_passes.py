@@ -1,17 +1,11 @@
 """Ring search details: the cached candidate weights and the repeated local-search passes."""
 
 import numpy as np
+from _rings import uniform as _uniform
 
 import rankopt
 from rankopt.solvers import _ring_search
 from rankopt.solvers.ring import ALPHA_NEIGHBORS, LOCAL_PASS_GAIN, candidate_lists, greedy_ring
-
-
-def _uniform(n: int, seed: int) -> np.ndarray:
-    g = np.random.default_rng(seed)
-    w = g.random((n, n))
-    w = np.triu(w, 1)
-    return w + w.T
 
 
 def test_candidate_weights_are_the_matrix_entries():
