@@ -293,9 +293,9 @@ class DelayTransport(ThreadTransport):
         return _DelayedRecv(self.hub, (peer, self.rank, tag), buf)
 
 
-def run_modelled(latency, hosts, params, *, absent=(), transport=None, hub=None):
+def run_modelled(latency, hosts, params, *, absent=(), transport=None, hub=None, run=run_probe):
     """The engine on one thread per process, over :class:`DelayTransport` (or
-    ``transport``, on ``hub`` when given)."""
+    ``transport``, on ``hub`` when given); ``run`` takes :func:`run_probe`'s arguments."""
     n = len(hosts)
     hub = _Hub(n) if hub is None else hub
     hub.latency = latency
@@ -306,7 +306,7 @@ def run_modelled(latency, hosts, params, *, absent=(), transport=None, hub=None)
         if rank in absent:
             return
         try:
-            results[rank] = run_probe(
+            results[rank] = run(
                 transport(hub, rank), params, None, backend="threads", hostname=hosts[rank]
             )
         except Exception as exc:
@@ -496,26 +496,16 @@ def test_the_drift_check_warms_up_small_and_reads_the_stored_rates_back(monkeypa
     rate = np.where(rack[:, None] == rack[None, :], 40e6, 10e6)
     hub = _Hub(n)
     hub.rate, hub.busy, hub.sizes = rate, {}, defaultdict(list)
-    hub.latency = np.full((n, n), 1e-4)
+
+    def with_cache(tr, params, callback, **kw):
+        return probe_with_cache(tr, params, ProbeCache(directory=tmp_path), callback, **kw)
 
     def launch():
-        out = {}
-
-        def body(rank):
-            try:
-                out[rank] = probe_with_cache(
-                    RateTransport(hub, rank), RATED, ProbeCache(directory=tmp_path), None,
-                    backend="threads", hostname=f"h{rank}",
-                )  # fmt: skip
-            except Exception as exc:
-                out[rank] = exc
-
-        threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=120)
-        assert not any(isinstance(m, Exception) for m in out.values()), out
+        out = run_modelled(
+            np.full((n, n), 1e-4), [f"h{r}" for r in range(n)], RATED,
+            transport=RateTransport, hub=hub, run=with_cache,
+        )  # fmt: skip
+        assert len(out) == n and not any(isinstance(m, Exception) for m in out.values()), out
         return out[0].parameters["cache"]
 
     assert launch()["status"] == "probed"
