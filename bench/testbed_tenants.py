@@ -15,7 +15,10 @@ namespaces); writes only under a temporary folder it removes.
 
 The table: launch, user path (its own job), the user path's order replayed
 with the others, and the best order measured (seconds, median of
-``--repeats``, 5 by default), the fraction of the best of the user path and of its order
+``--repeats``, 6 by default, timed in visits of ``--block`` runs back to back,
+3 by default: the user path's own job runs its repeats back to back, and
+beside a TCP neighbour an order timed right after another order's traffic
+reads faster than in a run of its own), the fraction of the best of the user path and of its order
 replayed, the modelled speedup
 with its 90% interval as printed, the measured speedup, whether the interval
 holds it, and the modelled speedup's error against the measured one; then one
@@ -57,7 +60,7 @@ def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> di
     cmd = [sys.executable, "-m", "rankopt", "testbed", "-q", "run", "--racks", racks,
            "--rates", rates, "--launch", "random", "--seed", str(seed), "--engines",
            args.engine, "--sizes", f"{args.size}M", "--random", "0", "--repeats",
-           str(args.repeats), "-o", str(out)]  # fmt: skip
+           str(args.repeats), "--block", str(args.block), "-o", str(out)]  # fmt: skip
     if tenant is not None:
         cmd += ["--tenant", tenant, *opts, "--tenant-only"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -103,8 +106,13 @@ def main() -> None:
     p.add_argument("--engine", default="mpi-ring", help="testbed engine (default: mpi-ring)")
     p.add_argument("--size", type=int, default=16, help="allreduce MB (default: 16)")
     p.add_argument(
-        "--repeats", type=int, default=5,
-        help="timed runs per order (default: 5: a neighbour's on/off period meets every order)",
+        "--repeats", type=int, default=6,
+        help="timed runs per order (default: 6: a neighbour's on/off period meets every order)",
+    )  # fmt: skip
+    p.add_argument(
+        "--block", type=int, default=3,
+        help="runs back to back per visit of an order, as the user path's own job runs them "
+        "(default: 3; 1 alternates the orders run by run)",
     )  # fmt: skip
     p.add_argument("--launches", type=int, default=2, help="user-path launches per case")
     p.add_argument("--case", help="only the tenant cases whose label holds this text")

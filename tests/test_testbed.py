@@ -173,6 +173,31 @@ def test_timing_loop_permutes_jobs_after_the_first_repeat():
     assert run(4)[0] != calls
 
 
+def test_timing_loop_runs_blocks_back_to_back():
+    from rankopt.testbed._worker_common import timing_loop
+
+    calls = []
+
+    def allreduce(o, buf):
+        calls.append(o)
+        return float(o)
+
+    cfg = {"jobs": [[0, 7], [1, 7], [2, 7]], "repeats": 5, "block": 2, "seed": 1}
+    times = timing_loop(cfg, allreduce, make_buffer=lambda b: b)
+    assert times == [[0.0] * 5, [1.0] * 5, [2.0] * 5]
+    timed = calls[3:]  # after one warm-up per order
+    assert len(timed) == 15
+    # rounds of 2, 2, then 1 run of each order, a visit's runs one after the other
+    r0, r1, r2 = timed[:6], timed[6:12], timed[12:]
+    assert all(r[i] == r[i + 1] for r in (r0, r1) for i in (0, 2, 4))
+    assert sorted(r1) == sorted(r0) and sorted(r2) == [0, 1, 2]
+    assert timed[:6] == [0, 0, 1, 1, 2, 2]
+    from rankopt.testbed.experiment import ExperimentConfig
+
+    with pytest.raises(ValueError, match="`block` must be a positive integer; got 0"):
+        ExperimentConfig(block=0)
+
+
 def test_topology_rejects_bad_input():
     with pytest.raises(ValueError, match="`hosts_per_rack` must be a positive integer"):
         Topology(0)

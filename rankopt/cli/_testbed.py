@@ -192,6 +192,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     r.add_argument("--random", type=int, default=3, help="random orders to time")
     r.add_argument("--repeats", type=int, default=3, help="timed runs per order (medians)")
     r.add_argument(
+        "--block",
+        type=int,
+        default=1,
+        metavar="N",
+        help="timed runs back to back at each visit of an order (the user path's job runs "
+        "all its repeats back to back; beside a TCP neighbour an order read right after "
+        "another one reads faster)",
+    )
+    r.add_argument(
         "--probe-engine",
         default="mpi",
         choices=("mpi", "gloo"),
@@ -454,6 +463,7 @@ def _run_experiment(args: argparse.Namespace, quiet: bool) -> int:
         sizes=tuple(_sizes(args.sizes, "--sizes")),
         n_random=args.random,
         repeats=args.repeats,
+        block=args.block,
         probe_engine=args.probe_engine,
         user_args=_user_args(args),
         cache_dir=args.cache_dir,

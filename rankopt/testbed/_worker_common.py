@@ -30,12 +30,16 @@ def timing_loop(
     """Time every job ``(order_index, nbytes)`` ``repeats`` times.
 
     ``allreduce(order_index, buffer)`` runs one allreduce and returns the slowest
-    rank's time.  Repeats are the outer loop so that slow phases of a busy
-    machine hit every order alike, and every repeat after the first runs the
+    rank's time.  Jobs are visited in rounds so that slow phases of a busy
+    machine hit every order alike, and every round after the first visits the
     jobs in a new order (a permutation drawn from ``cfg["seed"]``, the same on
     every rank): a neighbour whose load comes and goes on a period would
-    otherwise meet each job at the same phase on every repeat, and a job could
-    read fast or slow for where it sits in the list.
+    otherwise meet each job at the same phase on every round, and a job could
+    read fast or slow for where it sits in the list.  A visit runs
+    ``cfg["block"]`` timed allreduces back to back (default 1): a job runs its
+    collective back to back, and beside a TCP neighbour an order timed right
+    after another order's traffic reads faster than the same order in a run of
+    its own (the neighbour's flows are still backing off from the other one).
     """
     jobs: Sequence[tuple[int, int]] = [(int(o), int(b)) for o, b in cfg["jobs"]]
     sizes = sorted({b for _, b in jobs} | {WARMUP_BYTES})
@@ -45,10 +49,13 @@ def timing_loop(
     times: list[list[float]] = [[] for _ in jobs]
     deadline = time.monotonic() + float(cfg.get("budget_s", 1e9))
     gen = np.random.default_rng(int(cfg.get("seed", 0)))
-    for rep in range(int(cfg.get("repeats", 3))):
-        for k in gen.permutation(len(jobs)) if rep else range(len(jobs)):
+    repeats = int(cfg.get("repeats", 3))
+    block = max(1, int(cfg.get("block", 1)))
+    for rnd in range(-(-repeats // block)):
+        for k in gen.permutation(len(jobs)) if rnd else range(len(jobs)):
             o, b = jobs[k]
-            times[k].append(allreduce(o, buffers[b]))
+            for _ in range(min(block, repeats - len(times[k]))):
+                times[k].append(allreduce(o, buffers[b]))
         if time.monotonic() > deadline:
             break
     return times

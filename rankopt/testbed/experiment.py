@@ -71,6 +71,11 @@ class ExperimentConfig:
         Random orders timed next to launch / user path / ideal.
     repeats : int
         Timed allreduce per (order, size); medians are reported.
+    block : int
+        Timed allreduces run back to back at each visit of an (order, size)
+        in the timing job (default 1: the orders alternate run by run). The
+        user path's own job runs its ``repeats`` back to back; with ``block``
+        equal to it, or a divisor, every order is timed as a job meets it.
     user_args : tuple of str
         Flags added to the user's entry point (none by default: what a user
         who passes no flags gets), e.g. ``("--objective", "time")``.
@@ -107,6 +112,7 @@ class ExperimentConfig:
     sizes: tuple[int, ...] = (1 * MB, 16 * MB, 64 * MB)
     n_random: int = 3
     repeats: int = 3
+    block: int = 1
     user_args: tuple[str, ...] = ()
     cache_dir: str | None = None
     probe_engine: str = "mpi"
@@ -128,6 +134,10 @@ class ExperimentConfig:
             )
         if self.probe_engine not in ("mpi", "gloo"):
             raise ValueError(f"`probe_engine` must be 'mpi' or 'gloo'; got {self.probe_engine!r}.")
+        for name in ("repeats", "block"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"`{name}` must be a positive integer; got {value!r}.")
         self.user_args = tuple(self.user_args)
         if self.tenant_only and self.tenant is None:
             raise ValueError("`tenant_only` needs a `tenant`.")
@@ -376,6 +386,7 @@ def _time_engine(
             "orders": [list(k) for k in uniq],
             "jobs": [list(j) for j in jobs],
             "repeats": cfg.repeats,
+            "block": cfg.block,
         },
         wd,
         cfg.timeout,
