@@ -288,6 +288,69 @@ def test_measured_elastic_reaches_the_solve_the_record_and_the_summary():
     assert network_from_record(network_record(net)).elastic == 0.8
 
 
+def test_the_sharing_tests_spread_of_steps_is_drawn_and_kept():
+    # the test's quartile steps read 1.1 and 1.7: the model prices the median, the
+    # interval's draws take every exponent between, the record and the summary keep it
+    m = _measured(1.3)
+    m.parameters["straggle_range"] = [1.1, 1.7]
+    net = rankopt.Network.from_measurement(m)
+    assert net.straggle == 1.3 and net.straggle_range == (1.1, 1.7)
+    assert network_from_record(network_record(net)).straggle_range == (1.1, 1.7)
+    redraw = Redraw(net, net.default_model())
+    gen = np.random.default_rng(5)
+    drawn = [redraw(gen)[1]["straggle"] for _ in range(64)]
+    assert min(drawn) < 1.2 and max(drawn) > 1.6 and all(1.1 <= s <= 1.7 for s in drawn)
+    # a model given its own exponent is not redrawn
+    assert Redraw(net, {**net.default_model(), "straggle": 1.0})(gen)[1]["straggle"] == 1.0
+    # measured, from an interleaved launch (3 flows on each rack uplink)
+    rack = np.array([0, 1, 0, 1, 0, 1])
+    bw = np.where(rack[:, None] == rack[None, :], 1e9, 1e8) * (1 - np.eye(6))
+    lat = np.full((6, 6), 5e-5) * (1 - np.eye(6))
+
+    def interleaved(**params):
+        return rankopt.Network.from_measurement(
+            Measurement(latency=lat, bandwidth=bw, hosts=tuple(f"h{i}" for i in range(6)),
+                        latency_spread=0.02 * lat, bandwidth_spread=0.02 * bw,
+                        parameters=params)
+        )  # fmt: skip
+
+    res = rankopt.solve(interleaved(straggle=1.3, straggle_range=[1.1, 1.7]), rng=0)
+    assert res.network["straggle_range"] == [1.1, 1.7]
+    assert "1/K^1.10-1/K^1.70" in res.summary()
+    narrow = rankopt.solve(interleaved(straggle=1.3), rng=0)
+    assert res.speedup == pytest.approx(narrow.speedup)  # the model prices the median
+    lo, hi = res.speedup_interval
+    n_lo, n_hi = narrow.speedup_interval
+    assert lo < n_lo and hi > n_hi  # the interval holds what the steps could mean
+    # a range that does not hold the exponent is widened to hold it; bad ones are refused
+    m.parameters["straggle_range"] = [1.4, 1.6]
+    assert rankopt.Network.from_measurement(m).straggle_range == (1.3, 1.6)
+    m.parameters["straggle_range"] = [1.1, 2.5]
+    with pytest.raises(RankoptInputError, match="`straggle` must be a number between 1"):
+        _ = rankopt.Network.from_measurement(m).straggle_range
+    m.parameters["straggle_range"] = 1.2
+    with pytest.raises(RankoptInputError, match="`straggle_range` must be two numbers"):
+        _ = rankopt.Network.from_measurement(m).straggle_range
+
+
+def test_straggle_span_reads_the_quartile_steps():
+    from rankopt.probe.sharing import straggle_exponent, straggle_span
+
+    alone = np.full((6, 6), 30e6)
+    pairs = [(0, 3), (1, 4), (2, 5)]
+    steps = np.full((8, 6, 6), 10e6)
+    # the slowest of three flows: an even split on four steps, half of it on four
+    steps[:4, 0, 3] = 10e6
+    steps[4:, 0, 3] = 5e6
+    lo, hi = straggle_span(steps, alone, pairs)
+    assert lo == pytest.approx(1.0) and hi == pytest.approx(np.log(6) / np.log(3))
+    assert lo <= straggle_exponent(steps, alone, pairs) <= hi
+    # steps that agree: no span
+    assert straggle_span(np.full((8, 6, 6), 10e6), alone, pairs) == (1.0, 1.0)
+    # the flows kept their rate alone: nothing shared, nothing read
+    assert straggle_span(np.full((8, 6, 6), 29e6), alone, pairs) is None
+
+
 def test_a_reading_below_an_even_split_prices_the_middle_and_draws_the_range():
     # short transfers lost more than an even split: congestion-controlled load whose
     # yield to long transfers the test cannot tell; the model takes 0.5, the draws 0..1

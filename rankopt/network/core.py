@@ -397,6 +397,29 @@ class Network:
         return 1.0 if value is None else check_straggle(value)
 
     @property
+    def straggle_range(self) -> tuple[float, float]:
+        """The values of :attr:`straggle` the probe cannot tell apart: ``(lo, hi)``.
+
+        ``provenance["straggle_range"]``: the exponents the sharing test's
+        quartile steps read (:func:`rankopt.probe.sharing.straggle_span`),
+        widened to hold :attr:`straggle`; ``(straggle, straggle)`` when the
+        probe gave none. Another tenant's load that came and went during the
+        test makes it wide. The draws behind a modelled speedup's interval
+        (and the robust objective) take every value in it.
+        """
+        s = self.straggle
+        value = self.provenance.get("straggle_range")
+        if value is None:
+            return (s, s)
+        try:
+            lo, hi = value
+        except (TypeError, ValueError):
+            raise RankoptInputError(
+                f"`straggle_range` must be two numbers (lo, hi); got {value!r}."
+            ) from None
+        return (min(check_straggle(lo), s), max(check_straggle(hi), s))
+
+    @property
     def elastic_reading(self) -> float | None:
         """What the probe's sharing test across a loaded uplink read, -1..1, or None.
 
@@ -516,6 +539,11 @@ class Network:
                 "probe": params,
                 "duration_s": float(getattr(measurement, "duration", 0)),
                 **({"straggle": params["straggle"]} if params.get("straggle") else {}),
+                **(
+                    {"straggle_range": params["straggle_range"]}
+                    if params.get("straggle") and params.get("straggle_range")
+                    else {}
+                ),
                 **({"elastic": params["elastic"]} if params.get("elastic") is not None else {}),
             },
         )
@@ -1140,7 +1168,8 @@ class Redraw:
     standard error and the spread of their level); uplinks get the spread of
     the pairs that cross them, and how much of other tenants' load yields
     is drawn evenly from :attr:`Network.elastic_range` when the probe could
-    not pin it down. The uncertainties are computed once; each call draws
+    not pin it down, how transfers split an uplink from
+    :attr:`Network.straggle_range`. The uncertainties are computed once; each call draws
     one network.
 
     Parameters
@@ -1209,6 +1238,10 @@ class Redraw:
         lo, hi = network.elastic_range
         own = self.ups is not None and model.get("elastic") == network.elastic
         self.elastic_span = (lo, hi) if own and hi > lo else None
+        # how transfers split an uplink, where the sharing test's steps disagreed
+        lo, hi = network.straggle_range
+        own = self.ups is not None and model.get("straggle") == network.straggle
+        self.straggle_span = (lo, hi) if own and hi > lo else None
 
     def _draw(
         self,
@@ -1255,6 +1288,8 @@ class Redraw:
             kw["uplink_bandwidth"] = _perturb_uplinks(self.ups, self.s_ups, gen, self.drift)
         if self.elastic_span is not None:
             kw["elastic"] = float(gen.uniform(*self.elastic_span))
+        if self.straggle_span is not None:
+            kw["straggle"] = float(gen.uniform(*self.straggle_span))
         return lat_s, kw
 
 
@@ -1412,6 +1447,9 @@ def network_record(network: Network, *, matrices: bool = True) -> dict[str, Any]
     }
     if network.straggle != 1.0:
         rec["straggle"] = network.straggle
+        lo, hi = network.straggle_range
+        if hi > lo:
+            rec["straggle_range"] = [lo, hi]
     if network.elastic_reading is not None:
         rec["elastic"] = network.elastic_reading
     if matrices:
@@ -1446,6 +1484,11 @@ def network_from_record(record: Mapping[str, Any]) -> Network:
         provenance={
             "recorded": record.get("date"),
             **({"straggle": record["straggle"]} if record.get("straggle") else {}),
+            **(
+                {"straggle_range": record["straggle_range"]}
+                if record.get("straggle") and record.get("straggle_range")
+                else {}
+            ),
             **({"elastic": record["elastic"]} if record.get("elastic") is not None else {}),
         },
     )

@@ -798,8 +798,9 @@ class _Probe:
         sends one message at the step's common start, and the step ends with
         the slowest (one more step first, untimed in effect, brings the
         connections up to speed). Returns ``{"sharing": [[a, b, rate a -> b
-        per step...], ...], "straggle": s}`` (no ``straggle`` when the flows
-        showed no shared limit), or ``{}`` when no two groups can hold the
+        per step...], ...], "straggle": s, "straggle_range": [lo, hi]}`` (no
+        ``straggle`` when the flows showed no shared limit; the range from the
+        test's quartile steps, :func:`~rankopt.probe.sharing.straggle_span`), or ``{}`` when no two groups can hold the
         test. When one way between two groups is much slower than the others
         (:func:`~rankopt.probe.sharing.loaded_pairs`) the test runs across it
         too: ``"sharing_loaded"`` rows and ``"elastic"``, how much of the load
@@ -811,6 +812,7 @@ class _Probe:
             loaded_pairs,
             sharing_pairs,
             straggle_exponent,
+            straggle_span,
         )
 
         levels = [np.asarray(lv, dtype=np.int64) for lv in groups]
@@ -829,9 +831,13 @@ class _Probe:
         out: dict[str, Any] = {
             "sharing": [[float(a), float(b), *map(float, steps[:, a, b])] for a, b in pairs]
         }
-        s = straggle_exponent(steps, alone, pairs, flow_groups(levels, pairs))
+        ends = flow_groups(levels, pairs)
+        s = straggle_exponent(steps, alone, pairs, ends)
         if s is not None:
             out["straggle"] = s
+            span = straggle_span(steps, alone, pairs, ends)
+            if span is not None and span[1] > span[0]:
+                out["straggle_range"] = list(span)
         # again across the most loaded way out of a group: does its load yield?
         loaded, rate, quiet = loaded_pairs(levels, alone)
         if loaded:

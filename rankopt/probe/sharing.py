@@ -37,6 +37,8 @@ flow_groups
     The two groups the test's flows leave and enter.
 straggle_exponent
     The exponent from the rates together and alone.
+straggle_span
+    The exponents of its quartile steps: what the test cannot pin down.
 loaded_pairs
     The test's pairs across the most loaded uplink.
 elastic_share
@@ -81,6 +83,7 @@ __all__ = [
     "loaded_pairs",
     "sharing_pairs",
     "straggle_exponent",
+    "straggle_span",
 ]
 
 #: Most transfers the sharing test runs side by side.
@@ -410,6 +413,56 @@ def straggle_exponent(
     >>> round(straggle_exponent(steps, alone, [(0, 3), (1, 4), (2, 5)]), 2)
     1.13
     """
+    slow = _step_slowdowns(steps, alone, pairs, ends)
+    if slow is None:
+        return None
+    return _exponent(float(np.median(slow)), len(pairs))
+
+
+def straggle_span(
+    steps: NDArray[np.float64],
+    alone: NDArray[np.float64],
+    pairs: Sequence[tuple[int, int]],
+    ends: tuple[Sequence[int], Sequence[int]] | None = None,
+) -> tuple[float, float] | None:
+    """The exponents of the sharing test's quartile steps: ``(lo, hi)``, or ``None``.
+
+    The same reading as :func:`straggle_exponent` (which gives the median
+    step) of the steps a quarter and three quarters of the way from the
+    fastest: what the test cannot pin down. Steps of one test vary with
+    which flow happened to be slowest and with load that came and went
+    beside them (another tenant on for some steps and off for others reads
+    as a wide span); the draws behind a modelled speedup's interval take
+    every value in it (:attr:`rankopt.Network.straggle_range`).
+
+    >>> import numpy as np
+    >>> alone = np.full((4, 4), 30e6)
+    >>> steps = np.full((4, 4, 4), 15e6)
+    >>> steps[:, 0, 2] = [14e6, 12e6, 10e6, 8e6]        # the slowest flow, step by step
+    >>> [round(x, 2) for x in straggle_span(steps, alone, [(0, 2), (1, 3)])]
+    [1.27, 1.67]
+    """
+    slow = _step_slowdowns(steps, alone, pairs, ends)
+    if slow is None:
+        return None
+    q1, q3 = np.quantile(slow, [0.25, 0.75])
+    k = len(pairs)
+    return _exponent(float(q1), k), _exponent(float(q3), k)
+
+
+def _exponent(step: float, k: int) -> float:
+    """``log(step) / log(k)`` within :data:`~rankopt._validation.STRAGGLE_RANGE`."""
+    lo, hi = STRAGGLE_RANGE
+    return float(min(max(math.log(step) / math.log(k), lo), hi))
+
+
+def _step_slowdowns(
+    steps: NDArray[np.float64],
+    alone: NDArray[np.float64],
+    pairs: Sequence[tuple[int, int]],
+    ends: tuple[Sequence[int], Sequence[int]] | None,
+) -> NDArray[np.float64] | None:
+    """``alone / slowest`` of every complete step, or ``None`` when nothing was shared."""
     k = len(pairs)
     if k < 2:
         return None
@@ -426,6 +479,4 @@ def straggle_exponent(
         return None
     if best <= SHARED_SLOWDOWN * float(np.median(got)):
         return None  # the flows kept about their rate alone: no shared limit
-    step = float(np.median(best / got.min(axis=1)))  # each step as long as its slowest
-    lo, hi = STRAGGLE_RANGE
-    return float(min(max(math.log(step) / math.log(k), lo), hi))
+    return np.asarray(best / got.min(axis=1))  # each step as long as its slowest

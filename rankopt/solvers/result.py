@@ -135,7 +135,8 @@ class SolveResult:
         The network solved on: ``n``, ``source``, ``hosts``, ``level_sizes``
         (group sizes per level, finest first), ``uplinks`` (bytes/s per group
         per level), ``has_bandwidth``, ``hierarchy`` (how it was found),
-        ``straggle`` (how transfers share an uplink), ``elastic`` and
+        ``straggle`` and ``straggle_range`` (how transfers share an uplink,
+        and what the probe cannot tell apart), ``elastic`` and
         ``elastic_range`` (how much of other tenants' load yields to more
         transfers, and what the probe cannot tell apart).
     notes : tuple of str
@@ -250,10 +251,12 @@ class SolveResult:
                 + (f"levels {levels}" if levels else "no hierarchy found")
             )
             straggle = float(self.network.get("straggle") or 1.0)
+            s_lo, s_hi = self.network.get("straggle_range") or (straggle, straggle)
             if levels and self.objective == "contention" and straggle != 1.0:
+                span = f", the interval 1/K^{s_lo:.2f}-1/K^{s_hi:.2f}" if s_hi > s_lo else ""
                 lines.append(
                     f"  uplink sharing    : K transfers on one uplink get 1/K^{straggle:.2f} "
-                    "of it each (measured)"
+                    f"of it each{span} (measured)"
                 )
             elastic = float(self.network.get("elastic") or 0.0)
             lo, hi = self.network.get("elastic_range") or (elastic, elastic)

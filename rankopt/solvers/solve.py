@@ -1013,6 +1013,7 @@ def _network_info(network: Any) -> dict[str, Any]:
         "has_bandwidth": network.bandwidth is not None,
         "hierarchy": network.provenance.get("hierarchy", "given"),
         "straggle": network.straggle,
+        "straggle_range": list(network.straggle_range),
         "elastic": network.elastic,
         "elastic_range": list(network.elastic_range),
     }
