@@ -380,3 +380,44 @@ def test_a_reading_below_an_even_split_prices_the_middle_and_draws_the_range():
     with pytest.raises(RankoptInputError, match="reading must be a number between -1 and 1"):
         m.parameters["elastic"] = -1.5
         _ = rankopt.Network.from_measurement(m).elastic
+
+
+def test_each_block_is_read_against_the_transfers_alone_beside_it():
+    from rankopt.probe.sharing import (
+        sharing_plan,
+        sharing_references,
+        straggle_exponent,
+        straggle_span,
+    )
+
+    pairs = [(0, 3), (1, 4), (2, 5)]
+    plan, alone = sharing_plan(pairs, 8)
+    assert [len(s) for s in plan] == [3, 1, 3, 3, 3, 3, 1, 3, 3, 3, 3, 1]
+    assert [plan[i][0] for i in alone] == pairs  # the pairs alone in turn
+    earlier = np.full((6, 6), 30e6)  # the bandwidth phase, before the neighbour came
+    rates = np.zeros((len(plan), 6, 6))
+    for s, slot in enumerate(plan):
+        for a, b in slot:
+            rates[s, a, b] = 30e6 if len(slot) == 1 else 10e6  # an even split of three
+    rates[6:] /= 2  # a neighbour takes half of everything from the second block on
+    steps, ref = sharing_references(rates, plan, alone)
+    assert steps.shape == (8, 6, 6)
+    assert ref.tolist() == [30e6] * 4 + [15e6] * 4
+    # read against the transfers alone beside them: an even split, both blocks
+    assert straggle_exponent(steps, earlier, pairs, reference=ref) == pytest.approx(1.0)
+    assert straggle_span(steps, earlier, pairs, reference=ref) == pytest.approx((1.0, 1.0))
+    # read against the earlier rate the neighbour's half reads as uneven sharing
+    lo, hi = straggle_span(steps, earlier, pairs)
+    assert hi == pytest.approx(np.log(6) / np.log(3)) and lo == pytest.approx(1.0)
+    # a step alone that did not finish: its block falls back on the other side's
+    rates[6] = 0.0
+    _, ref = sharing_references(rates, plan, alone)
+    assert ref.tolist() == [30e6] * 4 + [15e6] * 4
+    rates[1] = 0.0
+    _, ref = sharing_references(rates, plan, alone)
+    assert np.isnan(ref[:4]).all() and ref[4:].tolist() == [15e6] * 4
+    # ... and then the step is read against the earlier rate
+    slow = straggle_exponent(steps, earlier, pairs, reference=ref)
+    assert 1.0 <= slow <= np.log(6) / np.log(3)
+    with pytest.raises(ValueError, match="one rate per step"):
+        straggle_exponent(steps, earlier, pairs, reference=ref[:3])
