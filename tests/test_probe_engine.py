@@ -22,10 +22,6 @@ from rankopt.probe._engine import (
     recheck_pairs,
     run_probe,
 )
-from rankopt.probe.sharing import sharing_plan
-
-#: Slots of the sharing test (its steps side by side and its steps alone).
-SHARING_SLOTS = len(sharing_plan([(0, 1), (2, 3)], SHARING_STEPS)[0])
 
 
 class _Hub:
@@ -184,7 +180,7 @@ def test_engine_reports_progress_per_round_and_slot():
         assert phases == [("latency", i + 1, rounds) for i in range(rounds)] + [
             ("bandwidth", i + 1, slots) for i in range(slots)
         ] + [("recheck", i + 1, again) for _ in range(RECHECK_PASSES if again else 0)
-             for i in range(again)] + [("sharing", i + 1, SHARING_SLOTS) for i in range(SHARING_SLOTS * shared)]  # fmt: skip
+             for i in range(again)] + [("sharing", i + 1, SHARING_STEPS + 1) for i in range((SHARING_STEPS + 1) * shared)]  # fmt: skip
         assert all(b.elapsed >= a.elapsed for a, b in zip(seen[r], seen[r][1:], strict=False))
 
 

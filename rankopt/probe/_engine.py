@@ -30,8 +30,7 @@ engine runs the phases:
    :func:`rankopt.network.core.measured_variability`).
 6. **sharing** -- a few transfers from distinct hosts of one group to a
    sibling group, side by side, one message each in every one of
-   :data:`SHARING_STEPS` steps (and one before them), in blocks between
-   steps of one of them alone, against the flow alone beside each block:
+   :data:`SHARING_STEPS` steps (and one before them), against a flow alone:
    how an uplink splits between the transfers that wait for each other
    (:mod:`rankopt.probe.sharing`, ``parameters["straggle"]``); then, when
    one way out of a group is much slower than its siblings', the same test
@@ -798,14 +797,11 @@ class _Probe:
         :data:`SHARING_STEPS` lockstep steps, as a collective's: every pair
         sends one message at the step's common start, and the step ends with
         the slowest (one more step first, untimed in effect, brings the
-        connections up to speed); blocks of them run between steps of one
-        pair alone, and each block is read against those
-        (:func:`~rankopt.probe.sharing.sharing_plan`). Returns ``{"sharing":
-        [[a, b, rate a -> b per step...], ...], "sharing_alone": [[a, b,
-        rate], ...], "straggle": s, "straggle_range": [lo, hi]}`` (no
+        connections up to speed). Returns ``{"sharing": [[a, b, rate a -> b
+        per step...], ...], "straggle": s, "straggle_range": [lo, hi]}`` (no
         ``straggle`` when the flows showed no shared limit; the range from the
-        test's quartile steps, :func:`~rankopt.probe.sharing.straggle_span`),
-        or ``{}`` when no two groups can hold the test. When one way between two groups is much slower than the others
+        test's quartile steps, :func:`~rankopt.probe.sharing.straggle_span`), or ``{}`` when no two groups can hold the
+        test. When one way between two groups is much slower than the others
         (:func:`~rankopt.probe.sharing.loaded_pairs`) the test runs across it
         too: ``"sharing_loaded"`` rows and ``"elastic"``, how much of the load
         there yielded (:func:`~rankopt.probe.sharing.elastic_share`).
@@ -815,8 +811,6 @@ class _Probe:
             flow_groups,
             loaded_pairs,
             sharing_pairs,
-            sharing_plan,
-            sharing_references,
             straggle_exponent,
             straggle_span,
         )
@@ -830,22 +824,18 @@ class _Probe:
         if not pairs:
             return {}
         kept: list[NDArray[np.float64]] = []
-        plan, solo = sharing_plan(pairs, SHARING_STEPS)
-        self._bandwidth(lat, plan, "sharing", count=1, warmup=0, per_step=kept)
-        # the steps side by side, each read against the transfers alone beside its block
-        steps, reference = sharing_references(kept[0], plan, solo)
+        self._bandwidth(
+            lat, [pairs] * (SHARING_STEPS + 1), "sharing", count=1, warmup=0, per_step=kept
+        )
+        steps = kept[0][1:]  # the first step brings the connections up to speed
         out: dict[str, Any] = {
-            "sharing": [[float(a), float(b), *map(float, steps[:, a, b])] for a, b in pairs],
-            "sharing_alone": [
-                [float(plan[i][0][0]), float(plan[i][0][1]), float(kept[0][i][plan[i][0]])]
-                for i in solo
-            ],
+            "sharing": [[float(a), float(b), *map(float, steps[:, a, b])] for a, b in pairs]
         }
         ends = flow_groups(levels, pairs)
-        s = straggle_exponent(steps, alone, pairs, ends, reference)
+        s = straggle_exponent(steps, alone, pairs, ends)
         if s is not None:
             out["straggle"] = s
-            span = straggle_span(steps, alone, pairs, ends, reference)
+            span = straggle_span(steps, alone, pairs, ends)
             if span is not None and span[1] > span[0]:
                 out["straggle_range"] = list(span)
         # again across the most loaded way out of a group: does its load yield?

@@ -71,7 +71,7 @@ from rankopt.probe.hierarchy import (
 )
 from rankopt.probe.linear import LinearPlanner
 from rankopt.probe.schedule import _round_count, bandwidth_slots, round_partners
-from rankopt.probe.sharing import loaded_pairs, sharing_pairs, sharing_plan
+from rankopt.probe.sharing import loaded_pairs, sharing_pairs
 
 __all__ = [
     "ProbePlan",
@@ -385,8 +385,7 @@ def plan_probe(
         its tiers as it would to measured ones, and the all-pairs schedule's
         recheck stage pairs up the groups it shows (without it, the recheck
         is not counted: at most ``RECHECK_PASSES`` slots per two sibling
-        groups), and so do the slots of the sharing test
-        (:func:`~rankopt.probe.sharing.sharing_plan`).
+        groups), and so do the ``SHARING_STEPS + 1`` slots of the sharing test.
     step_overhead : float
         Seconds per round, slot or latency pair for the processes' own work.
     latency_mode : {"auto", "all-pairs", "linear"}, optional
@@ -586,9 +585,8 @@ def plan_probe(
     shared = sharing_pairs(share_levels, rates=rate_matrix) if share_levels else []
     paired_slots = len(slots_all)  # then the sharing test's lockstep steps: one message each
     if shared:
-        plan = sharing_plan(shared, SHARING_STEPS)[0]
-        stages.append(("sharing", len(plan)))
-        slots_all = slots_all + plan
+        stages.append(("sharing", SHARING_STEPS + 1))
+        slots_all = slots_all + [list(shared) for _ in range(SHARING_STEPS + 1)]
         # and across the most loaded way out of a group, when one is much slower
         loaded = loaded_pairs(share_levels, rate_matrix)[0] if rate_matrix is not None else []
         if loaded:

@@ -33,10 +33,6 @@ Contents
 --------
 sharing_pairs
     The test's pairs, from the groups the probe found.
-sharing_plan
-    The test's steps: its pairs side by side, in blocks between steps of one alone.
-sharing_references
-    The steps side by side, and the rate alone each is read against.
 flow_groups
     The two groups the test's flows leave and enter.
 straggle_exponent
@@ -86,16 +82,12 @@ __all__ = [
     "flow_groups",
     "loaded_pairs",
     "sharing_pairs",
-    "sharing_plan",
-    "sharing_references",
     "straggle_exponent",
     "straggle_span",
 ]
 
 #: Most transfers the sharing test runs side by side.
 MAX_SHARING_FLOWS = 4
-#: Steps of the sharing test's transfers side by side between two steps of one alone.
-SHARING_BLOCK = 4
 #: Most groups of one parent the test's pair of groups is chosen among.
 MAX_SHARING_GROUPS = 8
 #: The typical flow of the test slowed more than this against alone: the
@@ -361,71 +353,6 @@ def elastic_share(
     return float(min(max(m / load, -1.0), 1.0))
 
 
-def sharing_plan(
-    pairs: Sequence[tuple[int, int]], steps: int
-) -> tuple[list[list[tuple[int, int]]], list[int]]:
-    """The slots of the sharing test, and where its steps of one transfer alone are.
-
-    One step of every pair side by side first (it brings the connections up to
-    speed and is not read), then blocks of :data:`SHARING_BLOCK` such steps
-    (``steps`` in all), each block between two steps of one pair alone (the
-    pairs in turn). A block's steps are read against the transfers alone
-    beside them, not against a rate measured earlier: another tenant whose
-    load came or went since the bandwidth phase would otherwise read as
-    uneven sharing (on the testbed, a neighbour on 2 s and off 2 s made three
-    flows read ``K**1.66``-``K**2`` where the quiet network read
-    ``K**1.0``-``K**1.3``).
-
-    >>> plan, alone = sharing_plan([(0, 2), (1, 3)], 4)
-    >>> [len(slot) for slot in plan], alone
-    ([2, 1, 2, 2, 2, 2, 1], [1, 6])
-    """
-    plan: list[list[tuple[int, int]]] = [list(pairs)]
-    alone: list[int] = []
-    blocks = -(-steps // SHARING_BLOCK)
-    for b in range(blocks + 1):
-        alone.append(len(plan))
-        plan.append([pairs[b % len(pairs)]])
-        if b < blocks:
-            plan += [list(pairs) for _ in range(min(SHARING_BLOCK, steps - b * SHARING_BLOCK))]
-    return plan, alone
-
-
-def sharing_references(
-    rates: NDArray[np.float64], plan: Sequence[Sequence[tuple[int, int]]], alone: Sequence[int]
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The steps side by side of a :func:`sharing_plan` run, and each one's rate alone.
-
-    ``rates[s, a, b]`` are the rates of step ``s`` of ``plan``. Returns the
-    steps of all pairs after the first, ``(steps, n, n)``, and for each the
-    larger of the two rates alone that bracket its block (a transfer alone is
-    only ever slowed by load from elsewhere; NaN where neither finished).
-
-    >>> import numpy as np
-    >>> plan, alone = sharing_plan([(0, 2), (1, 3)], 4)
-    >>> rates = np.zeros((len(plan), 4, 4))
-    >>> rates[1, 0, 2], rates[6, 1, 3] = 30e6, 28e6
-    >>> steps, ref = sharing_references(rates, plan, alone)
-    >>> steps.shape, ref.tolist()
-    ((4, 4, 4), [30000000.0, 30000000.0, 30000000.0, 30000000.0])
-    """
-    rates = np.asarray(rates, dtype=np.float64)
-    solo = []
-    for i in alone:
-        a, b = plan[i][0]
-        r = float(rates[i, a, b])
-        solo.append(r if np.isfinite(r) and r > 0 else np.nan)
-    idx: list[int] = []
-    ref: list[float] = []
-    for j in range(len(alone) - 1):
-        pair = (solo[j], solo[j + 1])
-        best = np.nan if all(np.isnan(pair)) else float(np.nanmax(pair))
-        for s in range(alone[j] + 1, alone[j + 1]):
-            idx.append(s)
-            ref.append(best)
-    return rates[idx], np.asarray(ref, dtype=np.float64)
-
-
 def flow_groups(
     groups: Sequence[NDArray[np.int64]], pairs: Sequence[tuple[int, int]]
 ) -> tuple[list[int], list[int]]:
@@ -457,7 +384,6 @@ def straggle_exponent(
     alone: NDArray[np.float64],
     pairs: Sequence[tuple[int, int]],
     ends: tuple[Sequence[int], Sequence[int]] | None = None,
-    reference: NDArray[np.float64] | None = None,
 ) -> float | None:
     """``straggle`` from the sharing test's rates, or ``None`` when nothing was shared.
 
@@ -473,10 +399,7 @@ def straggle_exponent(
     :data:`SHARED_SLOWDOWN` (an even split of ``K >= 2`` flows slows each
     ``K`` times), the estimate is ``log(mean step) / log(K)``, within
     :data:`~rankopt._validation.STRAGGLE_RANGE`. Steps with a failed
-    transfer (rate 0 or not finite) are left out. With ``reference`` (one rate
-    per step: the test's own transfers alone beside it,
-    :func:`sharing_references`) each step is read against its own, and
-    ``alone`` only where that is missing.
+    transfer (rate 0 or not finite) are left out.
 
     Examples
     --------
@@ -490,7 +413,7 @@ def straggle_exponent(
     >>> round(straggle_exponent(steps, alone, [(0, 3), (1, 4), (2, 5)]), 2)
     1.13
     """
-    slow = _step_slowdowns(steps, alone, pairs, ends, reference)
+    slow = _step_slowdowns(steps, alone, pairs, ends)
     if slow is None:
         return None
     return _exponent(float(np.median(slow)), len(pairs))
@@ -501,7 +424,6 @@ def straggle_span(
     alone: NDArray[np.float64],
     pairs: Sequence[tuple[int, int]],
     ends: tuple[Sequence[int], Sequence[int]] | None = None,
-    reference: NDArray[np.float64] | None = None,
 ) -> tuple[float, float] | None:
     """The exponents of the sharing test's quartile steps: ``(lo, hi)``, or ``None``.
 
@@ -520,7 +442,7 @@ def straggle_span(
     >>> [round(x, 2) for x in straggle_span(steps, alone, [(0, 2), (1, 3)])]
     [1.27, 1.67]
     """
-    slow = _step_slowdowns(steps, alone, pairs, ends, reference)
+    slow = _step_slowdowns(steps, alone, pairs, ends)
     if slow is None:
         return None
     q1, q3 = np.quantile(slow, [0.25, 0.75])
@@ -539,7 +461,6 @@ def _step_slowdowns(
     alone: NDArray[np.float64],
     pairs: Sequence[tuple[int, int]],
     ends: tuple[Sequence[int], Sequence[int]] | None,
-    reference: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64] | None:
     """``alone / slowest`` of every complete step, or ``None`` when nothing was shared."""
     k = len(pairs)
@@ -552,19 +473,10 @@ def _step_slowdowns(
     if rates.ndim == 2:
         rates = rates[None]
     got = rates[:, lows, highs]  # (steps, K)
+    got = got[np.all(np.isfinite(got) & (got > 0), axis=1)]
     best = float(np.max(np.asarray(alone, dtype=np.float64)[np.ix_(senders, receivers)]))
-    ref = np.full(got.shape[0], best)
-    if reference is not None:
-        own = np.asarray(reference, dtype=np.float64).reshape(-1)
-        if own.size != got.shape[0]:
-            raise ValueError(
-                f"`reference` needs one rate per step ({got.shape[0]}); got {own.size}."
-            )
-        ref = np.where(np.isfinite(own) & (own > 0), own, ref)
-    keep = np.all(np.isfinite(got) & (got > 0), axis=1) & np.isfinite(ref) & (ref > 0)
-    got, ref = got[keep], ref[keep]
-    if got.shape[0] == 0:
+    if got.shape[0] == 0 or not (np.isfinite(best) and best > 0):
         return None
-    if float(np.median(ref)) <= SHARED_SLOWDOWN * float(np.median(got)):
+    if best <= SHARED_SLOWDOWN * float(np.median(got)):
         return None  # the flows kept about their rate alone: no shared limit
-    return np.asarray(ref / got.min(axis=1))  # each step as long as its slowest
+    return np.asarray(best / got.min(axis=1))  # each step as long as its slowest
