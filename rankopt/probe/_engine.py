@@ -800,8 +800,8 @@ class _Probe:
         connections up to speed). Returns ``{"sharing": [[a, b, rate a -> b
         per step...], ...], "straggle": s, "straggle_range": [lo, hi]}`` (no
         ``straggle`` when the flows showed no shared limit; the range from the
-        test's quartile steps, :func:`~rankopt.probe.sharing.straggle_span`), or ``{}`` when no two groups can hold the
-        test. When one way between two groups is much slower than the others
+        test's quartile steps, :func:`~rankopt.probe.sharing.straggle_span`),
+        or ``{}`` when no two groups can hold the test. When one way between two groups is much slower than the others
         (:func:`~rankopt.probe.sharing.loaded_pairs`) the test runs across it
         too: ``"sharing_loaded"`` rows and ``"elastic"``, how much of the load
         there yielded (:func:`~rankopt.probe.sharing.elastic_share`).
