@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import subprocess
 import sys
@@ -72,10 +71,11 @@ def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> di
     user = next(iter(report["user"].values()))
     if user.get("order") is not None:
         row["user_racks"] = "".join(str(topo.rack_of(report["hosts"][r])) for r in user["order"])
-    # what the probe read: uplink sharing exponent, and whether the robust objective solved
-    m = re.search(r"1/K\^([0-9.]+)", user.get("report") or "")
-    row["straggle"] = float(m.group(1)) if m else 1.0
-    row["robust"] = "robust" in (user.get("report") or "")
+    # what the probe read: uplink sharing exponent (the saved network's record, which
+    # leaves out an even split), and whether the robust objective solved
+    record = (user.get("saved") or {}).get("network") or {}
+    row["straggle"] = float(record.get("straggle") or 1.0)
+    row["robust"] = "robust objective" in (user.get("report") or "")
     return row
 
 

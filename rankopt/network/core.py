@@ -538,13 +538,7 @@ class Network:
             provenance={
                 "probe": params,
                 "duration_s": float(getattr(measurement, "duration", 0)),
-                **({"straggle": params["straggle"]} if params.get("straggle") else {}),
-                **(
-                    {"straggle_range": params["straggle_range"]}
-                    if params.get("straggle") and params.get("straggle_range")
-                    else {}
-                ),
-                **({"elastic": params["elastic"]} if params.get("elastic") is not None else {}),
+                **_sharing_readings(params),
             },
         )
         if probed_groups:
@@ -1483,15 +1477,27 @@ def network_from_record(record: Mapping[str, Any]) -> Network:
         source=str(record.get("source", "order file")),
         provenance={
             "recorded": record.get("date"),
-            **({"straggle": record["straggle"]} if record.get("straggle") else {}),
-            **(
-                {"straggle_range": record["straggle_range"]}
-                if record.get("straggle") and record.get("straggle_range")
-                else {}
-            ),
-            **({"elastic": record["elastic"]} if record.get("elastic") is not None else {}),
+            **_sharing_readings(record),
         },
     )
+
+
+def _sharing_readings(source: Mapping[str, Any]) -> dict[str, Any]:
+    """What the sharing test read, from a probe's parameters or an order file's record.
+
+    ``straggle`` (and its ``straggle_range``) when an exponent was read, and
+    ``elastic`` when the loaded-uplink test read one: the provenance keys
+    :attr:`Network.straggle`, :attr:`Network.straggle_range` and
+    :attr:`Network.elastic_reading` read back.
+    """
+    out: dict[str, Any] = {}
+    if source.get("straggle"):
+        out["straggle"] = source["straggle"]
+        if source.get("straggle_range"):
+            out["straggle_range"] = source["straggle_range"]
+    if source.get("elastic") is not None:
+        out["elastic"] = source["elastic"]
+    return out
 
 
 def _opt(value: Any, dtype: Any) -> NDArray[Any] | None:
