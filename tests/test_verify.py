@@ -82,9 +82,52 @@ def test_measure_orders_alternates_and_stops_on_budget():
         calls.append(which)
         return 1.0
 
-    pairs = measure_orders(timer, [8], warmup=0, min_repeats=3, budget_s=5.0)
+    pairs = measure_orders(timer, [8], warmup=0, min_repeats=3, budget_s=5.0, block=1, settle=0)
     assert len(pairs[0][0]) == 3  # 3 pairs x 2 s >= 5 s
     assert calls == [0, 1, 1, 0, 0, 1]
+
+
+def test_measure_orders_visits_an_order_in_blocks_after_a_settle_call():
+    calls = []
+
+    def timer(which, nbytes):
+        calls.append(which)
+        return 1.0 + which + 0.01 * len(calls)  # every call's time names it
+
+    pairs = measure_orders(timer, [8], warmup=0, repeats=5, block=3)
+    a, b = pairs[0]
+    assert len(a) == len(b) == 5  # rounds of 3 pairs, the last cut to the 2 asked for
+    # each visit: one untimed call, then the block back to back; who goes first alternates
+    assert calls == [0] * 4 + [1] * 4 + [1] * 3 + [0] * 3
+    timed = [1.0 + w + 0.01 * (i + 1) for i, w in enumerate(calls)]
+    untimed = {0, 4, 8, 11}  # the first call of every visit
+    kept_a = [
+        t for i, (w, t) in enumerate(zip(calls, timed, strict=True)) if w == 0 and i not in untimed
+    ]
+    kept_b = [
+        t for i, (w, t) in enumerate(zip(calls, timed, strict=True)) if w == 1 and i not in untimed
+    ]
+    assert a == pytest.approx(kept_a) and b == pytest.approx(kept_b)
+
+
+def test_measure_orders_default_visits_cost_one_call_per_block():
+    calls = []
+
+    def timer(which, nbytes):
+        calls.append(which)
+        return 1.0
+
+    pairs = measure_orders(timer, [8, 16], warmup=1, min_repeats=6, budget_s=1.0)
+    assert [len(a) for a, _ in pairs] == [6, 6]  # two rounds of the default block of 3
+    assert len(calls) == 2 * (2 + 2 * 2 * (1 + 3))  # warm-ups, 2 rounds x 2 visits x (1 + 3)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "3", True])
+def test_measure_orders_refuses_a_bad_block(bad):
+    with pytest.raises(RankoptInputError, match="block"):
+        measure_orders(lambda w, n: 1.0, [8], block=bad)
+    with pytest.raises(RankoptInputError, match="--block"):
+        check_timing(None, None, 1.0, 1.0, None, flags=True, block=bad)
 
 
 def test_ratio_interval_rejects_unpaired():
@@ -404,7 +447,7 @@ def test_identical_orders_under_bimodal_noise_rarely_apply():
     """Eight pairs of bimodal times: the interval is not narrower than the sign test's."""
     applied = 0
     for seed in range(200):
-        pairs = measure_orders(_bimodal(seed), [4096], repeats=8)
+        pairs = measure_orders(_bimodal(seed), [4096], repeats=8, block=1, settle=0)
         res = summarize([4096], pairs, collective="allreduce", n=4, order=[1, 0, 3, 2], engine="x")
         applied += res.verdict == APPLY
         lo, hi = sign_interval(*pairs[0])

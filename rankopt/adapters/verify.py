@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike
 
 from rankopt._validation import RankoptInputError, check_order
 from rankopt.adapters.verify_stats import (
+    BLOCK,
     MIN_GAIN,
     VerifyResult,
     check_timing,
@@ -222,6 +223,7 @@ def verify_mpi(
     budget_s: float = 10.0,
     timeout: float = DEFAULT_TIMEOUT,
     min_gain: float = MIN_GAIN,
+    block: int = BLOCK,
     workload: Any = None,
     probe_options: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
@@ -244,7 +246,7 @@ def verify_mpi(
     sizes : sequence of int, optional
         Bytes per call (default :func:`rankopt.adapters.verify_stats.default_sizes` of
         ``workload``).
-    repeats, budget_s :
+    repeats, budget_s, block :
         See :func:`rankopt.adapters.verify_stats.measure_orders`.
     timeout : float
         Deadline of every step (see the module docstring).
@@ -266,7 +268,7 @@ def verify_mpi(
     from rankopt.adapters.mpi import _dup, optimize, reorder
 
     _check_collective(collective)
-    check_timing(sizes, repeats, budget_s, timeout, "verify_mpi()", min_gain=min_gain)
+    check_timing(sizes, repeats, budget_s, timeout, "verify_mpi()", min_gain=min_gain, block=block)
     n = comm.Get_size()
     info: dict[str, Any] = dict(extra or {})
     private = _dup(comm, timeout)
@@ -301,7 +303,9 @@ def verify_mpi(
     sizes = list(sizes) if sizes else default_sizes(workload)
     timer = MPITimer([launch, cand], collective, timeout)
     shown = _shown(progress and comm.Get_rank() == 0, len(sizes))
-    pairs = measure_orders(timer, sizes, repeats=repeats, budget_s=budget_s, callback=_rows(shown))
+    pairs = measure_orders(
+        timer, sizes, repeats=repeats, budget_s=budget_s, block=block, callback=_rows(shown)
+    )
     shown.finish()
     result_obj = info.pop("result", None)
     out = summarize(
@@ -331,6 +335,7 @@ def verify_gloo(
     budget_s: float = 10.0,
     timeout: float = DEFAULT_TIMEOUT,
     min_gain: float = MIN_GAIN,
+    block: int = BLOCK,
     workload: Any = None,
     probe_options: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
@@ -349,7 +354,7 @@ def verify_gloo(
     from rankopt.adapters.torch import ordered_group
 
     _check_collective(collective)
-    check_timing(sizes, repeats, budget_s, timeout, "verify_gloo()", min_gain=min_gain)
+    check_timing(sizes, repeats, budget_s, timeout, "verify_gloo()", min_gain=min_gain, block=block)
     td = timedelta(seconds=timeout)
     own = not dist.is_initialized()
     if own:
@@ -376,7 +381,7 @@ def verify_gloo(
         timer = GlooTimer([launch, cand], collective, n)
         shown = _shown(mine, len(sizes))
         pairs = measure_orders(
-            timer, sizes, repeats=repeats, budget_s=budget_s, callback=_rows(shown)
+            timer, sizes, repeats=repeats, budget_s=budget_s, block=block, callback=_rows(shown)
         )
         shown.finish()
         return summarize(

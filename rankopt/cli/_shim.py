@@ -223,7 +223,7 @@ def _verified(args: argparse.Namespace, command: list[str], order: str) -> str |
         sizes = parse_sizes(args.sizes) if args.sizes is not None else None
         check_timing(
             sizes, args.repeats, args.budget, args.verify_timeout, None, flags=True,
-            min_gain=args.min_gain,
+            min_gain=args.min_gain, block=args.block,
         )  # fmt: skip
         launcher, _ = shim.split_launch(command)
     except RankoptInputError as exc:
@@ -233,7 +233,7 @@ def _verified(args: argparse.Namespace, command: list[str], order: str) -> str |
         argv = [*launcher, sys.executable, "-m", "rankopt", "verify", "--order", str(order)]
         argv += ["--collective", args.collective, "--json", str(out)]
         argv += ["--budget", f"{args.budget:g}", "--verify-timeout", f"{args.verify_timeout:g}"]
-        argv += ["--min-gain", f"{args.min_gain:g}"]
+        argv += ["--min-gain", f"{args.min_gain:g}", "--block", str(args.block)]
         argv += ["--sizes", args.sizes] if args.sizes else []
         argv += ["--repeats", str(args.repeats)] if args.repeats else []
         argv += ["--workload", str(args.workload)] if args.workload else []

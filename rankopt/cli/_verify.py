@@ -24,7 +24,7 @@ worse (the interval lies below 1), no measurable gain (otherwise).
 
 def add_verify_arguments(p: argparse.ArgumentParser) -> None:
     """The timing options shared by ``rankopt verify`` and the launchers' ``--verify``."""
-    from rankopt.adapters.verify_stats import MIN_GAIN
+    from rankopt.adapters.verify_stats import BLOCK, MIN_GAIN
 
     g = p.add_argument_group("verify")
     g.add_argument(
@@ -57,6 +57,15 @@ def add_verify_arguments(p: argparse.ArgumentParser) -> None:
         f"{MIN_GAIN * 100:g}%% faster)",
     )
     g.add_argument(
+        "--block",
+        type=int,
+        default=BLOCK,
+        metavar="N",
+        help=f"timed calls of an order back to back at each visit, after one untimed call "
+        f"(default {BLOCK}): a job runs its collective back to back, and beside a TCP "
+        f"neighbour a call right after the other order's traffic reads another gain",
+    )
+    g.add_argument(
         "--verify-timeout",
         type=float,
         default=60.0,
@@ -72,7 +81,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description="Run under mpiexec/srun (MPI) or torchrun (Gloo), one process per rank. "
         "Times the real collective at a range of sizes in the launch order and in the "
         "candidate order (--order FILE, or solved on the spot with the default path), "
-        "interleaved A B A B, and prints an nccl-tests-style table with the measured "
+        "visited in turn (A B B A ..., each visit one untimed call and then "
+        "--block timed calls back to back), and prints an nccl-tests-style table with the measured "
         "speedup, its 90% interval and a verdict.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -134,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     sizes = parse_sizes(args.sizes) if args.sizes is not None else None
     check_timing(
         sizes, args.repeats, args.budget, args.verify_timeout, None, flags=True,
-        min_gain=args.min_gain,
+        min_gain=args.min_gain, block=args.block,
     )  # fmt: skip
     backend = backend_of(args.backend)
     if backend == "gloo" and args.engine_default == "mpi":
@@ -149,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
         "budget_s": args.budget,
         "timeout": args.verify_timeout,
         "min_gain": args.min_gain,
+        "block": args.block,
         "workload": workload,
         "probe_options": probe_options,
         "progress": not getattr(args, "quiet", False),
