@@ -37,6 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from rankopt._files import hierarchy_arrays, uplinks_from_array
 from rankopt._validation import (
     RANGES,
+    STRAGGLE_RANGE,
     RankoptInputError,
     _as_real,
     _check_range,
@@ -1162,8 +1163,12 @@ class Redraw:
     standard error and the spread of their level); uplinks get the spread of
     the pairs that cross them, and how much of other tenants' load yields
     is drawn evenly from :attr:`Network.elastic_range` when the probe could
-    not pin it down, how transfers split an uplink from
-    :attr:`Network.straggle_range`. The uncertainties are computed once; each call draws
+    not pin it down, and how transfers split an uplink evenly from an even
+    split (exponent 1) up to the top of :attr:`Network.straggle_range`: the
+    sharing test reads its steps against the bandwidth phase's rate, so load
+    that another tenant added after that phase reads as uneven sharing, and a
+    reading above 1 cannot rule out an even split (only the point estimate
+    keeps the reading). The uncertainties are computed once; each call draws
     one network.
 
     Parameters
@@ -1222,6 +1227,7 @@ class Redraw:
             for b in np.unique(flat[flat >= 0])
             if int(np.sum(flat == b)) >= MIN_BLOCK
         ]
+        self._pool_stats: dict[tuple[int, int], Any] = {}
         self.ups = model.get("uplink_bandwidth")
         self.s_ups = _uplink_sigmas(self.ups, self.groups, self.s_bw, self.meet)
         self.drift = _recheck_drift(network, self.ups, self.groups, self.meet)
@@ -1232,8 +1238,9 @@ class Redraw:
         lo, hi = network.elastic_range
         own = self.ups is not None and model.get("elastic") == network.elastic
         self.elastic_span = (lo, hi) if own and hi > lo else None
-        # how transfers split an uplink, where the sharing test's steps disagreed
-        lo, hi = network.straggle_range
+        # how transfers split an uplink: from an even split up to the test's high quartile
+        _, hi = network.straggle_range
+        lo = STRAGGLE_RANGE[0]
         own = self.ups is not None and model.get("straggle") == network.straggle
         self.straggle_span = (lo, hi) if own and hi > lo else None
 
@@ -1257,16 +1264,31 @@ class Redraw:
         """
         n = self.n
         out = values * np.exp(sigma * gen.standard_normal((n, n)))
-        for sel in self.pools:
-            pool = values.flat[sel]
-            pool = pool[np.isfinite(pool) & (pool > 0)]
-            if pool.size:
-                logs = np.log(pool)
-                mid = float(np.median(logs))
-                spread = 1.4826 * float(np.median(np.abs(logs - mid)))
-                z = np.hypot(spread, own.flat[sel]) * gen.standard_normal(sel.size)
-                out.flat[sel] = np.exp(mid + z)
+        for sel, mid, scale in self._pooled(values, own):
+            out.flat[sel] = np.exp(mid + scale * gen.standard_normal(sel.size))
         return out
+
+    def _pooled(
+        self, values: NDArray[np.float64], own: NDArray[np.float64]
+    ) -> list[tuple[NDArray[np.intp], float, NDArray[np.float64]]]:
+        """Every pool's entries, the median of its logs and each entry's scale.
+
+        The same on every draw: computed on the first and kept per matrix.
+        """
+        key = (id(values), id(own))
+        got = self._pool_stats.get(key)
+        if got is None:
+            got = []
+            for sel in self.pools:
+                pool = values.flat[sel]
+                pool = pool[np.isfinite(pool) & (pool > 0)]
+                if pool.size:
+                    logs = np.log(pool)
+                    mid = float(np.median(logs))
+                    spread = 1.4826 * float(np.median(np.abs(logs - mid)))
+                    got.append((sel, mid, np.hypot(spread, own.flat[sel])))
+            self._pool_stats[key] = got
+        return got
 
     def __call__(self, gen: np.random.Generator) -> tuple[NDArray[np.float64], dict[str, Any]]:
         """One drawn network: its latency and the model's keyword arguments."""
