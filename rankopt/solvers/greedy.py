@@ -1,11 +1,14 @@
 """Greedy clustering: an order in which every cluster of the network is contiguous.
 
 ``greedy_cluster``
-    Agglomerative clustering (``scipy.cluster.hierarchy``, average linkage)
-    of the symmetrised latency, then the dendrogram's leaf order -- every
-    cluster, at every level, is a contiguous run of new ranks. For rings the
-    leaves are ordered optimally (``optimal_leaf_ordering``) when n is small
-    enough for its O(n^3) cost.
+    Agglomerative clustering (average linkage, :mod:`rankopt.solvers._linkage`:
+    the merges of ``scipy.cluster.hierarchy.linkage``, without the 0.15-0.25 s
+    its import costs a starting job) of the symmetrised latency, then the
+    dendrogram's leaf order -- every cluster, at every level, is a contiguous
+    run of new ranks. For rings the leaves are ordered optimally (the least
+    sum of neighbouring distances, Bar-Joseph et al.'s O(n^3) dynamic program;
+    SciPy's ``optimal_leaf_ordering`` misses the optimum on some trees,
+    scipy/scipy#11227) when n is small enough for its cost.
 
     For recursive algorithms (recursive doubling / halving, Rabenseifner,
     trees) on a power-of-two n, new rank ``r`` pairs with ``r ^ 2^b`` at the
@@ -42,6 +45,7 @@ from rankopt.solvers._base import (
     rank0_pinned,
     register,
 )
+from rankopt.solvers._linkage import average_linkage, leaves, optimal_leaves
 
 __all__ = ["greedy_cluster", "leaf_order", "distance_matrix", "bit_orders"]
 
@@ -117,19 +121,13 @@ def leaf_order(d: NDArray[np.float64], optimal: bool | None = None) -> NDArray[n
     >>> sorted([sorted(o[:2]), sorted(o[2:])])  # each cluster contiguous
     [[0, 2], [1, 3]]
     """
-    from scipy.cluster import hierarchy  # imported here: scipy.cluster costs ~0.3 s at import
-    from scipy.spatial.distance import squareform
-
     n = d.shape[0]
     if n <= 2:
         return np.arange(n, dtype=np.int64)
-    cond = squareform(d, checks=False)
-    z = hierarchy.linkage(cond, method="average")
+    z = average_linkage(d)
     if optimal is None:
         optimal = n <= OPTIMAL_LEAF_MAX_N
-    if optimal:
-        z = hierarchy.optimal_leaf_ordering(z, cond)
-    return hierarchy.leaves_list(z).astype(np.int64)
+    return optimal_leaves(z, d) if optimal else leaves(z)
 
 
 def bit_orders(leaves: NDArray[np.int64], perm: tuple[int, ...]) -> NDArray[np.int64]:
