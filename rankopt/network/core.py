@@ -1222,12 +1222,15 @@ class Redraw:
             )
         off = ~np.eye(n, dtype=bool)
         flat = np.where(off, blocks, -1).ravel()
-        self.pools = [
+        pools = [
             np.flatnonzero(flat == b)
             for b in np.unique(flat[flat >= 0])
             if int(np.sum(flat == b)) >= MIN_BLOCK
         ]
-        self._pool_stats: dict[tuple[int, int], Any] = {}
+        self.lat_pools = _pool_stats(self.lat, self.o_lat, pools)
+        self.bw_pools = (
+            None if self.bw is None or self.o_bw is None else _pool_stats(self.bw, self.o_bw, pools)
+        )
         self.ups = model.get("uplink_bandwidth")
         self.s_ups = _uplink_sigmas(self.ups, self.groups, self.s_bw, self.meet)
         self.drift = _recheck_drift(network, self.ups, self.groups, self.meet)
@@ -1248,7 +1251,7 @@ class Redraw:
         self,
         values: NDArray[np.float64],
         sigma: NDArray[np.float64],
-        own: NDArray[np.float64],
+        pools: list[tuple[NDArray[np.intp], float, NDArray[np.float64]]],
         gen: np.random.Generator,
     ) -> NDArray[np.float64]:
         """Entries of large alike blocks resampled within their block, the rest jittered.
@@ -1256,48 +1259,24 @@ class Redraw:
         In a block the hierarchy says is alike (at least :data:`MIN_BLOCK`
         entries), which entry is slow is not something the measurement can vouch
         for: every entry is drawn log-normally around the block's median with the
-        block's robust spread (1.4826 MAD of the logs) and its own median's
-        standard error ``own`` in quadrature. A robust centre and spread keep the
-        few entries a probe measured while sharing a link from standing for the
-        block. Smaller blocks keep their value and the combined uncertainty
-        ``sigma``.
+        block's robust spread and its own median's standard error in quadrature
+        (``pools``, :func:`_pool_stats`). Smaller blocks keep their value and the
+        combined uncertainty ``sigma``.
         """
         n = self.n
         out = values * np.exp(sigma * gen.standard_normal((n, n)))
-        for sel, mid, scale in self._pooled(values, own):
+        for sel, mid, scale in pools:
             out.flat[sel] = np.exp(mid + scale * gen.standard_normal(sel.size))
         return out
 
-    def _pooled(
-        self, values: NDArray[np.float64], own: NDArray[np.float64]
-    ) -> list[tuple[NDArray[np.intp], float, NDArray[np.float64]]]:
-        """Every pool's entries, the median of its logs and each entry's scale.
-
-        The same on every draw: computed on the first and kept per matrix.
-        """
-        key = (id(values), id(own))
-        got = self._pool_stats.get(key)
-        if got is None:
-            got = []
-            for sel in self.pools:
-                pool = values.flat[sel]
-                pool = pool[np.isfinite(pool) & (pool > 0)]
-                if pool.size:
-                    logs = np.log(pool)
-                    mid = float(np.median(logs))
-                    spread = 1.4826 * float(np.median(np.abs(logs - mid)))
-                    got.append((sel, mid, np.hypot(spread, own.flat[sel])))
-            self._pool_stats[key] = got
-        return got
-
     def __call__(self, gen: np.random.Generator) -> tuple[NDArray[np.float64], dict[str, Any]]:
         """One drawn network: its latency and the model's keyword arguments."""
-        lat_s = self._draw(self.lat, self.s_lat, self.o_lat, gen)
+        lat_s = self._draw(self.lat, self.s_lat, self.lat_pools, gen)
         kw = dict(self.base_kw)
         if self.bw_in is not None:
             kw["bandwidth"] = (
-                self._draw(self.bw, self.s_bw, self.o_bw, gen)
-                if self.bw is not None and self.s_bw is not None and self.o_bw is not None
+                self._draw(self.bw, self.s_bw, self.bw_pools, gen)
+                if self.bw is not None and self.s_bw is not None and self.bw_pools is not None
                 else self.bw_in
             )
         if self.ups is not None:
@@ -1307,6 +1286,29 @@ class Redraw:
         if self.straggle_span is not None:
             kw["straggle"] = float(gen.uniform(*self.straggle_span))
         return lat_s, kw
+
+
+def _pool_stats(
+    values: NDArray[np.float64], own: NDArray[np.float64], pools: Sequence[NDArray[np.intp]]
+) -> list[tuple[NDArray[np.intp], float, NDArray[np.float64]]]:
+    """Every alike pool's entries, the median of their logs and each entry's scale.
+
+    The centre and spread are robust (the median and 1.4826 MAD of the logs of
+    the pool's finite positive entries), so the few entries a probe measured
+    while sharing a link do not stand for the block; each entry's scale adds its
+    own median's standard error ``own`` in quadrature. Pools without such an
+    entry are left out.
+    """
+    out = []
+    for sel in pools:
+        pool = values.flat[sel]
+        pool = pool[np.isfinite(pool) & (pool > 0)]
+        if pool.size:
+            logs = np.log(pool)
+            mid = float(np.median(logs))
+            spread = 1.4826 * float(np.median(np.abs(logs - mid)))
+            out.append((sel, mid, np.hypot(spread, own.flat[sel])))
+    return out
 
 
 def redraw(

@@ -126,7 +126,9 @@ def optimal_leaves(merges: NDArray[np.float64], d: NDArray[np.float64]) -> NDArr
     a leaf ``i`` of one child and ``j`` of the other, ``M_v[i, j]`` is the
     shortest order of ``v`` that starts at ``i`` and ends at ``j``:
     ``min over k in L, m in R of M_L[i, k] + d[k, m] + M_R[m, j]``, two
-    min-plus products; the order is read back from the argmins.
+    min-plus products; the order is read back from the argmins. ``merges`` is
+    a linkage as :func:`average_linkage` (or SciPy) returns it, the clusters'
+    sizes in its last column.
 
     >>> d = np.array([[0, 9, 1, 9], [9, 0, 9, 2], [1, 9, 0, 3], [9, 2, 3, 0]], float)
     >>> z = np.array([[0, 2, 1.0, 2], [1, 3, 2.0, 2], [4, 5, 9.0, 4]])
@@ -137,7 +139,7 @@ def optimal_leaves(merges: NDArray[np.float64], d: NDArray[np.float64]) -> NDArr
     d = np.asarray(d, dtype=np.float64)
     members: dict[int, NDArray[np.int64]] = {i: np.array([i], dtype=np.int64) for i in range(n)}
     cost: dict[int, NDArray[np.float64]] = {i: np.zeros((1, 1)) for i in range(n)}
-    first: dict[int, int] = {i: 1 for i in range(n)}  # leaves of a cluster's first child
+    size = np.concatenate([np.ones(n), merges[:, 3]]).astype(np.int64)  # leaves per cluster
     back: dict[int, tuple[NDArray[np.int64], NDArray[np.int64]]] = {}
     for k in range(n - 1):
         a, b = int(merges[k, 0]), int(merges[k, 1])
@@ -148,12 +150,12 @@ def optimal_leaves(merges: NDArray[np.float64], d: NDArray[np.float64]) -> NDArr
         # order of a cluster starts in one child and ends in the other
         t1 = np.empty((na, nb))
         kk = np.empty((na, nb), dtype=np.int64)
-        for rows, cols in _ends(na, first[a]):
+        for rows, cols in _ends(a, n, merges, size):
             t1[rows], arg = _min_plus(ca[rows, cols], d[np.ix_(la[cols], lb)])
             kk[rows] = arg + cols.start
         t2 = np.empty((na, nb))
         mm = np.empty((na, nb), dtype=np.int64)
-        for rows, cols in _ends(nb, first[b]):
+        for rows, cols in _ends(b, n, merges, size):
             t2[:, cols], arg = _min_plus(t1[:, rows], cb[rows, cols])
             mm[:, cols] = arg + rows.start
         ka = np.take_along_axis(kk, mm, axis=1)  # (i, j): the k of the best m
@@ -162,21 +164,23 @@ def optimal_leaves(merges: NDArray[np.float64], d: NDArray[np.float64]) -> NDArr
         full[na:, :na] = t2.T  # the same order read backwards
         members[n + k] = np.concatenate([la, lb])
         cost[n + k] = full
-        first[n + k] = na
         back[n + k] = (ka, mm)
     root = 2 * n - 2
     flat = int(np.argmin(cost[root]))
     i, j = divmod(flat, cost[root].shape[1])
     order: list[int] = []
-    _unroll(root, i, j, n, merges, members_of=_member_counts(merges, n), back=back, out=order)
+    _unroll(root, i, j, n, merges, size=size, back=back, out=order)
     return np.asarray(order, dtype=np.int64)
 
 
-def _ends(size: int, first: int) -> list[tuple[slice, slice]]:
-    """The (start, end) blocks of a cluster's orders: its two children's leaves either way."""
-    if size == 1:
+def _ends(
+    c: int, n: int, merges: NDArray[np.float64], size: NDArray[np.int64]
+) -> list[tuple[slice, slice]]:
+    """The (start, end) blocks of cluster ``c``'s orders: its two children's leaves either way."""
+    if c < n:
         return [(slice(0, 1), slice(0, 1))]
-    return [(slice(0, first), slice(first, size)), (slice(first, size), slice(0, first))]
+    first, total = int(size[int(merges[c - n, 0])]), int(size[c])
+    return [(slice(0, first), slice(first, total)), (slice(first, total), slice(0, first))]
 
 
 def _min_plus(
@@ -188,14 +192,6 @@ def _min_plus(
     return np.take_along_axis(via, arg[:, :, None], axis=2)[:, :, 0], arg
 
 
-def _member_counts(merges: NDArray[np.float64], n: int) -> dict[int, int]:
-    """Leaves per cluster label."""
-    counts = {i: 1 for i in range(n)}
-    for k in range(n - 1):
-        counts[n + k] = counts[int(merges[k, 0])] + counts[int(merges[k, 1])]
-    return counts
-
-
 def _unroll(
     v: int,
     i: int,
@@ -203,7 +199,7 @@ def _unroll(
     n: int,
     merges: NDArray[np.float64],
     *,
-    members_of: dict[int, int],
+    size: NDArray[np.int64],
     back: dict[int, tuple[NDArray[np.int64], NDArray[np.int64]]],
     out: list[int],
 ) -> None:
@@ -219,7 +215,7 @@ def _unroll(
             out.append(v)
             continue
         a, b = int(merges[v - n, 0]), int(merges[v - n, 1])
-        na = members_of[a]
+        na = int(size[a])
         if i >= na:  # starts in b: the stored order from j (in a) to i, backwards
             i, j, rev = j, i, not rev
         ka, mm = back[v]
