@@ -1,5 +1,8 @@
 """infer_hierarchy: levels from latency, bandwidth or both."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -229,16 +232,18 @@ def test_callers_report_bad_input_by_name():
         infer_bandwidth_levels(np.ones((3, 3)), ["a", "b", "c"], ratio=0.5)
 
 
+@pytest.mark.parametrize("linkage", ["single", "average"])
 @pytest.mark.parametrize("seed", range(6))
-def test_single_linkage_levels_match_scipy(seed):
-    # the probe's single linkage (minimum spanning tree, no scipy import) cuts the
-    # same dendrogram as scipy.cluster.hierarchy
+def test_linkage_levels_match_scipy(seed, linkage):
+    # both linkages (single: the minimum spanning tree; average: rankopt's own
+    # merges; neither imports scipy.cluster) cut the same dendrogram as
+    # scipy.cluster.hierarchy at the same heights
     import math
 
     from scipy.cluster import hierarchy
     from scipy.spatial.distance import squareform
 
-    from rankopt.probe.hierarchy import _relabel, _single_levels
+    from rankopt.probe.hierarchy import _levels_of, _relabel
 
     gen = np.random.default_rng(seed)
     for _ in range(40):
@@ -250,9 +255,9 @@ def test_single_linkage_levels_match_scipy(seed):
         d = tier * np.exp(gen.normal(0, gen.choice([0.01, 0.3, 1.0]), (n, n)))
         if gen.random() < 0.3:  # ties
             d = gen.choice([1.0, 2.0, 4.0], (n, n))
-        d = np.minimum(d, d.T)
+        d = np.minimum(d, d.T) if linkage == "single" else 0.5 * (d + d.T)
         np.fill_diagonal(d, 0.0)
-        z = hierarchy.linkage(squareform(d, checks=False), method="single")
+        z = hierarchy.linkage(squareform(d, checks=False), method=linkage)
         h = np.maximum.accumulate(z[:, 2])
         floor = 1e-12 * max(float(h[-1]), 1e-300)
         want = []
@@ -262,7 +267,19 @@ def test_single_linkage_levels_match_scipy(seed):
                 lab = hierarchy.fcluster(z, math.sqrt(lo * hi), criterion="distance") - 1
                 if 1 < lab.max() + 1 < n:
                     want.append(_relabel(lab.astype(np.int64)).tolist())
-        assert [lv.tolist() for lv in _single_levels(d, 1.5)] == want
+        got = [_relabel(lv).tolist() for lv in _levels_of(d, 1.5, linkage)]
+        assert got == want
+
+
+def test_average_linkage_inference_does_not_import_scipy_cluster():
+    code = (
+        "import sys, numpy as np; from rankopt.probe.hierarchy import infer_hierarchy; "
+        "lat = np.full((6, 6), 9e-5); lat[:3, :3] = lat[3:, 3:] = 1e-5; "
+        "np.fill_diagonal(lat, 0); "
+        "print(infer_hierarchy(lat)[0].tolist(), 'scipy.cluster' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[0,", "0,", "0,", "1,", "1,", "1]", "False"]
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -8,8 +8,7 @@ infer_uplinks
 infer_hierarchy
     Nested group labels, finest level first, from latency and/or bandwidth
     and, optionally, the host of every process, by average- or single-linkage
-    clustering (``scipy.cluster.hierarchy``) cut at the large gaps between
-    merge heights. Single linkage (group maxima of bandwidth) is the rule
+    clustering cut at the large gaps between merge heights. Single linkage (group maxima of bandwidth) is the rule
     for probed matrices.
 host_labels
     Label every process with the index of its host.
@@ -25,7 +24,6 @@ and the testbed reads racks and pods from probed bandwidth with it
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from typing import Literal, cast
 
@@ -187,25 +185,30 @@ def tree_levels(
 
 
 def _levels_of(dist: NDArray[np.float64], gap: float, linkage: str) -> list[NDArray[np.int64]]:
-    """Every cut of one distance matrix's dendrogram at a gap in merge height."""
+    """Every cut of one distance matrix's dendrogram at a gap in merge height.
+
+    Average linkage comes from :func:`rankopt.solvers._linkage.average_linkage`
+    (SciPy's merges, without importing ``scipy.cluster``); each merge becomes an
+    edge between one leaf of each of its two clusters at the merge's height
+    (heights made non-decreasing), and :func:`tree_levels` cuts that tree by the
+    same rule as single linkage's minimum spanning tree: the levels are the cuts
+    ``fcluster(criterion="distance")`` makes at the geometric mean of two merge
+    heights ``gap`` apart.
+    """
     if linkage == "single":
         return _single_levels(dist, gap)
-    from scipy.cluster import hierarchy
-    from scipy.spatial.distance import squareform
+    from rankopt.solvers._linkage import average_linkage
 
     n = dist.shape[0]
-    z = hierarchy.linkage(squareform(dist, checks=False), method=linkage)
-    h = np.maximum.accumulate(z[:, 2])
-    floor = 1e-12 * max(float(h[-1]), 1e-300)
-    out = []
-    for k in range(n - 2):
-        lo, hi = max(float(h[k]), floor), float(h[k + 1])
-        if hi >= gap * lo:
-            cut = math.sqrt(lo * hi)
-            lab = hierarchy.fcluster(z, cut, criterion="distance").astype(np.int64) - 1
-            if 1 < lab.max() + 1 < n:
-                out.append(lab)
-    return out
+    z = average_linkage(dist)
+    leaf = np.empty(2 * n - 1, dtype=np.int64)  # one leaf of every cluster
+    leaf[:n] = np.arange(n)
+    a = np.empty(n - 1, dtype=np.int64)
+    b = np.empty(n - 1, dtype=np.int64)
+    for k in range(n - 1):
+        a[k], b[k] = leaf[int(z[k, 0])], leaf[int(z[k, 1])]
+        leaf[n + k] = a[k]
+    return tree_levels(a, b, np.maximum.accumulate(z[:, 2]), n, gap)
 
 
 def infer_hierarchy(
@@ -269,8 +272,9 @@ def infer_hierarchy(
 
     Notes
     -----
-    ``scipy.cluster.hierarchy.linkage`` builds the dendrogram of each matrix
-    over the processes; with ``hosts``, two processes of one host are at
+    The dendrogram of each matrix is built over the processes (single
+    linkage: its minimum spanning tree; average: SciPy's merges, computed by
+    :mod:`rankopt.solvers._linkage`); with ``hosts``, two processes of one host are at
     distance 0, so hosts merge first. Zero merge heights count as ``1e-12``
     times the largest. Noise within a level must stay well below the ratio
     between levels (``gap``); a few congested machines can add a level of
