@@ -136,3 +136,91 @@ def test_near_nodes_are_the_nearest_and_tie_free_of_index_order():
     # a rack-mate beyond the host: any of the four, not always the lowest index
     fourth = {int(near_nodes(lat, 4, np.random.default_rng(s))[0, 3]) for s in range(20)}
     assert len(fourth) > 1 and fourth <= {4, 5, 6, 7}
+
+
+@numba.njit(cache=True)
+def slow_stencil8(lat, order):
+    """``stencil8`` priced 1000 times over: an objective slow enough for a time limit to bind."""
+    s = 0.0
+    for _ in range(1000):
+        for k in range(SRC8.shape[0]):
+            s += lat[order[SRC8[k]], order[DST8[k]]]
+    return s / 1000
+
+
+def spy_on_the_loop(monkeypatch, clock=None, per_proposal=0.0):
+    """Record ``(proposals, temperature at the start, at the end)`` of every slice of the Numba loop.
+
+    With ``clock`` (a one-item list of seconds), every sampled move and
+    proposal advances it by ``per_proposal``, and it is the clock that the
+    solver reads.
+    """
+    from rankopt.solvers import _custom_kernels
+
+    slices = []
+    run, sample = _custom_kernels.run, _custom_kernels.sample_swaps
+
+    def spy_run(*args):
+        out = run(*args)
+        slices.append((args[6], args[7], out[1]))
+        if clock is not None:
+            clock[0] += args[6] * per_proposal
+        return out
+
+    def spy_sample(*args):
+        if clock is not None:
+            clock[0] += (args[6] + 1) * per_proposal
+        return sample(*args)
+
+    monkeypatch.setattr(_custom_kernels, "run", spy_run)
+    monkeypatch.setattr(_custom_kernels, "sample_swaps", spy_sample)
+    if clock is not None:
+        import time
+
+        monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+    return slices
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_short_time_limit_reaches_the_anneal_and_moves(monkeypatch, seed):
+    """A time limit far below the default budget's time: the stages fit it, the anneal runs.
+
+    The stencil on a synthetic cloud, priced slowly: the default budget
+    (64 000 proposals) would take seconds; its first descent alone (5%)
+    overran the 0.4 s limit, so the anneal never started.
+    """
+    lat = synthetic_cloud(2, 2, 4, 4, rng=1).latency
+    start = solve(lat, objective=slow_stencil8, method="greedy_cluster", rng=seed)
+    solve(lat, objective=slow_stencil8, max_iter=10, rng=seed)  # compiled and loaded
+    slices = spy_on_the_loop(monkeypatch)
+    res = solve(lat, objective=slow_stencil8, rng=seed, time_limit=0.4)
+    assert res.stop_reason == "time_limit"
+    assert 0 < res.iterations < 64_000
+    assert any(t_start > 0.0 for _, t_start, _ in slices)  # the anneal ran
+    assert res.cost < start.cost
+
+
+def test_the_stages_fit_the_time_limit(monkeypatch):
+    """On a clock that moves only with the proposals, the three stages end within the limit.
+
+    1 ms a proposal and a 2 s limit: about 2000 proposals of the 144 000
+    of the default budget, the closing descent included, and the anneal
+    cools to its end temperature though it was sized from the sampled moves.
+    """
+    clock = [0.0]
+    slices = spy_on_the_loop(monkeypatch, clock, 1e-3)
+    lat = hierarchy(144, 4, 9)
+    model = CustomModel(lat, stencil12)
+    ctx = SolveContext(gen=np.random.default_rng(0), seed=0, time_limit=2.0, start=0.0)
+    out = anneal(model, ctx)
+    assert out.stop_reason == "time_limit"
+    assert clock[0] <= 2.0
+    assert 1500 <= out.iterations <= 2000
+    temps = [t for _, t, _ in slices]
+    first_hot = next(i for i, t in enumerate(temps) if t > 0.0)
+    last_hot = max(i for i, t in enumerate(temps) if t > 0.0)
+    assert first_hot > 0 and temps[last_hot + 1 :] and not any(temps[last_hot + 1 :])
+    # the anneal's last slice ends near the end temperature, the first starts at t0
+    t0 = slices[first_hot][1]
+    end = slices[last_hot][2]
+    assert end < t0 / 20

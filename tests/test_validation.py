@@ -370,6 +370,7 @@ def test_jitted_objective_non_finite_is_refused():
 
     class _Ctx:
         keep_rank0 = False
+        time_limit = None
 
     # the Numba loop's own check: swaps away from a finite start price nan
     model = CustomModel(np.ones((9, 9)), bad_off_start)
