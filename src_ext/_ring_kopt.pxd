@@ -185,7 +185,7 @@ cdef inline double kopt_search(const floating[:, ::1] w, long long[::1] tour, lo
     cdef double g1, close
     if i >= 2:
         evals[0] += 1
-        close = g - w[t2i, t1]
+        close = g - w[t1, t2i]  # row t1: one row for the whole search, in cache
         if close > st.eps and kopt_valid(tour, pos, st, i):
             st.kclose = i
             return close
