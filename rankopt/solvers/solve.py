@@ -977,11 +977,11 @@ def _ring_against_the_load(
     two paced UDP flows 2.13 s against 2.37 s, quiet 1.38 s against 1.27 s). A hop
     that runs with the load shares both of its loaded uplinks with the same flows,
     which meet ours once and keep their share; rings that run against it meet them on
-    one uplink and again on the other, where they yield twice. So, where the ring
-    visits every group of the coarsest level with loaded uplinks in one block (at
-    most :data:`ARRANGE_MAX_GROUPS` groups), the blocks' other cyclic orders and
-    directions are priced, and among those within :data:`MIRROR_TIE` of the order
-    found the one with the fewest hops with the load
+    one uplink and again on the other, where they yield twice. So, at the coarsest
+    level where the ring visits every group in one block (at most
+    :data:`ARRANGE_MAX_GROUPS` groups) and that helps, the blocks' other cyclic
+    orders and directions are priced, and among those within :data:`MIRROR_TIE` of
+    the order found the one with the fewest hops with the load
     (:func:`ways_with_the_load`) is taken, the cheapest of them; a note says so.
     Orders are never made more than :data:`MIRROR_TIE` costlier.
     """
@@ -992,11 +992,10 @@ def _ring_against_the_load(
     if mine == 0:
         return order, cost
     best, best_key = order, (mine, cost)
-    for lab in reversed(network.groups):  # the coarsest level first
-        candidates = _arrangements(order, np.asarray(lab, dtype=np.int64))
-        if not candidates:
-            continue
-        for cand in candidates:
+    for lab in reversed(network.groups):  # the coarsest level first, down to one that helps
+        if best is not order:
+            break
+        for cand in _arrangements(order, np.asarray(lab, dtype=np.int64)):
             cand = np.roll(cand, -int(np.flatnonzero(cand == order[0])[0]))  # rank 0 kept
             ways = ways_with_the_load(network, cand)
             if ways >= best_key[0]:
@@ -1004,7 +1003,6 @@ def _ring_against_the_load(
             c = float(prob.model.cost(cand))
             if c <= cost * (1.0 + MIRROR_TIE) and (ways, c) < best_key:
                 best, best_key = cand, (ways, c)
-        break
     if best is order:
         return order, cost
     prob.notes.append(
