@@ -895,8 +895,8 @@ def _polished(
     return order, float(cost)
 
 
-#: A ring and its mirror priced within this fraction of each other are a tie for
-#: :func:`_ring_against_the_load`.
+#: An arrangement of a ring's group blocks priced within this fraction of the order
+#: found is a tie for :func:`_ring_against_the_load`.
 MIRROR_TIE = 0.02
 #: Algorithms whose rank ``r`` sends to ``r + 1``: reversing the order reverses the ring.
 _RING_COLLECTIVES = frozenset({"allreduce", "allgather", "reduce_scatter"})
