@@ -53,6 +53,16 @@ def test_ways_with_the_load_counts_hops_from_a_loaded_way_out_to_a_loaded_way_in
     assert solve_mod.ways_with_the_load(_network(0, 0.0), order) == 0
     assert solve_mod.ways_with_the_load(_network(0, 1.0, measured=False), order) == 0
     assert solve_mod.ways_with_the_load(None, order) == 0
+    # two loaded ways out (or in): which way the load runs is not known, nothing counts
+    two = _network(0, 1.0)
+    out, inn = two.uplinks[0]
+    out, inn = out.copy(), inn.copy()
+    out[2] = 12e6
+    two = rankopt.Network(
+        two.latency, bandwidth=two.bandwidth, bandwidth_spread=two.bandwidth_spread,
+        groups=[rack], uplinks=[np.array([out, inn])], provenance={"elastic": 1.0},
+    )  # fmt: skip
+    assert solve_mod.ways_with_the_load(two, order) == 0
 
 
 def test_the_ring_runs_against_congestion_controlled_load():
