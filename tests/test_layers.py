@@ -33,6 +33,7 @@ STAGE_OF = {
     "rankopt._build_check": "base",
     "rankopt.units": "base",
     "rankopt._progress": "base",
+    "rankopt._linkage": "base",
     # measure
     "rankopt.probe": "measure",
     # network

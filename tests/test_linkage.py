@@ -1,4 +1,4 @@
-"""Average linkage and leaf orders (rankopt.solvers._linkage) against SciPy and brute force."""
+"""Average linkage and leaf orders (rankopt._linkage) against SciPy and brute force."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from scipy.cluster import hierarchy
 from scipy.spatial.distance import squareform
 
-from rankopt.solvers._linkage import average_linkage, leaves, optimal_leaves
+from rankopt._linkage import average_linkage, leaves, optimal_leaves
 from rankopt.solvers.greedy import leaf_order
 
 

@@ -187,7 +187,7 @@ def tree_levels(
 def _levels_of(dist: NDArray[np.float64], gap: float, linkage: str) -> list[NDArray[np.int64]]:
     """Every cut of one distance matrix's dendrogram at a gap in merge height.
 
-    Average linkage comes from :func:`rankopt.solvers._linkage.average_linkage`
+    Average linkage comes from :func:`rankopt._linkage.average_linkage`
     (SciPy's merges, without importing ``scipy.cluster``); each merge becomes an
     edge between one leaf of each of its two clusters at the merge's height
     (heights made non-decreasing), and :func:`tree_levels` cuts that tree by the
@@ -197,7 +197,7 @@ def _levels_of(dist: NDArray[np.float64], gap: float, linkage: str) -> list[NDAr
     """
     if linkage == "single":
         return _single_levels(dist, gap)
-    from rankopt.solvers._linkage import average_linkage
+    from rankopt._linkage import average_linkage
 
     n = dist.shape[0]
     z = average_linkage(dist)
@@ -274,7 +274,7 @@ def infer_hierarchy(
     -----
     The dendrogram of each matrix is built over the processes (single
     linkage: its minimum spanning tree; average: SciPy's merges, computed by
-    :mod:`rankopt.solvers._linkage`); with ``hosts``, two processes of one host are at
+    :mod:`rankopt._linkage`); with ``hosts``, two processes of one host are at
     distance 0, so hosts merge first. Zero merge heights count as ``1e-12``
     times the largest. Noise within a level must stay well below the ratio
     between levels (``gap``); a few congested machines can add a level of

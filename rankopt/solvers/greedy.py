@@ -1,7 +1,7 @@
 """Greedy clustering: an order in which every cluster of the network is contiguous.
 
 ``greedy_cluster``
-    Agglomerative clustering (average linkage, :mod:`rankopt.solvers._linkage`:
+    Agglomerative clustering (average linkage, :mod:`rankopt._linkage`:
     the merges of ``scipy.cluster.hierarchy.linkage``, without the 0.15-0.25 s
     its import costs a starting job) of the symmetrised latency, then the
     dendrogram's leaf order -- every cluster, at every level, is a contiguous
@@ -35,6 +35,7 @@ import itertools
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._linkage import average_linkage, leaves, optimal_leaves
 from rankopt._validation import RankoptInputError
 from rankopt.models.base import CostModel
 from rankopt.solvers._base import (
@@ -45,7 +46,6 @@ from rankopt.solvers._base import (
     rank0_pinned,
     register,
 )
-from rankopt.solvers._linkage import average_linkage, leaves, optimal_leaves
 
 __all__ = ["greedy_cluster", "leaf_order", "distance_matrix", "bit_orders"]
 

@@ -1,6 +1,7 @@
 """Average-linkage clustering and dendrogram leaf orders, in NumPy.
 
-The greedy start (:mod:`rankopt.solvers.greedy`) needs three things of
+The greedy start (:mod:`rankopt.solvers.greedy`) and the average-linkage
+levels of :func:`rankopt.infer_hierarchy` need three things of
 ``scipy.cluster.hierarchy``: ``linkage(method="average")``, ``leaves_list``
 and ``optimal_leaf_ordering``. Importing ``scipy.cluster`` costs 0.15-0.25 s
 (it pulls in ``scipy.spatial`` and ``scipy.linalg``), paid by the rank that
