@@ -20,6 +20,7 @@ A tenant is ``proto:flows:count:rate`` (rate ``-``: unpaced), flows as
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import tempfile
@@ -76,13 +77,10 @@ def main(argv: list[str] | None = None) -> int:
                     flows, topo, count=int(count), rate=None if rate == "-" else rate, proto=proto
                 )
             orders = [rings[k] for k in names]
-            if spec is None:
-                times = time_orders(tb, hosts, "mpi-ring", orders, jobs, repeats=args.repeats,
-                                    workdir=Path(d))  # fmt: skip
-            else:
-                with Tenant(tb, spec, seed=1):
-                    times = time_orders(tb, hosts, "mpi-ring", orders, jobs,
-                                        repeats=args.repeats, workdir=Path(d))  # fmt: skip
+            with Tenant(tb, spec, seed=1) if spec is not None else contextlib.nullcontext():
+                times = time_orders(
+                    tb, hosts, "mpi-ring", orders, jobs, repeats=args.repeats, workdir=Path(d)
+                )
             out[case] = {k: [float(x) for x in t] for k, t in zip(names, times, strict=True)}
             cells = [f"{np.median(t):.2f} s" for t in times]
             print(f"| {case} | " + " | ".join(cells) + " |", flush=True)

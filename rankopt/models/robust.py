@@ -327,13 +327,10 @@ def model_error(network: Any, traffic: bool = False) -> float:
         return max(base, LOADED_MODEL_ERROR)
     if not getattr(network, "measured", False):
         return base
-    from rankopt.network.core import VARYING_SLOWDOWN, measured_variability, uplink_directions
-    from rankopt.probe.sharing import LOADED_BELOW
+    from rankopt.network.core import VARYING_SLOWDOWN, loaded_directions, measured_variability
 
     for u in network.uplinks or ():
-        rates = np.concatenate(uplink_directions(u))
-        rates = rates[np.isfinite(rates) & (rates > 0)]
-        if rates.size > 1 and rates.min() < LOADED_BELOW * rates.max():
+        if any(loaded.any() for loaded in loaded_directions(u)):
             return max(base, LOADED_MODEL_ERROR)
     if measured_variability(network) >= VARYING_SLOWDOWN:
         return max(base, LOADED_MODEL_ERROR)

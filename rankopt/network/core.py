@@ -51,6 +51,7 @@ from rankopt.units import format_rate
 __all__ = [
     "Network",
     "uplink_directions",
+    "loaded_directions",
     "measured_variability",
     "recheck_rows",
     "VARYING_SLOWDOWN",
@@ -243,6 +244,29 @@ def uplink_directions(u: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.flo
     if arr.ndim == 2:
         return arr[0], arr[1]
     return arr, arr
+
+
+def loaded_directions(u: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """Which of one level's uplinks carry another tenant's load, out and in.
+
+    An uplink is loaded where one transfer got below
+    :data:`rankopt.probe.sharing.LOADED_BELOW` of the fastest finite uplink of
+    its level, either direction (a narrower uplink reads the same).
+
+    Examples
+    --------
+    >>> [x.tolist() for x in loaded_directions([[10.0, 30.0], [30.0, 20.0]])]
+    [[True, False], [False, True]]
+    """
+    from rankopt.probe.sharing import LOADED_BELOW
+
+    out, inn = uplink_directions(u)
+    both = np.concatenate([out, inn])
+    both = both[np.isfinite(both) & (both > 0)]
+    if both.size < 2:
+        return np.zeros(out.shape, dtype=bool), np.zeros(inn.shape, dtype=bool)
+    limit = LOADED_BELOW * float(both.max())
+    return out < limit, inn < limit
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -905,36 +906,47 @@ _RING_COLLECTIVES = frozenset({"allreduce", "allgather", "reduce_scatter"})
 def ways_with_the_load(network: Any, order: NDArray[np.int64]) -> int:
     """How many (hop, level) pairs of the ring ``order`` run the way other tenants'
     congestion-controlled load runs: ``order[k] -> order[k + 1]`` leaves a group whose
-    uplink out is loaded and enters one whose uplink in is loaded.
-
-    An uplink is loaded where one transfer got below
-    :data:`rankopt.probe.sharing.LOADED_BELOW` of the fastest uplink of its level
-    (either direction); a level counts only where one group's way out and one
-    group's way in are loaded, so that the load's way is known (beside two paced
-    UDP neighbours on the emulated racks, 0 -> 1 and 2 -> 0, rings turned against
-    both ways were 12-16% slower than the ring with them). Zero for a network that was not measured, without uplinks,
-    or whose load the probe read as keeping its rate (a reading that gives
+    uplink out is loaded and enters one whose uplink in is loaded
+    (:func:`rankopt.network.core.loaded_directions`; a level counts only where one
+    group's way out and one group's way in are loaded, so that the load's way is
+    known: beside two paced UDP neighbours on the emulated racks, 0 -> 1 and
+    2 -> 0, rings turned against both ways were 12-16% slower than the ring with
+    them). Zero for a network that was not measured, without uplinks, or whose
+    load the probe read as keeping its rate (a reading that gives
     :attr:`rankopt.Network.elastic` 0: paced traffic); a measured network whose
     load was not read counts (beside unpaced TCP flows on the emulated racks the
     probe read none, and rings with the load were 1.3-1.6x slower).
     """
-    from rankopt.network.core import uplink_directions
-    from rankopt.probe.sharing import LOADED_BELOW
+    return _hops_with(_load_ways(network), order)
+
+
+def _load_ways(
+    network: Any,
+) -> list[tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_]]]:
+    """``(labels, loaded out, loaded in)`` of every level :func:`ways_with_the_load` counts."""
+    from rankopt.network.core import loaded_directions
 
     if network is None or not network.has_uplinks or not network.measured:
-        return 0
+        return []
     if network.elastic_reading is not None and network.elastic <= 0.0:
-        return 0
+        return []
+    ways = []
+    for lab, ups in zip(network.groups, network.uplinks, strict=True):
+        loaded_out, loaded_in = loaded_directions(ups)
+        if np.count_nonzero(loaded_out) == 1 and np.count_nonzero(loaded_in) == 1:
+            ways.append((lab, loaded_out, loaded_in))
+    return ways
+
+
+def _hops_with(
+    ways: list[tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_]]],
+    order: NDArray[np.int64],
+) -> int:
+    """The hops of ring ``order`` from a loaded way out to a loaded way in, over ``ways``."""
     order = np.asarray(order, dtype=np.int64)
     nxt = np.roll(order, -1)
     count = 0
-    for lab, ups in zip(network.groups, network.uplinks, strict=True):
-        out, inn = uplink_directions(ups)
-        both = np.concatenate([out, inn])
-        top = float(both[np.isfinite(both)].max(initial=0.0))
-        loaded_out, loaded_in = out < LOADED_BELOW * top, inn < LOADED_BELOW * top
-        if np.count_nonzero(loaded_out) != 1 or np.count_nonzero(loaded_in) != 1:
-            continue  # the load's way is one group to another, or it is not known
+    for lab, loaded_out, loaded_in in ways:
         ga, gb = lab[order], lab[nxt]
         count += int(np.count_nonzero((ga != gb) & loaded_out[ga] & loaded_in[gb]))
     return count
@@ -948,8 +960,6 @@ def _arrangements(order: NDArray[np.int64], lab: NDArray[np.int64]) -> list[NDAr
     """Every ring made of ``order``'s group blocks in another cyclic order and direction
     (each block kept whole, walked either way); ``[]`` when ``order`` visits some group
     in more than one block or there are more than :data:`ARRANGE_MAX_GROUPS` groups."""
-    import itertools
-
     g = lab[order]
     cut = np.flatnonzero(g != np.roll(g, 1))
     if cut.size < 3 or cut.size > ARRANGE_MAX_GROUPS:
@@ -990,24 +1000,24 @@ def _ring_against_the_load(
     (:func:`ways_with_the_load`) is taken, the cheapest of them; a note says so.
     Orders are never made more than :data:`MIRROR_TIE` costlier.
     """
-    network = prob.network
     if prob.algorithm != "ring" or prob.collective not in _RING_COLLECTIVES or prob.n < 3:
         return order, cost
-    mine = ways_with_the_load(network, order)
+    ways = _load_ways(prob.network)
+    mine = _hops_with(ways, order)
     if mine == 0:
         return order, cost
     best, best_key = order, (mine, cost)
-    for lab in reversed(network.groups):  # the coarsest level first, down to one that helps
+    for lab in reversed(prob.network.groups):  # the coarsest level first, down to one that helps
         if best is not order:
             break
         for cand in _arrangements(order, np.asarray(lab, dtype=np.int64)):
             cand = np.roll(cand, -int(np.flatnonzero(cand == order[0])[0]))  # rank 0 kept
-            ways = ways_with_the_load(network, cand)
-            if ways >= best_key[0]:
+            hops = _hops_with(ways, cand)
+            if hops >= best_key[0]:
                 continue
             c = float(prob.model.cost(cand))
-            if c <= cost * (1.0 + MIRROR_TIE) and (ways, c) < best_key:
-                best, best_key = cand, (ways, c)
+            if c <= cost * (1.0 + MIRROR_TIE) and (hops, c) < best_key:
+                best, best_key = cand, (hops, c)
     if best is order:
         return order, cost
     prob.notes.append(
