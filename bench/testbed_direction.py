@@ -44,22 +44,61 @@ def rack_rings(racks: tuple[int, ...]) -> dict[str, np.ndarray]:
     return out
 
 
+def tenant_case(text: str) -> tuple[str, str, int, str | None]:
+    """``proto:flows:count:rate`` as ``(proto, flows, count, rate)``; ``rate`` ``-``: None.
+
+    >>> tenant_case("tcp:rack0->rack1:3:50mbit")
+    ('tcp', 'rack0->rack1', 3, '50mbit')
+    >>> tenant_case("udp:rack0->rack1:x:-")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: `--tenant` must be proto:flows:count:rate ...
+    """
+    parts = text.split(":")
+    ok = len(parts) == 4 and parts[0] in ("tcp", "udp") and parts[2].isdigit()
+    if not ok or int(parts[2]) < 1:
+        raise argparse.ArgumentTypeError(
+            "`--tenant` must be proto:flows:count:rate (proto tcp or udp, count a positive "
+            f"integer, rate e.g. 50mbit or - for unpaced), e.g. tcp:rack0->rack1:3:50mbit; "
+            f"got {text!r}."
+        )
+    proto, flows, count, rate = parts
+    return proto, flows, int(count), None if rate == "-" else rate
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; got {text!r}.")
+    return int(text)
+
+
+def _racks(text: str) -> tuple[int, ...]:
+    parts = text.split(",")
+    if len(parts) < 3 or not all(x.isdigit() and int(x) >= 1 for x in parts):
+        raise argparse.ArgumentTypeError(
+            f"must be the hosts of three or more racks, e.g. 4,3,2; got {text!r}."
+        )
+    return tuple(int(x) for x in parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     from rankopt.testbed import Testbed, Topology
     from rankopt.testbed.experiment import time_orders
     from rankopt.testbed.tenant import Tenant, parse_tenant
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--racks", default="4,3,2", help="hosts of every rack")
+    p.add_argument("--racks", type=_racks, default=(4, 3, 2), help="hosts of every rack")
     p.add_argument("--rates", default="1gbit,200mbit", help="host and rack-uplink rates")
-    p.add_argument("--tenant", action="append", default=[], help="proto:flows:count:rate")
-    p.add_argument("--size", type=int, default=16, help="allreduce MB (2^20 bytes)")
-    p.add_argument("--repeats", type=int, default=6)
+    p.add_argument(
+        "--tenant", action="append", default=[], type=tenant_case, help="proto:flows:count:rate"
+    )
+    p.add_argument("--size", type=_positive, default=16, help="allreduce MB (2^20 bytes)")
+    p.add_argument("--repeats", type=_positive, default=6)
     p.add_argument("--prefix", default="rkd")
     p.add_argument("-o", "--output", default=None, help="also write the times as JSON here")
     args = p.parse_args(argv)
 
-    racks = tuple(int(x) for x in args.racks.split(","))
+    racks = args.racks
     topo = Topology(racks=racks, rates=tuple(args.rates.split(",")))
     hosts = np.arange(topo.n_hosts)
     rings = rack_rings(racks)
@@ -69,13 +108,12 @@ def main(argv: list[str] | None = None) -> int:
     print("| beside | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
     with Testbed(topo, prefix=args.prefix) as tb, tempfile.TemporaryDirectory() as d:
-        for case in ["none", *args.tenant]:
-            spec = None
-            if case != "none":
-                proto, flows, count, rate = case.split(":")
-                spec = parse_tenant(
-                    flows, topo, count=int(count), rate=None if rate == "-" else rate, proto=proto
-                )
+        for tenant in [None, *args.tenant]:
+            case, spec = "none", None
+            if tenant is not None:
+                proto, flows, count, rate = tenant
+                case = f"{proto}:{flows}:{count}:{rate or '-'}"
+                spec = parse_tenant(flows, topo, count=count, rate=rate, proto=proto)
             orders = [rings[k] for k in names]
             with Tenant(tb, spec, seed=1) if spec is not None else contextlib.nullcontext():
                 times = time_orders(
