@@ -76,6 +76,9 @@ def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> di
     record = (user.get("saved") or {}).get("network") or {}
     row["straggle"] = float(record.get("straggle") or 1.0)
     row["robust"] = "robust objective" in (user.get("report") or "")
+    # the ring-direction trial's line, where the user path ran one
+    trial = [ln for ln in (user.get("report") or "").splitlines() if "ring direction timed" in ln]
+    row["direction_trial"] = trial[-1].strip() if trial else None
     return row
 
 
@@ -154,6 +157,8 @@ def main() -> None:
                     row = run_case(racks, rates, seed, tenant, opts, args, Path(tmp), tag)
                     net = f"{racks}, {rates.split(',')[1]}, seed {seed}"
                     print(fmt(label or "none", net, launch, row), flush=True)
+                    if row.get("direction_trial"):
+                        print(f"  {row['direction_trial']}", file=sys.stderr, flush=True)
                     rows.append(
                         {**row, "case": label or "none", "network": net, "launch_no": launch}
                     )

@@ -599,6 +599,7 @@ def test_rank0_decision_is_published_for_every_outcome(tmp_path):
     ok = _decide(_options("--order", str(tmp_path / "o.txt")), store(4), 4, None, 0.0)
     assert ok["order"] == [0, 2, 1, 3] and ok["hosts"] == ["h0", "h1", "h0", "h1"]
     assert "error" not in ok and json.loads(json.dumps(ok)) == ok
+    assert ok["trial"] is None  # a given order is applied as given: nothing to time
     bad = _decide(_options(), store(4, [(2, "ProbeTimeoutError: rank 3 silent")]), 4, None, 0.0)
     assert bad["order"] == [0, 1, 2, 3]
     assert (

@@ -344,3 +344,14 @@ def test_rankopt_run_prices_a_profiles_point_to_point_traffic(tmp_path):
     )  # fmt: skip
     res = json.loads(out.read_text())
     assert (res["collective"], res["algorithm"]) == ("point-to-point", "traffic")
+
+
+@pytest.mark.parametrize("force", ["rule", "other"])
+def test_ring_direction_trial_on_gloo_agrees_on_every_rank(tmp_path, force):
+    port = _free_port()
+    proc = _run(
+        [_mpiexec(), "-n", "4", "--oversubscribe", "-x", f"MASTER_PORT={port}",
+         sys.executable, str(SCRIPTS / "adapt_direction_gloo.py"), force],
+        tmp_path,
+    )  # fmt: skip
+    assert f"adapt_direction_gloo ok n=4 force={force}" in proc.stdout

@@ -121,6 +121,11 @@ class LaunchOptions:
         Files rank 0 writes: the order, the solve result.
     verify : bool
         Time the order against the launch order first; keep it only if it wins.
+    direction_trial : bool
+        Where the solve found a ring beside another tenant's load that the model
+        prices alike with its groups the other way round, time both with the
+        collective before applying one (:mod:`rankopt.adapters.direction`;
+        ``rankopt run --no-direction-trial`` turns it off).
     progress : bool
         Rank 0 prints the probe's and the solve's progress on standard error
         (``rankopt run`` without ``-q``; a quick phase prints nothing).
@@ -151,6 +156,7 @@ class LaunchOptions:
     save: str | None = None
     json: str | None = None
     verify: bool = False
+    direction_trial: bool = True
     progress: bool = True
     program_store: bool = False
 
@@ -188,6 +194,7 @@ class LaunchOptions:
             save=args.save,
             json=getattr(args, "json", None),
             verify=bool(getattr(args, "verify", False)),
+            direction_trial=bool(getattr(args, "direction_trial", True)),
             progress=not getattr(args, "quiet", False),
         )
 
@@ -261,6 +268,14 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     )
     p.add_argument(
         "--save", metavar="FILE", default=None, help="rank 0 writes the order (.npy/.json/text)"
+    )
+    p.add_argument(
+        "--no-direction-trial",
+        dest="direction_trial",
+        action="store_false",
+        help="apply the order found without timing it against its groups the other way "
+        "round (done by default where another tenant loads the uplinks and the model "
+        "prices both alike: a few calls of at most 4 MiB each)",
     )
     from rankopt._model_args import add_entry_outputs
 
@@ -658,6 +673,10 @@ def launch(
             acked = _wait_count(store, "ack", n, time.monotonic() + args.timeout)
             if acked < n:
                 logger.warning("rankopt run: only %d of %d ranks read the order", acked, n)
+        if args.direction_trial and decision.get("trial") and not decision.get("error"):
+            decision = _direction_trial(info, store, timeout, decision)
+            if rank == 0 and args.save and _DEFERRED_SAVE:
+                _save_after_trial(args.save, decision)
         if args.verify and not decision.get("error"):
             decision = _verified(info, store, timeout, decision, args)
     except (RankoptInputError, LaunchError):
@@ -715,6 +734,60 @@ def _verified(
         "order": list(range(info.world_size)),
         "summary": summary + f"\nverified: {checked.verdict}: the launch order is kept",
     }
+
+
+def _direction_trial(
+    info: LaunchEnv, store: Any, timeout: timedelta, decision: dict[str, Any]
+) -> dict[str, Any]:
+    """The decision after :mod:`rankopt.adapters.direction`'s trial of its order
+    against its groups the other way round. Collective over the job (a temporary
+    Gloo group on the launcher's store, created with ``timeout``); every rank gets
+    the same timings (the slowest rank's) and so the same choice."""
+    import torch.distributed as dist
+
+    from rankopt.adapters.direction import measure
+    from rankopt.adapters.torch import ordered_group
+    from rankopt.adapters.verify import GlooTimer
+
+    trial = decision["trial"]
+    n = info.world_size
+    dist.init_process_group(
+        "gloo",
+        store=dist.PrefixStore("direction/", store),
+        rank=info.rank,
+        world_size=info.world_size,
+        timeout=timeout,
+    )
+    try:
+        groups = [
+            ordered_group(as_order(decision["order"], n), timeout=timeout, fallback=False),
+            ordered_group(as_order(trial["alternative"], n), timeout=timeout, fallback=False),
+        ]
+        wins, line = measure(GlooTimer(groups, trial["collective"], n), trial)
+    finally:
+        dist.destroy_process_group()
+    summary = decision.get("summary", "") + "\n" + line
+    if wins:
+        return {**decision, "order": list(trial["alternative"]), "summary": summary}
+    return {**decision, "summary": summary}
+
+
+#: Rank 0's network and result of an order whose ``--save`` waits for the trial.
+_DEFERRED_SAVE: dict[str, Any] = {}
+
+
+def _save_after_trial(path: str, decision: dict[str, Any]) -> None:
+    """Rank 0: ``--save`` the order the trial chose, with what it was solved from."""
+    from rankopt.adapters.direction import applied
+
+    network = _DEFERRED_SAVE.pop("network", None)
+    result = _DEFERRED_SAVE.pop("result", None)
+    order = np.asarray(decision["order"], dtype=np.int64)
+    trial = decision["trial"]
+    if result is not None and not np.array_equal(order, result.order):
+        line = decision.get("summary", "").splitlines()[-1]
+        result = applied(result, order, float(trial["cost"]), line)
+    save_order(path, order, what="--save", network=network, result=result)
 
 
 #: LaunchOptions fields that do not shape the order: per-rank names and rank 0's outputs.
@@ -787,9 +860,14 @@ def _decide(
         shown.start(f"solve ({n} processes)", 0, "")
         order, summary, network, result = _solve(args, n, tuple(hosts), measurement)
         shown.finish("" if result is None else f"{result.method}, modelled {result.speedup:.3g}x")
-        if args.save:
+        from rankopt.adapters.direction import plan
+
+        trial = plan(result) if args.direction_trial and args.order is None else None
+        if args.save and trial is None:
             save_order(args.save, order, what="--save", network=network, result=result)
-        return {"order": order.tolist(), "hosts": hosts, "summary": summary}
+        elif args.save:  # written once the trial has chosen (launch)
+            _DEFERRED_SAVE.update(network=network, result=result)
+        return {"order": order.tolist(), "hosts": hosts, "summary": summary, "trial": trial}
     except Exception as exc:  # noqa: BLE001 - every rank gets the same decision
         if not hosts:
             hosts = ["?"] * n

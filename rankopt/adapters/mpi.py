@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -383,6 +384,7 @@ def optimize(
     root: int = 0,
     probe_options: Mapping[str, Any] | None = None,
     progress: bool = False,
+    direction_trial: bool = True,
     **solve_options: Any,
 ) -> tuple[MPI.Intracomm, SolveResult]:
     """Measure the network of ``comm``, find a better rank order, return it applied.
@@ -408,6 +410,12 @@ def optimize(
         The root prints the probe's and the solve's progress on standard
         error (plain lines at a modest rate under a launcher, a bar on a
         terminal; see :class:`rankopt._progress.Progress`).
+    direction_trial : bool, default True
+        Where the solve found a ring beside another tenant's load that the model
+        prices alike with its groups the other way round
+        (``result.extra["ring_alternative"]``), time both with the collective
+        before applying one (:mod:`rankopt.adapters.direction`; a few calls of
+        at most 4 MiB each). False applies the order found.
     **solve_options
         Keyword arguments for ``rankopt.solve`` (``objective``, ``nbytes``,
         ``uplink_bandwidth``, ``method``, ``rng``, ``time_limit``,
@@ -454,7 +462,15 @@ def optimize(
     >>> comm.Allreduce(sendbuf, recvbuf)                              # doctest: +SKIP
     """
     new, result = _optimize(
-        comm, collective, algorithm, root, probe_options, progress, True, solve_options
+        comm,
+        collective,
+        algorithm,
+        root,
+        probe_options,
+        progress,
+        True,
+        solve_options,
+        trial=direction_trial,
     )
     assert result is not None  # shared: every rank holds it
     return new, result
@@ -469,10 +485,12 @@ def _optimize(
     progress: bool,
     share_result: bool,
     solve_options: dict[str, Any],
+    *,
+    trial: bool = True,
 ) -> tuple[MPI.Intracomm, SolveResult | None]:
     """:func:`optimize`; with ``share_result`` False the other ranks receive the order
     alone and get ``None`` for the result (they do not import the solvers to read
-    a :class:`~rankopt.SolveResult`)."""
+    a :class:`~rankopt.SolveResult`); ``trial``: ``direction_trial``."""
     from mpi4py import MPI
 
     from rankopt.probe.mpi import measure_at_root
@@ -546,11 +564,141 @@ def _optimize(
     if rank == root and result is not None and measurement is not None:
         result.extra["probe_cache"] = measurement.parameters.get("cache")
     del measurement  # no rank keeps the probe's n x n matrices past this point
-    logger.info("rankopt: %d ranks, %s", comm.Get_size(), _summary(result))
     assert order is not None  # the agreement raised otherwise
+    if trial:
+        order, result = _direction_trial(private, int(root), result, order, timeout)
+    logger.info("rankopt: %d ranks, %s", comm.Get_size(), _summary(result))
     new = _split(comm, order, "rankopt_reordered")
     private.Free()
     return new, result
+
+
+def _direction_trial(
+    comm: MPI.Intracomm,
+    root: int,
+    result: SolveResult | None,
+    order: NDArray[np.int64],
+    timeout: float,
+) -> tuple[NDArray[np.int64], SolveResult | None]:
+    """The order to apply after :mod:`rankopt.adapters.direction`'s trial, and the
+    result with the trial's line (on the root). Collective over ``comm``; the root's
+    plan reaches every rank with the deadline ``timeout``, and the trial's every step
+    has it too (all live ranks raise alike)."""
+    from mpi4py import MPI
+
+    from rankopt.adapters import direction
+
+    rank = comm.Get_rank()
+    mine = direction.plan(result) if rank == root else None
+    late, trial = _bcast(comm, mine, root, MPI.Wtime() + timeout, timeout)
+    _agree(comm, late, "", "the ring direction's plan", timeout=timeout)
+    if trial is None:
+        return order, result
+    alt = check_order(trial["alternative"], comm.Get_size())
+    comms = [_split(comm, order, None), _split(comm, alt, None)]
+    try:
+        wins, line = direction.measure(MPITimer(comms, trial["collective"], timeout), trial)
+    finally:
+        for c in comms:
+            c.Free()
+    if wins:
+        order = alt
+        if result is not None:
+            result = direction.applied(result, order, float(trial["cost"]), line)
+    elif result is not None:
+        result = direction.noted(result, line)
+    return order, result
+
+
+#: Collectives :class:`MPITimer` times.
+TIMED_COLLECTIVES = ("allreduce", "allgather", "broadcast", "alltoall")
+
+
+def _check_timed(collective: str) -> None:
+    if collective not in TIMED_COLLECTIVES:
+        raise RankoptInputError(
+            f"`collective` must be one of {', '.join(TIMED_COLLECTIVES)} for verify; "
+            f"got {collective!r}."
+        )
+
+
+class MPITimer:
+    """Time one blocking MPI collective on the launch or the candidate communicator.
+
+    Parameters
+    ----------
+    comms : sequence of two mpi4py.MPI.Intracomm
+        Launch order, candidate.
+    collective : str
+    timeout : float
+        Seconds one step may take before it is an error.
+    """
+
+    def __init__(self, comms: Sequence[Any], collective: str, timeout: float) -> None:
+        _check_timed(collective)
+        self.comms = list(comms)
+        self.collective = collective
+        self.timeout = float(timeout)
+        self.n = self.comms[0].Get_size()
+        self._buffers: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _buffer(self, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+        if nbytes not in self._buffers:
+            n = self.n
+            count = max(nbytes // 4, 1)
+            if self.collective in ("allgather", "alltoall"):
+                count = max(count // n, 1) * n
+            send_count = count // n if self.collective == "allgather" else count
+            self._buffers = {nbytes: (np.ones(send_count, np.float32), np.empty(count, np.float32))}
+        return self._buffers[nbytes]
+
+    def _sync(self, comm: Any, what: str) -> None:
+        from mpi4py import MPI
+
+        if not _wait([comm.Ibarrier()], MPI.Wtime() + self.timeout):
+            _abort_at_exit()
+            raise RankoptMPIError(
+                f"verify: {what} did not complete within {self.timeout:g} s on every rank "
+                "(a peer stopped or died)."
+            )
+
+    def __call__(self, which: int, nbytes: int) -> float:
+        from mpi4py import MPI
+
+        comm = self.comms[which]
+        send, recv = self._buffer(nbytes)
+        self._sync(comm, "the barrier before a timed call")
+        watchdog = threading.Timer(self.timeout, _watchdog_abort, args=(self.timeout,))
+        watchdog.daemon = True
+        watchdog.start()
+        t0 = MPI.Wtime()
+        if self.collective == "allreduce":
+            comm.Allreduce(send, recv, op=MPI.SUM)
+        elif self.collective == "allgather":
+            comm.Allgather(send, recv)
+        elif self.collective == "broadcast":
+            comm.Bcast(recv, root=0)
+        else:
+            comm.Alltoall(send, recv)
+        dt = np.array([MPI.Wtime() - t0])
+        watchdog.cancel()
+        out = np.empty(1)
+        if not _wait([comm.Iallreduce(dt, out, op=MPI.MAX)], MPI.Wtime() + self.timeout):
+            _abort_at_exit()
+            raise RankoptMPIError(
+                f"verify: the time of a call did not reach every rank within {self.timeout:g} s."
+            )
+        return float(out[0])
+
+
+def _watchdog_abort(timeout: float) -> None:
+    """A timed call outlived its deadline: end the job rather than hang it."""
+    logger.error(
+        "rankopt verify: a timed collective took longer than %g s "
+        "(a peer stopped or died); aborting the job",
+        timeout,
+    )
+    original_world().Abort(1)
 
 
 def _share_result(
@@ -743,6 +891,7 @@ def run_program(
                 bool(solve_options.pop("progress", False)),
                 share_result,
                 solve_options,  # this call's own keywords: popping them is safe
+                trial=bool(solve_options.pop("direction_trial", True)),
             )
         else:
             comm = reorder(world, order)

@@ -22,7 +22,6 @@ call outlives the deadline. Under Gloo every call runs on groups created with
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -32,6 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rankopt._validation import RankoptInputError, check_order
+from rankopt.adapters.mpi import TIMED_COLLECTIVES, MPITimer
 from rankopt.adapters.verify_stats import (
     BLOCK,
     MIN_GAIN,
@@ -48,7 +48,7 @@ __all__ = ["MPITimer", "GlooTimer", "verify_mpi", "verify_gloo", "check_mpi", "C
 logger = logging.getLogger("rankopt")
 
 #: Collectives verify can time.
-COLLECTIVES = ("allreduce", "allgather", "broadcast", "alltoall")
+COLLECTIVES = TIMED_COLLECTIVES
 DEFAULT_TIMEOUT = 60.0
 
 
@@ -57,91 +57,6 @@ def _check_collective(collective: str) -> None:
         raise RankoptInputError(
             f"`collective` must be one of {', '.join(COLLECTIVES)} for verify; got {collective!r}."
         )
-
-
-class MPITimer:
-    """Time one blocking MPI collective on the launch or the candidate communicator.
-
-    Parameters
-    ----------
-    comms : sequence of two mpi4py.MPI.Intracomm
-        Launch order, candidate.
-    collective : str
-    timeout : float
-        Seconds one step may take before it is an error.
-    """
-
-    def __init__(self, comms: Sequence[Any], collective: str, timeout: float) -> None:
-        _check_collective(collective)
-        self.comms = list(comms)
-        self.collective = collective
-        self.timeout = float(timeout)
-        self.n = self.comms[0].Get_size()
-        self._buffers: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-    def _buffer(self, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
-        if nbytes not in self._buffers:
-            n = self.n
-            count = max(nbytes // 4, 1)
-            if self.collective in ("allgather", "alltoall"):
-                count = max(count // n, 1) * n
-            send_count = count // n if self.collective == "allgather" else count
-            self._buffers = {nbytes: (np.ones(send_count, np.float32), np.empty(count, np.float32))}
-        return self._buffers[nbytes]
-
-    def _sync(self, comm: Any, what: str) -> None:
-        from mpi4py import MPI
-
-        from rankopt.adapters.mpi import RankoptMPIError, _abort_at_exit, _wait
-
-        if not _wait([comm.Ibarrier()], MPI.Wtime() + self.timeout):
-            _abort_at_exit()
-            raise RankoptMPIError(
-                f"verify: {what} did not complete within {self.timeout:g} s on every rank "
-                "(a peer stopped or died)."
-            )
-
-    def __call__(self, which: int, nbytes: int) -> float:
-        from mpi4py import MPI
-
-        from rankopt.adapters.mpi import RankoptMPIError, _abort_at_exit, _wait
-
-        comm = self.comms[which]
-        send, recv = self._buffer(nbytes)
-        self._sync(comm, "the barrier before a timed call")
-        watchdog = threading.Timer(self.timeout, _watchdog_abort, args=(self.timeout,))
-        watchdog.daemon = True
-        watchdog.start()
-        t0 = MPI.Wtime()
-        if self.collective == "allreduce":
-            comm.Allreduce(send, recv, op=MPI.SUM)
-        elif self.collective == "allgather":
-            comm.Allgather(send, recv)
-        elif self.collective == "broadcast":
-            comm.Bcast(recv, root=0)
-        else:
-            comm.Alltoall(send, recv)
-        dt = np.array([MPI.Wtime() - t0])
-        watchdog.cancel()
-        out = np.empty(1)
-        if not _wait([comm.Iallreduce(dt, out, op=MPI.MAX)], MPI.Wtime() + self.timeout):
-            _abort_at_exit()
-            raise RankoptMPIError(
-                f"verify: the time of a call did not reach every rank within {self.timeout:g} s."
-            )
-        return float(out[0])
-
-
-def _watchdog_abort(timeout: float) -> None:
-    """A timed call outlived its deadline: end the job rather than hang it."""
-    from rankopt.adapters.mpi import original_world
-
-    logger.error(
-        "rankopt verify: a timed collective took longer than %g s "
-        "(a peer stopped or died); aborting the job",
-        timeout,
-    )
-    original_world().Abort(1)
 
 
 class GlooTimer:

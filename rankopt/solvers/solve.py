@@ -308,6 +308,7 @@ def solve(
         )  # fmt: skip
     if prob.robust is not None:
         _record_robust(prob, cost, baseline)
+    _ring_alternative(prob, order, cost)
     return _make_result(prob, spec, order, cost, baseline, stop_reason, interval, out, method, ctx)
 
 
@@ -921,19 +922,22 @@ def ways_with_the_load(network: Any, order: NDArray[np.int64]) -> int:
 
 
 def _load_ways(
-    network: Any,
+    network: Any, *, every: bool = False
 ) -> list[tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_]]]:
-    """``(labels, loaded out, loaded in)`` of every level :func:`ways_with_the_load` counts."""
+    """``(labels, loaded out, loaded in)`` of every level :func:`ways_with_the_load` counts;
+    with ``every``, of every level with a loaded way out and a loaded way in, whatever
+    the load was read as and however many groups it loads."""
     from rankopt.network.core import loaded_directions
 
     if network is None or not network.has_uplinks or not network.measured:
         return []
-    if network.elastic_reading is not None and network.elastic <= 0.0:
+    if not every and network.elastic_reading is not None and network.elastic <= 0.0:
         return []
     ways = []
     for lab, ups in zip(network.groups, network.uplinks, strict=True):
         loaded_out, loaded_in = loaded_directions(ups)
-        if np.count_nonzero(loaded_out) == 1 and np.count_nonzero(loaded_in) == 1:
+        out, inn = np.count_nonzero(loaded_out), np.count_nonzero(loaded_in)
+        if (out == 1 and inn == 1) or (every and out and inn):
             ways.append((lab, loaded_out, loaded_in))
     return ways
 
@@ -1027,6 +1031,101 @@ def _ring_against_the_load(
         f"against {cost:.4g} s)"
     )
     return best, best_key[1]
+
+
+def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> None:
+    """Record in ``prob.extra["ring_alternative"]`` the ring the other way round with
+    respect to other tenants' load, when the model cannot tell the two apart.
+
+    Which way round a ring should run beside another tenant's load depends on what
+    the load is: beside TCP flows a ring against their way ran up to 2.2x faster
+    (:func:`_ring_against_the_load`), while on the emulated racks the ring with their
+    way ran 12-14% faster than the other way round beside two paced UDP flows (4
+    launches of 5) and 25-36% faster beside TCP flows on for 2 s and off for 2 s (3
+    launches), and the probe's sharing test does not tell the kinds apart reliably
+    (paced UDP read as yielding on 3 launches of 6, paced TCP as keeping its rate on 2
+    of 6). So
+    where the order found is a ring (allreduce, allgather, reduce_scatter ``ring``)
+    whose groups are blocks, some uplink way out and way in are loaded (any number
+    of them, however the load was read), and an arrangement of the blocks priced
+    within :data:`MIRROR_TIE` of the order has the other extreme of hops from a
+    loaded way out to a loaded way in (the fewest where the order has the most, and
+    the reverse), the cheapest such arrangement is recorded: ``{"order", "hops",
+    "order_hops", "cost"}``. Where no uplink reads loaded but the load varied while it
+    was probed, the ring reversed (:func:`_reversed_alternative`). The adapters time
+    both orders with the engine's own collective before applying one
+    (:mod:`rankopt.adapters.direction`).
+    """
+    if prob.algorithm != "ring" or prob.collective not in _RING_COLLECTIVES or prob.n < 3:
+        return
+    if prob.custom or np.array_equal(order, np.arange(prob.n)):
+        return
+    ways = _load_ways(prob.network, every=True)
+    own = float(prob.model.cost(order))
+    if not own > 0.0:
+        return
+    scale, cost = cost / own, own  # the searched model's units to the result's
+    if not ways:
+        _reversed_alternative(prob, order, cost, scale)
+        return
+    mine = _hops_with(ways, order)
+    seen: list[tuple[int, float, NDArray[np.int64]]] = []
+    for lab in reversed(prob.network.groups):  # the coarsest level whose blocks arrange
+        for cand in _arrangements(order, np.asarray(lab, dtype=np.int64)):
+            cand = np.roll(cand, -int(np.flatnonzero(cand == order[0])[0]))  # rank 0 kept
+            hops = _hops_with(ways, cand)
+            if hops == mine:
+                continue
+            c = float(prob.model.cost(cand))
+            if c <= cost * (1.0 + MIRROR_TIE):
+                seen.append((hops, c, cand))
+        if seen:
+            break
+    if not seen:
+        return
+    lowest = min(h for h, _, _ in seen)
+    highest = max(h for h, _, _ in seen)
+    if mine < lowest:  # the order has the fewest: the alternative has the most
+        want = highest
+    elif mine > highest:
+        want = lowest
+    else:  # the order is between: the extreme farther from it
+        want = highest if highest - mine >= mine - lowest else lowest
+    hops, c, cand = min((s for s in seen if s[0] == want), key=lambda s: s[1])
+    prob.extra["ring_alternative"] = {
+        "order": [int(x) for x in cand],
+        "hops": int(hops),
+        "order_hops": int(mine),
+        "cost": c * scale,
+    }
+
+
+def _reversed_alternative(
+    prob: _Problem, order: NDArray[np.int64], cost: float, scale: float
+) -> None:
+    """:func:`_ring_alternative` where no uplink reads loaded but the probe's recheck saw
+    load come and go (:func:`rankopt.network.core.measured_variability` at least
+    :data:`~rankopt.network.core.VARYING_SLOWDOWN`; beside a TCP neighbour on for 2 s
+    and off for 2 s the probe read no loaded uplink on 4 launches of 5, and rings one
+    way round ran 1.25-1.36x slower than the other): the ring the other way round, rank
+    ``order[0]`` first, when the model prices it within :data:`MIRROR_TIE` (``cost``:
+    the order's own in the searched model, ``scale`` its ratio to the result's)."""
+    from rankopt.network.core import VARYING_SLOWDOWN, measured_variability
+
+    network = prob.network
+    if network is None or not network.measured or not network.has_uplinks:
+        return
+    if measured_variability(network) < VARYING_SLOWDOWN:
+        return
+    back = np.r_[order[:1], order[:0:-1]]
+    c = float(prob.model.cost(back))
+    if c <= cost * (1.0 + MIRROR_TIE):
+        prob.extra["ring_alternative"] = {
+            "order": [int(x) for x in back],
+            "hops": 0,
+            "order_hops": 0,
+            "cost": c * scale,
+        }
 
 
 def _launch_order_kept(

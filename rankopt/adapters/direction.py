@@ -1,0 +1,152 @@
+"""Which way round a ring runs beside another tenant's load: timed, not guessed.
+
+Beside another tenant's load a ring and the same ring with its group blocks the
+other way round can differ by up to 2x where the model prices them alike, and
+which of the two wins depends on what the load is (TCP flows yield to rings
+that meet them on two uplinks; paced UDP flows and TCP flows that come and go
+do not, and a ring that crosses two loaded queues instead of one loses), which
+the probe cannot read reliably. The solve records the other arrangement
+(``SolveResult.extra["ring_alternative"]``,
+:func:`rankopt.solvers.solve._ring_alternative`); before the program starts,
+the user path times both orders with the engine's own collective, in visits
+as ``rankopt verify`` does (:func:`~rankopt.adapters.verify_stats.measure_orders`:
+per order :data:`TRIAL_VISITS` visits of one untimed call and
+:data:`TRIAL_BLOCK` timed calls, at :data:`TRIAL_BYTES` or the solve's message
+size if smaller), and applies the other way round only when its calls were
+faster by more than :data:`TRIAL_MARGIN` (median of the paired ratios). The
+report says what was timed and what was applied.
+
+Measured on the emulated racks (Open MPI ring allreduce, 16 MiB, the rings of
+the tie; ``bench/testbed_direction.py``): 3 paced TCP flows one way, 4.87 s
+with their way against 2.25 s against it; 2 unpaced TCP flows 3.87 against
+2.41 s; 2 paced UDP flows 2.13 against 2.37 s (:mod:`rankopt.solvers.solve`).
+
+The engines' adapters run the trial (:func:`rankopt.adapters.mpi.optimize`,
+``python -m rankopt.mpi``; ``rankopt run`` on Gloo) with their timers
+(:class:`~rankopt.adapters.mpi.MPITimer`, :class:`~rankopt.adapters.verify.GlooTimer`)
+through :func:`measure`; :func:`plan` and :func:`decide` are shared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = [
+    "TRIAL_BYTES",
+    "TRIAL_BLOCK",
+    "TRIAL_VISITS",
+    "TRIAL_MARGIN",
+    "plan",
+    "decide",
+    "applied",
+    "noted",
+    "measure",
+]
+
+#: Largest message of a timed call of the trial (bytes); the solve's size when smaller.
+TRIAL_BYTES = 4 << 20
+#: Timed calls of one order per visit (back to back, after one untimed call).
+TRIAL_BLOCK = 2
+#: Visits of each order (which order goes first alternates).
+TRIAL_VISITS = 2
+#: The other way round is applied only when its calls were faster by more than this
+#: fraction (the median of the paired ratios of the two orders' timed calls).
+TRIAL_MARGIN = 0.03
+#: Collectives whose trial the engines' timers can run.
+TRIAL_COLLECTIVES = ("allreduce", "allgather")
+
+
+def plan(result: Any) -> dict[str, Any] | None:
+    """What the trial of ``result`` times: ``{"alternative", "collective", "nbytes",
+    "cost"}``, or ``None`` when the solve recorded no other way round (or the
+    collective is one the trial cannot time)."""
+    if result is None:
+        return None
+    alt = result.extra.get("ring_alternative")
+    if not alt or result.collective not in TRIAL_COLLECTIVES:
+        return None
+    size = TRIAL_BYTES if result.nbytes is None else min(TRIAL_BYTES, int(result.nbytes))
+    return {
+        "alternative": [int(x) for x in alt["order"]],
+        "collective": str(result.collective),
+        "nbytes": max(int(size), 4 * len(alt["order"])),
+        "cost": float(alt["cost"]),
+    }
+
+
+def decide(
+    times_order: Sequence[float], times_other: Sequence[float], nbytes: int
+) -> tuple[bool, str]:
+    """Whether the other way round wins, and the report's line.
+
+    The other way round wins when the median of the paired ratios (its call over
+    the order's) is below ``1 - TRIAL_MARGIN``.
+
+    >>> decide([2.0, 2.1, 2.0, 2.2], [1.0, 1.1, 1.0, 1.2], 4 << 20)[0]
+    True
+    >>> decide([1.0, 1.0], [0.99, 0.985], 4 << 20)[0]
+    False
+    """
+    ratios = [b / a for a, b in zip(times_order, times_other, strict=True) if a > 0]
+    ratio = statistics.median(ratios) if ratios else 1.0
+    wins = ratio < 1.0 - TRIAL_MARGIN
+    a = statistics.median(times_order)
+    b = statistics.median(times_other)
+    what = "the other way round applied" if wins else "the order found kept"
+    line = (
+        f"ring direction timed beside the load ({len(ratios)} calls each of {nbytes / 2**20:.3g} "
+        f"MiB): the order found {a:.3g} s, its groups the other way round {b:.3g} s "
+        f"(ratio {ratio:.3f}); {what}"
+    )
+    return wins, line
+
+
+def applied(result: Any, order: NDArray[np.int64], cost: float, line: str) -> Any:
+    """``result`` with ``order`` (the other way round, modelled ``cost``) applied and
+    ``line`` added to its notes."""
+    from rankopt.order import invert
+
+    order = np.asarray(order, dtype=np.int64)
+    speedup = result.baseline_cost / cost if cost > 0 else result.speedup
+    extra = {**result.extra, "direction_trial": line}
+    return dataclasses.replace(
+        result,
+        order=order,
+        rank_of=invert(order),
+        cost=float(cost),
+        speedup=float(speedup),
+        notes=(*result.notes, line),
+        extra=extra,
+    )
+
+
+def noted(result: Any, line: str) -> Any:
+    """``result`` with ``line`` added to its notes (the order found kept)."""
+    return dataclasses.replace(
+        result, notes=(*result.notes, line), extra={**result.extra, "direction_trial": line}
+    )
+
+
+def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
+    """Time the order (``timer(0, ...)``) and the other way round (``timer(1, ...)``)
+    with the trial's visits; ``(the other way round wins, line)``, the same on every
+    rank (the timers return the slowest rank's times)."""
+    from rankopt.adapters.verify_stats import measure_orders
+
+    nbytes = int(trial["nbytes"])
+    times = measure_orders(
+        timer,
+        [nbytes],
+        repeats=TRIAL_BLOCK * TRIAL_VISITS,
+        warmup=0,
+        block=TRIAL_BLOCK,
+        settle=1,
+    )
+    a, b = times[0]
+    return decide(a, b, nbytes)
