@@ -223,3 +223,29 @@ def test_a_load_that_came_and_went_gets_the_reversed_ring_as_the_other_way_round
     assert alt["cost"] <= varied.cost * (1 + solve_mod.TRIAL_TIE)
     steady = _solve(net([[a, b, 23e6, 24e6]]), 2)
     assert "ring_alternative" not in steady.extra
+
+
+@pytest.mark.parametrize(("times", "rounds", "wins"), [
+    ((1.0, 1.6), 1, False),  # the other way round far slower: one round settles it
+    ((1.0, 0.6), 1, True),  # far faster: one round, applied
+    ((1.0, 0.9), 2, True),  # 10% faster: both rounds, applied
+    ((1.0, 0.99), 2, False),  # within the margin: kept
+])  # fmt: skip
+def test_the_trial_visits_both_orders_and_stops_when_one_round_settles_it(times, rounds, wins):
+    from rankopt.adapters import direction
+
+    calls = []
+
+    def timer(which, nbytes):
+        calls.append(which)
+        return times[which]
+
+    trial = {"nbytes": 1 << 20}
+    got, line = direction.measure(timer, trial)
+    assert got is wins
+    per_visit = 1 + direction.TRIAL_BLOCK  # one untimed call, then the timed ones
+    assert len(calls) == 2 * per_visit * rounds
+    assert calls[:per_visit] == [0] * per_visit  # the first round: the order first
+    if rounds == 2:  # the second: the other way round first
+        assert calls[2 * per_visit : 3 * per_visit] == [1] * per_visit
+    assert f"{direction.TRIAL_BLOCK * rounds} calls each" in line

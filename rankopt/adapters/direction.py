@@ -12,7 +12,8 @@ the user path times both orders with the engine's own collective, in visits
 as ``rankopt verify`` does (:func:`~rankopt.adapters.verify_stats.measure_orders`:
 per order :data:`TRIAL_VISITS` visits of one untimed call and
 :data:`TRIAL_BLOCK` timed calls, at :data:`TRIAL_BYTES` or the solve's message
-size if smaller), and applies the other way round only when its calls were
+size if smaller; one visit each where the first two pairs differ by more than
+:data:`TRIAL_DECISIVE`), and applies the other way round only when its calls were
 faster by more than :data:`TRIAL_MARGIN` (median of the paired ratios). The
 report says what was timed and what was applied.
 
@@ -42,11 +43,13 @@ __all__ = [
     "TRIAL_BLOCK",
     "TRIAL_VISITS",
     "TRIAL_MARGIN",
+    "TRIAL_DECISIVE",
     "plan",
     "decide",
     "applied",
     "noted",
     "measure",
+    "decisive",
 ]
 
 #: Largest message of a timed call of the trial (bytes); the solve's size when smaller.
@@ -58,6 +61,8 @@ TRIAL_VISITS = 2
 #: The other way round is applied only when its calls were faster by more than this
 #: fraction (the median of the paired ratios of the two orders' timed calls).
 TRIAL_MARGIN = 0.03
+#: A round whose paired ratios all lie this far from 1, on one side, ends the trial.
+TRIAL_DECISIVE = 0.25
 #: Collectives whose trial the engines' timers can run.
 TRIAL_COLLECTIVES = ("allreduce", "allgather")
 
@@ -135,18 +140,42 @@ def noted(result: Any, line: str) -> Any:
 
 def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
     """Time the order (``timer(0, ...)``) and the other way round (``timer(1, ...)``)
-    with the trial's visits; ``(the other way round wins, line)``, the same on every
-    rank (the timers return the slowest rank's times)."""
+    in :data:`TRIAL_VISITS` rounds of one visit each (the first round the order
+    first, the next the other way round first); ``(the other way round wins,
+    line)``, the same on every rank (the timers return the slowest rank's times).
+    After a round whose paired ratios all lie beyond :data:`TRIAL_DECISIVE` of 1 on
+    the same side the trial stops: beside TCP load the other way round took 1.3-1.8x
+    as long, and each of its calls up to 1.5 s."""
     from rankopt.adapters.verify_stats import measure_orders
 
     nbytes = int(trial["nbytes"])
-    times = measure_orders(
-        timer,
-        [nbytes],
-        repeats=TRIAL_BLOCK * TRIAL_VISITS,
-        warmup=0,
-        block=TRIAL_BLOCK,
-        settle=1,
+    mine: list[float] = []
+    other: list[float] = []
+    for visit in range(TRIAL_VISITS):
+        swap = visit % 2 == 1
+
+        def timed(which: int, size: int, swap: bool = swap) -> float:
+            return float(timer(1 - which if swap else which, size))
+
+        ((a, b),) = measure_orders(
+            timed, [nbytes], repeats=TRIAL_BLOCK, warmup=0, block=TRIAL_BLOCK, settle=1
+        )
+        if swap:
+            a, b = b, a
+        mine += a
+        other += b
+        if decisive([y / x for x, y in zip(mine, other, strict=True)]):
+            break
+    return decide(mine, other, nbytes)
+
+
+def decisive(ratios: Sequence[float]) -> bool:
+    """Whether every ratio lies beyond :data:`TRIAL_DECISIVE` of 1, all on one side.
+
+    >>> decisive([1.6, 1.8]), decisive([0.7, 0.72]), decisive([1.6, 0.9])
+    (True, True, False)
+    """
+    return bool(ratios) and (
+        all(r > 1.0 + TRIAL_DECISIVE for r in ratios)
+        or all(r < 1.0 - TRIAL_DECISIVE for r in ratios)
     )
-    a, b = times[0]
-    return decide(a, b, nbytes)

@@ -39,7 +39,7 @@ info = SimpleNamespace(rank=rank, world_size=n)
 out = _direction_trial(info, store, timedelta(seconds=30), decision)
 line = out["summary"].splitlines()[-1]
 assert line.startswith("ring direction timed beside the load"), out
-assert len(seen[0][0]) == direction.TRIAL_BLOCK * direction.TRIAL_VISITS
+assert len(seen[0][0]) in (direction.TRIAL_BLOCK, direction.TRIAL_BLOCK * direction.TRIAL_VISITS)
 if force == "other":
     assert out["order"] == list(range(n)), out
 else:
