@@ -153,12 +153,13 @@ def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
     other: list[float] = []
     for visit in range(TRIAL_VISITS):
         swap = visit % 2 == 1
-
-        def timed(which: int, size: int, swap: bool = swap) -> float:
-            return float(timer(1 - which if swap else which, size))
-
         ((a, b),) = measure_orders(
-            timed, [nbytes], repeats=TRIAL_BLOCK, warmup=0, block=TRIAL_BLOCK, settle=1
+            _swapped(timer) if swap else timer,
+            [nbytes],
+            repeats=TRIAL_BLOCK,
+            warmup=0,
+            block=TRIAL_BLOCK,
+            settle=1,
         )
         if swap:
             a, b = b, a
@@ -167,6 +168,15 @@ def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
         if decisive([y / x for x, y in zip(mine, other, strict=True)]):
             break
     return decide(mine, other, nbytes)
+
+
+def _swapped(timer: Any) -> Any:
+    """``timer`` with its two orders swapped (the other way round first in a round)."""
+
+    def timed(which: int, nbytes: int) -> float:
+        return float(timer(1 - which, nbytes))
+
+    return timed
 
 
 def decisive(ratios: Sequence[float]) -> bool:
