@@ -311,7 +311,8 @@ def write_json(dest: str, text: str) -> None:
 
 
 def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
-    """``--json [FILE]`` and ``--verify``: what every launcher offers around its solve.
+    """``--json [FILE]``, ``--verify`` and ``--no-direction-trial``: what every launcher
+    offers around its solve.
 
     ``engine`` names what ``--verify`` times the orders over (``"MPI"``, ``"Gloo"``).
     """
@@ -325,6 +326,14 @@ def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
         action="store_true",
         help=f"time the order against the launch order first (rankopt verify over {engine}, "
         "default sizes) and run with the launch order unless the order measurably wins",
+    )
+    p.add_argument(
+        "--no-direction-trial",
+        dest="direction_trial",
+        action="store_false",
+        help="apply the order found without timing it against its groups the other way "
+        "round (done by default where another tenant loads the uplinks and the model "
+        "prices both alike: a few calls of at most 4 MiB each)",
     )
     g = p.add_argument_group(
         "probe cache",

@@ -269,14 +269,6 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     p.add_argument(
         "--save", metavar="FILE", default=None, help="rank 0 writes the order (.npy/.json/text)"
     )
-    p.add_argument(
-        "--no-direction-trial",
-        dest="direction_trial",
-        action="store_false",
-        help="apply the order found without timing it against its groups the other way "
-        "round (done by default where another tenant loads the uplinks and the model "
-        "prices both alike: a few calls of at most 4 MiB each)",
-    )
     from rankopt._model_args import add_entry_outputs
 
     add_entry_outputs(p, engine="Gloo")
@@ -490,6 +482,20 @@ def _wait_count(store: Any, key: str, target: int, deadline: float) -> int:
     return count
 
 
+def _init_gloo_on(store: Any, prefix: str, info: LaunchEnv, timeout: timedelta) -> None:
+    """The default process group (Gloo) over the launcher's store, its keys under
+    ``prefix``: one per step (probe, direction trial, verify), each destroyed after."""
+    import torch.distributed as dist
+
+    dist.init_process_group(
+        "gloo",
+        store=dist.PrefixStore(prefix, store),
+        rank=info.rank,
+        world_size=info.world_size,
+        timeout=timeout,
+    )
+
+
 def _probe(
     info: LaunchEnv,
     store: Any,
@@ -503,13 +509,7 @@ def _probe(
     from rankopt._progress import Progress
     from rankopt.probe.torch import measure_at_root
 
-    dist.init_process_group(
-        "gloo",
-        store=dist.PrefixStore("probe/", store),
-        rank=info.rank,
-        world_size=info.world_size,
-        timeout=timeout,
-    )
+    _init_gloo_on(store, "probe/", info, timeout)
     try:
         from rankopt.adapters.cache import probe_arguments
 
@@ -715,13 +715,7 @@ def _verified(
     from rankopt.adapters.verify import verify_gloo
 
     order = [int(x) for x in decision["order"]]
-    dist.init_process_group(
-        "gloo",
-        store=dist.PrefixStore("verify/", store),
-        rank=info.rank,
-        world_size=info.world_size,
-        timeout=timeout,
-    )
+    _init_gloo_on(store, "verify/", info, timeout)
     try:
         checked = verify_gloo(order, args.collective, timeout=timeout.total_seconds())
     finally:
@@ -751,13 +745,7 @@ def _direction_trial(
 
     trial = decision["trial"]
     n = info.world_size
-    dist.init_process_group(
-        "gloo",
-        store=dist.PrefixStore("direction/", store),
-        rank=info.rank,
-        world_size=info.world_size,
-        timeout=timeout,
-    )
+    _init_gloo_on(store, "direction/", info, timeout)
     try:
         groups = [
             ordered_group(as_order(decision["order"], n), timeout=timeout, fallback=False),

@@ -32,14 +32,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--keep-rank0", action="store_true", help="keep rank 0 in place")
     p.add_argument(
-        "--no-direction-trial",
-        dest="direction_trial",
-        action="store_false",
-        help="apply the order found without timing it against its groups the other way "
-        "round (done by default where another tenant loads the uplinks and the model "
-        "prices both alike: a few calls of at most 4 MiB each)",
-    )
-    p.add_argument(
         "--order",
         metavar="FILE",
         default=None,
