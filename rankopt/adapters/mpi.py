@@ -555,7 +555,7 @@ def _optimize(
             payload = ("error", f"{type(exc).__name__}: {exc}")
     else:
         payload = ("", None)
-    result, order, err, digest = _share_result(
+    result, order, plan, err, digest = _share_result(
         private, payload, root, wait, waiting_since, share_result
     )
     _agree(private, err, digest, "solve", timeout=timeout, suspects=[] if digest else [root])
@@ -566,7 +566,7 @@ def _optimize(
     del measurement  # no rank keeps the probe's n x n matrices past this point
     assert order is not None  # the agreement raised otherwise
     if trial:
-        order, result = _direction_trial(private, int(root), result, order, timeout)
+        order, result = _direction_trial(private, result, order, plan, timeout)
     logger.info("rankopt: %d ranks, %s", comm.Get_size(), _summary(result))
     new = _split(comm, order, "rankopt_reordered")
     private.Free()
@@ -575,23 +575,17 @@ def _optimize(
 
 def _direction_trial(
     comm: MPI.Intracomm,
-    root: int,
     result: SolveResult | None,
     order: NDArray[np.int64],
+    trial: dict[str, Any] | None,
     timeout: float,
 ) -> tuple[NDArray[np.int64], SolveResult | None]:
-    """The order to apply after :mod:`rankopt.adapters.direction`'s trial, and the
-    result with the trial's line (on the root). Collective over ``comm``; the root's
-    plan reaches every rank with the deadline ``timeout``, and the trial's every step
-    has it too (all live ranks raise alike)."""
-    from mpi4py import MPI
-
+    """The order to apply after :mod:`rankopt.adapters.direction`'s trial of ``trial``
+    (the plan that reached every rank with the order; None: nothing to time), and the
+    result with the trial's line (where this rank holds it). Collective over ``comm``;
+    every step has the deadline ``timeout`` (all live ranks raise alike)."""
     from rankopt.adapters import direction
 
-    rank = comm.Get_rank()
-    mine = direction.plan(result) if rank == root else None
-    late, trial = _bcast(comm, mine, root, MPI.Wtime() + timeout, timeout)
-    _agree(comm, late, "", "the ring direction's plan", timeout=timeout)
     if trial is None:
         return order, result
     alt = check_order(trial["alternative"], comm.Get_size())
@@ -708,11 +702,13 @@ def _share_result(
     wait: float,
     waiting_since: float,
     share: bool = True,
-) -> tuple[Any, NDArray[np.int64] | None, str | None, str | None]:
+) -> tuple[Any, NDArray[np.int64] | None, dict[str, Any] | None, str | None, str | None]:
     """Broadcast the root's ``(status, value)`` with a deadline; what this rank reports.
 
     Returns the result (or None; None off the root unless ``share``: the others
-    then receive the order alone), the order, this rank's error for the agreement
+    then receive the order alone, with the ring direction's trial plan,
+    :func:`rankopt.adapters.direction.plan`), the order, that plan (None: nothing to
+    time), this rank's error for the agreement
     that follows (the root's solve error is reported by the root alone) and the
     digest of the order received. A root that finishes solving after the others
     stopped waiting (``wait`` seconds after ``waiting_since``, less a second for
@@ -727,20 +723,26 @@ def _share_result(
             f"the solve took longer than the {wait:g} s the other ranks wait for it "
             "(bound it with time_limit)",
         )
+    from rankopt.adapters.direction import plan
+
     kept = payload[1] if rank == root and payload[0] == "ok" else None
     if not share and kept is not None:
-        payload = ("order", np.asarray(kept.order, dtype=np.int64))
+        payload = ("order", (np.asarray(kept.order, dtype=np.int64), plan(kept)))
     # the others' deadline is common; the root only needs its sends to complete
     deadline = MPI.Wtime() + min(wait, 30.0) if rank == root else waiting_since + wait
     late, received = _bcast(comm, payload, root, deadline, wait)
     if late is not None:
-        return None, None, late, None
+        return None, None, None, late, None
     status, value = received
     if status == "error":
-        return None, None, value if rank == root else None, "error"
+        return None, None, None, value if rank == root else None, "error"
     result = kept if rank == root else (value if status == "ok" else None)
+    if status == "order":
+        value, trial = value
+    else:
+        trial = plan(value)
     order = check_order(value if status == "order" else value.order, comm.Get_size())
-    return result, order, None, order_digest(order)
+    return result, order, trial, None, order_digest(order)
 
 
 def _summary(result: Any) -> str:

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from rankopt._validation import RankoptInputError, check_order
-from rankopt.adapters.mpi import TIMED_COLLECTIVES, MPITimer
+from rankopt.adapters.mpi import TIMED_COLLECTIVES, MPITimer, _check_timed
 from rankopt.adapters.verify_stats import (
     BLOCK,
     MIN_GAIN,
@@ -52,18 +52,11 @@ COLLECTIVES = TIMED_COLLECTIVES
 DEFAULT_TIMEOUT = 60.0
 
 
-def _check_collective(collective: str) -> None:
-    if collective not in COLLECTIVES:
-        raise RankoptInputError(
-            f"`collective` must be one of {', '.join(COLLECTIVES)} for verify; got {collective!r}."
-        )
-
-
 class GlooTimer:
     """Time one torch.distributed collective on the launch or the candidate Gloo group."""
 
     def __init__(self, groups: Sequence[Any], collective: str, n: int) -> None:
-        _check_collective(collective)
+        _check_timed(collective)
         self.groups = list(groups)
         self.collective = collective
         self.n = n
@@ -182,7 +175,7 @@ def verify_mpi(
     """
     from rankopt.adapters.mpi import _dup, optimize, reorder
 
-    _check_collective(collective)
+    _check_timed(collective)
     check_timing(sizes, repeats, budget_s, timeout, "verify_mpi()", min_gain=min_gain, block=block)
     n = comm.Get_size()
     info: dict[str, Any] = dict(extra or {})
@@ -268,7 +261,7 @@ def verify_gloo(
 
     from rankopt.adapters.torch import ordered_group
 
-    _check_collective(collective)
+    _check_timed(collective)
     check_timing(sizes, repeats, budget_s, timeout, "verify_gloo()", min_gain=min_gain, block=block)
     td = timedelta(seconds=timeout)
     own = not dist.is_initialized()

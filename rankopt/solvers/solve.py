@@ -989,6 +989,38 @@ def _arrangements(order: NDArray[np.int64], lab: NDArray[np.int64]) -> list[NDAr
     return out
 
 
+def _is_ring(prob: _Problem) -> bool:
+    """Whether ``prob`` prices a ring whose rank ``r`` sends to ``r + 1``."""
+    return prob.algorithm == "ring" and prob.collective in _RING_COLLECTIVES and prob.n >= 3
+
+
+def _tied_arrangements(
+    prob: _Problem,
+    order: NDArray[np.int64],
+    cost: float,
+    tie: float,
+    ways: list[tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_]]],
+    wanted: Callable[[int], bool],
+) -> list[tuple[int, float, NDArray[np.int64]]]:
+    """``(hops with the load, model cost, ring)`` of the arrangements of ``order``'s group
+    blocks (:func:`_arrangements`, rank ``order[0]`` kept first) whose count of hops is
+    ``wanted`` and whose cost is within ``tie`` of ``cost``, at the coarsest level of
+    the network's groups that has one; ``[]`` where none has."""
+    for lab in reversed(prob.network.groups):
+        found = []
+        for cand in _arrangements(order, np.asarray(lab, dtype=np.int64)):
+            cand = np.roll(cand, -int(np.flatnonzero(cand == order[0])[0]))
+            hops = _hops_with(ways, cand)
+            if not wanted(hops):
+                continue
+            c = float(prob.model.cost(cand))
+            if c <= cost * (1.0 + tie):
+                found.append((hops, c, cand))
+        if found:
+            return found
+    return []
+
+
 def _ring_against_the_load(
     prob: _Problem, order: NDArray[np.int64], cost: float
 ) -> tuple[NDArray[np.int64], float]:
@@ -1011,33 +1043,23 @@ def _ring_against_the_load(
     (:func:`ways_with_the_load`) is taken, the cheapest of them; a note says so.
     Orders are never made more than :data:`MIRROR_TIE` costlier.
     """
-    if prob.algorithm != "ring" or prob.collective not in _RING_COLLECTIVES or prob.n < 3:
+    if not _is_ring(prob):
         return order, cost
     ways = _load_ways(prob.network)
     mine = _hops_with(ways, order)
     if mine == 0:
         return order, cost
-    best, best_key = order, (mine, cost)
-    for lab in reversed(prob.network.groups):  # the coarsest level first, down to one that helps
-        if best is not order:
-            break
-        for cand in _arrangements(order, np.asarray(lab, dtype=np.int64)):
-            cand = np.roll(cand, -int(np.flatnonzero(cand == order[0])[0]))  # rank 0 kept
-            hops = _hops_with(ways, cand)
-            if hops >= best_key[0]:
-                continue
-            c = float(prob.model.cost(cand))
-            if c <= cost * (1.0 + MIRROR_TIE) and (hops, c) < best_key:
-                best, best_key = cand, (hops, c)
-    if best is order:
+    tied = _tied_arrangements(prob, order, cost, MIRROR_TIE, ways, lambda h: h < mine)
+    if not tied:
         return order, cost
+    hops, c, best = min(tied, key=lambda t: (t[0], t[1]))
     prob.notes.append(
         f"ring direction: {mine} hop(s) of the ring found ran the way other tenants' "
-        f"congestion-controlled load runs between two loaded uplinks, {best_key[0]} of the "
-        f"ring taken (its groups in another order or direction; modelled {best_key[1]:.4g} s "
+        f"congestion-controlled load runs between two loaded uplinks, {hops} of the "
+        f"ring taken (its groups in another order or direction; modelled {c:.4g} s "
         f"against {cost:.4g} s)"
     )
-    return best, best_key[1]
+    return best, c
 
 
 def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> None:
@@ -1063,11 +1085,11 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
     both orders with the engine's own collective before applying one
     (:mod:`rankopt.adapters.direction`).
     """
-    if prob.algorithm != "ring" or prob.collective not in _RING_COLLECTIVES or prob.n < 3:
-        return
-    if prob.custom or np.array_equal(order, np.arange(prob.n)):
+    if not _is_ring(prob) or prob.custom or np.array_equal(order, np.arange(prob.n)):
         return
     ways = _load_ways(prob.network, every=True)
+    if not ways and not _load_varied(prob.network):
+        return  # a quiet network: nothing to time, and no further evaluation
     own = float(prob.model.cost(order))
     if not own > 0.0:
         return
@@ -1076,18 +1098,7 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
         _reversed_alternative(prob, order, cost, scale)
         return
     mine = _hops_with(ways, order)
-    seen: list[tuple[int, float, NDArray[np.int64]]] = []
-    for lab in reversed(prob.network.groups):  # the coarsest level whose blocks arrange
-        for cand in _arrangements(order, np.asarray(lab, dtype=np.int64)):
-            cand = np.roll(cand, -int(np.flatnonzero(cand == order[0])[0]))  # rank 0 kept
-            hops = _hops_with(ways, cand)
-            if hops == mine:
-                continue
-            c = float(prob.model.cost(cand))
-            if c <= cost * (1.0 + TRIAL_TIE):
-                seen.append((hops, c, cand))
-        if seen:
-            break
+    seen = _tied_arrangements(prob, order, cost, TRIAL_TIE, ways, lambda h: h != mine)
     if not seen:
         return
     lowest = min(h for h, _, _ in seen)
@@ -1107,6 +1118,17 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
     }
 
 
+def _load_varied(network: Any) -> bool:
+    """Whether the probe's recheck saw load come and go on a measured network with uplinks
+    (:func:`rankopt.network.core.measured_variability` at least
+    :data:`~rankopt.network.core.VARYING_SLOWDOWN`)."""
+    from rankopt.network.core import VARYING_SLOWDOWN, measured_variability
+
+    if network is None or not network.measured or not network.has_uplinks:
+        return False
+    return measured_variability(network) >= VARYING_SLOWDOWN
+
+
 def _reversed_alternative(
     prob: _Problem, order: NDArray[np.int64], cost: float, scale: float
 ) -> None:
@@ -1116,14 +1138,8 @@ def _reversed_alternative(
     and off for 2 s the probe read no loaded uplink on 4 launches of 5, and rings one
     way round ran 1.25-1.36x slower than the other): the ring the other way round, rank
     ``order[0]`` first, when the model prices it within :data:`TRIAL_TIE` (``cost``:
-    the order's own in the searched model, ``scale`` its ratio to the result's)."""
-    from rankopt.network.core import VARYING_SLOWDOWN, measured_variability
-
-    network = prob.network
-    if network is None or not network.measured or not network.has_uplinks:
-        return
-    if measured_variability(network) < VARYING_SLOWDOWN:
-        return
+    the order's own in the searched model, ``scale`` its ratio to the result's; the
+    caller checked :func:`_load_varied`)."""
     back = np.r_[order[:1], order[:0:-1]]
     c = float(prob.model.cost(back))
     if c <= cost * (1.0 + TRIAL_TIE):

@@ -47,7 +47,8 @@ if rank == 0:
                                                  "order_hops": 1, "cost": 1.5}},
     )  # fmt: skip
 private = _dup(world, 20.0)
-got, res = _direction_trial(private, 0, result, order, 20.0)
+plan = world.bcast(direction.plan(result) if rank == 0 else None, root=0)
+got, res = _direction_trial(private, result, order, plan, 20.0)
 want = alt if force == "other" else order
 assert np.array_equal(got, want), (got, want)
 orders = world.allgather(got.tolist())
@@ -60,6 +61,6 @@ if rank == 0:
 else:
     assert res is None
 # no plan on the root (no alternative recorded): nothing timed, the order unchanged
-got2, _ = _direction_trial(private, 0, None, order, 20.0)
+got2, _ = _direction_trial(private, None, order, None, 20.0)
 assert np.array_equal(got2, order)
 private.Free()
