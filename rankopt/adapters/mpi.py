@@ -497,6 +497,10 @@ def _optimize(
 
     rank = comm.Get_rank()
     size = comm.Get_size()
+    if not isinstance(trial, (bool, np.bool_)):
+        raise RankoptInputError(
+            f"`direction_trial` must be True or False; got {trial!r} on rank {rank}."
+        )
     if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or not 0 <= root < size:
         raise RankoptInputError(
             f"`root` must be a rank of `comm`, 0..{size - 1}; got {root!r} on rank {rank}."
@@ -893,7 +897,7 @@ def run_program(
                 bool(solve_options.pop("progress", False)),
                 share_result,
                 solve_options,  # this call's own keywords: popping them is safe
-                trial=bool(solve_options.pop("direction_trial", True)),
+                trial=solve_options.pop("direction_trial", True),
             )
         else:
             comm = reorder(world, order)

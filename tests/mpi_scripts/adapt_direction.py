@@ -64,3 +64,13 @@ else:
 got2, _ = _direction_trial(private, None, order, None, 20.0)
 assert np.array_equal(got2, order)
 private.Free()
+# a direction_trial that is not a bool: the same clear error on every rank, nothing run
+from rankopt import RankoptInputError  # noqa: E402
+from rankopt.adapters.mpi import optimize  # noqa: E402
+
+try:
+    optimize(world, direction_trial="no", probe_options={"timeout": 20.0})
+except RankoptInputError as exc:
+    assert "`direction_trial` must be True or False; got 'no'" in str(exc), exc
+else:
+    raise AssertionError("direction_trial='no' was accepted")
