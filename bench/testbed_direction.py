@@ -1,7 +1,7 @@
 """A ring's direction beside another tenant: every cyclic order of the racks, timed side by side.
 
 Builds a testbed (root, network namespaces), launches one rank per host in host
-order, and times an Open MPI ring allreduce for each ring that visits every rack
+order, and times a ring allreduce (Open MPI's, or Gloo's with ``--engine gloo``) for each ring that visits every rack
 in one block (rack 0 first, the others in every order; with three racks
 0 -> 1 -> 2 -> 0 and 0 -> 2 -> 1 -> 0), the runs of all orders alternated in one
 job, once quiet and once beside each tenant given. The model prices these rings
@@ -12,6 +12,8 @@ Run (root)::
 
     python bench/testbed_direction.py --racks 4,3,2 --rates 1gbit,200mbit \\
         --tenant "tcp:rack0->rack1:3:50mbit" --tenant "udp:rack0->rack1:2:40mbit"
+    python bench/testbed_direction.py --engine gloo --size 4 --size 16 \\
+        --tenant "tcp:rack0->rack1:3:50mbit"
 
 A tenant is ``proto:flows:count:rate`` (rate ``-``: unpaced), flows as
 ``rankopt testbed run --tenant`` takes them.
@@ -92,7 +94,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--tenant", action="append", default=[], type=tenant_case, help="proto:flows:count:rate"
     )
-    p.add_argument("--size", type=_positive, default=16, help="allreduce MB (2^20 bytes)")
+    p.add_argument(
+        "--size",
+        type=_positive,
+        action="append",
+        default=None,
+        help="allreduce MB (2^20 bytes); repeat the flag for several sizes (default: 16)",
+    )
+    p.add_argument(
+        "--engine", choices=("mpi-ring", "gloo"), default="mpi-ring", help="whose ring is timed"
+    )
     p.add_argument("--repeats", type=_positive, default=6)
     p.add_argument("--prefix", default="rkd")
     p.add_argument("-o", "--output", default=None, help="also write the times as JSON here")
@@ -102,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     topo = Topology(racks=racks, rates=tuple(args.rates.split(",")))
     hosts = np.arange(topo.n_hosts)
     rings = rack_rings(racks)
-    names = list(rings)
-    jobs = [(i, args.size << 20) for i in range(len(names))]
+    sizes = args.size or [16]
+    names = [f"{k} {mb} MiB" if len(sizes) > 1 else k for mb in sizes for k in rings]
+    jobs = [(i, mb << 20) for mb in sizes for i in range(len(rings))]
     out: dict[str, dict[str, list[float]]] = {}
     print("| beside | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
@@ -114,10 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                 proto, flows, count, rate = tenant
                 case = f"{proto}:{flows}:{count}:{rate or '-'}"
                 spec = parse_tenant(flows, topo, count=count, rate=rate, proto=proto)
-            orders = [rings[k] for k in names]
+            orders = list(rings.values())
             with Tenant(tb, spec, seed=1) if spec is not None else contextlib.nullcontext():
                 times = time_orders(
-                    tb, hosts, "mpi-ring", orders, jobs, repeats=args.repeats, workdir=Path(d)
+                    tb, hosts, args.engine, orders, jobs, repeats=args.repeats, workdir=Path(d)
                 )
             out[case] = {k: [float(x) for x in t] for k, t in zip(names, times, strict=True)}
             cells = [f"{np.median(t):.2f} s" for t in times]

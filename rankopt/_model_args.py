@@ -310,6 +310,19 @@ def write_json(dest: str, text: str) -> None:
     atomic_write_text(dest, text, what="--json")
 
 
+def add_direction_trial_option(p: argparse.ArgumentParser) -> None:
+    """``--no-direction-trial`` (``args.direction_trial``, default True): what every
+    launcher offers to skip the ring-direction trial (:mod:`rankopt.adapters.direction`)."""
+    p.add_argument(
+        "--no-direction-trial",
+        dest="direction_trial",
+        action="store_false",
+        help="apply the order found without timing it against its groups the other way "
+        "round (done by default where another tenant loads the uplinks and the model "
+        "prices both alike: a few calls of at most 4 MiB each)",
+    )
+
+
 def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
     """``--json [FILE]``, ``--verify`` and ``--no-direction-trial``: what every launcher
     offers around its solve.
@@ -327,14 +340,7 @@ def add_entry_outputs(p: argparse.ArgumentParser, *, engine: str) -> None:
         help=f"time the order against the launch order first (rankopt verify over {engine}, "
         "default sizes) and run with the launch order unless the order measurably wins",
     )
-    p.add_argument(
-        "--no-direction-trial",
-        dest="direction_trial",
-        action="store_false",
-        help="apply the order found without timing it against its groups the other way "
-        "round (done by default where another tenant loads the uplinks and the model "
-        "prices both alike: a few calls of at most 4 MiB each)",
-    )
+    add_direction_trial_option(p)
     g = p.add_argument_group(
         "probe cache",
         "the probe of these hosts is kept (rank 0's user cache folder, or $RANKOPT_CACHE_DIR) "

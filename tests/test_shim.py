@@ -6,6 +6,7 @@ The ``mpi`` tests compile the C programs in ``tests/shim_programs`` with the MPI
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -18,10 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import rankopt
 from rankopt._validation import RankoptInputError
 from rankopt.adapters import shim
 from rankopt.adapters._shim_src import generate as gen
-from rankopt.cli import main
+from rankopt.cli import CLIError, main
 
 PROGRAMS = Path(__file__).parent / "shim_programs"
 N = 4
@@ -517,6 +519,55 @@ def test_run_mpi_verify_keeps_the_launch_order_when_the_order_does_not_win(mpi, 
     assert "speedup" in err  # verify's table, from the timing job
     rows = _table(out)
     assert [int(rows[k]["launch"]) for k in range(N)] == list(range(N))
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("trial", [True, False], ids=["trial", "no-trial"])
+def test_run_mpi_network_times_the_ring_direction(mpi, capfd, monkeypatch, trial):
+    """``run-mpi --network`` on a network whose loaded uplinks leave the ring's
+    direction open: a job under the same launcher times both ways round with
+    MPI_Allreduce, and the program runs in the order the report names."""
+    from test_ring_direction import _network
+
+    net = _network(0, 1.0)  # 9 processes in 3 racks, two uplinks loaded
+    path = mpi["tmp"] / f"loaded-{trial}.npz"
+    net.save(path)
+    for k, v in _mpi_env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("RANKOPT_ORDER", raising=False)
+    argv = ["run-mpi", "--shim", str(mpi["lib"]), "--network", str(path), "--algorithm", "ring"]
+    argv += [] if trial else ["--no-direction-trial"]
+    argv += ["--", mpi["mpiexec"], "--oversubscribe", "-n", "9", str(mpi["pairs"])]
+    capfd.readouterr()
+    rc = main(argv)
+    out, err = capfd.readouterr()
+    assert rc == 0, err
+    timed = re.search(r"ring direction timed beside the load \((\d+) calls each of 4 MiB\)", err)
+    assert (timed is not None) == trial, err
+    if trial:
+        assert int(timed.group(1)) in (2, 4), err  # one round when it is decisive, else two
+        assert re.search(r"the other way round applied|the order found kept", err), err
+    printed = re.search(r"order\s*: \[([\d, ]+)\]", err)
+    order = [int(x) for x in printed.group(1).split(",")]
+    rows = _table(out)
+    assert [int(rows[k]["launch"]) for k in range(9)] == order
+
+
+def test_run_mpi_direction_trial_failure_is_an_error_naming_the_job(tmp_path, monkeypatch):
+    """A trial job that fails (here: its launcher cannot start) stops ``run-mpi`` with
+    the command it ran; nothing is launched after it."""
+    from test_ring_direction import _network
+
+    from rankopt.cli import _shim
+
+    net = _network(0, 1.0)
+    res = rankopt.solve(net, "allreduce", "ring", objective="contention", nbytes=16 << 20, rng=0)
+    assert res.extra.get("ring_alternative")
+    args = argparse.Namespace()
+    missing = str(tmp_path / "no-such-mpiexec")
+    with pytest.raises(CLIError, match=r"ring-direction trial failed .*no-such-mpiexec.*"
+                       r"--no-direction-trial"):  # fmt: skip
+        _shim._direction_trial(args, [missing, "-n", "9", "./app"], res)
 
 
 def test_run_mpi_verify_needs_an_order(tmp_path, capsys):

@@ -592,20 +592,34 @@ def _direction_trial(
 
     if trial is None:
         return order, result
-    alt = check_order(trial["alternative"], comm.Get_size())
-    comms = [_split(comm, order, None), _split(comm, alt, None)]
-    try:
-        wins, line = direction.measure(MPITimer(comms, trial["collective"], timeout), trial)
-    finally:
-        for c in comms:
-            c.Free()
+    wins, line = time_directions(comm, order, trial, timeout)
     if wins:
-        order = alt
+        order = check_order(trial["alternative"], comm.Get_size())
         if result is not None:
             result = direction.applied(result, order, float(trial["cost"]), line)
     elif result is not None:
         result = direction.noted(result, line)
     return order, result
+
+
+def time_directions(
+    comm: MPI.Intracomm, order: ArrayLike, trial: Mapping[str, Any], timeout: float
+) -> tuple[bool, str]:
+    """Time ``order`` against ``trial["alternative"]`` (a plan of
+    :func:`rankopt.adapters.direction.plan`) with the MPI collective itself:
+    ``(the alternative wins, the report's line)``, the same on every rank of ``comm``.
+    Collective; every step has the deadline ``timeout``."""
+    from rankopt.adapters import direction
+
+    n = comm.Get_size()
+    mine = check_order(order, n, name="order")
+    alt = check_order(trial["alternative"], n, name="alternative")
+    comms = [_split(comm, mine, None), _split(comm, alt, None)]
+    try:
+        return direction.measure(MPITimer(comms, trial["collective"], timeout), dict(trial))
+    finally:
+        for c in comms:
+            c.Free()
 
 
 #: Collectives :class:`MPITimer` times.

@@ -86,6 +86,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "verify` (the same launcher and options, mpi4py), and run the program in the order "
         "only if it measurably wins; else in the launch order",
     )
+    from rankopt._model_args import add_direction_trial_option
+
+    add_direction_trial_option(r)
     r.add_argument("-v", "--verbose", action="store_true", help="rank 0 reports what the shim did")
     r.add_argument("--dry-run", action="store_true", help="print the command, do not run it")
     r.add_argument(
@@ -138,7 +141,7 @@ def run_mpi(args: argparse.Namespace) -> int:
     if args.network is not None:
         if args.order:
             raise CLIError("give --order or --network (to solve one), not both")
-        order: str | None = _solve_order(args, lib)
+        order: str | None = _solve_order(args, lib, command)
     elif args.workload is not None:
         raise CLIError("--workload needs --network: the network to solve the order on")
     else:
@@ -183,8 +186,10 @@ def _shim_engine(lib: str | os.PathLike[str]) -> str:
     return from_library(label).name
 
 
-def _solve_order(args: argparse.Namespace, lib: str | os.PathLike[str]) -> str:
-    """``run-mpi --network``: solve with the model options, write the order, return its path."""
+def _solve_order(args: argparse.Namespace, lib: str | os.PathLike[str], command: list[str]) -> str:
+    """``run-mpi --network``: solve with the model options, time the ring's direction
+    where the solve left it open (:func:`_direction_trial`), write the order, return
+    its path."""
     from rankopt._model_args import model_options, report
     from rankopt.adapters._common import order_digest, save_order
     from rankopt.network.core import load_network
@@ -195,6 +200,8 @@ def _solve_order(args: argparse.Namespace, lib: str | os.PathLike[str]) -> str:
         args.engine = _shim_engine(lib)
     opts = model_options(args, net, solver=True)
     res = solve(net, args.collective, args.algorithm, **opts)
+    if args.direction_trial and not args.dry_run:
+        res = _direction_trial(args, command, res)
     if not args.quiet:
         print(report(res, list(net.hosts) if net.hosts is not None else None), file=sys.stderr)
     name = f"order-{len(res.order)}-{order_digest(res.order)}.txt"
@@ -202,6 +209,55 @@ def _solve_order(args: argparse.Namespace, lib: str | os.PathLike[str]) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     save_order(path, res.order, what="order")
     return os.fspath(path)
+
+
+def _direction_trial(args: argparse.Namespace, command: list[str], res: Any) -> Any:
+    """``res`` after the ring-direction trial (:mod:`rankopt.adapters.direction`), where
+    the solve recorded the other way round: a job of its own
+    (:mod:`rankopt.cli._direction_job`) under the program's launcher and launcher
+    options times both orders with the MPI collective; the other way round is applied
+    when it wins. ``res`` as it is when there is nothing to time."""
+    import json
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+
+    from rankopt._validation import RankoptInputError
+    from rankopt.adapters import direction
+    from rankopt.adapters.mpi import DEFAULT_TIMEOUT
+
+    plan = direction.plan(res)
+    if plan is None:
+        return res
+    try:
+        launcher, _ = shim.split_launch(command)
+    except RankoptInputError as exc:
+        raise CLIError(str(exc)) from exc
+    with tempfile.TemporaryDirectory(prefix="rankopt-direction-") as work:
+        spec, out = Path(work) / "trial.json", Path(work) / "verdict.json"
+        body = {"order": [int(x) for x in res.order], "trial": plan, "timeout": DEFAULT_TIMEOUT}
+        spec.write_text(json.dumps(body))
+        argv = [*launcher, sys.executable, "-m", "rankopt.cli._direction_job"]
+        argv += [str(spec), str(out)]
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True)
+            code, text = proc.returncode, proc.stderr.strip() or proc.stdout.strip()
+        except OSError as exc:  # the launcher itself could not start
+            code, text = None, str(exc)
+        if code != 0 or not out.is_file():
+            tail = text.splitlines()[-1:] or ["no output"]
+            raise CLIError(
+                f"the ring-direction trial failed ({'exit ' + str(code) if code is not None else 'not started'}: "
+                f"{tail[0]}); it ran: {shlex.join(argv)} (--no-direction-trial skips it)"
+            )
+        verdict = json.loads(out.read_text())
+    line = str(verdict["line"])
+    if verdict["alternative_wins"]:
+        alt = np.asarray(plan["alternative"], dtype=np.int64)
+        return direction.applied(res, alt, float(plan["cost"]), line)
+    return direction.noted(res, line)
 
 
 def _verified(args: argparse.Namespace, command: list[str], order: str) -> str | None:
