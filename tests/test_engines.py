@@ -271,7 +271,12 @@ def test_mpich_node_aware_allreduce():
 
 
 def test_gloo_is_a_ring_at_every_size():
-    assert {gloo.algorithm("allreduce", s, 8)[0] for s in (8, 4e3, 25e6, 1e9)} == {"ring"}
+    # gloo/allreduce.cc sends to rank - 1, gloo/allgather.cc to rank + 1; torch's Gloo
+    # reduce_scatter is that allreduce of the whole input
+    sizes = (8, 4e3, 25e6, 1e9)
+    assert {gloo.algorithm("allreduce", s, 8)[0] for s in sizes} == {"ring_gloo"}
+    assert {gloo.algorithm("allgather", s, 8)[0] for s in sizes} == {"ring"}
+    assert {gloo.algorithm("reduce_scatter", s, 8)[0] for s in sizes} == {"allreduce_gloo"}
 
 
 def test_gloo_tree_collectives_follow_its_sources():

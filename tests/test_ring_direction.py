@@ -83,6 +83,49 @@ def test_the_ring_runs_against_congestion_controlled_load():
     assert noted >= 8 and kept >= 4
 
 
+def test_glooes_ring_is_the_other_way_round():
+    # gloo/allreduce.cc sends to rank - 1: Gloo's ring over an order is Open MPI's over
+    # the order reversed, under every objective, and not the same where links differ
+    # by direction (the latencies here are not symmetric)
+    net = _network(0, 1.0)
+    gen = np.random.default_rng(5)
+    differ = 0
+    for objective in ("contention", "time"):
+        kw = {"objective": objective, "nbytes": 16 << 20}
+        for _ in range(4):
+            order = gen.permutation(9)
+            gloo = rankopt.cost(net, order, "allreduce", "ring_gloo", **kw)
+            assert gloo == pytest.approx(
+                rankopt.cost(net, order[::-1], "allreduce", "ring", **kw), rel=1e-12
+            )
+            differ += gloo != rankopt.cost(net, order, "allreduce", "ring", **kw)
+            rs = rankopt.cost(net, order, "reduce_scatter", "allreduce_gloo", **kw)
+            assert rs == pytest.approx(gloo, rel=1e-12)  # torch's Gloo: the whole allreduce
+    assert differ >= 4
+    assert rankopt.cost(net, order, "allreduce", engine="gloo", nbytes=16 << 20) == (
+        pytest.approx(rankopt.cost(net, order, "allreduce", "ring_gloo", nbytes=16 << 20))
+    )
+
+
+def test_glooes_ring_runs_against_the_load_its_own_way():
+    # the same rule for Gloo's ring, whose hops run order[k] -> order[k - 1]: no solve
+    # for engine="gloo" keeps a hop that way from the loaded way out to the loaded way
+    # in; counted Open MPI's way, most do
+    plain = 0
+    for seed in range(8):
+        net = _network(seed, 1.0)
+        res = rankopt.solve(net, "allreduce", engine="gloo", objective="contention",
+                            nbytes=16 << 20, rng=seed)  # fmt: skip
+        assert res.algorithm == "ring_gloo"
+        hops = solve_mod.ways_with_the_load(net, res.order, step=-1)
+        if hops:  # a launch order kept (ties the turned ring): the trial gets the other
+            assert np.array_equal(res.order, np.arange(9))
+            assert res.extra["ring_alternative"]["hops"] == 0
+            assert res.extra["ring_alternative"]["order_hops"] == hops
+        plain += solve_mod.ways_with_the_load(net, res.order) > 0
+    assert plain >= 4
+
+
 def test_the_turned_ring_costs_at_most_the_tie_more(monkeypatch):
     turned = [_solve(_network(seed, 1.0), seed) for seed in range(4)]
     tie = solve_mod.MIRROR_TIE

@@ -23,7 +23,8 @@ with their way against 2.25 s against it; 2 unpaced TCP flows 3.87 against
 2.41 s; 2 paced UDP flows 2.13 against 2.37 s (:mod:`rankopt.solvers.solve`).
 
 The engines' adapters run the trial (:func:`rankopt.adapters.mpi.optimize`,
-``python -m rankopt.mpi``; ``rankopt run`` on Gloo) with their timers
+``python -m rankopt.mpi``; ``rankopt run`` on Gloo; ``rankopt run-mpi --network``
+in a job of its own, :mod:`rankopt.cli._direction_job`) with their timers
 (:class:`~rankopt.adapters.mpi.MPITimer`, :class:`~rankopt.adapters.verify.GlooTimer`)
 through :func:`measure`; :func:`plan` and :func:`decide` are shared.
 """

@@ -121,8 +121,9 @@ def _ring_allreduce(n, wb, **_):
 
     The step order of Open MPI's ``ompi_coll_base_allreduce_intra_ring``
     (step 0: rank r sends block r to r + 1; also what its segmented ring
-    runs when the segment size is 0, as in the fixed decision), MPICH's
-    ``MPIR_Allreduce_intra_ring`` and Gloo's ring allreduce (``gloo/allreduce.cc``).
+    runs when the segment size is 0, as in the fixed decision) and MPICH's
+    ``MPIR_Allreduce_intra_ring``; Gloo's runs the other way round
+    (:func:`_ring_allreduce_gloo`).
     """
     ids = np.arange(n)
     chunks = [(c,) for c in range(n)]
@@ -140,6 +141,22 @@ def _ring_allgather(n, wb, **_):
 def _ring_reduce_scatter(n, wb, **_):
     """Ring reduce-scatter, rank ``r`` sending to ``r + 1`` (MPICH)."""
     return ring_phase(np.arange(n), [(c,) for c in range(n)], 1 / n, True, wb), Layout(n, 1 / n)
+
+
+def _ring_allreduce_gloo(n, wb, **_):
+    """Gloo's ring allreduce (``gloo/allreduce.cc``, what torch's Gloo ``allreduce``
+    runs): ring reduce-scatter then ring allgather, rank ``r`` sending to ``r - 1``
+    (``sendRank = rank - 1``, ``recvRank = rank + 1``), the other way round from
+    Open MPI's and MPICH's. The same ring reversed: alike on symmetric links, not
+    where an uplink's two directions differ (another tenant loading one way).
+    """
+    members = np.array([0, *range(n - 1, 0, -1)], dtype=np.int64)  # 0 -> n-1 -> ... -> 1
+    chunks = [(int(r),) for r in members]
+    return (
+        ring_phase(members, chunks, 1 / n, True, wb)
+        + ring_phase(members, chunks, 1 / n, False, wb),
+        Layout(n, 1 / n),
+    )
 
 
 # ------------------------------------------------------- recursive schemes
@@ -958,6 +975,9 @@ def _spec(c, name, gen, doc, form=None, **kw) -> None:
 _spec("allreduce", "ring", _ring_allreduce,
       "ring reduce-scatter then ring allgather, rank r sending to r + 1",
       lambda p, a, m, b, seg: 2 * (p - 1) * (a + m / (p * b)), ring=True)
+_spec("allreduce", "ring_gloo", _ring_allreduce_gloo,
+      "Gloo's ring: reduce-scatter then allgather, rank r sending to r - 1",
+      lambda p, a, m, b, seg: 2 * (p - 1) * (a + m / (p * b)), ring=True)
 _spec("allreduce", "recursive_doubling", _rd_allreduce,
       "recursive doubling, distance 1 first, the whole vector every step (Open MPI, MPICH)",
       lambda p, a, m, b, seg: ((p.bit_length() - 1) * (a + m / b) + _cf_fold_cost(p, a, m, b)))
@@ -988,6 +1008,10 @@ _spec("allgather", "bruck", _bruck,
       lambda p, a, m, b, seg: _cf_lg(p) * a + (p - 1) / p * m / b)
 _spec("reduce_scatter", "ring", _ring_reduce_scatter,
       "ring reduce-scatter, rank r sending to r + 1 (MPICH)", _cf_ring_like, ring=True)
+_spec("reduce_scatter", "allreduce_gloo", _ring_allreduce_gloo,
+      "torch's Gloo reduce_scatter: Gloo's ring allreduce (rank r sending to r - 1) of the "
+      "whole input, each rank keeping its block",
+      lambda p, a, m, b, seg: 2 * (p - 1) * (a + m / (p * b)), ring=True)
 _spec("reduce_scatter", "recursive_halving", _rh_reduce_scatter,
       "recursive-halving reduce-scatter, distance p/2 first (MPICH)",
       _cf_halving, closed_form_at="pow2")

@@ -907,13 +907,18 @@ MIRROR_TIE = 0.02
 #: arrangement with the other count of hops with the load 0.4-4.6% above the order,
 #: through the pair rates of the hosts at the blocks' ends; the load made 12-100%).
 TRIAL_TIE = 0.05
-#: Algorithms whose rank ``r`` sends to ``r + 1``: reversing the order reverses the ring.
+#: Collectives whose ring algorithms :func:`_ring_step` knows.
 _RING_COLLECTIVES = frozenset({"allreduce", "allgather", "reduce_scatter"})
+#: Ring algorithms and where rank ``r`` sends: ``r + 1`` (Open MPI's and MPICH's
+#: rings) or ``r - 1`` (Gloo's allreduce, and torch's Gloo reduce_scatter, which
+#: runs it). Reversing the order reverses the ring.
+_RING_STEP = {"ring": 1, "ring_gloo": -1, "allreduce_gloo": -1}
 
 
-def ways_with_the_load(network: Any, order: NDArray[np.int64]) -> int:
+def ways_with_the_load(network: Any, order: NDArray[np.int64], *, step: int = 1) -> int:
     """How many (hop, level) pairs of the ring ``order`` run the way other tenants'
-    congestion-controlled load runs: ``order[k] -> order[k + 1]`` leaves a group whose
+    congestion-controlled load runs: ``order[k] -> order[k + step]`` (``step`` 1, or
+    -1 for a ring whose rank ``r`` sends to ``r - 1``) leaves a group whose
     uplink out is loaded and enters one whose uplink in is loaded
     (:func:`rankopt.network.core.loaded_directions`; a level counts only where one
     group's way out and one group's way in are loaded, so that the load's way is
@@ -925,7 +930,7 @@ def ways_with_the_load(network: Any, order: NDArray[np.int64]) -> int:
     load was not read counts (beside unpaced TCP flows on the emulated racks the
     probe read none, and rings with the load were 1.3-1.6x slower).
     """
-    return _hops_with(_load_ways(network), order)
+    return _hops_with(_load_ways(network), order, step)
 
 
 def _load_ways(
@@ -952,10 +957,12 @@ def _load_ways(
 def _hops_with(
     ways: list[tuple[NDArray[np.int64], NDArray[np.bool_], NDArray[np.bool_]]],
     order: NDArray[np.int64],
+    step: int = 1,
 ) -> int:
-    """The hops of ring ``order`` from a loaded way out to a loaded way in, over ``ways``."""
+    """The hops of ring ``order`` (rank ``r`` sending to ``r + step``) from a loaded way
+    out to a loaded way in, over ``ways``."""
     order = np.asarray(order, dtype=np.int64)
-    nxt = np.roll(order, -1)
+    nxt = np.roll(order, -step)
     count = 0
     for lab, loaded_out, loaded_in in ways:
         ga, gb = lab[order], lab[nxt]
@@ -989,9 +996,12 @@ def _arrangements(order: NDArray[np.int64], lab: NDArray[np.int64]) -> list[NDAr
     return out
 
 
-def _is_ring(prob: _Problem) -> bool:
-    """Whether ``prob`` prices a ring whose rank ``r`` sends to ``r + 1``."""
-    return prob.algorithm == "ring" and prob.collective in _RING_COLLECTIVES and prob.n >= 3
+def _ring_step(prob: _Problem) -> int:
+    """Where rank ``r`` of the ring ``prob`` prices sends: ``1`` (to ``r + 1``), ``-1``
+    (to ``r - 1``), or ``0`` when ``prob`` prices no ring (:data:`_RING_STEP`)."""
+    if prob.collective not in _RING_COLLECTIVES or prob.n < 3:
+        return 0
+    return _RING_STEP.get(prob.algorithm, 0)
 
 
 def _tied_arrangements(
@@ -1010,7 +1020,7 @@ def _tied_arrangements(
         found = []
         for cand in _arrangements(order, np.asarray(lab, dtype=np.int64)):
             cand = np.roll(cand, -int(np.flatnonzero(cand == order[0])[0]))
-            hops = _hops_with(ways, cand)
+            hops = _hops_with(ways, cand, _ring_step(prob))
             if not wanted(hops):
                 continue
             c = float(prob.model.cost(cand))
@@ -1043,10 +1053,11 @@ def _ring_against_the_load(
     (:func:`ways_with_the_load`) is taken, the cheapest of them; a note says so.
     Orders are never made more than :data:`MIRROR_TIE` costlier.
     """
-    if not _is_ring(prob):
+    step = _ring_step(prob)
+    if not step:
         return order, cost
     ways = _load_ways(prob.network)
-    mine = _hops_with(ways, order)
+    mine = _hops_with(ways, order, step)
     if mine == 0:
         return order, cost
     tied = _tied_arrangements(prob, order, cost, MIRROR_TIE, ways, lambda h: h < mine)
@@ -1074,8 +1085,8 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
     launches), and the probe's sharing test does not tell the kinds apart reliably
     (paced UDP read as yielding on 3 launches of 6, paced TCP as keeping its rate on 2
     of 6). So
-    where the order found is a ring (allreduce, allgather, reduce_scatter ``ring``)
-    whose groups are blocks, some uplink way out and way in are loaded (any number
+    where the order found is a ring (:data:`_RING_STEP`; the launch order too, where
+    it was kept) whose groups are blocks, some uplink way out and way in are loaded (any number
     of them, however the load was read), and an arrangement of the blocks priced
     within :data:`TRIAL_TIE` of the order has the other extreme of hops from a
     loaded way out to a loaded way in (the fewest where the order has the most, and
@@ -1085,7 +1096,8 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
     both orders with the engine's own collective before applying one
     (:mod:`rankopt.adapters.direction`).
     """
-    if not _is_ring(prob) or prob.custom or np.array_equal(order, np.arange(prob.n)):
+    step = _ring_step(prob)
+    if not step or prob.custom:
         return
     ways = _load_ways(prob.network, every=True)
     if not ways and not _load_varied(prob.network):
@@ -1097,7 +1109,7 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
     if not ways:
         _reversed_alternative(prob, order, cost, scale)
         return
-    mine = _hops_with(ways, order)
+    mine = _hops_with(ways, order, step)
     seen = _tied_arrangements(prob, order, cost, TRIAL_TIE, ways, lambda h: h != mine)
     if not seen:
         return
