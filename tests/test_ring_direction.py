@@ -126,6 +126,33 @@ def test_glooes_ring_runs_against_the_load_its_own_way():
     assert plain >= 4
 
 
+@pytest.mark.parametrize("racks_loaded", [False, True])
+def test_the_host_level_readings_do_not_make_a_trial(racks_loaded):
+    # a quiet Gloo probe on the emulated racks read one host's own link at 186 MB/s and
+    # the others at 124-161 MB/s: below 75% of the fastest, they all looked loaded. The
+    # host level is left out; the racks' load still counts
+    base = _network(0, 1.0)
+    rack = np.asarray(base.groups[0])
+    n = rack.size
+    nic = np.full((2, n), 160e6)
+    nic[0] = 140e6
+    nic[0, 3] = 200e6
+    nic[1, :4] = 124e6
+    out, inn = (x.copy() for x in base.uplinks[0])
+    if not racks_loaded:
+        out[:] = inn[:] = 24e6
+    bw = np.where(rack[:, None] == rack[None, :], 120e6,
+                  np.minimum(out[rack][:, None], inn[rack][None, :]))  # fmt: skip
+    np.fill_diagonal(bw, 1e9)
+    net = rankopt.Network(
+        base.latency, bandwidth=bw, bandwidth_spread=0.02 * bw,
+        hosts=[f"h{i}" for i in range(n)], groups=[np.arange(n), rack],
+        uplinks=[nic, np.array([out, inn])], provenance={"elastic": 1.0},
+    )  # fmt: skip
+    res = _solve(net, 0)
+    assert ("ring_alternative" in res.extra) == racks_loaded
+
+
 def test_the_turned_ring_costs_at_most_the_tie_more(monkeypatch):
     turned = [_solve(_network(seed, 1.0), seed) for seed in range(4)]
     tie = solve_mod.MIRROR_TIE
