@@ -570,6 +570,25 @@ def test_run_mpi_direction_trial_failure_is_an_error_naming_the_job(tmp_path, mo
         _shim._direction_trial(args, [missing, "-n", "9", "./app"], res)
 
 
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("{", r"trial file '.*trial.json': invalid JSON"),
+        ('{"order": [0, 1]}', r"trial file '.*' must be a JSON object with keys order, trial"),
+        ('{"order": [0, 1], "trial": {"collective": "allreduce"}, "timeout": 5}',
+         r"`trial` must hold alternative, collective, nbytes"),
+    ],
+    ids=["json", "keys", "plan"],
+)  # fmt: skip
+def test_direction_job_names_a_bad_trial_file(tmp_path, text, match):
+    from rankopt.cli._direction_job import read_spec
+
+    path = tmp_path / "trial.json"
+    path.write_text(text)
+    with pytest.raises(RankoptInputError, match=match):
+        read_spec(path)
+
+
 def test_run_mpi_verify_needs_an_order(tmp_path, capsys):
     lib = tmp_path / "librankopt_shim.so"
     lib.write_bytes(b"")
