@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import sys
 from typing import Any
@@ -216,7 +217,8 @@ def _direction_trial(args: argparse.Namespace, command: list[str], res: Any) -> 
     the solve recorded the other way round: a job of its own
     (:mod:`rankopt.cli._direction_job`) under the program's launcher and launcher
     options times both orders with the MPI collective; the other way round is applied
-    when it wins. ``res`` as it is when there is nothing to time."""
+    when it wins. ``res`` as it is when there is nothing to time; with a note and a
+    warning when the trial job fails (the order found is then applied untimed)."""
     import json
     import subprocess
     import tempfile
@@ -247,17 +249,31 @@ def _direction_trial(args: argparse.Namespace, command: list[str], res: Any) -> 
         except OSError as exc:  # the launcher itself could not start
             code, text = None, str(exc)
         if code != 0 or not out.is_file():
-            tail = text.splitlines()[-1:] or ["no output"]
-            raise CLIError(
-                f"the ring-direction trial failed ({'exit ' + str(code) if code is not None else 'not started'}: "
-                f"{tail[0]}); it ran: {shlex.join(argv)} (--no-direction-trial skips it)"
+            # a trial that could not run leaves the order found, as --no-direction-trial
+            # does; the program's own launch then meets whatever stopped it
+            what = f"exit {code}" if code is not None else "not started"
+            line = (
+                f"ring direction not timed: the trial job failed ({what}: {_last_words(text)}); "
+                "the order found applied"
             )
+            print(f"rankopt run-mpi: warning: {line}; it ran: {shlex.join(argv)}", file=sys.stderr)
+            return direction.noted(res, line)
         verdict = json.loads(out.read_text())
     line = str(verdict["line"])
     if verdict["alternative_wins"]:
         alt = np.asarray(plan["alternative"], dtype=np.int64)
         return direction.applied(res, alt, float(plan["cost"]), line)
     return direction.noted(res, line)
+
+
+def _last_words(text: str) -> str:
+    """The line of a failed job's output that says most: the last one naming an error
+    (or rankopt), else the last non-empty one."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.search(r"error|rankopt|timed out|abort", ln, re.I):
+            return ln
+    return lines[-1] if lines else "no output"
 
 
 def _verified(args: argparse.Namespace, command: list[str], order: str) -> str | None:
