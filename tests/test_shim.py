@@ -578,6 +578,9 @@ def test_last_words_of_a_failed_job():
     text = "Traceback ...\nrankopt.errors.RankoptMPIError: verify: a step timed out\n  \n\n"
     assert _last_words(text) == "rankopt.errors.RankoptMPIError: verify: a step timed out"
     assert _last_words("a\nb\n") == "b" and _last_words(" \n") == "no output"
+    abort = "rankopt verify: a timed collective took longer than 30 s\n[h8] PMIX ERROR: x\n"
+    assert _last_words(abort).startswith("rankopt verify: a timed collective")
+    assert _last_words("ok\n[h8] PMIX ERROR: x\nbye\n") == "[h8] PMIX ERROR: x"
 
 
 @pytest.mark.parametrize(

@@ -267,12 +267,14 @@ def _direction_trial(args: argparse.Namespace, command: list[str], res: Any) -> 
 
 
 def _last_words(text: str) -> str:
-    """The line of a failed job's output that says most: the last one naming an error
-    (or rankopt), else the last non-empty one."""
+    """The line of a failed job's output that says most: the last one from rankopt,
+    else the last naming an error, else the last non-empty one (a launcher's own
+    messages on an abort come after the reason)."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if re.search(r"error|rankopt|timed out|abort", ln, re.I):
-            return ln
+    for pattern in (r"rankopt", r"error|timed out|abort"):
+        for ln in reversed(lines):
+            if re.search(pattern, ln, re.I):
+                return ln
     return lines[-1] if lines else "no output"
 
 
