@@ -619,6 +619,33 @@ MUTANTS: tuple[Mutant, ...] = (
             "test_swap_deltas_after_accepted_swaps_read_each_direction",
         ),
     ),
+    # --------------------------------------------- the ring's direction beside load
+    Mutant(
+        "gloo_ring_sends_forward",
+        ALG,
+        "    members = np.array([0, *range(n - 1, 0, -1)], dtype=np.int64)  # 0 -> n-1 -> ... -> 1\n"
+        "    chunks = [(int(r),) for r in members]\n    return (",
+        "    members = np.arange(n, dtype=np.int64)\n"
+        "    chunks = [(int(r),) for r in members]\n    return (",
+        "Gloo's ring allreduce priced sending to r + 1, as Open MPI's",
+        ("tests/test_ring_direction.py",),
+    ),
+    Mutant(
+        "direction_rule_counts_gloo_forward",
+        "rankopt/solvers/solve.py",
+        '_RING_STEP = {"ring": 1, "ring_gloo": -1, "allreduce_gloo": -1}',
+        '_RING_STEP = {"ring": 1, "ring_gloo": 1, "allreduce_gloo": 1}',
+        "the direction rule counts Gloo's hops as if it sent to r + 1",
+        ("tests/test_ring_direction.py",),
+    ),
+    Mutant(
+        "direction_rule_reads_host_links",
+        "rankopt/solvers/solve.py",
+        "    skip = 1 if network.hosts is not None else 0",
+        "    skip = 0",
+        "the direction rule counts the host level's own links as loaded uplinks",
+        ("tests/test_ring_direction.py",),
+    ),
 )
 
 #: A pytest plugin written into each copy: the run stops unless rankopt comes from the copy.
