@@ -421,6 +421,18 @@ def test_a_cache_hit_reuses_the_order_solved_on_the_same_probe(tmp_path, monkeyp
     monkeypatch.delenv("OMPI_MCA_coll_tuned_allreduce_algorithm")
     other = rankopt.Network.from_measurement(replace(m, latency=m.latency * 2))
     assert reuse_solved(opt, hit, other, what) is None
+    # a memo kept in another format of the kept solve (an earlier rankopt, whose models
+    # or rules differ) is solved again
+    import rankopt.adapters.cache as cache_mod
+
+    memo = next(tmp_path.glob("solved-*.json"))
+    doc = json.loads(memo.read_text())
+    memo.write_text(json.dumps({**doc, "format": "rankopt.solved/1"}))
+    assert reuse_solved(opt, hit, net, what) is None
+    memo.write_text(json.dumps(doc))
+    assert reuse_solved(opt, hit, net, what) is not None
+    monkeypatch.setattr(cache_mod, "SOLVED_FORMAT", "rankopt.solved/99")  # a later format
+    assert reuse_solved(opt, hit, net, what) is None
     # a damaged memo is solved again, never an error; no cache, no memo
     next(tmp_path.glob("solved-*.json")).write_text("{not json")
     assert reuse_solved(opt, hit, net, what) is None

@@ -858,6 +858,10 @@ def _log(m: Measurement) -> None:
 
 #: Environment variables that change which algorithm an engine runs (and so the order).
 _ENGINE_ENV = ("OMPI_MCA_", "MPICH_", "MPIR_CVAR_", "NCCL_", "I_MPI_", "RANKOPT_")
+#: Format of a kept solve; raised when the models or the rules behind a solve change
+#: (2: Gloo's ring priced the way it sends, to rank - 1), so that a result kept by an
+#: earlier rankopt is solved again rather than reused. Part of the key.
+SOLVED_FORMAT = "rankopt.solved/2"
 
 
 def _solved_path(
@@ -869,7 +873,7 @@ def _solved_path(
 
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENGINE_ENV))
     try:
-        text = repr((network_digest(network), sorted(what.items()), env))
+        text = repr((SOLVED_FORMAT, network_digest(network), sorted(what.items()), env))
     except TypeError:  # options that do not sort: no memo
         return None
     key = hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -900,7 +904,7 @@ def reuse_solved(
     try:
         with open_regular(found[0], what="kept solve", max_bytes=MAX_TEXT_BYTES) as fh:
             doc = json.loads(fh.read())
-        if doc.get("key") != found[1]:
+        if doc.get("key") != found[1] or doc.get("format") != SOLVED_FORMAT:
             return None
         res = SolveResult.from_dict(doc["result"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -926,7 +930,7 @@ def keep_solved(
     from rankopt._files import atomic_write_text
 
     try:
-        doc = {"format": "rankopt.solved/1", "key": found[1], "result": res.to_dict()}
+        doc = {"format": SOLVED_FORMAT, "key": found[1], "result": res.to_dict()}
         atomic_write_text(found[0], json.dumps(doc) + "\n", what="kept solve")
         now = time.time()
         for old in found[0].parent.glob("solved-*.json"):  # the memo stays small
