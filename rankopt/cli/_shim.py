@@ -7,7 +7,11 @@ import os
 import re
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
 
 from rankopt.adapters import shim
 from rankopt.cli import CLIError
@@ -220,9 +224,6 @@ def _direction_trial(args: argparse.Namespace, command: list[str], res: Any) -> 
     when it wins. ``res`` as it is when there is nothing to time; with a note and a
     warning when the trial job fails (the order found is then applied untimed)."""
     import json
-    import subprocess
-    import tempfile
-    from pathlib import Path
 
     import numpy as np
 
@@ -237,33 +238,55 @@ def _direction_trial(args: argparse.Namespace, command: list[str], res: Any) -> 
         launcher, _ = shim.split_launch(command)
     except RankoptInputError as exc:
         raise CLIError(str(exc)) from exc
-    with tempfile.TemporaryDirectory(prefix="rankopt-direction-") as work:
-        spec, out = Path(work) / "trial.json", Path(work) / "verdict.json"
+
+    def argv_of(work: Path, out: Path) -> list[str]:
+        spec = work / "trial.json"
         body = {"order": [int(x) for x in res.order], "trial": plan, "timeout": DEFAULT_TIMEOUT}
         spec.write_text(json.dumps(body))
-        argv = [*launcher, sys.executable, "-m", "rankopt.cli._direction_job"]
-        argv += [str(spec), str(out)]
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True)
-            code, text = proc.returncode, proc.stderr.strip() or proc.stdout.strip()
-        except OSError as exc:  # the launcher itself could not start
-            code, text = None, str(exc)
-        if code != 0 or not out.is_file():
-            # a trial that could not run leaves the order found, as --no-direction-trial
-            # does; the program's own launch then meets whatever stopped it
-            what = f"exit {code}" if code is not None else "not started"
-            line = (
-                f"ring direction not timed: the trial job failed ({what}: {_last_words(text)}); "
-                "the order found applied"
-            )
-            print(f"rankopt run-mpi: warning: {line}; it ran: {shlex.join(argv)}", file=sys.stderr)
-            return direction.noted(res, line)
-        verdict = json.loads(out.read_text())
+        return [*launcher, sys.executable, "-m", "rankopt.cli._direction_job", str(spec), str(out)]
+
+    argv, code, text, verdict = _launcher_job(argv_of, "rankopt-direction-")
+    if verdict is None:
+        # a trial that could not run leaves the order found, as --no-direction-trial
+        # does; the program's own launch then meets whatever stopped it
+        what = f"exit {code}" if code is not None else "not started"
+        line = (
+            f"ring direction not timed: the trial job failed ({what}: {_last_words(text)}); "
+            "the order found applied"
+        )
+        print(f"rankopt run-mpi: warning: {line}; it ran: {shlex.join(argv)}", file=sys.stderr)
+        return direction.noted(res, line)
     line = str(verdict["line"])
     if verdict["alternative_wins"]:
         alt = np.asarray(plan["alternative"], dtype=np.int64)
         return direction.applied(res, alt, float(plan["cost"]), line)
     return direction.noted(res, line)
+
+
+def _launcher_job(
+    argv_of: Callable[[Path, Path], list[str]], prefix: str
+) -> tuple[list[str], int | None, str, Any]:
+    """Run a helper job under the program's launcher, in a temporary folder removed
+    after: ``argv_of(folder, out)`` is its command line, which writes JSON to ``out``.
+    Returns ``(argv, exit code (None: it could not start), its stderr or else stdout,
+    the JSON written with the job's stdout under "stdout", or None when it failed)``."""
+    import json
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as work:
+        out = Path(work) / "out.json"
+        argv = argv_of(Path(work), out)
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True)
+        except OSError as exc:  # the launcher itself could not start
+            return argv, None, str(exc), None
+        text = proc.stderr.strip() or proc.stdout.strip()
+        if proc.returncode != 0 or not out.is_file():
+            return argv, proc.returncode, text, None
+        doc = json.loads(out.read_text())
+    return argv, 0, text, {**doc, "stdout": proc.stdout}
 
 
 def _last_words(text: str) -> str:
@@ -285,10 +308,6 @@ def _verified(args: argparse.Namespace, command: list[str], order: str) -> str |
     program (:func:`rankopt.adapters.shim.split_launch`), with this Python and
     mpi4py in place of the program, so it sees the same placement.
     """
-    import json
-    import subprocess
-    import tempfile
-    from pathlib import Path
 
     from rankopt._validation import RankoptInputError
     from rankopt.adapters.verify_stats import check_timing, parse_sizes
@@ -302,8 +321,8 @@ def _verified(args: argparse.Namespace, command: list[str], order: str) -> str |
         launcher, _ = shim.split_launch(command)
     except RankoptInputError as exc:
         raise CLIError(str(exc)) from exc
-    with tempfile.TemporaryDirectory(prefix="rankopt-verify-") as work:
-        out = Path(work) / "verify.json"
+
+    def argv_of(work: Path, out: Path) -> list[str]:
         argv = [*launcher, sys.executable, "-m", "rankopt", "verify", "--order", str(order)]
         argv += ["--collective", args.collective, "--json", str(out)]
         argv += ["--budget", f"{args.budget:g}", "--verify-timeout", f"{args.verify_timeout:g}"]
@@ -311,16 +330,17 @@ def _verified(args: argparse.Namespace, command: list[str], order: str) -> str |
         argv += ["--sizes", args.sizes] if args.sizes else []
         argv += ["--repeats", str(args.repeats)] if args.repeats else []
         argv += ["--workload", str(args.workload)] if args.workload else []
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        if proc.returncode != 0 or not out.is_file():
-            tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-1:] or ["no output"]
-            raise CLIError(
-                f"--verify: the timing job failed (exit {proc.returncode}: {tail[0]}); "
-                f"it ran: {shlex.join(argv)}"
-            )
-        verdict = json.loads(out.read_text())["verdict"]
+        return argv
+
+    argv, code, text, doc = _launcher_job(argv_of, "rankopt-verify-")
+    if doc is None:
+        tail = text.strip().splitlines()[-1:] or ["no output"]
+        raise CLIError(
+            f"--verify: the timing job failed (exit {code}: {tail[0]}); it ran: {shlex.join(argv)}"
+        )
+    verdict = doc["verdict"]
     if not args.quiet:
-        print(proc.stdout.rstrip(), file=sys.stderr)
+        print(doc["stdout"].rstrip(), file=sys.stderr)
     if verdict == "apply":
         if not args.quiet:
             print("rankopt run-mpi: verified: applied", file=sys.stderr)
