@@ -61,6 +61,8 @@ def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> di
            "--rates", rates, "--launch", "random", "--seed", str(seed), "--engines",
            args.engine, "--sizes", f"{args.size}M", "--random", "0", "--repeats",
            str(args.repeats), "--block", str(args.block), "-o", str(out)]  # fmt: skip
+    for label in args.solo:
+        cmd += ["--solo", label]
     if tenant is not None:
         cmd += ["--tenant", tenant, *opts, "--tenant-only"]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -104,7 +106,14 @@ def fmt(label: str, net: str, launch: int, row: dict) -> str:
         f"{row['fraction_of_best']:.0%} | {row['best'] / row['user_replay']:.0%} | "
         f"{row['modelled_speedup']:.2f}x ({lo:.2f}-{hi:.2f}) | {meas:.2f}x | "
         f"{'yes' if inside else 'no'} | {err:+.0%} |"
+        + ("" if not row.get("solo") else f" {_solo(row)} |")
     )
+
+
+def _solo(row: dict) -> str:
+    """The orders timed each in a job of its own, and the user path's fraction of them."""
+    cells = ", ".join(f"{k} {v:.2f}" for k, v in row["solo"].items())
+    return f"{cells}: {row['fraction_of_best_solo']:.0%}"
 
 
 def main() -> None:
@@ -121,6 +130,12 @@ def main() -> None:
         "--block", type=int, default=3,
         help="runs back to back per visit of an order, as the user path's own job runs them "
         "(default: 3; 1 alternates the orders run by run)",
+    )  # fmt: skip
+    p.add_argument(
+        "--solo", action="append", default=[], metavar="ORDER",
+        help="also time this order (user-replay, ideal, best) in a job of its own, its "
+        "repeats back to back as the user path's job runs them; adds the column 'of best "
+        "(solo)': the user path against the fastest of them",
     )  # fmt: skip
     p.add_argument("--launches", type=int, default=2, help="user-path launches per case")
     p.add_argument("--case", help="only the tenant cases whose label holds this text")
@@ -145,8 +160,8 @@ def main() -> None:
         p.error(f"no case or network matches --case {args.case!r} --network {args.network!r}")
     print("| tenant | racks, uplink | launch | launch s | user path s | replayed s | best s | "
           "of best | replayed of best | modelled (90%) | measured | in interval | "
-          "modelled error |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "modelled error |" + (" solo s: of best (solo) |" if args.solo else ""))  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.solo else ""))
     rows = []
     with tempfile.TemporaryDirectory(prefix="rankopt-tenants-") as tmp:
         for racks, rates, seed in nets:
@@ -179,10 +194,17 @@ def tally(rows: list[dict]) -> str:
     best = sum(r["fraction_of_best"] >= 0.95 for r in rows)
     replay = sum(r["best"] / r["user_replay"] >= 0.95 for r in rows)
     mid = statistics.median(errs)
+    solo = [r["fraction_of_best_solo"] for r in rows if r.get("fraction_of_best_solo")]
     return (
         f"{n} launches: interval holds {inside}/{n}, modelled within ±25% {near}/{n}, "
         f"user path >= 95% of best {best}/{n} (its order replayed {replay}/{n}), "
         f"median modelled error {mid:+.0%}, largest {max(errs):+.0%}"
+        + (
+            ""
+            if not solo
+            else f"; against orders timed in jobs of their own, user path >= 95% "
+            f"{sum(f >= 0.95 for f in solo)}/{len(solo)}"
+        )
     )
 
 

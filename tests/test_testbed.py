@@ -310,6 +310,37 @@ def test_summary_and_report():
     assert summary_table([s], markdown=True)[1].startswith("|---|")
     (bare,) = summarize([r for r in rows if not r["label"].startswith("user")])
     assert bare["user"] is None and bare["fraction_of_best"] is None
+    assert s["solo"] is None and s["fraction_of_best_solo"] is None
+
+
+def test_summary_keeps_orders_timed_in_jobs_of_their_own_apart():
+    rows = [
+        {"engine": "mpi-ring", "size": MB, "label": lb, "times": [m], "median": m}
+        for lb, m in (
+            ("launch", 4.0),
+            ("user", 1.2),
+            ("user-replay", 1.0),
+            ("ideal", 1.1),
+            ("user-replay/solo", 1.25),
+            ("ideal/solo", 1.14),
+        )
+    ]
+    (s,) = summarize(rows)
+    # the solo rows are not orders of the timing job: best stays the replay there
+    assert s["best_label"] == "user-replay" and s["fraction_of_best"] == pytest.approx(1 / 1.2)
+    assert s["solo"] == {"user-replay": 1.25, "ideal": 1.14}
+    assert s["fraction_of_best_solo"] == pytest.approx(1.14 / 1.2)
+    assert "ideal 1.140; user path 95% of the best of them" in format_report({"summary": [s]})
+    # the user path faster than every solo job: 100%, not more
+    rows[4]["median"] = rows[5]["median"] = 1.5
+    (s,) = summarize(rows)
+    assert s["fraction_of_best_solo"] == 1.0
+
+
+def test_experiment_config_rejects_an_unknown_solo_order():
+    with pytest.raises(ValueError, match="`solo` label 'fastest' is not an order"):
+        ExperimentConfig(solo=("fastest",))
+    assert ExperimentConfig(solo=["best", "random-1"]).solo == ("best", "random-1")
 
 
 def test_experiment_config_rejects_unknown_engine():
@@ -481,7 +512,7 @@ def test_experiment_ci():
     from rankopt.testbed.experiment import run_experiment
 
     cfg = ExperimentConfig(
-        engines=("mpi-ring",), sizes=(4 * MB,), n_random=1, repeats=3, timeout=240
+        engines=("mpi-ring",), sizes=(4 * MB,), n_random=1, repeats=3, timeout=240, solo=("best",)
     )
     with Testbed(Topology(4, 2, rates=("1gbit", "200mbit")), prefix=_prefix()) as tb:
         report = run_experiment(tb, cfg)
@@ -491,6 +522,10 @@ def test_experiment_ci():
     assert user["order_matches"], user
     labels = {r["label"] for r in report["results"]}
     assert {"launch", "user", "user-replay", "ideal", "random-0"} <= labels
+    # the fastest order of the timing job, again in a job of its own: its repeats back to back
+    (solo,) = [r for r in report["results"] if r["label"] == "best/solo"]
+    assert len(solo["times"]) == 3 and solo["order_label"] != "user"
+    assert s["solo"] == {"best": solo["median"]} and s["fraction_of_best_solo"] <= 1.0
     assert s["modelled_speedup"] is not None and s["overhead_s"] is not None
     # configured ratio is 4x; a busy 2-core machine costs some of it
     assert s["speedup_best"] >= 2.5, format_report(report)

@@ -201,6 +201,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "another one reads faster)",
     )
     r.add_argument(
+        "--solo",
+        action="append",
+        default=[],
+        metavar="ORDER",
+        help="also time this order in a job of its own, its repeats back to back as the "
+        "user path's job runs them (user-replay, ideal, launch, best; repeatable)",
+    )
+    r.add_argument(
         "--probe-engine",
         default="mpi",
         choices=("mpi", "gloo"),
@@ -464,6 +472,7 @@ def _run_experiment(args: argparse.Namespace, quiet: bool) -> int:
         n_random=args.random,
         repeats=args.repeats,
         block=args.block,
+        solo=tuple(args.solo),
         probe_engine=args.probe_engine,
         user_args=_user_args(args),
         cache_dir=args.cache_dir,

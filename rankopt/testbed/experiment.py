@@ -76,6 +76,12 @@ class ExperimentConfig:
         in the timing job (default 1: the orders alternate run by run). The
         user path's own job runs its ``repeats`` back to back; with ``block``
         equal to it, or a divisor, every order is timed as a job meets it.
+    solo : tuple of str
+        Orders also timed each in a job of its own, after the timing job: a
+        fresh launch that runs the order's ``repeats`` back to back, exactly as
+        the user path's own job runs (labels of timed orders, e.g.
+        ``"user-replay"``, ``"ideal"``, or ``"best"``: the fastest in the
+        timing job). Their rows carry the label with ``"/solo"`` appended.
     user_args : tuple of str
         Flags added to the user's entry point (none by default: what a user
         who passes no flags gets), e.g. ``("--objective", "time")``.
@@ -113,6 +119,7 @@ class ExperimentConfig:
     n_random: int = 3
     repeats: int = 3
     block: int = 1
+    solo: tuple[str, ...] = ()
     user_args: tuple[str, ...] = ()
     cache_dir: str | None = None
     probe_engine: str = "mpi"
@@ -139,6 +146,14 @@ class ExperimentConfig:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive integer; got {value!r}.")
         self.user_args = tuple(self.user_args)
+        self.solo = tuple(self.solo)
+        known = ("launch", "ideal", "user-replay", "best")
+        bad_solo = [lb for lb in self.solo if lb not in known and not lb.startswith("random-")]
+        if bad_solo:
+            raise ValueError(
+                f"`solo` label {bad_solo[0]!r} is not an order the experiment times; "
+                f"expected one of {', '.join(known)} or random-K."
+            )
         if self.tenant_only and self.tenant is None:
             raise ValueError("`tenant_only` needs a `tenant`.")
 
@@ -393,6 +408,7 @@ def _time_engine(
     )
     for (lb, size), ts in zip(meta, res["times"], strict=True):
         rows.append(_row(engine, size, lb, ts, tenant))
+    _time_solo(tb, cfg, hosts, engine, timed, rows[-len(meta) :], wd, note, rows, tenant)
     user["modelled_s"] = _modelled_costs(user.get("saved"), timed)
     if user["ready_s"] is not None and res.get("ready_s") is not None:
         user["overhead_s"] = user["ready_s"] - res["ready_s"]
@@ -401,6 +417,58 @@ def _time_engine(
         f"{key}: timed {len(jobs)} (order, size) pairs x {cfg.repeats} "
         f"in {time.monotonic() - t0:.0f} s",
     )
+
+
+def _time_solo(
+    tb: Testbed,
+    cfg: ExperimentConfig,
+    hosts: np.ndarray,
+    engine: str,
+    timed: dict[str, np.ndarray],
+    visits: list[dict[str, Any]],
+    wd: Path,
+    note: Callable[[str], None],
+    rows: list[dict[str, Any]],
+    tenant: TenantSpec | None,
+) -> None:
+    """Time the orders of ``cfg.solo`` each in a job of its own, as the user's job runs.
+
+    ``best`` is the order fastest in the timing job (``visits``: its rows) at
+    the largest size; an order named twice (``best`` is ``ideal``) runs once
+    under the first name.
+    """
+    size = max(cfg.sizes)
+    done: set[tuple[int, ...]] = set()
+    for label in cfg.solo:
+        name = label
+        if label == "best":
+            here = [r for r in visits if r["size"] == size]
+            name = min(here, key=lambda r: r["median"])["label"]
+        if name not in timed or _key(timed[name]) in done:
+            continue
+        done.add(_key(timed[name]))
+        t0 = time.monotonic()
+        res = _run_worker(
+            tb,
+            hosts,
+            engine,
+            {
+                "orders": [[int(x) for x in timed[name]]],
+                "jobs": [[0, int(b)] for b in cfg.sizes],
+                "repeats": cfg.repeats,
+                "block": cfg.repeats,
+            },
+            wd,
+            cfg.timeout,
+        )
+        for b, ts in zip(cfg.sizes, res["times"], strict=True):
+            rows.append(_row(engine, b, f"{label}/solo", ts, tenant))
+            rows[-1]["order_label"] = name
+        _say(
+            note,
+            f"{engine}: {label} ({name}) timed in a job of its own in "
+            f"{time.monotonic() - t0:.0f} s",
+        )
 
 
 def _modelled_costs(
@@ -446,7 +514,11 @@ def summarize(
 
     ``fraction_of_best`` is the best measured median (over every order timed,
     the user path's own included) divided by the user path's median: 1.0
-    when the user's path got the best order.  ``user`` (per engine, from
+    when the user's path got the best order.  Orders also timed in a job of
+    their own (``ExperimentConfig.solo``) are left out of it and reported
+    apart: ``solo`` (label: median) and ``fraction_of_best_solo``, the
+    fastest of them and the user path against the user path, every one timed
+    as the user path's job runs.  ``user`` (per engine, from
     :func:`~rankopt.testbed.userpath.run_user_path`) adds the modelled
     speedup, its interval and the probe + solve overhead. Rows timed while a
     tenant ran (``tenant``: its description) are summarised apart, and a
@@ -463,6 +535,8 @@ def summarize(
             for r in rows
             if r["engine"] == engine and r["size"] == size and r.get("tenant") == tenant
         }
+        solo = {k[: -len("/solo")]: v for k, v in sel.items() if k.endswith("/solo")}
+        sel = {k: v for k, v in sel.items() if not k.endswith("/solo")}
         best_label = min(sel, key=sel.__getitem__)
         base = sel["launch"]
         randoms = [v for k, v in sel.items() if k.startswith("random")]
@@ -483,6 +557,10 @@ def summarize(
                 "speedup_best": base / sel[best_label],
                 "speedup_random_median": (base / statistics.median(randoms) if randoms else None),
                 "fraction_of_best": None if mine is None else sel[best_label] / mine,
+                "solo": solo or None,
+                "fraction_of_best_solo": (
+                    None if mine is None or not solo else min(mine, *solo.values()) / mine
+                ),
                 "modelled_speedup": info.get("modelled_speedup"),
                 "modelled_interval": info.get("modelled_interval"),
                 "overhead_s": info.get("overhead_s"),

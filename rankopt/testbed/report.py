@@ -86,6 +86,14 @@ def format_report(report: dict[str, Any]) -> str:
             "speedup the entry point printed (90% interval); overhead = probe + solve added "
             "to the job start (solve: the solver's own time)"
         )
+    for row in summary:
+        if row.get("solo"):
+            solo = ", ".join(f"{k} {v:.3f}" for k, v in row["solo"].items())
+            tenant = " with tenant" if row.get("tenant") else ""
+            lines.append(
+                f"{row['engine']} {_mb(row['size'])}{tenant}: timed each in a job of its "
+                f"own: {solo}; user path {row['fraction_of_best_solo']:.0%} of the best of them"
+            )
     fid = report.get("fidelity")
     if fid:
         lines += [
