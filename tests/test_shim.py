@@ -572,6 +572,62 @@ def test_run_mpi_direction_trial_failure_warns_and_keeps_the_order_found(tmp_pat
     assert out.notes[-1].startswith("ring direction not timed")
 
 
+def test_a_hanging_helper_job_is_stopped_with_what_it_started(tmp_path):
+    """A launcher that never returns (and a process it started) is stopped at the
+    job's wall-clock bound: the job fails, nothing is left running, the folder goes."""
+    import os
+    import time
+
+    from rankopt.cli._shim import _launcher_job
+
+    pidfile = tmp_path / "child.pid"
+    # the "launcher" starts a child that ignores nothing and sleeps, then hangs itself
+    code = (
+        "import subprocess, sys, time; "
+        "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+        f"open({str(pidfile)!r}, 'w').write(str(c.pid)); print('launcher up', flush=True); "
+        "time.sleep(600)"
+    )
+    seen = {}
+
+    def argv_of(work, out):
+        seen["work"] = work
+        return [sys.executable, "-c", code]
+
+    t0 = time.monotonic()
+    argv, what, text, doc = _launcher_job(argv_of, "rankopt-test-", 3.0)
+    assert time.monotonic() - t0 < 30
+    assert doc is None and what == "stopped after 3 s" and text == "launcher up"
+    assert not seen["work"].exists()
+    child = int(pidfile.read_text())
+    for _ in range(50):  # the child was in the launcher's process group: it got the signal
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(child, 9)
+        pytest.fail("the hanging job's child was left running")
+
+
+def test_helper_job_failures_say_what_went_wrong(tmp_path):
+    from rankopt.cli._shim import _launcher_job
+
+    _, what, text, doc = _launcher_job(
+        lambda w, o: [sys.executable, "-c", "import sys; sys.exit('no hosts')"], "t-", 30
+    )
+    assert (what, text, doc) == ("exit 1", "no hosts", None)
+    _, what, _, doc = _launcher_job(lambda w, o: [str(tmp_path / "none")], "t-", 30)
+    assert (what, doc) == ("not started", None)
+    _, what, text, doc = _launcher_job(
+        lambda w, o: [sys.executable, "-c", f"open({str(o)!r}, 'w').write('{{\"a\": 1}}')"],
+        "t-",
+        30,
+    )
+    assert what is None and doc == {"a": 1, "stdout": ""}
+
+
 def test_last_words_of_a_failed_job():
     from rankopt.cli._shim import _last_words
 

@@ -245,11 +245,14 @@ def _direction_trial(args: argparse.Namespace, command: list[str], res: Any) -> 
         spec.write_text(json.dumps(body))
         return [*launcher, sys.executable, "-m", "rankopt.cli._direction_job", str(spec), str(out)]
 
-    argv, code, text, verdict = _launcher_job(argv_of, "rankopt-direction-")
+    # each of its calls (per visit of each order, one untimed and TRIAL_BLOCK timed)
+    # has DEFAULT_TIMEOUT
+    calls = direction.TRIAL_VISITS * 2 * (direction.TRIAL_BLOCK + 1)
+    wall = HELPER_JOB_START_S + calls * DEFAULT_TIMEOUT
+    argv, what, text, verdict = _launcher_job(argv_of, "rankopt-direction-", wall)
     if verdict is None:
         # a trial that could not run leaves the order found, as --no-direction-trial
         # does; the program's own launch then meets whatever stopped it
-        what = f"exit {code}" if code is not None else "not started"
         line = (
             f"ring direction not timed: the trial job failed ({what}: {_last_words(text)}); "
             "the order found applied"
@@ -263,14 +266,30 @@ def _direction_trial(args: argparse.Namespace, command: list[str], res: Any) -> 
     return direction.noted(res, line)
 
 
+#: Seconds a helper job of ``run-mpi`` (the direction trial, ``--verify``) may take
+#: to start under the program's launcher, on top of its own steps' deadlines: past
+#: both, the launcher is stopped (it hangs, e.g. on a host that never answers) and
+#: the job counts as failed, never as a hang of ``run-mpi``.
+HELPER_JOB_START_S = 120.0
+#: Seconds given to a stopped launcher to end its processes after SIGTERM (then SIGKILL).
+HELPER_JOB_GRACE_S = 5.0
+
+
 def _launcher_job(
-    argv_of: Callable[[Path, Path], list[str]], prefix: str
-) -> tuple[list[str], int | None, str, Any]:
+    argv_of: Callable[[Path, Path], list[str]], prefix: str, wall_s: float
+) -> tuple[list[str], str | None, str, Any]:
     """Run a helper job under the program's launcher, in a temporary folder removed
     after: ``argv_of(folder, out)`` is its command line, which writes JSON to ``out``.
-    Returns ``(argv, exit code (None: it could not start), its stderr or else stdout,
-    the JSON written with the job's stdout under "stdout", or None when it failed)``."""
+
+    The job has ``wall_s`` seconds; past them its whole process group (the launcher
+    and what it started here) gets SIGTERM, then SIGKILL after
+    :data:`HELPER_JOB_GRACE_S`. Returns ``(argv, what went wrong (None when it
+    succeeded: "exit N", "not started", "stopped after S s"), its stderr or else
+    stdout, the JSON written with the job's stdout under "stdout", or None when it
+    failed)``."""
     import json
+    import os
+    import signal
     import subprocess
     import tempfile
     from pathlib import Path
@@ -279,14 +298,37 @@ def _launcher_job(
         out = Path(work) / "out.json"
         argv = argv_of(Path(work), out)
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True)
+            proc = subprocess.Popen(
+                argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
         except OSError as exc:  # the launcher itself could not start
-            return argv, None, str(exc), None
-        text = proc.stderr.strip() or proc.stdout.strip()
+            return argv, "not started", str(exc), None
+        try:
+            stdout, stderr = proc.communicate(timeout=wall_s)
+        except subprocess.TimeoutExpired:
+            for sig, wait in ((signal.SIGTERM, HELPER_JOB_GRACE_S), (signal.SIGKILL, None)):
+                try:
+                    os.killpg(proc.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    stdout, stderr = proc.communicate(timeout=wait)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            else:
+                stdout, stderr = proc.communicate()
+            text = (stderr or "").strip() or (stdout or "").strip()
+            return argv, f"stopped after {wall_s:g} s", text, None
+        text = stderr.strip() or stdout.strip()
         if proc.returncode != 0 or not out.is_file():
-            return argv, proc.returncode, text, None
+            return argv, f"exit {proc.returncode}", text, None
         doc = json.loads(out.read_text())
-    return argv, 0, text, {**doc, "stdout": proc.stdout}
+    return argv, None, text, {**doc, "stdout": stdout}
 
 
 def _last_words(text: str) -> str:
@@ -332,11 +374,13 @@ def _verified(args: argparse.Namespace, command: list[str], order: str) -> str |
         argv += ["--workload", str(args.workload)] if args.workload else []
         return argv
 
-    argv, code, text, doc = _launcher_job(argv_of, "rankopt-verify-")
+    # its timing has --budget seconds, and each of its steps --verify-timeout
+    wall = HELPER_JOB_START_S + args.budget + 4 * args.verify_timeout
+    argv, what, text, doc = _launcher_job(argv_of, "rankopt-verify-", wall)
     if doc is None:
         tail = text.strip().splitlines()[-1:] or ["no output"]
         raise CLIError(
-            f"--verify: the timing job failed (exit {code}: {tail[0]}); it ran: {shlex.join(argv)}"
+            f"--verify: the timing job failed ({what}: {tail[0]}); it ran: {shlex.join(argv)}"
         )
     verdict = doc["verdict"]
     if not args.quiet:
