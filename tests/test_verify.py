@@ -206,6 +206,29 @@ def test_check_holds_on_a_quiet_reprobe_and_sees_a_halved_uplink():
     assert r.pays and r.resolved_interval[0] > 1.0
 
 
+def test_check_prices_the_call_the_order_was_solved_for(tmp_path):
+    """An order solved for Open MPI's Rabenseifner is checked as that, not as a ring."""
+    from rankopt.cli._check import solved_call
+
+    stored = _net()
+    res = rankopt.solve(stored, "allreduce", "rabenseifner_ompi", nbytes=16 << 20)
+    f = read_order_file(save_order(tmp_path / "o.json", res.order, network=stored, result=res))
+    call = solved_call(f)
+    assert call == {"collective": "allreduce", "algorithm": "rabenseifner_ompi",
+                    "nbytes": float(16 << 20)}  # fmt: skip
+    pairs = choose_pairs(stored)
+    samples = {p: stored.bandwidth[p] for p in pairs}
+    r = compare(stored, stored.latency, samples, order=res.order, solve_options=call)
+    want = rankopt.cost(stored, np.arange(9), "allreduce", "rabenseifner_ompi", nbytes=16 << 20)
+    want /= rankopt.cost(stored, res.order, "allreduce", "rabenseifner_ompi", nbytes=16 << 20)
+    assert r.stored_speedup == pytest.approx(want, rel=1e-9)
+    ring = compare(stored, stored.latency, samples, order=res.order)
+    assert ring.stored_speedup != pytest.approx(r.stored_speedup, rel=1e-3)
+    # nothing to price a network file or a workload of several calls by
+    assert solved_call(None) is None
+    assert solved_call(read_order_file(save_order(tmp_path / "p.txt", res.order))) is None
+
+
 @pytest.mark.parametrize("racks", [(3, 3, 3), (4, 3, 2), (2, 2, 5, 3)])
 @pytest.mark.parametrize("per_host", [1, 2])
 def test_check_pairs_one_per_block_spread_over_hosts_in_few_slots(racks, per_host):

@@ -407,7 +407,9 @@ def compare(
     tolerance : float
         Relative change below which an entry holds whatever its noise.
     solve_options : mapping, optional
-        For :func:`rankopt.solve` on the network now (defaults: the default path).
+        For :func:`rankopt.solve` on the network now (defaults: the default path);
+        its ``collective``, ``algorithm`` and ``nbytes`` also price the stored
+        order (default: a ring allreduce at the network's message size).
     """
     from rankopt.models.robust import speedup_interval
     from rankopt.solvers.solve import solve
@@ -509,8 +511,13 @@ def _cost(
     from rankopt.models import make_model
 
     kw = network.default_model(nbytes=opts.get("nbytes"))
-    m = make_model(latency, opts.get("collective", "allreduce"), "ring", **kw)
+    m = make_model(latency, *_call(opts), **kw)
     return float(m.cost(order))
+
+
+def _call(opts: Mapping[str, Any]) -> tuple[str, str]:
+    """The collective and algorithm the order was solved for (default: a ring allreduce)."""
+    return str(opts.get("collective", "allreduce")), str(opts.get("algorithm", "ring"))
 
 
 def _modelled(network: Network, order: NDArray[np.int64], opts: Mapping[str, Any]) -> float:
@@ -518,7 +525,7 @@ def _modelled(network: Network, order: NDArray[np.int64], opts: Mapping[str, Any
     from rankopt.models import make_model
 
     kw = network.default_model(nbytes=opts.get("nbytes"))
-    m = make_model(network.latency, opts.get("collective", "allreduce"), "ring", **kw)
+    m = make_model(network.latency, *_call(opts), **kw)
     c = m.cost(order)
     return float(m.cost(np.arange(network.n)) / c) if c > 0 else 1.0
 

@@ -9,7 +9,7 @@ from typing import Any
 from rankopt._model_args import add_json_option, check_json_destination, write_json
 from rankopt.cli._common import report_job_error, require_ranks
 
-__all__ = ["register", "run", "load_stored"]
+__all__ = ["register", "run", "load_stored", "solved_call"]
 
 _EPILOG = """\
 examples:
@@ -64,6 +64,33 @@ def load_stored(path: str) -> tuple[Any, Any, Any]:
     return load_network(path), None, None
 
 
+def solved_call(f: Any) -> dict[str, Any] | None:
+    """What an order file says the order was solved for: one call's collective,
+    algorithm and message size (the engine's algorithm as the solve resolved it),
+    so that the check prices and re-solves that call; None for a network file, an
+    order file without the record, or a workload of several calls (then priced as
+    a ring allreduce).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> solved_call(NS(solved={"collective": "allreduce", "algorithm": "rabenseifner_ompi",
+    ...                        "nbytes": 16777216.0, "objective": "time"}))
+    {'collective': 'allreduce', 'algorithm': 'rabenseifner_ompi', 'nbytes': 16777216.0}
+    >>> solved_call(NS(solved={"collective": "workload", "algorithm": "ring+ring_gloo"}))
+    """
+    from rankopt.models import ALGORITHMS
+
+    solved = getattr(f, "solved", None) or {}
+    collective, algorithm = solved.get("collective"), solved.get("algorithm")
+    if not isinstance(collective, str) or algorithm not in ALGORITHMS.get(collective, ()):
+        return None
+    out: dict[str, Any] = {"collective": collective, "algorithm": algorithm}
+    if isinstance(solved.get("nbytes"), (int, float)):
+        out["nbytes"] = float(solved["nbytes"])
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from mpi4py import MPI
 
@@ -88,7 +115,14 @@ def run(args: argparse.Namespace) -> int:
                 path=args.file,
             )
             check_binding(binding, world.Get_size(), hosts, what="rankopt check")
-        result = check_mpi(world, network, order, timeout=args.timeout, max_pairs=args.max_pairs)
+        result = check_mpi(
+            world,
+            network,
+            order,
+            timeout=args.timeout,
+            max_pairs=args.max_pairs,
+            solve_options=solved_call(f),
+        )
     except (RankoptInputError, adapter.RankoptMPIError) as exc:
         report_job_error(world, exc, "rankopt check")
         return 2
