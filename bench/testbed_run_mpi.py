@@ -72,7 +72,14 @@ def _times(text: str) -> list[float]:
 def main(argv: list[str] | None = None) -> int:
     from rankopt.testbed import Testbed, Topology
     from rankopt.testbed.experiment import ideal_order
-    from rankopt.testbed.launch import MPI_MCA, RING_MCA, _agent, _base_env, _uts, hosts_option
+    from rankopt.testbed.launch import (
+        MPI_MCA,
+        RING_MCA,
+        _base_env,
+        _uts,
+        hosts_option,
+        mpirun_command,
+    )  # fmt: skip
     from rankopt.testbed.tenant import Tenant, parse_tenant
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -103,11 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run(
             ["mpicc", "-O2", "-o", str(work / "allreduce"), str(work / "allreduce.c")], check=True
         )
-        (work / "hosts").write_text("".join(f"{topo.address(int(h))}\n" for h in hosts))
         with Testbed(topo, prefix=args.prefix) as tb:
-            mpirun = ["mpirun", "-n", str(len(hosts)), "--hostfile", str(work / "hosts")]
-            mpirun += ["--map-by", "seq", "--bind-to", "none"]
-            mpirun += ["--mca", "plm_rsh_agent", str(_agent(tb, work))]
+            mpirun = mpirun_command(tb, hosts, work)
             program = [str(work / "allreduce"), str(args.size << 20), str(args.repeats)]
             ideal = ideal_order(tb, hosts)
             (work / "ideal.txt").write_text("".join(f"{int(x)}\n" for x in ideal))

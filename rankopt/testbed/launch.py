@@ -42,6 +42,7 @@ from rankopt.testbed.topology import TestbedError, Topology
 __all__ = [
     "placement",
     "hosts_option",
+    "mpirun_command",
     "run_mpi",
     "run_gloo",
     "mpi_library",
@@ -284,6 +285,23 @@ def _hydra_cmd(tb: Testbed, hosts: Sequence[int] | np.ndarray, d: Path) -> list[
     ]
 
 
+def mpirun_command(tb: Testbed, hosts: Sequence[int] | np.ndarray, folder: Path) -> list[str]:
+    """Open MPI's ``mpirun`` line that puts launch rank ``r`` on host ``hosts[r]``.
+
+    Writes its hostfile and the remote agent (which enters a host's namespace)
+    into ``folder``, which must outlive the job; the MCA parameters and the
+    program are the caller's to add. :func:`run_mpi` runs it.
+    """
+    hostfile = Path(folder) / "hosts"
+    text = "".join(f"{tb.topology.address(int(h))}\n" for h in hosts)
+    atomic_write_text(hostfile, text, what="testbed hostfile")
+    return [
+        "mpirun", "-n", str(len(hosts)), "--hostfile", str(hostfile),
+        "--map-by", "seq", "--bind-to", "none",
+        "--mca", "plm_rsh_agent", str(_agent(tb, Path(folder))),
+    ]  # fmt: skip
+
+
 def run_mpi(
     tb: Testbed,
     hosts: Sequence[int] | np.ndarray,
@@ -329,26 +347,9 @@ def run_mpi(
     if mpi_library(mpi) == "mpich":
         return _run_mpich(tb, hosts, argv, mca, env, timeout, capture, check)
     _check_tools("mpirun", "unshare")
-    t = tb.topology
     params = {**MPI_MCA, **(mca or {})}
     with tempfile.TemporaryDirectory(prefix="rankopt-testbed-") as d:
-        hostfile = Path(d) / "hosts"
-        text = "".join(f"{t.address(int(h))}\n" for h in hosts)
-        atomic_write_text(hostfile, text, what="testbed hostfile")
-        cmd = [
-            "mpirun",
-            "-n",
-            str(len(hosts)),
-            "--hostfile",
-            str(hostfile),
-            "--map-by",
-            "seq",
-            "--bind-to",
-            "none",
-            "--mca",
-            "plm_rsh_agent",
-            str(_agent(tb, Path(d))),
-        ]
+        cmd = mpirun_command(tb, hosts, Path(d))
         for k, v in params.items():
             cmd += ["--mca", k, str(v)]
         full_env = {
