@@ -12,6 +12,7 @@ namespaces); writes only under a temporary folder it removes.
     python bench/testbed_tenants.py --no-tenant     # the same networks, quiet
     python bench/testbed_tenants.py --quick         # one network, one case
     python bench/testbed_tenants.py --other 3,4,2:1gbit,220mbit:11   # another network
+    python bench/testbed_tenants.py --solo user-replay --solo best   # see below
 
 The table: launch, user path (its own job), the user path's order replayed
 with the others, and the best order measured (seconds, median of
@@ -24,6 +25,14 @@ with its 90% interval as printed, the measured speedup, whether the interval
 holds it, and the modelled speedup's error against the measured one; then one
 line that counts the launches against the targets (interval holds, within ±25%,
 user path at least 95% of the best).
+
+The timing job's orders are timed in visits; the user path's job runs alone.
+``--solo user-replay --solo best`` also times the user path's order and the
+fastest order of the timing job each in a job of its own, launched after the
+timing job and run as the user path's job runs (a warm-up call, then its
+repeats back to back): the last column gives their medians and the user
+path's fraction of the faster, the same protocol on both sides. ``--keep DIR``
+keeps every launch's report (the network the user path saved, every call's time).
 """
 
 from __future__ import annotations
@@ -146,6 +155,11 @@ def main() -> None:
         help="this network instead of the usual three, e.g. 3,4,2:1gbit,220mbit:11",
     )
     p.add_argument("-o", "--output", help="also write the rows as JSON here")
+    p.add_argument(
+        "--keep", metavar="DIR",
+        help="keep every launch's whole report (the saved network, per-call times) in DIR "
+        "(default: a temporary folder, removed)",
+    )  # fmt: skip
     args = p.parse_args()
     nets = NETWORKS[:1] if args.quick else NETWORKS
     if args.other:
@@ -164,6 +178,9 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if args.solo else ""))
     rows = []
     with tempfile.TemporaryDirectory(prefix="rankopt-tenants-") as tmp:
+        if args.keep:
+            Path(args.keep).mkdir(parents=True, exist_ok=True)
+            tmp = args.keep
         for racks, rates, seed in nets:
             for label, tenant, opts in cases:
                 for launch in range(1, args.launches + 1):
