@@ -308,7 +308,9 @@ def model_error(network: Any, traffic: bool = False) -> float:
     less than :data:`rankopt.probe.sharing.LOADED_BELOW` of the best of its
     level (a narrower uplink reads the same), or a recheck
     :data:`~rankopt.network.core.VARYING_SLOWDOWN` times slower than its groups
-    (load that comes and goes). Else :data:`MODEL_ERROR`, or
+    (load that comes and goes), or a pair between two sibling groups read well below
+    the others of its block (:func:`rankopt.network.core.uneven_blocks`: load seen by
+    some transfers only). Else :data:`MODEL_ERROR`, or
     :data:`TRAFFIC_MODEL_ERROR` for point-to-point traffic (``traffic``); the
     larger of the two when both apply. ``network`` may be matrices (no probe:
     no load seen).
@@ -327,12 +329,20 @@ def model_error(network: Any, traffic: bool = False) -> float:
         return max(base, LOADED_MODEL_ERROR)
     if not getattr(network, "measured", False):
         return base
-    from rankopt.network.core import VARYING_SLOWDOWN, loaded_directions, measured_variability
+    from rankopt.network.core import (
+        UNEVEN_BELOW,
+        VARYING_SLOWDOWN,
+        loaded_directions,
+        measured_variability,
+        uneven_blocks,
+    )
 
     for u in network.uplinks or ():
         if any(loaded.any() for loaded in loaded_directions(u)):
             return max(base, LOADED_MODEL_ERROR)
     if measured_variability(network) >= VARYING_SLOWDOWN:
+        return max(base, LOADED_MODEL_ERROR)
+    if network.has_uplinks and uneven_blocks(network) < UNEVEN_BELOW:
         return max(base, LOADED_MODEL_ERROR)
     return base
 

@@ -53,8 +53,11 @@ __all__ = [
     "uplink_directions",
     "loaded_directions",
     "measured_variability",
+    "uneven_blocks",
     "recheck_rows",
     "VARYING_SLOWDOWN",
+    "UNEVEN_BELOW",
+    "UNEVEN_SIGMAS",
     "as_network",
     "load_network",
     "DEFAULT_NBYTES",
@@ -1171,6 +1174,75 @@ def measured_variability(network: Network) -> float:
             before = float(est[level][lab[x], lab[y]])
             if np.isfinite(before) and before > 0:
                 worst = max(worst, before / rate)
+    return worst
+
+
+#: A transfer between two sibling groups that read this far below the median of its
+#: block saw load the others of the block did not: load that comes and goes (see
+#: :func:`uneven_blocks`).
+UNEVEN_BELOW = 0.9
+#: ... and this many robust standard deviations of its block (1.4826 MAD) below it,
+#: so that a block whose rates are merely noisy does not count.
+UNEVEN_SIGMAS = 4.0
+
+
+def uneven_blocks(network: Network) -> float:
+    """How far the slowest transfer between two sibling groups fell below the others.
+
+    Between two groups that share their parent (racks of one pod), every transfer
+    leaves through the one group's uplink and enters through the other's, so on a
+    quiet network the rates of a block of such pairs agree within the probe's noise
+    (35.8-36.1 MB/s on the emulated racks' 300 Mbit/s uplinks). Beside another
+    tenant whose load comes and goes, the pairs timed while it ran read lower: beside
+    three paced TCP flows on for 2 s and off for 2 s, 1 to 3 pairs of the two blocks
+    through the loaded ways read 30 MB/s where the others read 36; the second best,
+    from which the uplinks are inferred, and the recheck (1.2x, not
+    :data:`VARYING_SLOWDOWN`) did not show it, and rings one way round ran 1.35x
+    slower than the other. A block's slowest rate counts when it is below
+    :data:`UNEVEN_BELOW` of the block's median and :data:`UNEVEN_SIGMAS` robust
+    standard deviations of the block below it. Returns the smallest ratio of such a
+    slowest rate to its block's median, over the ordered blocks of sibling groups
+    with at least three measured pairs at every level above the host level (1.0 when
+    none counts: no bandwidth, no groups, blocks of two, or even ones).
+
+    Examples
+    --------
+    >>> import numpy as np, rankopt
+    >>> rack = np.repeat([0, 1, 2], 3)
+    >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 36e6)
+    >>> net = rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw, groups=[rack])
+    >>> uneven_blocks(net)
+    1.0
+    >>> bw[0, 4] = 30e6  # one pair of the block rack 0 -> rack 1 ran beside load
+    >>> round(uneven_blocks(rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw, groups=[rack])), 3)
+    0.833
+    """
+    bw = network.bandwidth
+    if bw is None or not network.groups:
+        return 1.0
+    n = network.n
+    measured = ~np.eye(n, dtype=bool) & np.isfinite(bw) & (bw > 0)
+    if network.bandwidth_samples is not None:
+        measured &= np.asarray(network.bandwidth_samples) > 0
+    levels = [np.asarray(g) for g in network.groups]
+    skip = 1 if network.hosts is not None and len(levels) > 1 else 0
+    worst = 1.0
+    for k in range(skip, len(levels)):
+        lab = levels[k]
+        parent = levels[k + 1] if k + 1 < len(levels) else np.zeros(n, dtype=np.int64)
+        for a in np.unique(lab).tolist():
+            rows = lab == a
+            for b in np.unique(lab[parent == parent[rows][0]]).tolist():
+                if b == a:
+                    continue
+                block = bw[np.ix_(rows, lab == b)][measured[np.ix_(rows, lab == b)]]
+                if block.size < 3:
+                    continue
+                mid = float(np.median(block))
+                sigma = 1.4826 * float(np.median(np.abs(block - mid)))
+                low = float(block.min())
+                if low < UNEVEN_BELOW * mid and low < mid - UNEVEN_SIGMAS * sigma:
+                    worst = min(worst, low / mid)
     return worst
 
 

@@ -1137,22 +1137,31 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
 
 
 def _load_varied(network: Any) -> bool:
-    """Whether the probe's recheck saw load come and go on a measured network with uplinks
-    (:func:`rankopt.network.core.measured_variability` at least
-    :data:`~rankopt.network.core.VARYING_SLOWDOWN`)."""
-    from rankopt.network.core import VARYING_SLOWDOWN, measured_variability
+    """Whether the probe saw load come and go on a measured network with uplinks: its
+    recheck (:func:`rankopt.network.core.measured_variability` at least
+    :data:`~rankopt.network.core.VARYING_SLOWDOWN`), or a pair between two sibling
+    groups that read well below the others of its block
+    (:func:`rankopt.network.core.uneven_blocks` below
+    :data:`~rankopt.network.core.UNEVEN_BELOW`)."""
+    from rankopt.network.core import (
+        UNEVEN_BELOW,
+        VARYING_SLOWDOWN,
+        measured_variability,
+        uneven_blocks,
+    )
 
     if network is None or not network.measured or not network.has_uplinks:
         return False
-    return measured_variability(network) >= VARYING_SLOWDOWN
+    return (
+        measured_variability(network) >= VARYING_SLOWDOWN or uneven_blocks(network) < UNEVEN_BELOW
+    )
 
 
 def _reversed_alternative(
     prob: _Problem, order: NDArray[np.int64], cost: float, scale: float
 ) -> None:
-    """:func:`_ring_alternative` where no uplink reads loaded but the probe's recheck saw
-    load come and go (:func:`rankopt.network.core.measured_variability` at least
-    :data:`~rankopt.network.core.VARYING_SLOWDOWN`; beside a TCP neighbour on for 2 s
+    """:func:`_ring_alternative` where no uplink reads loaded but the probe saw load
+    come and go (:func:`_load_varied`; beside a TCP neighbour on for 2 s
     and off for 2 s the probe read no loaded uplink on 4 launches of 5, and rings one
     way round ran 1.25-1.36x slower than the other): the ring the other way round, rank
     ``order[0]`` first, when the model prices it within :data:`TRIAL_TIE` (``cost``:
