@@ -646,6 +646,22 @@ MUTANTS: tuple[Mutant, ...] = (
         "the direction rule counts the host level's own links as loaded uplinks",
         ("tests/test_ring_direction.py",),
     ),
+    Mutant(
+        "uneven_block_read_by_its_second_best",
+        "rankopt/network/core.py",
+        "                low = float(block.min())",
+        "                low = float(np.sort(block)[1])",
+        "a block's slowest pair is read as its second slowest: one pair beside load is missed",
+        ("tests/test_ring_direction.py",),
+    ),
+    Mutant(
+        "uneven_block_without_its_noise",
+        "rankopt/network/core.py",
+        "                if low < UNEVEN_BELOW * mid and low < mid - UNEVEN_SIGMAS * sigma:",
+        "                if low < UNEVEN_BELOW * mid:",
+        "a merely noisy block counts as load that comes and goes",
+        ("tests/test_ring_direction.py",),
+    ),
 )
 
 #: A pytest plugin written into each copy: the run stops unless rankopt comes from the copy.
