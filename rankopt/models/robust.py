@@ -329,20 +329,12 @@ def model_error(network: Any, traffic: bool = False) -> float:
         return max(base, LOADED_MODEL_ERROR)
     if not getattr(network, "measured", False):
         return base
-    from rankopt.network.core import (
-        UNEVEN_BELOW,
-        VARYING_SLOWDOWN,
-        loaded_directions,
-        measured_variability,
-        uneven_blocks,
-    )
+    from rankopt.network.core import load_came_and_went, loaded_directions
 
     for u in network.uplinks or ():
         if any(loaded.any() for loaded in loaded_directions(u)):
             return max(base, LOADED_MODEL_ERROR)
-    if measured_variability(network) >= VARYING_SLOWDOWN:
-        return max(base, LOADED_MODEL_ERROR)
-    if network.has_uplinks and uneven_blocks(network) < UNEVEN_BELOW:
+    if load_came_and_went(network):
         return max(base, LOADED_MODEL_ERROR)
     return base
 

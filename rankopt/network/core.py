@@ -54,6 +54,7 @@ __all__ = [
     "loaded_directions",
     "measured_variability",
     "uneven_blocks",
+    "load_came_and_went",
     "recheck_rows",
     "VARYING_SLOWDOWN",
     "UNEVEN_BELOW",
@@ -1244,6 +1245,18 @@ def uneven_blocks(network: Network) -> float:
                 if low < UNEVEN_BELOW * mid and low < mid - UNEVEN_SIGMAS * sigma:
                     worst = min(worst, low / mid)
     return worst
+
+
+def load_came_and_went(network: Network) -> bool:
+    """Whether the probe saw another tenant's load come and go: its recheck ran
+    :data:`VARYING_SLOWDOWN` times slower than its groups had
+    (:func:`measured_variability`), or, on a network with uplinks, a pair between two
+    sibling groups read well below the others of its block (:func:`uneven_blocks`
+    below :data:`UNEVEN_BELOW`). The solve then times the ring both ways round, and
+    the interval takes the loaded model error."""
+    if measured_variability(network) >= VARYING_SLOWDOWN:
+        return True
+    return network.has_uplinks and uneven_blocks(network) < UNEVEN_BELOW
 
 
 class Redraw:

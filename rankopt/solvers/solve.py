@@ -1137,24 +1137,13 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
 
 
 def _load_varied(network: Any) -> bool:
-    """Whether the probe saw load come and go on a measured network with uplinks: its
-    recheck (:func:`rankopt.network.core.measured_variability` at least
-    :data:`~rankopt.network.core.VARYING_SLOWDOWN`), or a pair between two sibling
-    groups that read well below the others of its block
-    (:func:`rankopt.network.core.uneven_blocks` below
-    :data:`~rankopt.network.core.UNEVEN_BELOW`)."""
-    from rankopt.network.core import (
-        UNEVEN_BELOW,
-        VARYING_SLOWDOWN,
-        measured_variability,
-        uneven_blocks,
-    )
+    """Whether the probe saw load come and go on a measured network with uplinks
+    (:func:`rankopt.network.core.load_came_and_went`)."""
+    from rankopt.network.core import load_came_and_went
 
     if network is None or not network.measured or not network.has_uplinks:
         return False
-    return (
-        measured_variability(network) >= VARYING_SLOWDOWN or uneven_blocks(network) < UNEVEN_BELOW
-    )
+    return load_came_and_went(network)
 
 
 def _reversed_alternative(
