@@ -124,7 +124,18 @@ def test_cli_parses_racks_and_exec():
     ex = build_parser().parse_args(
         ["testbed", "exec", "--engine", "gloo", "--hosts", "1,0", "--", "python", "x.py"]
     )
-    assert (ex.engine, ex.hosts, ex.command[-2:]) == ("gloo", "1,0", ["python", "x.py"])
+    assert (ex.engine, ex.hosts, ex.program[-2:]) == ("gloo", "1,0", ["python", "x.py"])
+    assert ex.command == "testbed"  # the subcommand's name, which error messages read
+
+
+def test_exec_on_a_testbed_that_is_not_up_is_one_line(capsys):
+    # the program after -- must not take the subcommand's place: an error is one line
+    from rankopt.cli import main
+
+    assert main(["testbed", "exec", "--attach", "--prefix", "rkno", "--", "true"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rankopt testbed: error: no testbed with prefix 'rkno' is up"), err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_user_path_commands_and_report_parsing():

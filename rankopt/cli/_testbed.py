@@ -303,7 +303,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--mca", action="append", default=[], metavar="KEY=VALUE", help="extra MCA parameter"
     )
     ex.add_argument("--timeout", type=float, default=3600.0, help="seconds (default: 3600)")
-    ex.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARG ...]")
+    # not dest "command": that is the subcommand's name, which error messages read
+    ex.add_argument("program", nargs=argparse.REMAINDER, metavar="command", help="-- CMD [ARG ...]")
     p.set_defaults(func=run)
 
 
@@ -393,7 +394,7 @@ def _exec(args: argparse.Namespace) -> int:
     from rankopt.cli import CLIError
     from rankopt.testbed.launch import RING_MCA, hosts_option, run_gloo, run_mpi
 
-    command = list(args.command)
+    command = list(args.program)
     if command and command[0] == "--":
         command = command[1:]
     if not command:
