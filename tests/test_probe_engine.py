@@ -463,24 +463,30 @@ def _rated_job(rate, params=RATED):
 
 def test_a_direction_stops_after_two_timed_transfers_that_agree():
     n = 3
+    # rank 0 sends to both others at 2 MB/s; ranks 1 and 2 each at two rates
     rate = np.array([[1, 2e6, 2e6], [2e6, 1, 3e6], [2e6, 3e6, 1]], dtype=float)
     params = RATED
     _, hub = _rated_job(rate)
     assert len(hub.sizes) == n * (n - 1)  # both directions of every pair
-    stopped_early = 0
+    stopped_early, single = 0, set()
     for (a, b), sizes in hub.sizes.items():
         # one run of announced transfers per direction and phase (the bandwidth phase,
         # then the recheck where the rates show groups), each ended by a 0
         assert a != b and sizes[-1] == 0
         ends = [i for i, x in enumerate(sizes) if x == 0]
-        for start, end in zip([-1, *ends[:-1]], ends, strict=True):
+        for k, (start, end) in enumerate(zip([-1, *ends[:-1]], ends, strict=True)):
             announced = sizes[start + 1 : end]
             assert set(announced) == {params.bandwidth_bytes}
             timed = len(announced) - params.warmup
-            assert 2 <= timed <= params.bandwidth_repeats, (a, b, sizes)
+            assert (1 if k == 0 else 2) <= timed <= params.bandwidth_repeats, (a, b, sizes)
             stopped_early += timed == 2
+            if timed == 1:
+                single.add((a, b))
     # a link whose rate does not change gives two samples that agree: no third is taken
     assert stopped_early >= 1, dict(hub.sizes)
+    # in the bandwidth phase a rate its sender already read from two that agreed needs
+    # one transfer: rank 0's second link, and no link of a sender whose rates differ
+    assert len(single) == 1 and single <= {(0, 1), (0, 2)}, (single, dict(hub.sizes))
 
 
 def test_the_drift_check_warms_up_small_and_reads_the_stored_rates_back(monkeypatch, tmp_path):

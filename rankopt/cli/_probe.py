@@ -169,7 +169,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--bandwidth-repeats",
         type=int,
         default=3,
-        help="most timed transfers per direction of each pair; two that agree within 2%% end it (default: 3)",
+        help="most timed transfers per direction of each pair; two that agree within 2%% "
+        "end it, or one that agrees as closely with a rate its sender read before (default: 3)",
     )
     p.add_argument(
         "--warmup", type=int, default=1, help="untimed exchanges before the timed ones (default: 1)"

@@ -308,7 +308,9 @@ def probe_hostname(rank: int, environ: dict[str, str] | None = None) -> str:
 
 #: Two timed bandwidth transfers in one direction whose rates agree within this
 #: fraction end that direction of the pair: the third is taken only where the first
-#: two differ (a link another tenant loads, a transfer that met a stall).
+#: two differ (a link another tenant loads, a transfer that met a stall). In the
+#: bandwidth phase one transfer that agrees this closely with a rate its sender
+#: already read there ends it too.
 RATE_AGREE = 0.02
 
 

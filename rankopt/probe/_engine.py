@@ -19,7 +19,8 @@ engine runs the phases:
    :data:`WARMUP_BYTES` and ``bandwidth_repeats`` large ones in turn, each
    announced by its size and answered by a small acknowledgement (a direction
    ends after two timed messages whose rates agree within
-   :data:`~rankopt.probe._common.RATE_AGREE`);
+   :data:`~rankopt.probe._common.RATE_AGREE`, or after the first when its
+   rate agrees as closely with one its sender read earlier in the phase);
 4. **gather** -- allgather of every process's rows of the matrices;
 5. **recheck** (all-pairs bandwidth only) -- one pair of every two sibling
    groups that the gathered bandwidth shows, alone in its slot, measured
@@ -369,6 +370,7 @@ class _Probe:
         deadline: float,
         warmup: int,
         ack_latency: float,
+        known: NDArray[np.float64] | None = None,
     ) -> NDArray[np.float64] | None:
         """Bandwidth transfers of ``out`` to ``peer``, each announced by its size.
 
@@ -378,9 +380,14 @@ class _Probe:
         ``count`` timed ones of ``out``; the
         direction ends after two timed transfers whose rates agree within
         :data:`~rankopt.probe._common.RATE_AGREE` (``ack_latency``, the
-        acknowledgement's one-way latency, is taken off each). A size of 0 tells
-        the peer the last was sent. Returns the timed round trips; ``None`` when
-        the peer did not answer by ``deadline``.
+        acknowledgement's one-way latency, is taken off each). With ``known``
+        (rates, bytes/s, that this process read to other peers earlier in the
+        phase, each from transfers that agreed) it already ends after the first
+        timed transfer when that one's rate agrees as closely with one of them:
+        a link at a rate the job's links were already seen to run at needs no
+        second look, while one that reads apart from all of them gets it. A
+        size of 0 tells the peer the last was sent. Returns the timed round
+        trips; ``None`` when the peer did not answer by ``deadline``.
         """
         tr, head, back = self.tr, self.size_out, self.small_in
         nbytes = int(out.size)
@@ -405,6 +412,10 @@ class _Probe:
                     continue
                 elapsed[used] = took
                 used += 1
+                if used == 1 and count > 1 and known is not None and known.size:
+                    r = nbytes / float(transfer_seconds(took, ack_latency))
+                    if bool(np.any(np.abs(known - r) <= RATE_AGREE * np.maximum(known, r))):
+                        break
                 if used == 2 and count > 2:
                     a, b = transfer_seconds(elapsed[:2], ack_latency)
                     if abs(a - b) <= RATE_AGREE * max(a, b):
@@ -620,6 +631,7 @@ class _Probe:
         warmup: int | None = None,
         per_step: list[NDArray[np.float64]] | None = None,
         ack_latency: NDArray[np.float64] | None = None,
+        match_known: bool = False,
     ) -> _Rows:
         """Run the pairs of every step (both sides in turn), then gather every row.
 
@@ -630,7 +642,8 @@ class _Probe:
         the (steps, n, n) values of every step (0 where a pair did not run) are
         appended to it. With ``ack_latency`` (one-way latency from each process to
         this one) the pairs exchange announced transfers (:meth:`_send_announced`:
-        a direction ends early when two samples agree).
+        a direction ends early when two samples agree, and with ``match_known``
+        after one that agrees with a rate this process read earlier in the phase).
         """
         n, me = self.n, self.me
         row = np.zeros((3, n))  # value, spread, count
@@ -647,8 +660,15 @@ class _Probe:
             for first in sorted((me, peer)) if peer >= 0 else ():
                 if first == me:
                     if ack_latency is not None:
+                        known = row[0, row[2] > 0] if match_known else None
                         samples = self._send_announced(
-                            peer, out, count, deadline, self._warmup(warmup), ack_latency[peer]
+                            peer,
+                            out,
+                            count,
+                            deadline,
+                            self._warmup(warmup),
+                            ack_latency[peer],
+                            known,
                         )
                     else:
                         samples = self._initiate(
@@ -731,6 +751,8 @@ class _Probe:
             warmup=warmup,
             per_step=per_step,
             ack_latency=np.ascontiguousarray(latency[:, me]) if announced else None,
+            # the recheck looks again on purpose: every transfer of it is timed in full
+            match_known=announced and phase != "recheck",
         )
 
     def _linear_bandwidth(

@@ -125,7 +125,9 @@ def measure(
         Timed ping-pongs started by each side of each pair.
     bandwidth_repeats : int, default 3
         Most timed transfers in each direction of each pair; a direction ends
-        after two whose rates agree within 2%.
+        after two whose rates agree within 2%, or in the bandwidth phase after
+        the first when it agrees as closely with a rate its sender already
+        read there (the recheck always takes two).
     warmup : int, default 1
         Untimed ping-pongs and transfers before the timed ones.
     timeout : float, default 30.0

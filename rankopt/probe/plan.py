@@ -26,9 +26,9 @@ One exchange of ``b`` bytes between ``a`` and ``c`` costs
 acknowledgement; a ping-pong is two latencies). A pair exchanges
 ``warmup + repeats`` times in each direction, one direction after the other
 (in the bandwidth phase a warm-up of at most ``WARMUP_BYTES`` and all
-``bandwidth_repeats``, although the probe stops after two that agree: the
-estimate is the most it takes), and each step of the sharing test one message
-each way.
+``bandwidth_repeats``, although the probe stops after two that agree, or one
+that agrees with a rate already read: the estimate is the most it takes), and
+each step of the sharing test one message each way.
 A round or slot lasts as long as its slowest pair, plus one consensus
 (an allreduce of 16 bytes: ``2 ceil(log2 n)`` median latencies) and a fixed
 ``step_overhead`` per step for the processes' own work (Python, the MPI
