@@ -183,6 +183,23 @@ def test_output_over_the_input_matrix_is_refused(tmp_path, capsys, flag):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
 
 
+@pytest.mark.parametrize("first, second", [("--order-out", "--hostfile"), ("--rankfile", "--json")])
+def test_two_outputs_naming_one_file_are_refused(tmp_path, capsys, first, second):
+    """One file given to two outputs: refused before the solve, not overwritten by the second."""
+    f = tmp_path / "m.json"
+    f.write_text(
+        json.dumps({"matrix": [[0, 1, 2], [1, 0, 2], [2, 2, 0]], "labels": ["a", "b", "c"]})
+    )
+    out_file = tmp_path / "out.txt"
+    code, out, err = cli(
+        capsys, "solve", str(f), "-q", first, str(out_file), second, f"{tmp_path}/./out.txt"
+    )
+    line = error_line(err)
+    assert code == 1 and out == ""
+    assert f"{second} '{tmp_path}/./out.txt' is also the file of {first}; give each" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
 def test_launcher_files_without_host_names_write_nothing(tmp_path, capsys):
     """The missing host names are found before the solve, so --order-out is not left behind."""
     f = tmp_path / "m.csv"

@@ -119,6 +119,7 @@ def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) ->
 
     check_json_destination(args.json)
     targets = [(flag, getattr(args, dest, None)) for dest, flag in _OUTPUTS]
+    taken: dict[str, str] = {}  # the outputs' real paths: one file is not written twice
     for flag, path in [*targets, ("--json", None if args.json == "-" else args.json)]:
         if path is None:
             continue
@@ -127,6 +128,12 @@ def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) ->
             raise CLIError(
                 f"{flag} {path!r} is the input matrix file; give the output another name."
             )
+        real = os.path.realpath(path)
+        if real in taken:
+            raise CLIError(
+                f"{flag} {path!r} is also the file of {taken[real]}; give each output its own name."
+            )
+        taken[real] = flag
     if any(path is not None for _, path in targets[1:]):
         if hosts is None:
             raise CLIError(
