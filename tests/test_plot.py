@@ -132,3 +132,27 @@ def test_cli_plot_writes_every_kind(tmp_path):
     out = tmp_path / "h.svg"
     assert main(["-q", "plot", str(cloud), "-o", str(out), "--kind", "hierarchy"]) == 0
     assert out.read_text().startswith("<?xml")
+
+
+@pytest.mark.parametrize(
+    "output, message",
+    [
+        ("", "--output is an empty path; give the name of a file."),
+        ("{d}/pics/", "--output '{d}/pics/' names a directory (it ends in '/'); give a file name."),
+    ],
+)
+def test_cli_plot_output_naming_no_file_is_refused(tmp_path, capsys, output, message):
+    """An empty --output or one ending in '/' is refused as given (not read as a stem: the
+    pictures went beside the folder as pics-*.png, and '' was reported as '.')."""
+    from rankopt.cli import main
+
+    cloud = tmp_path / "c.npz"
+    (tmp_path / "pics").mkdir()
+    assert main(["-q", "simulate", "-o", str(cloud), "--pods", "1", "--racks", "2"]) == 0
+    capsys.readouterr()
+    code = main(["-q", "plot", str(cloud), "-o", output.format(d=tmp_path), "--dpi", "40"])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err
+    assert err.strip() == f"rankopt plot: error: {message.format(d=tmp_path)}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npz", "pics"]
+    assert not any((tmp_path / "pics").iterdir())

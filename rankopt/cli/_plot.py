@@ -9,6 +9,7 @@ report agree on the hierarchy and the gain.
 from __future__ import annotations
 
 import argparse
+import os
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -50,10 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rankopt import plot
 
+    if not args.output or args.output.endswith(os.sep):  # Path() would make them '.', a stem
+        check_output_path(args.output, what="--output")  # raises: empty, or names a directory
     out = Path(args.output)
     kinds = KINDS if args.kind == "all" else (args.kind,)
     if args.kind != "all" and out.suffix not in (".png", ".svg"):
-        raise CLIError(f"--output must end in .png or .svg; got {str(out)!r}")
+        raise CLIError(f"--output must end in .png or .svg; got {args.output!r}")
     suffix = out.suffix if out.suffix in (".png", ".svg") else ".png"
     check_bound(args.dpi, "--dpi", MAX_DPI, minimum=1, integer=True)
     paths = {
