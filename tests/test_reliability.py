@@ -429,6 +429,14 @@ def test_simulate_rejects_what_solve_would_reject(tmp_path, capsys):
     assert not os.path.exists(out)
 
 
+@pytest.mark.parametrize("flag", ["--pods", "--racks", "--hosts", "--ranks-per-host"])
+def test_simulate_size_below_one_names_the_option(tmp_path, capsys, flag):
+    out = tmp_path / "c.npz"
+    err = _cli_error(capsys, ["simulate", "-o", str(out), flag, "0"])
+    assert err.strip() == f"rankopt simulate: error: {flag} must be at least 1; got 0."
+    assert not out.exists()
+
+
 def test_order_out_paths_are_checked_before_the_solve(tmp_path, capsys, monkeypatch):
     f = tmp_path / "c.npz"
     rankopt.synthetic_cloud(1, 2, 2, rng=0).save(f)

@@ -85,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
     if not out.endswith((".npz", ".npy", ".csv")):
         raise CLIError(f"--output must end in .npz, .npy or .csv; got {out!r}")
     sizes = (args.pods, args.racks, args.hosts, args.ranks_per_host)
+    for flag, size in zip(("--pods", "--racks", "--hosts", "--ranks-per-host"), sizes, strict=True):
+        if size < 1:  # named as typed, not as synthetic_cloud's parameter
+            raise CLIError(f"{flag} must be at least 1; got {size}.")
     n = int(np.prod(sizes, dtype=object)) if min(sizes) > 0 else 0
     if n > MAX_N:  # before anything is allocated
         raise CLIError(
