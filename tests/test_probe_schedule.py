@@ -383,6 +383,39 @@ def test_cli_plan_json(tmp_path, capsys):
     assert "--backend and -o/--output are required" in capsys.readouterr().err
 
 
+def test_cli_plan_hosts_file_errors_name_the_file(tmp_path, capsys):
+    """One host name alone is one process, said so (was "got -n 1" without any -n); a line
+    that is no host name is refused with the file named."""
+    from rankopt.cli import main
+
+    one, bad = tmp_path / "one.txt", tmp_path / "bad.txt"
+    one.write_text("node0\n")
+    bad.write_text("node0\nnode 1\n")
+    assert main(["probe", "--plan", "--hosts", str(one)]) == 1
+    err = capsys.readouterr().err
+    assert f"--hosts {one}: 1 host name, 1 process; the probe needs at least 2" in err
+    assert "-n 1" not in err
+    assert main(["probe", "--plan", "--hosts", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"(the lines of '{bad}') must hold host names; hosts[1] is 'node 1'" in err
+
+
+@pytest.mark.parametrize("argv", [["-n", "4", "--ranks-per-host", "4"], ["-n", "3", "--hosts"]])
+def test_cli_plan_of_processes_on_one_host(tmp_path, capsys, argv):
+    """Every process on one host is a job to plan (was an error about a (1, 1) --latency
+    the user never gave)."""
+    import json
+
+    from rankopt.cli import main
+
+    if argv[-1] == "--hosts":
+        (tmp_path / "one.txt").write_text("node0\n")
+        argv = [*argv, str(tmp_path / "one.txt")]
+    assert main(["probe", "--plan", *argv, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["hosts"] == 1 and plan["n"] == int(argv[1])
+
+
 def test_cli_plan_with_a_bandwidth_matrix(tmp_path, capsys):
     import json
 

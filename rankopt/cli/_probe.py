@@ -362,6 +362,14 @@ def _plan_hosts(args: argparse.Namespace) -> list[str]:
         names = [ln for ln in lines if ln and not ln.startswith("#")]
         if not names:
             raise CLIError(f"--hosts {args.hosts}: no host names")
+        from rankopt._validation import check_host_names
+
+        check_host_names(names, name="hosts", where=f"the lines of {str(args.hosts)!r}")
+        if args.n is None and len(names) < 2:
+            raise CLIError(
+                f"--hosts {args.hosts}: 1 host name, 1 process; the probe needs at least 2 "
+                "(give -n N to spread N processes over its hosts)"
+            )
         if args.n is None or args.n == len(names):
             return names
         if args.n < len(names):
@@ -397,6 +405,8 @@ def _run_plan(args: argparse.Namespace, options: dict[str, Any]) -> int:
         n_hosts = len(dict.fromkeys(hosts))
         lat = np.full((n_hosts, n_hosts), 30e-6)
         np.fill_diagonal(lat, 2e-6)
+        if n_hosts < 2:  # one host: the (n, n) model, as plan_probe takes no (1, 1) one
+            lat = np.full((n, n), 2e-6)
     if not (args.link_rate > 0 and np.isfinite(args.link_rate)):
         raise CLIError(f"--link-rate must be a positive number of bytes/s; got {args.link_rate}")
     params = ProbeParams(**options)
