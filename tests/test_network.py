@@ -292,3 +292,22 @@ def test_an_order_file_from_solve_is_bound_to_its_network(tmp_path):
         check_binding(of, 8, [*m.hosts[1:], m.hosts[0]])
     with pytest.raises(rankopt.RankoptInputError):
         check_binding(of, 9, [*m.hosts, "h9"])
+
+
+@pytest.mark.parametrize(
+    "make, given, kind",
+    [
+        (Network.from_measurement, "net.npz", "a rankopt.Measurement (rankopt.load_measurement"),
+        (Network.from_measurement, None, "a rankopt.Measurement"),
+        (Network.from_measurement, np.zeros((2, 2)), "a rankopt.Measurement"),
+        (Network.from_cloud, None, "a rankopt.Cloud"),
+        (Network.from_cloud, "cloud.npz", "a rankopt.Cloud"),
+    ],
+)
+def test_constructors_refuse_what_is_no_measurement_or_cloud(make, given, kind):
+    """A path, an array or None is refused with the argument named (was an AttributeError)."""
+    name = "measurement" if make == Network.from_measurement else "cloud"
+    with pytest.raises(rankopt.RankoptInputError) as exc:
+        make(given)
+    assert str(exc.value).startswith(f"`{name}` must be {kind}")
+    assert f"got {type(given).__name__} " in str(exc.value)

@@ -41,6 +41,7 @@ from rankopt._validation import (
     RankoptInputError,
     _as_real,
     _check_range,
+    _short_repr,
     check_elastic,
     check_groups,
     check_host_names,
@@ -71,6 +72,18 @@ __all__ = [
     "network_record",
     "network_from_record",
 ]
+
+
+def _check_source(obj: Any, name: str, attrs: tuple[str, ...], kind: str) -> None:
+    """Refuse ``obj`` unless it has every one of ``attrs`` (a path, an array or None
+    given where a measurement or a cloud is due)."""
+    missing = [a for a in attrs if not hasattr(obj, a)]
+    if missing:
+        raise RankoptInputError(
+            f"`{name}` must be {kind}; got {type(obj).__name__} {_short_repr(obj)} "
+            f"(it has no `{missing[0]}`)."
+        )
+
 
 #: Message size (bytes) the MPI entry points and ``solve()`` price a network's
 #: bandwidth at when none is given: 16 MiB, a large allreduce (gradient or
@@ -545,6 +558,12 @@ class Network:
         Spreads and sample counts come from the measurement (samples = times
         measured x repeats per time); the probe's settings go to ``provenance``.
         """
+        _check_source(
+            measurement,
+            "measurement",
+            ("latency", "hosts"),
+            "a rankopt.Measurement (rankopt.load_measurement(path) reads a probe's .npz)",
+        )
         params = dict(getattr(measurement, "parameters", {}) or {})
         lat_rep = int(params.get("repeats", 1) or 1)
         bw_rep = int(params.get("bandwidth_repeats", 1) or 1)
@@ -689,6 +708,12 @@ class Network:
     @classmethod
     def from_cloud(cls, cloud: Any) -> Network:
         """A synthetic cloud: its true hierarchy, uplinks from its bandwidth."""
+        _check_source(
+            cloud,
+            "cloud",
+            ("latency", "bandwidth", "hosts", "groups"),
+            "a rankopt.Cloud (rankopt.synthetic_cloud(...) makes one)",
+        )
         net = cls(
             latency=cloud.latency,
             bandwidth=cloud.bandwidth,
