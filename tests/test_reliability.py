@@ -409,6 +409,16 @@ def test_group_levels_must_be_nested():
     assert len(check_groups([[0, 0, 1, 1], [0, 0, 0, 0]], 4)) == 2
 
 
+@pytest.mark.parametrize("groups", [[0, 0, 1], "abc"])
+def test_groups_of_another_length_are_refused_by_solve(groups):
+    """Read only by the tie-break on a latency-only model, they were an IndexError or a
+    ValueError; now refused as `groups`, whatever the model."""
+    with pytest.raises(RankoptInputError, match=r"`groups` level 0 must have shape \(4,\)"):
+        solve(LAT4, groups=groups)
+    with pytest.raises(RankoptInputError, match=r"`groups` level 0 must have shape \(4,\)"):
+        solve(rankopt.Network.from_matrices(LAT4), groups=groups)
+
+
 def test_workload_count_bounded():
     with pytest.raises(RankoptLimitError, match=r"workload call 0 \(allreduce\): `count`"):
         solve(LAT4, workload=[("allreduce", 1e6, 1e308)])

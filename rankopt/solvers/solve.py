@@ -17,6 +17,7 @@ from rankopt._rng import normalize_rng
 from rankopt._validation import (
     NanPolicy,
     RankoptInputError,
+    check_groups,
     check_matrix,
     check_options,
     check_order,
@@ -423,6 +424,8 @@ def _model_inputs(
         }
     # the one working matrix: the input itself when it already is what the kernels read
     lat = check_matrix(latency, "latency", nan=nan, copy=False, dtypes=KERNEL_DTYPES)
+    if spec.groups is not None and len(spec.groups):  # before a model or the tie-break reads them
+        check_groups(spec.groups, lat.shape[0])
     return lat, inputs, notes
 
 
