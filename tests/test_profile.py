@@ -288,6 +288,22 @@ def test_profile_command_environment(tmp_path):
         profile_command([], tmp_path)
 
 
+def test_profile_keep_under_a_file_is_refused_before_the_run(tmp_path, capsys):
+    """--keep under a regular file: one line naming the option (was "[Errno 20] Not a
+    directory: '.../site'"), and the program is not started."""
+    (tmp_path / "f.txt").write_text("x")
+    marker = tmp_path / "ran"
+    keep = tmp_path / "f.txt" / "sub"
+    out = tmp_path / "p.json"
+    argv = ["profile", "-o", str(out), "--keep", str(keep), "--", "touch", str(marker)]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"rankopt profile: error: --keep '{keep}': '{tmp_path / 'f.txt'}' is not a directory."
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
 def test_hook_is_inert_under_its_own_name():
     import rankopt.adapters._profile_hook as hook
 

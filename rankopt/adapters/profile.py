@@ -603,6 +603,12 @@ def run_profile(
         check_writable(output, what="profile")
     if keep is not None and Path(keep).exists() and not Path(keep).is_dir():
         raise RankoptInputError(f"`keep` {os.fspath(keep)!r} is not a directory.")
+    if keep is not None:  # a folder to make: under a file, it cannot be
+        above = next(q for q in Path(keep).absolute().parents if q.exists())
+        if not above.is_dir():
+            raise RankoptInputError(
+                f"`keep` {os.fspath(keep)!r}: {str(above)!r} is not a directory."
+            )
     tmp = None
     folder = Path(keep) if keep is not None else None
     if folder is None:
