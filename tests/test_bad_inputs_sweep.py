@@ -66,6 +66,19 @@ def test_csv_header_without_corner_cell_names_the_hosts(tmp_path):
     assert labels == ["a", "b", "c", "d"] and vals.shape == (4, 4)
 
 
+@pytest.mark.parametrize("command", ["solve", "compare"])
+def test_a_folder_given_as_the_matrix_is_said_to_be_one(tmp_path, capsys, command):
+    """A folder with no extension is a folder, not a file of unknown extension ''."""
+    d = tmp_path / "runs"
+    d.mkdir()
+    code, out, err = cli(capsys, command, str(d), "-q")
+    line = error_line(err)
+    assert code == 1 and out == ""
+    assert (
+        line == f"rankopt {command}: error: matrix file '{d}' is a directory, not a regular file."
+    )
+
+
 def test_json_unit_from_the_file_names_the_file(tmp_path, capsys):
     f = tmp_path / "m.json"
     f.write_text(json.dumps({"matrix": [[0, 1], [1, 0]], "unit": "parsec"}))

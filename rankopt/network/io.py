@@ -92,6 +92,9 @@ def read_matrix(
     if suffix not in (".csv", ".json"):
         if not p.exists():
             raise FileNotFoundError(f"matrix file {str(p)!r} does not exist.")
+        if not p.is_file():  # a folder (most often with no extension): said so, it raises
+            with open_regular(p, what="matrix file", max_bytes=MAX_TEXT_BYTES):
+                pass
         raise RankoptInputError(
             f"matrix file {str(p)!r} has unknown extension {suffix!r}; expected one of "
             "'.npy', '.csv', '.json', '.npz'."
