@@ -327,6 +327,27 @@ def test_cli_run_mpi_dry_run_and_usage(tmp_path, capsys):
     assert "no command given" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("missing.so", "cannot be read (No such file or directory)"),
+        ("lib", "is not a regular file"),
+    ],
+)
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_cli_run_mpi_shim_that_is_no_file_is_refused(tmp_path, capsys, name, why, dry_run):
+    """--shim naming nothing or a folder: one line, --dry-run too (it printed a command that
+    preloads nothing; a folder was said not to exist)."""
+    (tmp_path / "o.txt").write_text("1 0\n")
+    (tmp_path / "lib").mkdir()
+    lib = tmp_path / name
+    argv = ["run-mpi", "--shim", str(lib), "--order", str(tmp_path / "o.txt")]
+    argv += ["--dry-run"] * dry_run + ["--", "mpiexec", "-n", "2", "./app"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.strip() == f"rankopt run-mpi: error: shim library '{lib}' {why}."
+
+
 # --------------------------------------------------------------------------- real MPI runs
 
 

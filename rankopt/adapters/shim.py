@@ -700,7 +700,7 @@ def run_mpi(
     0
     """
     lib = Path(shim) if shim is not None else build(mpicc=mpicc)
-    if not lib.is_file():
+    if not lib.exists():  # a folder or a FIFO is check_library's to name
         raise FileNotFoundError(f"shim library {os.fspath(lib)!r} does not exist.")
     check_library(lib)
     ranks = _launcher_ranks(command)

@@ -143,6 +143,8 @@ def run_mpi(args: argparse.Namespace) -> int:
         lib = args.shim or shim.build(mpicc=args.mpicc, say=_say("rankopt run-mpi", args))
     except shim.ShimBuildError as exc:
         raise CLIError(str(exc).splitlines()[0]) from exc
+    if args.shim and not os.path.isfile(args.shim):  # --dry-run too: none that preloads nothing
+        shim.check_library(args.shim)  # raises, naming it: missing, a folder
     if args.network is not None:
         if args.order:
             raise CLIError("give --order or --network (to solve one), not both")
