@@ -378,6 +378,32 @@ def _env():
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (["--timeout", "0"], "--timeout must be positive seconds; got 0.0."),
+        (["--timeout", "nan"], "--timeout must be positive seconds; got nan."),
+        (["--max-pairs", "-1"], "--max-pairs must be at least 0; got -1."),
+    ],
+)
+def test_check_bad_option_is_an_error_not_a_change(tmp_path, option, message):
+    """Exit status 2 (an error) and one line naming the option: a zero timeout said "not
+    every rank ... started within 0 s" and a negative --max-pairs "negative dimensions",
+    both with status 1, which means "the network changed"."""
+    if shutil.which("mpiexec") is None:
+        pytest.skip("mpiexec not found")
+    pytest.importorskip("mpi4py")
+    f = tmp_path / "net.npz"
+    rankopt.synthetic_cloud(1, 1, 2, rng=0).save(f)
+    cmd = ["mpiexec", "-n", "2", sys.executable, "-m", "rankopt", "check", str(f), "--force"]
+    p = subprocess.run([*cmd, *option], env=_env(), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if "rankopt check: error:" in ln]
+    assert lines == [f"rankopt check: error: {message}"], p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.mpi
 def test_verify_launch_order_on_loopback_is_no_gain(tmp_path):
     if shutil.which("mpiexec") is None:
         pytest.skip("mpiexec not found")

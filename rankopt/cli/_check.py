@@ -104,6 +104,10 @@ def run(args: argparse.Namespace) -> int:
     world = MPI.COMM_WORLD
     require_ranks(world.Get_size(), "rankopt check")
     try:
+        if not (args.timeout > 0 and args.timeout < float("inf")):  # nan fails both
+            raise RankoptInputError(f"--timeout must be positive seconds; got {args.timeout}.")
+        if args.max_pairs < 0:
+            raise RankoptInputError(f"--max-pairs must be at least 0; got {args.max_pairs}.")
         check_json_destination(args.json)  # rank 0's output, checked before any measurement
         network, order, f = load_stored(args.file)
         hosts = world.allgather(probe_hostname(world.Get_rank()))
