@@ -555,6 +555,15 @@ def test_mpi_entry_checks_program_and_outputs_first(tmp_path, monkeypatch):
     assert "does not exist" in _output_problem(args)
     args = argparse.Namespace(save=None, json=str(tmp_path), rankfile=None, hostfile=None)
     assert "is a directory" in _output_problem(args)
+    # one file for two outputs: the second would overwrite the first (the order saved)
+    args = argparse.Namespace(save="o.txt", json=None, rankfile=None, hostfile="./o.txt")
+    assert _output_problem(args) == (
+        "--hostfile './o.txt' is also the file of --save; give each output its own name."
+    )
+    args = argparse.Namespace(save=None, json="r", rankfile="r", hostfile=None)
+    assert _output_problem(args).startswith("--json 'r' is also the file of --rankfile;")
+    args = argparse.Namespace(save="o.txt", json="-", rankfile=None, hostfile="h.txt")
+    assert _output_problem(args) is None
 
 
 # ------------------------------------------------- tracebacks made one line

@@ -165,13 +165,20 @@ def _output_problem(args: argparse.Namespace) -> str | None:
         check_json_destination(args.json)
     except (RankoptFileError, ValueError) as exc:
         return str(exc)
-    for dest in ("save", "rankfile", "hostfile"):
+    taken: dict[str, str] = {}  # the outputs' real paths: one file is not written twice
+    for dest in ("save", "rankfile", "hostfile", "json"):
         path = getattr(args, dest, None)
-        if path is not None:
+        if path is None or path == "-":
+            continue
+        if dest != "json":
             try:
                 check_writable(path, what=f"--{dest}")
             except RankoptFileError as exc:
                 return str(exc)
+        real = os.path.realpath(path)
+        if real in taken:
+            return f"--{dest} {path!r} is also the file of {taken[real]}; give each output its own name."
+        taken[real] = f"--{dest}"
     return None
 
 
