@@ -213,6 +213,23 @@ def test_two_outputs_naming_one_file_are_refused(tmp_path, capsys, first, second
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
 
 
+@pytest.mark.parametrize("from_env", [False, True])
+def test_output_over_the_workload_file_is_refused(tmp_path, capsys, monkeypatch, from_env):
+    """--json over the workload the solve reads (given, or $RANKOPT_WORKLOAD) overwrote it."""
+    m, w = tmp_path / "m.csv", tmp_path / "app.json"
+    m.write_text(M4)
+    w.write_text('[["allreduce", 1048576, 3]]')
+    if from_env:
+        monkeypatch.setenv("RANKOPT_WORKLOAD", str(w))
+    argv = ["solve", str(m), "-q", "--json", str(w)] + ([] if from_env else ["--workload", str(w)])
+    code, out, err = cli(capsys, *argv)
+    line = error_line(err)
+    what = "$RANKOPT_WORKLOAD" if from_env else "--workload"
+    assert code == 1 and out == ""
+    assert f"--json '{w}' is the {what} file; give the output another name." in line
+    assert w.read_text() == '[["allreduce", 1048576, 3]]'
+
+
 def test_launcher_files_without_host_names_write_nothing(tmp_path, capsys):
     """The missing host names are found before the solve, so --order-out is not left behind."""
     f = tmp_path / "m.csv"

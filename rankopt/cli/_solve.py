@@ -112,22 +112,33 @@ _OUTPUTS = (
 )
 
 
+_INPUTS = (
+    ("topology", "--topology"),
+    ("topology_aliases", "--topology-aliases"),
+)
+
+
 def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) -> None:
     """Every output path writable and the host names writable, before any work starts."""
     from rankopt._files import check_output_path
+    from rankopt._model_args import workload_file
     from rankopt.adapters._common import check_hosts
 
     check_json_destination(args.json)
     targets = [(flag, getattr(args, dest, None)) for dest, flag in _OUTPUTS]
     taken: dict[str, str] = {}  # the outputs' real paths: one file is not written twice
+    wl = "the --workload file" if args.workload is not None else "the $RANKOPT_WORKLOAD file"
+    inputs = [("the input matrix file", args.matrix), (wl, workload_file(args))] + [
+        (f"the {flag} file", getattr(args, dest, None))
+        for dest, flag in _INPUTS  # an output over one of them would destroy it
+    ]
     for flag, path in [*targets, ("--json", None if args.json == "-" else args.json)]:
         if path is None:
             continue
         check_output_path(path, what=flag)
-        if _same_file(path, args.matrix):
-            raise CLIError(
-                f"{flag} {path!r} is the input matrix file; give the output another name."
-            )
+        for what, source in inputs:
+            if source is not None and _same_file(path, os.fspath(source)):
+                raise CLIError(f"{flag} {path!r} is {what}; give the output another name.")
         real = os.path.realpath(path)
         if real in taken:
             raise CLIError(
