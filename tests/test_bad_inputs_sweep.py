@@ -230,6 +230,22 @@ def test_output_over_the_workload_file_is_refused(tmp_path, capsys, monkeypatch,
     assert w.read_text() == '[["allreduce", 1048576, 3]]'
 
 
+@pytest.mark.parametrize("over", ["matrix", "workload"])
+def test_compare_json_over_a_file_it_reads_is_refused(tmp_path, capsys, over):
+    """compare --json over its matrix or workload overwrote it; refused as solve does."""
+    m, w = tmp_path / "m.json", tmp_path / "app.json"
+    m.write_text(json.dumps({"matrix": [[0, 1, 2], [1, 0, 2], [2, 2, 0]]}))
+    w.write_text('[["allreduce", 1048576, 3]]')
+    before = {p: p.read_text() for p in (m, w)}
+    target = m if over == "matrix" else w
+    code, out, err = cli(capsys, "compare", str(m), "--workload", str(w), "--json", str(target))
+    line = error_line(err)
+    what = "the input matrix file" if over == "matrix" else "the --workload file"
+    assert code == 1 and out == ""
+    assert line.endswith(f"--json '{target}' is {what}; give the output another name.")
+    assert {p: p.read_text() for p in (m, w)} == before
+
+
 def test_launcher_files_without_host_names_write_nothing(tmp_path, capsys):
     """The missing host names are found before the solve, so --order-out is not left behind."""
     f = tmp_path / "m.csv"

@@ -31,7 +31,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rankopt.cli._solve import check_not_an_input
+
     check_json_destination(args.json)
+    if args.json and args.json != "-":
+        check_not_an_input(args, "--json", args.json)
     net, _ = read_network(args)
     lat = net.latency
     names = (

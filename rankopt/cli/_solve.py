@@ -121,24 +121,16 @@ _INPUTS = (
 def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) -> None:
     """Every output path writable and the host names writable, before any work starts."""
     from rankopt._files import check_output_path
-    from rankopt._model_args import workload_file
     from rankopt.adapters._common import check_hosts
 
     check_json_destination(args.json)
     targets = [(flag, getattr(args, dest, None)) for dest, flag in _OUTPUTS]
     taken: dict[str, str] = {}  # the outputs' real paths: one file is not written twice
-    wl = "the --workload file" if args.workload is not None else "the $RANKOPT_WORKLOAD file"
-    inputs = [("the input matrix file", args.matrix), (wl, workload_file(args))] + [
-        (f"the {flag} file", getattr(args, dest, None))
-        for dest, flag in _INPUTS  # an output over one of them would destroy it
-    ]
     for flag, path in [*targets, ("--json", None if args.json == "-" else args.json)]:
         if path is None:
             continue
         check_output_path(path, what=flag)
-        for what, source in inputs:
-            if source is not None and _same_file(path, os.fspath(source)):
-                raise CLIError(f"{flag} {path!r} is {what}; give the output another name.")
+        check_not_an_input(args, flag, path)
         real = os.path.realpath(path)
         if real in taken:
             raise CLIError(
@@ -152,6 +144,20 @@ def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) ->
                 "need a measurement .npz or a matrix file with a header of host names."
             )
         check_hosts(hosts, n)
+
+
+def check_not_an_input(args: argparse.Namespace, flag: str, path: str) -> None:
+    """Refuse output ``path`` of ``flag`` when it is a file the command reads: the
+    matrix, the workload (--workload or $RANKOPT_WORKLOAD), the topology files."""
+    from rankopt._model_args import workload_file
+
+    wl = "the --workload file" if args.workload is not None else "the $RANKOPT_WORKLOAD file"
+    inputs = [("the input matrix file", args.matrix), (wl, workload_file(args))] + [
+        (f"the {option} file", getattr(args, dest, None)) for dest, option in _INPUTS
+    ]
+    for what, source in inputs:
+        if source is not None and _same_file(path, os.fspath(source)):
+            raise CLIError(f"{flag} {path!r} is {what}; give the output another name.")
 
 
 def _same_file(a: str, b: str) -> bool:
