@@ -574,6 +574,11 @@ def _host_name_problem(name: str) -> str | None:
     return None
 
 
+#: Characters of a refused host name an error shows: every name up to the 253 (and a
+#: bit) a host name may have; a whole line of another file is cut.
+_NAME_SHOWN = 300
+
+
 def check_host_name(name: Any, what: str = "host name", *, where: str = "") -> str:
     """Return ``name`` if it is a host name rankopt accepts; raise otherwise.
 
@@ -654,7 +659,9 @@ def check_host_name(name: Any, what: str = "host name", *, where: str = "") -> s
         )
     problem = _host_name_problem(name)
     if problem is not None:
-        raise RankoptInputError(f"{what} {name!r}{at}: expected {_HOST_RULE}; {problem}.")
+        raise RankoptInputError(
+            f"{what} {_short_repr(name, _NAME_SHOWN)}{at}: expected {_HOST_RULE}; {problem}."
+        )
     return name
 
 
@@ -724,7 +731,8 @@ def check_host_names(
         problem = _host_name_problem(h)
         if problem is not None:
             raise RankoptInputError(
-                f"`{name}`{at} must hold host names; {name}[{i}] is {h!r}, expected "
+                f"`{name}`{at} must hold host names; {name}[{i}] is "
+                f"{_short_repr(h, _NAME_SHOWN)}, expected "
                 f"{_HOST_RULE}; {problem}."
             )
         out.append(h)

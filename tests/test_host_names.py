@@ -199,3 +199,16 @@ def test_measurement_and_network_use_the_rule():
         Measurement(np.zeros((2, 2)), None, ("a", "b#"))
     net = rankopt.Network(np.full((2, 2), 1e-5), hosts=("proj_a_1", "proj_b_1"))
     assert net.hosts == ("proj_a_1", "proj_b_1")
+
+
+@pytest.mark.parametrize("check", [check_host_name, lambda h: check_host_names([h])])
+def test_a_refused_name_as_long_as_a_file_is_shown_cut(check):
+    """A whole line of another file read as a host name (a JSON file given as --hosts) is
+    shown cut, not echoed whole into the one error line; a 256-character name is whole."""
+    with pytest.raises(RankoptInputError) as info:
+        check('{"order": [0, 1], "pad": "' + "x" * 5000 + '"}')
+    assert len(str(info.value)) < 700 and "..." in str(info.value)
+    long_name = ".".join(["a" * 63] * 4) + "x"
+    with pytest.raises(RankoptInputError) as info:
+        check(long_name)
+    assert repr(long_name) in str(info.value)
