@@ -293,6 +293,34 @@ def test_run_checks_the_program_first(capsys, monkeypatch, tmp_path):
         assert match in _cli_error(capsys, ["run", "--", *prog])
 
 
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["--latency", "lat.json", "--json", "lat.json"],
+            "--json 'lat.json' is the --latency file",
+        ),
+        (["--order", "o.txt", "--save", "./o.txt"], "--save './o.txt' is the --order file"),
+        (["--save", "r.json", "--json", "r.json"], "--json 'r.json' is also the file of --save"),
+    ],
+)
+def test_run_outputs_over_its_inputs_or_each_other_are_refused(
+    capsys, monkeypatch, tmp_path, argv, message
+):
+    """Rank 0 wrote --json over the --latency matrix it solved on (and --json and --save
+    over each other); refused before the rendezvous, the files as they were."""
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "lat.json").write_text("[[0, 1], [1, 0]]")
+    (tmp_path / "o.txt").write_text("0 1\n")
+    err = _cli_error(capsys, ["run", "--timeout", "2", *argv, "--", sys.executable, "-c", "0"])
+    assert err.strip().startswith(f"rankopt run: error: {message}; give ")
+    assert (tmp_path / "lat.json").read_text() == "[[0, 1], [1, 0]]"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lat.json", "o.txt"]
+
+
 # --------------------------------------------------------------- host names
 @pytest.mark.parametrize(
     "name", ["h0\n", "h0\x00evil", "h\u200b0", "h 0", "h=0", "h#0", "h,0", "", "-h", "a" * 64,

@@ -58,6 +58,7 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
     check_json_destination(getattr(args, "json", None))  # bad targets fail before the probe
     if getattr(args, "save", None) is not None:
         check_output_path(args.save, what="--save")
+    _check_outputs_apart(args)
     info = detect(os.environ, master_addr=args.master_addr, master_port=args.master_port)
     inline = python_program(command) if not os.environ.get("RANKOPT_RUN_EXEC") else None
     options = LaunchOptions.from_args(args)
@@ -89,6 +90,40 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
     except OSError as exc:
         raise RankoptInputError(f"cannot run {command[0]!r}: {exc}") from exc
     return 127  # not reached
+
+
+def _check_outputs_apart(args: argparse.Namespace) -> None:
+    """Refuse --save or --json naming a file the launcher reads (--order, --latency, the
+    workload, the topology files) or the other output: rank 0 would overwrite it."""
+    from rankopt._model_args import workload_file
+
+    json_out = getattr(args, "json", None)
+    outputs = [("--save", getattr(args, "save", None)), ("--json", json_out)]
+    wl = "--workload" if getattr(args, "workload", None) is not None else "$RANKOPT_WORKLOAD"
+    inputs = [(wl, workload_file(args))] + [
+        (flag, getattr(args, dest, None))
+        for dest, flag in (
+            ("order", "--order"),
+            ("latency", "--latency"),
+            ("topology", "--topology"),
+            ("topology_aliases", "--topology-aliases"),
+        )
+    ]
+    taken: dict[str, str] = {}
+    for flag, path in outputs:
+        if path is None or path == "-":
+            continue
+        real = os.path.realpath(path)
+        for what, source in inputs:
+            if source is not None and real == os.path.realpath(source):
+                raise RankoptInputError(
+                    f"{flag} {path!r} is the {what} file; give the output another name."
+                )
+        if real in taken:
+            raise RankoptInputError(
+                f"{flag} {path!r} is also the file of {taken[real]}; give each output its own name."
+            )
+        taken[real] = flag
 
 
 def python_program(command: Sequence[str]) -> tuple[str, str, list[str]] | None:
