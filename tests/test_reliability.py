@@ -592,6 +592,14 @@ def test_mpi_entry_checks_program_and_outputs_first(tmp_path, monkeypatch):
     assert _output_problem(args).startswith("--json 'r' is also the file of --rankfile;")
     args = argparse.Namespace(save="o.txt", json="-", rankfile=None, hostfile="h.txt")
     assert _output_problem(args) is None
+    # nor over a file the job reads: the order applied, the workload priced
+    args = argparse.Namespace(save=None, json="o.txt", rankfile=None, hostfile=None, order="o.txt")
+    assert _output_problem(args) == (
+        "--json 'o.txt' is the --order file; give the output another name."
+    )
+    monkeypatch.setenv("RANKOPT_WORKLOAD", "app.json")
+    args = argparse.Namespace(save="app.json", json=None, rankfile=None, hostfile=None)
+    assert _output_problem(args).startswith("--save 'app.json' is the $RANKOPT_WORKLOAD file;")
 
 
 # ------------------------------------------------- tracebacks made one line
