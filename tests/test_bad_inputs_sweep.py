@@ -79,6 +79,28 @@ def test_a_folder_given_as_the_matrix_is_said_to_be_one(tmp_path, capsys, comman
     )
 
 
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"bandwidth": -np.ones((4, 4))}, "`bandwidth` must be non-negative; bandwidth[0, 1] is"),
+        ({"bandwidth": np.ones((2, 2))}, "`bandwidth` must have shape (4, 4) like `latency`"),
+        ({"hosts": np.array(["a b"] * 4)}, "`hosts` must hold host names; hosts[0] is 'a b'"),
+    ],
+)
+def test_npz_whose_arrays_are_refused_names_the_file(tmp_path, capsys, change, message):
+    """A cloud or probe .npz whose matrices or hosts are refused: the file is named."""
+    import rankopt
+
+    f = tmp_path / "c.npz"
+    rankopt.synthetic_cloud(1, 2, 2, rng=0).save(f)
+    arrays = {**dict(np.load(f)), **change}
+    np.savez(f, **arrays)
+    code, out, err = cli(capsys, "solve", str(f), "-q")
+    line = error_line(err)
+    assert code == 1 and out == ""
+    assert f"rankopt solve: error: network file '{f}': {message}" in line
+
+
 def test_json_unit_from_the_file_names_the_file(tmp_path, capsys):
     f = tmp_path / "m.json"
     f.write_text(json.dumps({"matrix": [[0, 1], [1, 0]], "unit": "parsec"}))

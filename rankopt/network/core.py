@@ -916,31 +916,41 @@ def load_network(path: str | os.PathLike[str], *, unit: str | None = None) -> Ne
         from rankopt._files import load_npz
 
         z = load_npz(name, what="network file")  # regular file, sizes checked, one-line errors
-        files = set(z)
-        if "format" in files and str(z["format"]) == FORMAT:
-            return _network_from_npz(z, name)
-        if {"latency", "bandwidth", "groups", "hosts"} <= files and "seed" in files:
-            from rankopt.network.cloud import cloud_from_arrays
-
-            return Network.from_cloud(cloud_from_arrays(z, name))
-        from rankopt.probe.measurement import measurement_from_arrays
-
-        m = measurement_from_arrays(z, name)  # the arrays read once above
-        if {"groups", "uplinks"} <= files:  # the probe stored the hierarchy it inferred
-            groups = list(np.atleast_2d(z["groups"]))
-            try:
-                ups = uplinks_from_array(z["uplinks"], z.get("uplinks_in"))
-            except RankoptInputError as exc:
-                raise RankoptInputError(f"{name}: {exc}") from None
-            net = Network.from_measurement(m, infer=False).with_hierarchy(groups, ups)
-            net = replace(net, provenance={**net.provenance, "hierarchy": "stored by the probe"})
-            return net._with_path_rates()
-        return Network.from_measurement(m)
+        try:
+            return _network_from_arrays(z, name)
+        except RankoptInputError as exc:  # the matrices' checks: said with the file
+            if name in str(exc):
+                raise
+            raise type(exc)(f"network file {name!r}: {exc}") from None
     from rankopt.network.io import load_matrix_and_labels
 
     lat, labels = load_matrix_and_labels(name, unit=unit)
     prov = {} if labels is None else {"labels": list(labels)}
     return Network.from_matrices(lat, source=f"file:{Path(name).name}", provenance=prov)
+
+
+def _network_from_arrays(z: Mapping[str, Any], name: str) -> Network:
+    """The network of a ``.npz`` file's arrays: rankopt's own, a cloud's or a probe's."""
+    files = set(z)
+    if "format" in files and str(z["format"]) == FORMAT:
+        return _network_from_npz(z, name)
+    if {"latency", "bandwidth", "groups", "hosts"} <= files and "seed" in files:
+        from rankopt.network.cloud import cloud_from_arrays
+
+        return Network.from_cloud(cloud_from_arrays(z, name))
+    from rankopt.probe.measurement import measurement_from_arrays
+
+    m = measurement_from_arrays(z, name)  # the arrays read once above
+    if {"groups", "uplinks"} <= files:  # the probe stored the hierarchy it inferred
+        groups = list(np.atleast_2d(z["groups"]))
+        try:
+            ups = uplinks_from_array(z["uplinks"], z.get("uplinks_in"))
+        except RankoptInputError as exc:
+            raise RankoptInputError(f"{name}: {exc}") from None
+        net = Network.from_measurement(m, infer=False).with_hierarchy(groups, ups)
+        net = replace(net, provenance={**net.provenance, "hierarchy": "stored by the probe"})
+        return net._with_path_rates()
+    return Network.from_measurement(m)
 
 
 def _network_from_npz(z: Mapping[str, Any], name: str) -> Network:
