@@ -161,6 +161,11 @@ def check_output_path(
     raw = os.fspath(path)
     if raw == "":
         raise RankoptFileError(f"{what} is an empty path; give the name of a file.")
+    if raw == "-":  # standard output to the user (as --json - is), not a file named '-'
+        raise RankoptFileError(
+            f"{what} is '-', which writes no standard output here (--json alone does); give "
+            "the name of a file."
+        )
     if "\x00" in raw:
         raise RankoptFileError(f"{what} {raw!r} holds a NUL character.")
     p = Path(raw)

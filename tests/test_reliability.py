@@ -475,6 +475,23 @@ def test_simulate_size_below_one_names_the_option(tmp_path, capsys, flag):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("flag", ["--order-out", "--rankfile", "--hostfile"])
+def test_a_dash_output_is_refused_not_written_as_a_file(tmp_path, capsys, monkeypatch, flag):
+    """'-' means standard output to a user (--json - is); the order and host files wrote a
+    file named '-' in the current folder."""
+    f = tmp_path / "c.npz"
+    rankopt.synthetic_cloud(1, 2, 2, rng=0).save(f)
+    monkeypatch.chdir(tmp_path)
+    err = _cli_error(capsys, ["solve", str(f), "-q", flag, "-"])
+    assert err.strip() == (
+        f"rankopt solve: error: {flag} is '-', which writes no standard output here "
+        "(--json alone does); give the name of a file."
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npz"]
+    with pytest.raises(RankoptFileError, match="is '-', which writes no standard output"):
+        check_output_path("-")
+
+
 def test_order_out_paths_are_checked_before_the_solve(tmp_path, capsys, monkeypatch):
     f = tmp_path / "c.npz"
     rankopt.synthetic_cloud(1, 2, 2, rng=0).save(f)
