@@ -32,6 +32,7 @@ left when a profile exists.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -116,6 +117,21 @@ def seed_value(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {text!r}.") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer; got {value}.")
+    return value
+
+
+def seconds_value(text: str) -> float:
+    """``--time-limit``: a positive, finite number of seconds (argparse then names the option).
+
+    >>> seconds_value("0.5")
+    0.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds; got {text!r}.") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be positive and finite; got {text!r}.")
     return value
 
 
@@ -206,7 +222,7 @@ def add_model_arguments(
     )
     g.add_argument(
         "--nbytes",
-        type=size_type("--nbytes"),
+        type=size_type("--nbytes", positive=True),
         default=None,
         metavar="SIZE",
         help=f"message size that bandwidth is priced at: bytes, or 16M, 16MiB, 64MB "
@@ -238,7 +254,7 @@ def add_model_arguments(
     )
     s.add_argument(
         "--time-limit",
-        type=float,
+        type=seconds_value,
         default=None,
         metavar="SECONDS",
         help="wall-clock guard for the solver (default: none; the budget is iterations)",
@@ -444,10 +460,11 @@ def parse_uplinks(text: str | None, option: str = "--uplink-bandwidth") -> list[
     return parse_rates(str(text), option)
 
 
-def size_type(option: str) -> Callable[[str], int]:
+def size_type(option: str, *, positive: bool = False) -> Callable[[str], int]:
     """An argparse ``type`` reading a size (``16M``, ``16MiB``, ``64MB``, ``1e6``).
 
-    The error names ``option`` and gives the sizes it accepts.
+    The error names ``option`` and gives the sizes it accepts; with ``positive``
+    a size of 0 bytes is refused too (a launcher then refuses it before it probes).
 
     Examples
     --------
@@ -457,9 +474,12 @@ def size_type(option: str) -> Callable[[str], int]:
 
     def parse(text: str) -> int:
         try:
-            return parse_size(text, option)
+            nbytes = parse_size(text, option)
         except RankoptInputError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
+        if positive and nbytes <= 0:
+            raise argparse.ArgumentTypeError(f"{option} must be at least one byte; got {text!r}.")
+        return nbytes
 
     parse.__name__ = "size"
     return parse

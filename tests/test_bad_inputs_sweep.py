@@ -192,17 +192,37 @@ def test_negative_seed_names_the_option(tmp_path, capsys, command):
 @pytest.mark.parametrize(
     "option, message",
     [
-        (("--nbytes", "0"), "--nbytes must be positive and finite; got 0 instead."),
-        (("--time-limit", "nan"), "--time-limit must be positive and finite; got nan instead."),
+        (("--nbytes", "0"), "argument --nbytes: --nbytes must be at least one byte; got '0'."),
+        (("--time-limit", "nan"), "argument --time-limit: must be positive and finite; got 'nan'."),
     ],
 )
 def test_compare_bad_option_is_said_once(tmp_path, capsys, option, message):
+    # refused as the command line is read: before any matrix is read or solved
     f = tmp_path / "m.csv"
     f.write_text(M4)
     code, _, err = cli(capsys, "compare", str(f), "-q", *option)
     line = error_line(err)
-    assert code == 1
+    assert code == 2
     assert line == f"rankopt compare: error: {message}"
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        (("--nbytes", "0"), "argument --nbytes: --nbytes must be at least one byte; got '0'."),
+        (("--time-limit", "nan"), "argument --time-limit: must be positive and finite; got 'nan'."),
+        (("--time-limit", "-1"), "argument --time-limit: must be positive and finite; got '-1'."),
+    ],
+)
+def test_launcher_refuses_a_bad_solve_option_before_it_probes(capsys, option, message):
+    # python -m rankopt.mpi read these only in the solve, after a whole probe, and named
+    # the solver's argument (`nbytes`, `time_limit`) instead of the option
+    from rankopt.cli._mpi_main import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([*option, "prog.py"])
+    assert exc.value.code == 2
+    assert error_line(capsys.readouterr().err) == f"python -m rankopt.mpi: error: {message}"
 
 
 @pytest.mark.parametrize("flag", ["--order-out", "--rankfile", "--json"])
@@ -380,3 +400,21 @@ def test_compare_methods_with_spaces(tmp_path, capsys):
     code, out, err = cli(capsys, "compare", str(m), "--methods", "ils, two_opt")
     assert code == 0, err
     assert "ils" in out and "two_opt" in out
+
+
+def test_a_hint_to_pass_a_setting_the_command_has_no_option_for_is_left_out(tmp_path, capsys):
+    # probe --plan reads a latency matrix but has no --nan: the library's hint
+    # "Pass nan='symmetric'" named a setting no option gives; solve has --nan and keeps it
+    lat = np.ones((4, 4))
+    np.fill_diagonal(lat, 0.0)
+    lat[0, 1] = np.nan
+    f = tmp_path / "lat.npy"
+    np.save(f, lat)
+    code, _, err = cli(capsys, "probe", "--plan", "-n", "4", "--latency", str(f))
+    line = error_line(err)
+    assert code == 1 and "latency[0, 1] is nan" in line, line
+    assert "Pass" not in line and "nan=" not in line, line
+    code, _, err = cli(capsys, "solve", str(f), "-q")
+    assert code == 1 and error_line(err).endswith(
+        "Pass --nan symmetric to fill a missing entry from the reverse direction."
+    )

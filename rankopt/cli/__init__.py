@@ -105,7 +105,8 @@ def cli_terms(message: str, parser: argparse.ArgumentParser | None) -> str:
     """A library message in the command line's words: ``nan='symmetric'`` -> ``--nan symmetric``.
 
     Only names that are options of ``parser`` are rewritten: ```uplink_bandwidth``` becomes
-    ``--uplink-bandwidth``, ``name=value`` becomes ``--name value``.
+    ``--uplink-bandwidth``, ``name=value`` becomes ``--name value``; a hint to pass a
+    setting the command has no option for (``Pass name='value' ...``) is left out.
 
     Examples
     --------
@@ -115,6 +116,11 @@ def cli_terms(message: str, parser: argparse.ArgumentParser | None) -> str:
     'Pass --nan symmetric to fill it.'
     >>> cli_terms("`uplink_bandwidth` must be positive; `order` is bad", p)
     '--uplink-bandwidth must be positive; `order` is bad'
+    >>> cli_terms("`latency` must be finite. Pass nan='symmetric' to fill it.", None)
+    "`latency` must be finite. Pass nan='symmetric' to fill it."
+    >>> cli_terms("`latency` must be finite. Pass nan='symmetric' to fill it.",
+    ...           argparse.ArgumentParser())
+    '`latency` must be finite.'
     """
     if parser is None:
         return message
@@ -129,6 +135,10 @@ def cli_terms(message: str, parser: argparse.ArgumentParser | None) -> str:
     def name(m: re.Match[str]) -> str:
         return flags.get(m.group(1), m.group(0))
 
+    def hint(m: re.Match[str]) -> str:
+        return m.group(0) if m.group(1) in flags else ""
+
+    message = re.sub(r"\s*Pass (\w+)='[^']*'[^.]*\.", hint, message)
     message = re.sub(r"\b(\w+)='([^']*)'", assign, message)
     return re.sub(r"`(\w+)`", lambda m: name(m) if m.group(1) in flags else m.group(0), message)
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from rankopt._model_args import add_json_option, check_json_destination, seed_value, write_json
+from rankopt._model_args import (
+    add_json_option,
+    check_json_destination,
+    seconds_value,
+    seed_value,
+    write_json,
+)
 from rankopt._validation import RankoptInputError
 from rankopt.cli._common import add_problem_args, problem_kwargs, read_network, table
 from rankopt.solvers import METHODS, solve
@@ -23,7 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_problem_args(p)
     p.add_argument("--seed", type=seed_value, default=0, help="solver seed of every method")
     p.add_argument(
-        "--time-limit", type=float, default=10.0, help="wall-clock guard per method, seconds"
+        "--time-limit",
+        type=seconds_value,
+        default=10.0,
+        help="wall-clock guard per method, seconds",
     )
     p.add_argument("--methods", default=None, help="comma-separated subset of methods")
     add_json_option(p, "the rows (printed in place of the table when no FILE is given)")
