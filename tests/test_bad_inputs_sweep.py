@@ -418,3 +418,23 @@ def test_a_hint_to_pass_a_setting_the_command_has_no_option_for_is_left_out(tmp_
     assert code == 1 and error_line(err).endswith(
         "Pass --nan symmetric to fill a missing entry from the reverse direction."
     )
+
+
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("bogus=1", "--probe-option bogus=...: no such probe setting; the settings are"),
+        ("repeats=x", "--probe-option: `repeats` must be an integer; got 'x' instead."),
+        ("bandwidth=maybe", "--probe-option: `bandwidth` must be True or False"),
+    ],
+)
+def test_a_bad_probe_option_is_refused_before_the_job_starts(capsys, tmp_path, item, message):
+    # an unknown setting, or one of the wrong type, was found only once the probe ran
+    from rankopt.cli._mpi_main import main as mpi_main
+
+    prog = tmp_path / "prog.py"
+    prog.write_text("pass\n")
+    with pytest.raises(SystemExit) as exc:
+        mpi_main(["--probe-option", item, str(prog)])
+    assert exc.value.code == 2
+    assert message in error_line(capsys.readouterr().err)

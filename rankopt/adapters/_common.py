@@ -341,8 +341,15 @@ def parse_options(items: Sequence[str], flag: str = "--probe-option") -> dict[st
 
     Examples
     --------
-    >>> parse_options(["repeats=3", "bandwidth=False", "name=x"])
+    >>> parse_options(["repeats=3", "bandwidth=False", "name=x"], flag="--option")
     {'repeats': 3, 'bandwidth': False, 'name': 'x'}
+
+    As ``--probe-option`` (the default) every name must be a probe setting
+    (:class:`~rankopt.probe._common.ProbeParams`), of its type, or ``cache``
+    or ``topology``:
+
+    >>> parse_options(["repeats=3", "bandwidth=False"])
+    {'repeats': 3, 'bandwidth': False}
     """
     import ast
 
@@ -362,7 +369,30 @@ def parse_options(items: Sequence[str], flag: str = "--probe-option") -> dict[st
             out[key] = val
     if flag == "--probe-option":
         check_probe_settings(out, flag)
+        _check_probe_option(out, flag)
     return out
+
+
+def _check_probe_option(settings: dict[str, Any], flag: str) -> None:
+    """Refuse an unknown probe setting, or a known one of the wrong type, before any probe.
+
+    ``cache`` and ``topology`` are arguments of the probe, not settings; they pass.
+    """
+    from dataclasses import fields
+
+    from rankopt.probe._common import ProbeParams, check_params
+
+    known = [f.name for f in fields(ProbeParams)]
+    unknown = sorted(set(settings) - set(known) - {"cache", "topology"})
+    if unknown:
+        raise RankoptInputError(
+            f"{flag} {unknown[0]}=...: no such probe setting; the settings are "
+            f"{', '.join(known)} (and cache, topology)."
+        )
+    try:
+        check_params(**{k: v for k, v in settings.items() if k in known})
+    except RankoptInputError as exc:
+        raise RankoptInputError(f"{flag}: {exc}") from None
 
 
 #: Longest value of one ``KEY=VALUE`` option.
