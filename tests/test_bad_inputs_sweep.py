@@ -438,3 +438,13 @@ def test_a_bad_probe_option_is_refused_before_the_job_starts(capsys, tmp_path, i
         mpi_main(["--probe-option", item, str(prog)])
     assert exc.value.code == 2
     assert message in error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("methods", ["", " "])
+def test_compare_with_an_empty_methods_list_is_refused(tmp_path, capsys, methods):
+    # --methods "" compared every method, while --methods , was an error
+    f = tmp_path / "m.csv"
+    f.write_text(M4)
+    code, out, err = cli(capsys, "compare", str(f), "-q", "--methods", methods)
+    assert code == 1 and out == ""
+    assert error_line(err).startswith("rankopt compare: error: --methods names no method")

@@ -47,6 +47,11 @@ def run(args: argparse.Namespace) -> int:
         check_not_an_input(args, "--json", args.json)
     net, _ = read_network(args)
     lat = net.latency
+    if args.methods is not None and not args.methods.strip():
+        raise RankoptInputError(
+            f"--methods names no method; the methods are {', '.join(sorted(METHODS))} "
+            "(leave --methods out to compare them all)."
+        )
     names = (
         [m.strip() for m in args.methods.split(",")]
         if args.methods
