@@ -448,3 +448,12 @@ def test_compare_with_an_empty_methods_list_is_refused(tmp_path, capsys, methods
     code, out, err = cli(capsys, "compare", str(f), "-q", "--methods", methods)
     assert code == 1 and out == ""
     assert error_line(err).startswith("rankopt compare: error: --methods names no method")
+
+
+@pytest.mark.parametrize("flag", ["--master-port", "--probe-port"])
+@pytest.mark.parametrize("value", ["99999", "0", "x"])
+def test_run_port_options_are_checked_as_read(capsys, flag, value):
+    # --master-port 99999 was refused as MASTER_PORT, and only once a launcher was found
+    code, out, err = cli(capsys, "run", flag, value, "--", "python", "-c", "pass")
+    assert code == 2 and out == ""
+    assert error_line(err).startswith(f"rankopt run: error: argument {flag}: must be"), err

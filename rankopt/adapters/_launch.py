@@ -199,6 +199,21 @@ class LaunchOptions:
         )
 
 
+def port_value(text: str) -> int:
+    """``--master-port``, ``--probe-port``: a TCP port, 1..65535 (argparse names the option).
+
+    >>> port_value("29500")
+    29500
+    """
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a port number; got {text!r}.") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be in 1..65535; got {port}.")
+    return port
+
+
 def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
     """Add the launcher options and the ``command`` positional to ``p``.
 
@@ -246,10 +261,10 @@ def add_arguments(p: argparse.ArgumentParser, *, quiet: bool = True) -> None:
         help="extra keyword for rankopt.probe.torch.measure, e.g. repeats=5 (repeatable)",
     )
     p.add_argument("--master-addr", default=None, help="override MASTER_ADDR")
-    p.add_argument("--master-port", type=int, default=None, help="override MASTER_PORT")
+    p.add_argument("--master-port", type=port_value, default=None, help="override MASTER_PORT")
     p.add_argument(
         "--probe-port",
-        type=int,
+        type=port_value,
         default=None,
         help="port of the temporary store on MASTER_ADDR when no torchrun agent "
         "store runs (default: MASTER_PORT + 1)",
