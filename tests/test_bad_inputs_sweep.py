@@ -7,6 +7,7 @@ import zipfile
 import numpy as np
 import pytest
 
+import rankopt
 from rankopt._files import load_npz
 from rankopt._validation import RankoptInputError
 from rankopt.cli import main
@@ -457,3 +458,22 @@ def test_run_port_options_are_checked_as_read(capsys, flag, value):
     code, out, err = cli(capsys, "run", flag, value, "--", "python", "-c", "pass")
     assert code == 2 and out == ""
     assert error_line(err).startswith(f"rankopt run: error: argument {flag}: must be"), err
+
+
+def test_a_network_file_with_a_missing_latency_is_named(tmp_path, capsys):
+    # a .npz network whose latency has a NaN was refused inside the solve, the file unnamed
+    net = rankopt.synthetic_cloud(1, 2, 2, rng=0)
+    good = tmp_path / "net.npz"
+    net.save(good)
+    arrays = dict(np.load(good, allow_pickle=True))
+    arrays["latency"] = arrays["latency"].copy()
+    arrays["latency"][0, 1] = np.nan
+    bad = tmp_path / "nan.npz"
+    np.savez(bad, **arrays)
+    code, out, err = cli(capsys, "solve", str(bad), "-q")
+    assert code == 1 and out == ""
+    line = error_line(err)
+    assert line.startswith(f"rankopt solve: error: network file '{bad}': `latency` must be finite")
+    assert "Pass --nan symmetric" in line
+    code, out, _ = cli(capsys, "solve", str(bad), "-q", "--nan", "symmetric")
+    assert code == 0 and out.strip()

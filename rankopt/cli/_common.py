@@ -101,6 +101,13 @@ def read_network(args: argparse.Namespace) -> tuple[Any, list[str] | None]:
 
     if str(args.matrix).endswith(".npz") and args.unit is None and not args.rtt:
         net = load_network(args.matrix)
+        if args.nan == "raise":  # a missing entry is refused here, the file named
+            from rankopt._validation import RankoptInputError, check_matrix
+
+            try:
+                check_matrix(net.latency, "latency", copy=False, dtypes=(net.latency.dtype,))
+            except RankoptInputError as exc:
+                raise RankoptInputError(f"network file '{args.matrix}': {exc}") from None
         names = list(net.hosts) if net.hosts is not None else None
         return net, names
     lat, labels = load_matrix_and_labels(args.matrix, unit=args.unit, nan=args.nan, rtt=args.rtt)
