@@ -131,6 +131,56 @@ def _umask() -> int:
     return mask
 
 
+def outputs_problem(
+    outputs: Sequence[tuple[str, str | os.PathLike[str] | None]],
+    inputs: Sequence[tuple[str, str | os.PathLike[str] | None]],
+) -> str | None:
+    """Why writing ``outputs`` would destroy a file the command reads or another output.
+
+    ``outputs`` are ``(flag, path)`` pairs and ``inputs`` ``(what, path)`` pairs
+    (``what`` names the input: ``"--order"``, ``"input matrix"``); a path of
+    ``None`` or ``"-"`` (standard output) is skipped. Returns the first problem
+    as one line, or ``None``; the caller raises it in its own way.
+
+    Examples
+    --------
+    >>> from rankopt._files import outputs_problem
+    >>> outputs_problem([("--json", "o.json")], [("--order", "o.txt")]) is None
+    True
+    >>> outputs_problem([("--save", "o.txt")], [("--order", "./o.txt")])
+    "--save 'o.txt' is the --order file; give the output another name."
+    >>> outputs_problem([("--save", "r.json"), ("--json", "r.json")], [])
+    "--json 'r.json' is also the file of --save; give each output its own name."
+    """
+    taken: dict[str, str] = {}  # the outputs' real paths: one file is not written twice
+    for flag, path in outputs:
+        if path is None or os.fspath(path) == "-":
+            continue
+        real = os.path.realpath(path)
+        for what, source in inputs:
+            if source is not None and _same_path(real, source):
+                return (
+                    f"{flag} {os.fspath(path)!r} is the {what} file; give the output another name."
+                )
+        if real in taken:
+            return (
+                f"{flag} {os.fspath(path)!r} is also the file of {taken[real]}; give each "
+                "output its own name."
+            )
+        taken[real] = flag
+    return None
+
+
+def _same_path(real: str, source: str | os.PathLike[str]) -> bool:
+    """Whether the real path ``real`` and ``source`` name one file (a link to it too)."""
+    if real == os.path.realpath(source):
+        return True
+    try:
+        return os.path.samefile(real, source)
+    except (OSError, ValueError):  # one does not exist (yet), or holds a NUL
+        return False
+
+
 def check_output_path(
     path: str | os.PathLike[str], *, what: str = "output file"
 ) -> os.stat_result | None:

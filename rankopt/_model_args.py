@@ -571,6 +571,12 @@ def launcher_model_options(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def workload_input(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The workload file as an input a command reads: ``(where it came from, path)``."""
+    given = getattr(args, "workload", None) is not None
+    return ("--workload" if given else "$RANKOPT_WORKLOAD", workload_file(args))
+
+
 def workload_file(args: argparse.Namespace) -> str | None:
     """``--workload``, else ``$RANKOPT_WORKLOAD``, else None."""
     import os

@@ -158,36 +158,24 @@ def shaping_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _output_problem(args: argparse.Namespace) -> str | None:
     """Why rank 0 could not write one of its output files, or None (checked before any work)."""
-    from rankopt._files import RankoptFileError, check_writable
-    from rankopt._model_args import check_json_destination, workload_file
+    from rankopt._files import RankoptFileError, check_writable, outputs_problem
+    from rankopt._model_args import check_json_destination, workload_input
 
     try:
         check_json_destination(args.json)
     except (RankoptFileError, ValueError) as exc:
         return str(exc)
-    wl = "--workload" if getattr(args, "workload", None) is not None else "$RANKOPT_WORKLOAD"
-    read = {  # files the job reads: an output over one would destroy it
-        os.path.realpath(source): what
-        for what, source in (("--order", getattr(args, "order", None)), (wl, workload_file(args)))
-        if source is not None
-    }
-    taken: dict[str, str] = {}  # the outputs' real paths: one file is not written twice
-    for dest in ("save", "rankfile", "hostfile", "json"):
-        path = getattr(args, dest, None)
-        if path is None or path == "-":
-            continue
-        if dest != "json":
+    dests = ("save", "rankfile", "hostfile", "json")
+    outputs = [(f"--{dest}", getattr(args, dest, None)) for dest in dests]
+    for flag, path in outputs[:-1]:  # --json was checked above
+        if path is not None and path != "-":
             try:
-                check_writable(path, what=f"--{dest}")
+                check_writable(path, what=flag)
             except RankoptFileError as exc:
                 return str(exc)
-        real = os.path.realpath(path)
-        if real in read:
-            return f"--{dest} {path!r} is the {read[real]} file; give the output another name."
-        if real in taken:
-            return f"--{dest} {path!r} is also the file of {taken[real]}; give each output its own name."
-        taken[real] = f"--{dest}"
-    return None
+    # files the job reads: an output over one would destroy it
+    inputs = [("--order", getattr(args, "order", None)), workload_input(args)]
+    return outputs_problem(outputs, inputs)
 
 
 def check_program(program: Sequence[str]) -> str | None:

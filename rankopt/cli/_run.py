@@ -95,12 +95,11 @@ def run_args(args: argparse.Namespace, *, prog: str = "rankopt run") -> int:
 def _check_outputs_apart(args: argparse.Namespace) -> None:
     """Refuse --save or --json naming a file the launcher reads (--order, --latency, the
     workload, the topology files) or the other output: rank 0 would overwrite it."""
-    from rankopt._model_args import workload_file
+    from rankopt._files import outputs_problem
+    from rankopt._model_args import workload_input
 
-    json_out = getattr(args, "json", None)
-    outputs = [("--save", getattr(args, "save", None)), ("--json", json_out)]
-    wl = "--workload" if getattr(args, "workload", None) is not None else "$RANKOPT_WORKLOAD"
-    inputs = [(wl, workload_file(args))] + [
+    outputs = [("--save", getattr(args, "save", None)), ("--json", getattr(args, "json", None))]
+    inputs = [workload_input(args)] + [
         (flag, getattr(args, dest, None))
         for dest, flag in (
             ("order", "--order"),
@@ -109,21 +108,9 @@ def _check_outputs_apart(args: argparse.Namespace) -> None:
             ("topology_aliases", "--topology-aliases"),
         )
     ]
-    taken: dict[str, str] = {}
-    for flag, path in outputs:
-        if path is None or path == "-":
-            continue
-        real = os.path.realpath(path)
-        for what, source in inputs:
-            if source is not None and real == os.path.realpath(source):
-                raise RankoptInputError(
-                    f"{flag} {path!r} is the {what} file; give the output another name."
-                )
-        if real in taken:
-            raise RankoptInputError(
-                f"{flag} {path!r} is also the file of {taken[real]}; give each output its own name."
-            )
-        taken[real] = flag
+    problem = outputs_problem(outputs, inputs)
+    if problem:
+        raise RankoptInputError(problem)
 
 
 def python_program(command: Sequence[str]) -> tuple[str, str, list[str]] | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from rankopt._model_args import add_json_option, check_json_destination, write_json
@@ -120,23 +119,18 @@ _INPUTS = (
 
 def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) -> None:
     """Every output path writable and the host names writable, before any work starts."""
-    from rankopt._files import check_output_path
+    from rankopt._files import check_output_path, outputs_problem
     from rankopt.adapters._common import check_hosts
 
     check_json_destination(args.json)
     targets = [(flag, getattr(args, dest, None)) for dest, flag in _OUTPUTS]
-    taken: dict[str, str] = {}  # the outputs' real paths: one file is not written twice
-    for flag, path in [*targets, ("--json", None if args.json == "-" else args.json)]:
-        if path is None:
-            continue
-        check_output_path(path, what=flag)
-        check_not_an_input(args, flag, path)
-        real = os.path.realpath(path)
-        if real in taken:
-            raise CLIError(
-                f"{flag} {path!r} is also the file of {taken[real]}; give each output its own name."
-            )
-        taken[real] = flag
+    outputs = [*targets, ("--json", None if args.json == "-" else args.json)]
+    for flag, path in outputs:
+        if path is not None:
+            check_output_path(path, what=flag)
+    problem = outputs_problem(outputs, _inputs(args))
+    if problem:
+        raise CLIError(problem)
     if any(path is not None for _, path in targets[1:]):
         if hosts is None:
             raise CLIError(
@@ -146,26 +140,25 @@ def _check_outputs(args: argparse.Namespace, hosts: list[str] | None, n: int) ->
         check_hosts(hosts, n)
 
 
+def _inputs(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The files the command reads: the matrix, the workload, the topology files."""
+    from rankopt._model_args import workload_input
+
+    return [
+        ("input matrix", args.matrix),
+        workload_input(args),
+        *((option, getattr(args, dest, None)) for dest, option in _INPUTS),
+    ]
+
+
 def check_not_an_input(args: argparse.Namespace, flag: str, path: str) -> None:
     """Refuse output ``path`` of ``flag`` when it is a file the command reads: the
     matrix, the workload (--workload or $RANKOPT_WORKLOAD), the topology files."""
-    from rankopt._model_args import workload_file
+    from rankopt._files import outputs_problem
 
-    wl = "the --workload file" if args.workload is not None else "the $RANKOPT_WORKLOAD file"
-    inputs = [("the input matrix file", args.matrix), (wl, workload_file(args))] + [
-        (f"the {option} file", getattr(args, dest, None)) for dest, option in _INPUTS
-    ]
-    for what, source in inputs:
-        if source is not None and _same_file(path, os.fspath(source)):
-            raise CLIError(f"{flag} {path!r} is {what}; give the output another name.")
-
-
-def _same_file(a: str, b: str) -> bool:
-    """Whether paths ``a`` and ``b`` name one existing file."""
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):  # one does not exist (yet), or holds a NUL
-        return False
+    problem = outputs_problem([(flag, path)], _inputs(args))
+    if problem:
+        raise CLIError(problem)
 
 
 def _write_outputs(
