@@ -382,7 +382,7 @@ class _Probe:
         :data:`~rankopt.probe._common.RATE_AGREE` (``ack_latency``, the
         acknowledgement's one-way latency, is taken off each). With ``known``
         (rates, bytes/s, that this process read to other peers earlier in the
-        phase, each from transfers that agreed) it already ends after the first
+        phase) it already ends after the first
         timed transfer when that one's rate agrees as closely with one of them:
         a link at a rate the job's links were already seen to run at needs no
         second look, while one that reads apart from all of them gets it. A
