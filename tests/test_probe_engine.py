@@ -177,8 +177,12 @@ def test_engine_reports_progress_per_round_and_slot():
         slots = m.parameters["bandwidth_slots"]
         again = len(m.parameters.get("recheck", [])) // RECHECK_PASSES  # groups the rates show
         shared = bool(m.parameters.get("sharing"))  # two groups of two hosts shown
+        # the sampled schedule's stages, each numbered from 1 (one stage of all the slots
+        # for the all-pairs one)
+        stages = [k for _, k in m.parameters.get("bandwidth_stages", [["all", slots]])]
+        assert sum(stages) == slots
         assert phases == [("latency", i + 1, rounds) for i in range(rounds)] + [
-            ("bandwidth", i + 1, slots) for i in range(slots)
+            ("bandwidth", i + 1, k) for k in stages for i in range(k)
         ] + [("recheck", i + 1, again) for _ in range(RECHECK_PASSES if again else 0)
              for i in range(again)] + [("sharing", i + 1, SHARING_STEPS + 1) for i in range((SHARING_STEPS + 1) * shared)]  # fmt: skip
         assert all(b.elapsed >= a.elapsed for a, b in zip(seen[r], seen[r][1:], strict=False))
@@ -487,6 +491,30 @@ def test_a_direction_stops_after_two_timed_transfers_that_agree():
     # in the bandwidth phase a rate its sender already read from two that agreed needs
     # one transfer: rank 0's second link, and no link of a sender whose rates differ
     assert len(single) == 1 and single <= {(0, 1), (0, 2)}, (single, dict(hub.sizes))
+
+
+def test_the_sampled_schedule_measures_the_racks_and_a_sample_of_each_block():
+    # three racks of three hosts whose racks show only in bandwidth: the stars find them,
+    # every pair inside a rack and 8 of each block of 9 are measured, the rest filled
+    rack = np.arange(9) // 3
+    rate = np.where(rack[:, None] == rack[None, :], 40e6, 10e6)
+    m, hub = _rated_job(rate)  # every entry read back within 10%
+    p = m.parameters
+    assert p["bandwidth_mode_run"] == "sampled"
+    groups = np.array(p["sampled_groups"])
+    assert ((groups[:, None] == groups) == (rack[:, None] == rack)).all()
+    stages = [name for name, _ in p["bandwidth_stages"]]
+    assert stages[0] == "stars" and stages[-1] == "blocks", stages
+    assert p["bandwidth_slots"] == sum(k for _, k in p["bandwidth_stages"])
+    ran = {tuple(sorted(k)) for k in hub.sizes}  # pairs that sent announced transfers
+    inside = {(a, b) for a in range(9) for b in range(a + 1, 9) if rack[a] == rack[b]}
+    assert inside <= ran
+    assert len(ran) == len(inside) + 3 * 8  # the recheck runs pairs already measured
+    assert p["filled_pairs"] == 3
+    counts = m.bandwidth_counts
+    assert int(((counts == 0) & ~np.eye(9, dtype=bool)).sum()) == 2 * 3  # filled, both ways
+    # the racks' pairs measured in one stage beside the blocks' ones run side by side
+    assert p["bandwidth_slots"] < len(ran)
 
 
 def test_the_drift_check_warms_up_small_and_reads_the_stored_rates_back(monkeypatch, tmp_path):

@@ -374,7 +374,7 @@ def test_cli_plan_json(tmp_path, capsys):
     assert plan["mode"] == "linear" and plan["link_rate"] == 1.25e9
     assert main([*argv, "--repeats", "20"]) == 0
     text = capsys.readouterr().out
-    assert "bandwidth mode all-pairs" in text and "estimated" in text
+    assert "bandwidth mode sampled" in text and "estimated" in text
     assert main(["probe", "--plan", "--no-bandwidth", "-n", "4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["bandwidth_slots"] == 0
     assert main(["probe", "--plan"]) == 1
@@ -507,7 +507,9 @@ def test_cli_plan_calibrate_and_step_overhead(tmp_path, capsys):
     assert "no phase times" in capsys.readouterr().err
 
 
-def test_auto_bandwidth_mode_measures_every_pair_up_to_32_hosts():
+def test_auto_bandwidth_mode_samples_up_to_32_hosts():
+    # auto is the sampled schedule up to 32 hosts; planned without a bandwidth matrix
+    # no group shows, and it is every pair: the most it takes
     from rankopt.probe._common import AUTO_ALL_PAIRS_MAX_HOSTS, ProbeParams
     from rankopt.probe.plan import plan_probe
 
@@ -516,10 +518,147 @@ def test_auto_bandwidth_mode_measures_every_pair_up_to_32_hosts():
         names = [f"h{i}" for i in range(hosts)]
         lat = np.full((hosts, hosts), 3e-5)
         auto = plan_probe(lat, names)
-        explicit = plan_probe(lat, names, mode="all-pairs" if hosts <= 32 else "linear")
+        explicit = plan_probe(lat, names, mode="sampled" if hosts <= 32 else "linear")
         assert auto.bandwidth_slots == explicit.bandwidth_slots
         assert auto.bandwidth_stages == explicit.bandwidth_stages
     assert plan_probe(lat[:32, :32], names[:32]).bandwidth_slots == 32 * 31 // 2
+    assert plan_probe(lat[:32, :32], names[:32], mode="all-pairs").bandwidth_slots == 496
+
+
+# -- the sampled schedule ----------------------------------------------------------------
+
+
+def _run_sampled(rate, hosts=None, **kw):
+    """Drive a SampledPlanner on the model ``rate``: its result, its stages' slots."""
+    from rankopt.probe.schedule import SampledPlanner
+
+    n = len(rate)
+    hosts = [f"h{i}" for i in range(n)] if hosts is None else hosts
+    planner = SampledPlanner(hosts, **kw)
+    stages = []
+    while (stage := planner.next_stage()) is not None:
+        stages.append(stage)
+        ran = np.zeros((n, n), dtype=np.int64)
+        for slot in stage:
+            for a, b in slot:
+                assert not ran[a, b], "a pair measured twice in one stage"
+                ran[a, b] = ran[b, a] = 1
+        planner.record(np.where(ran > 0, rate, 0.0), np.where(ran > 0, 0.01 * rate, 0.0), ran)
+    return planner.result(), stages, planner
+
+
+def _racks(sizes, inside=100e6, across=25e6):
+    rack = np.repeat(np.arange(len(sizes)), sizes)
+    return rack, np.where(rack[:, None] == rack[None, :], inside, across)
+
+
+@pytest.mark.parametrize("sizes", [(4, 4, 4), (2, 4, 3), (3, 3, 3), (5, 2, 6, 3)])
+def test_sampled_schedule_finds_the_racks_and_fills_each_block_from_its_pairs(sizes):
+    rack, rate = _racks(sizes)
+    n = rate.shape[0]
+    (bw, spread, counts, found), stages, planner = _run_sampled(rate)
+    off = ~np.eye(n, dtype=bool)
+    np.testing.assert_allclose(bw[off], rate[off])  # measured, or filled from alike pairs
+    # the racks as the stars found them (labels in order of first appearance)
+    assert found["sampled_groups"] is not None
+    assert (
+        np.array(found["sampled_groups"])[:, None] == np.array(found["sampled_groups"])
+    ).tolist() == (rack[:, None] == rack).tolist()
+    measured = (counts > 0) & (counts.T > 0)
+    assert measured[(rack[:, None] == rack) & off].all()  # every pair inside a rack
+    for g in range(len(sizes)):
+        for h in range(len(sizes)):
+            if g == h:
+                continue
+            block = measured[np.ix_(rack == g, rack == h)]
+            want = min(sizes[g] * sizes[h], max(8, sizes[g], sizes[h]))
+            # the stars' pairs count; a host no star reached gets one more
+            assert want <= block.sum() <= want + max(sizes), (g, h, block.sum())
+            assert block.any(axis=1).all() and block.any(axis=0).all()  # every host in one
+    assert found["filled_pairs"] == (off & ~measured).sum() // 2
+    assert [name for name, _ in planner.stages][-1] == "blocks"
+    # pairs that share no rack run side by side: fewer slots than pairs after the stars
+    blocks = stages[-1]
+    assert len(blocks) < sum(len(s) for s in blocks) or len(sizes) < 3
+    for slot in blocks:  # never two pairs through one rack, nor two across racks
+        touched = [int(rack[a]) for a, b in slot] + [
+            int(rack[b]) for a, b in slot if rack[b] != rack[a]
+        ]
+        assert len(touched) == len(set(touched)), slot
+
+
+def test_sampled_schedule_measures_every_pair_where_no_groups_show():
+    from rankopt.probe.schedule import STAR_GAP
+
+    rng = np.random.default_rng(3)
+    rate = 50e6 * np.exp(rng.normal(0.0, 0.15, (9, 9)))  # flat within noise
+    (bw, _, counts, found), stages, planner = _run_sampled(rate)
+    off = ~np.eye(9, dtype=bool)
+    assert found["sampled_groups"] is None and found["filled_pairs"] == 0
+    assert ((counts > 0) & (counts.T > 0))[off].all()
+    np.testing.assert_allclose(bw[off], rate[off])
+    assert [name for name, _ in planner.stages] == ["stars", "all-pairs"]
+    assert all(len(slot) == 1 for stage in stages for slot in stage)  # one at a time
+    assert STAR_GAP >= 1.5
+    # a rack of one host: its star shows no split either, and the rest is all pairs
+    rack, rate = _racks((3, 1, 3))
+    (bw, _, counts, found), _, planner = _run_sampled(rate)
+    assert found["sampled_groups"] is None and [s for s, _ in planner.stages][-1] == "all-pairs"
+    np.testing.assert_allclose(bw[~np.eye(7, dtype=bool)], rate[~np.eye(7, dtype=bool)])
+
+
+def test_sampled_schedule_measures_a_block_in_full_where_its_rates_differ_twofold():
+    # one host of rack 1 reaches rack 0 at a third of the others: that block, sampled,
+    # reads apart and is measured in full; a host the centre reads as fast as its own
+    # rack (a burst) joins the centre's group, and its pairs come out as measured
+    rack, rate = _racks((4, 4, 4))
+    slow = 5
+    rate[slow, rack == 0] = rate[rack == 0, slow] = 25e6 / 3
+    (bw, _, counts, found), _, planner = _run_sampled(rate)
+    off = ~np.eye(12, dtype=bool)
+    np.testing.assert_allclose(bw[off], rate[off])
+    measured = (counts > 0) & (counts.T > 0)
+    assert measured[np.ix_(rack == 0, rack == 1)].all()
+    assert not measured[np.ix_(rack == 0, rack == 2)].all()
+    assert "rest" in [name for name, _ in planner.stages]
+    rack, rate = _racks((4, 4, 4))
+    rate[0, 4] = rate[4, 0] = 100e6  # the centre's star reads host 4 as a rack mate
+    (bw, _, counts, found), _, _ = _run_sampled(rate)
+    np.testing.assert_allclose(bw[off], rate[off])
+    assert found["sampled_groups"][4] == found["sampled_groups"][0]
+
+
+def test_sampled_schedule_on_hosts_of_several_processes():
+    # two processes per host, racks of two hosts: a block's sample reaches every host
+    hosts = [f"h{i // 2}" for i in range(12)]
+    rack = np.arange(12) // 4
+    rate = np.where(rack[:, None] == rack[None, :], 100e6, 25e6)
+    (bw, _, counts, found), _, _ = _run_sampled(rate, hosts)
+    off = ~np.eye(12, dtype=bool)
+    np.testing.assert_allclose(bw[off], rate[off])
+    measured = (counts > 0) & (counts.T > 0)
+    assert measured[(rack[:, None] == rack) & off].all()
+    host = np.arange(12) // 2
+    for g, h in ((0, 1), (0, 2), (1, 2)):
+        block = measured[np.ix_(rack == g, rack == h)]
+        assert block.sum() == 8
+        by_host = [block[host[rack == g] == k].any() for k in np.unique(host[rack == g])]
+        assert all(by_host)
+
+
+def test_plan_of_the_sampled_schedule_follows_the_given_bandwidth():
+    from rankopt.probe.plan import plan_probe
+
+    rack, rate = _racks((4, 4, 4))
+    names = [f"h{i}" for i in range(12)]
+    lat = np.full((12, 12), 3e-5)
+    full = plan_probe(lat, names, mode="all-pairs", bandwidth=rate)
+    sampled = plan_probe(lat, names, bandwidth=rate)
+    assert sampled.mode == "sampled"
+    names = [s for s, _ in sampled.bandwidth_stages]
+    assert names[0] == "stars" and "blocks" in names and "all-pairs" not in names
+    assert sampled.bandwidth_slots < full.bandwidth_slots
+    assert sampled.bandwidth_seconds < 0.75 * full.bandwidth_seconds
 
 
 def _reference_uplink_tests(planner):

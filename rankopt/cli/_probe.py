@@ -61,11 +61,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--bandwidth-mode",
-        choices=("auto", "all-pairs", "linear"),
+        choices=("auto", "all-pairs", "sampled", "linear"),
         default="auto",
-        help="bandwidth schedule: every pair, or the linear one (hierarchy, uplinks and "
-        "representative pairs measured, the rest filled from the groups); auto: every "
-        "pair up to 32 hosts, linear beyond (default)",
+        help="bandwidth schedule: every pair; sampled (stars find the groups the "
+        "bandwidth shows, then every pair inside a group and at least 8 of each block "
+        "between two groups, every host in one, the rest of a block filled from it; every "
+        "pair where no groups show); or the linear one (hierarchy, uplinks and "
+        "representative pairs measured, the rest filled from the groups); auto: sampled "
+        "up to 32 hosts, linear beyond (default)",
     )
     p.add_argument(
         "--latency-mode",

@@ -62,11 +62,13 @@ DELAY_ENV = "RANKOPT_PROBE_TEST_DELAY"
 STALL_ENV = "RANKOPT_PROBE_TEST_STALL"
 SKEW_ENV = "RANKOPT_PROBE_TEST_SKEW"
 HOSTS_ENV = "RANKOPT_PROBE_TEST_HOSTS"
-#: Bandwidth schedules: every pair (n (n - 1) / 2 transfers), or the linear one
-#: of :mod:`rankopt.probe.linear` (O(hosts) transfers, the rest filled).
-BANDWIDTH_MODES = ("auto", "all-pairs", "linear")
-#: ``bandwidth_mode="auto"`` measures every pair up to this many hosts (at most
-#: 496 host pairs: seconds), and runs the linear schedule beyond, whose cost grows
+#: Bandwidth schedules: every pair (n (n - 1) / 2 transfers); every pair inside the
+#: groups that stars find and a sample of each block between two groups
+#: (:class:`rankopt.probe.schedule.SampledPlanner`, the rest of a block filled); or
+#: the linear one of :mod:`rankopt.probe.linear` (O(hosts) transfers, the rest filled).
+BANDWIDTH_MODES = ("auto", "all-pairs", "sampled", "linear")
+#: ``bandwidth_mode="auto"`` runs the sampled schedule up to this many hosts (at
+#: most 496 host pairs: seconds), and the linear schedule beyond, whose cost grows
 #: like the number of hosts.
 AUTO_ALL_PAIRS_MAX_HOSTS = 32
 #: Latency schedules: the round robin of every pair (n - 1 lockstep rounds), or
@@ -80,13 +82,14 @@ AUTO_LATENCY_ALL_PAIRS_MAX = 64
 
 
 def resolve_bandwidth_mode(mode: str, n_hosts: int, *, groups_given: bool = False) -> str:
-    """The schedule ``mode`` runs on ``n_hosts`` hosts: ``"all-pairs"`` or ``"linear"``.
+    """The schedule ``mode`` runs on ``n_hosts`` hosts: ``"all-pairs"``, ``"sampled"``
+    or ``"linear"``.
 
     With the groups given (a provider's topology), ``"auto"`` is the linear
     schedule at every size: it then discovers nothing.
 
     >>> resolve_bandwidth_mode("auto", 32), resolve_bandwidth_mode("auto", 33)
-    ('all-pairs', 'linear')
+    ('sampled', 'linear')
     >>> resolve_bandwidth_mode("auto", 4, groups_given=True)
     'linear'
     """
@@ -94,7 +97,7 @@ def resolve_bandwidth_mode(mode: str, n_hosts: int, *, groups_given: bool = Fals
         return mode
     if groups_given:
         return "linear"
-    return "all-pairs" if n_hosts <= AUTO_ALL_PAIRS_MAX_HOSTS else "linear"
+    return "sampled" if n_hosts <= AUTO_ALL_PAIRS_MAX_HOSTS else "linear"
 
 
 def resolve_latency_mode(mode: str, n: int) -> str:

@@ -86,7 +86,7 @@ from rankopt.probe._topology import infer_link_levels
 from rankopt.probe.linear import LinearPlanner
 from rankopt.probe.linear_latency import LatencyPlanner
 from rankopt.probe.measurement import Measurement
-from rankopt.probe.schedule import bandwidth_slots, round_robin
+from rankopt.probe.schedule import SampledPlanner, bandwidth_slots, round_robin
 
 __all__ = ["Transport", "run_probe", "pair_budget_cut", "PAIR_BUDGET", "MIN_PAIR_SAMPLES"]
 
@@ -632,6 +632,7 @@ class _Probe:
         per_step: list[NDArray[np.float64]] | None = None,
         ack_latency: NDArray[np.float64] | None = None,
         match_known: bool = False,
+        known: NDArray[np.float64] | None = None,
     ) -> _Rows:
         """Run the pairs of every step (both sides in turn), then gather every row.
 
@@ -643,7 +644,8 @@ class _Probe:
         appended to it. With ``ack_latency`` (one-way latency from each process to
         this one) the pairs exchange announced transfers (:meth:`_send_announced`:
         a direction ends early when two samples agree, and with ``match_known``
-        after one that agrees with a rate this process read earlier in the phase).
+        after one that agrees with a rate this process read earlier in the phase:
+        in this call, or ``known``, from its earlier stages).
         """
         n, me = self.n, self.me
         row = np.zeros((3, n))  # value, spread, count
@@ -660,7 +662,11 @@ class _Probe:
             for first in sorted((me, peer)) if peer >= 0 else ():
                 if first == me:
                     if ack_latency is not None:
-                        known = row[0, row[2] > 0] if match_known else None
+                        seen = None
+                        if match_known:
+                            seen = row[0, row[2] > 0]
+                            if known is not None and known.size:
+                                seen = np.concatenate([known, seen])
                         samples = self._send_announced(
                             peer,
                             out,
@@ -668,7 +674,7 @@ class _Probe:
                             deadline,
                             self._warmup(warmup),
                             ack_latency[peer],
-                            known,
+                            seen,
                         )
                     else:
                         samples = self._initiate(
@@ -720,13 +726,15 @@ class _Probe:
         count: int | None = None,
         warmup: int | None = None,
         per_step: list[NDArray[np.float64]] | None = None,
+        known: NDArray[np.float64] | None = None,
     ) -> _Rows:
         """The rates of every slot's pairs; ``count`` (default: the bandwidth
         repeats), ``warmup`` and ``per_step`` as :meth:`_phase` takes them.
 
         A pair's directions end early where two timed transfers agree
         (:meth:`_send_announced`), unless ``per_step`` asks for the lockstep
-        steps of the sharing test, which run every step.
+        steps of the sharing test, which run every step. ``known``: rates this
+        process read in earlier stages of the phase.
         """
         nbytes = self.p.bandwidth_bytes
         me = self.me
@@ -753,6 +761,7 @@ class _Probe:
             ack_latency=np.ascontiguousarray(latency[:, me]) if announced else None,
             # the recheck looks again on purpose: every transfer of it is timed in full
             match_known=announced and phase != "recheck",
+            known=known,
         )
 
     def _linear_bandwidth(
@@ -788,6 +797,20 @@ class _Probe:
                     for a, b in slot
                 }
             )
+        rate, rate_spread, counts, found = planner.result()
+        return rate, rate_spread, counts, finished, found
+
+    def _sampled_bandwidth(
+        self, lat: NDArray, hosts: Sequence[str], levels: Sequence[NDArray[np.int64]]
+    ) -> tuple[NDArray, NDArray, NDArray, float, dict[str, Any]]:
+        """The stages of :class:`~rankopt.probe.schedule.SampledPlanner`, each gathered."""
+        planner = SampledPlanner(hosts, levels=levels, concurrency=self.p.bw_concurrency)
+        finished = time.time()
+        while (slots := planner.next_stage()) is not None:
+            bw, spread, counts, finished = self._bandwidth(
+                lat, slots, known=planner.known_rates(self.me)
+            )
+            planner.record(bw, spread, counts)
         rate, rate_spread, counts, found = planner.result()
         return rate, rate_spread, counts, finished, found
 
@@ -913,10 +936,16 @@ class _Probe:
             )
             found |= bw_found
         elif self.p.bandwidth:
-            slots = bandwidth_slots(
-                lat, hosts, concurrency=self.p.bw_concurrency, levels=given or levels
-            )
-            bw, bw_spread, bw_counts, finished = self._bandwidth(lat, slots)
+            if mode == "sampled" and given is None:
+                bw, bw_spread, bw_counts, finished, bw_found = self._sampled_bandwidth(
+                    lat, hosts, levels
+                )
+                found |= bw_found
+            else:
+                slots = bandwidth_slots(
+                    lat, hosts, concurrency=self.p.bw_concurrency, levels=given or levels
+                )
+                bw, bw_spread, bw_counts, finished = self._bandwidth(lat, slots)
             # once: the recheck's and sharing's groups
             bw_levels = given or bandwidth_levels(bw, hosts)
             recheck = self._recheck(lat, bw, hosts, bw_levels)

@@ -139,12 +139,19 @@ def measure(
     bw_concurrency : int, default 1
         How many transfers may share one suspected link in the bandwidth
         phase (see Notes). ``1`` measures each pair alone on its links.
-    bandwidth_mode : {"auto", "all-pairs", "linear"}, default "auto"
+    bandwidth_mode : {"auto", "all-pairs", "sampled", "linear"}, default "auto"
         ``"all-pairs"`` measures every pair (``n (n - 1) / 2`` transfers);
+        ``"sampled"`` finds the groups the bandwidth shows with stars, then
+        measures every pair inside a group and at least
+        :data:`~rankopt.probe.schedule.BLOCK_SAMPLE_PAIRS` (8) pairs of each
+        block between two groups (every host in one; a block whose rates
+        differ twofold in full), filling the rest of a block from it (every
+        pair where no groups show; see
+        :class:`~rankopt.probe.schedule.SampledPlanner`);
         ``"linear"`` measures the hierarchy, its uplinks and representative
         pairs in ``O(hosts)`` slots and fills the other entries from the
-        groups (their ``bandwidth_counts`` are 0); see
-        :mod:`rankopt.probe.linear`. ``"auto"``: all-pairs up to
+        groups; see :mod:`rankopt.probe.linear`. Filled entries have
+        ``bandwidth_counts`` 0. ``"auto"``: sampled up to
         :data:`~rankopt.probe._common.AUTO_ALL_PAIRS_MAX_HOSTS` (32) hosts,
         linear beyond. ``parameters["bandwidth_mode_run"]`` says which ran.
     uplink_flows : int, default 4

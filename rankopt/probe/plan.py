@@ -70,7 +70,12 @@ from rankopt.probe.hierarchy import (
     infer_host_hierarchy,
 )
 from rankopt.probe.linear import LinearPlanner
-from rankopt.probe.schedule import _round_count, bandwidth_slots, round_partners
+from rankopt.probe.schedule import (
+    SampledPlanner,
+    _round_count,
+    bandwidth_slots,
+    round_partners,
+)
 from rankopt.probe.sharing import loaded_pairs, sharing_pairs
 
 __all__ = [
@@ -100,7 +105,7 @@ class ProbePlan:
     n, hosts : int
         Processes and hosts.
     mode : str
-        ``"linear"``, ``"all-pairs"`` or ``"none"`` (latency only).
+        ``"linear"``, ``"all-pairs"``, ``"sampled"`` or ``"none"`` (latency only).
     latency_rounds : int
         Rounds of the latency phase.
     bandwidth_slots : int
@@ -375,9 +380,11 @@ def plan_probe(
     params : ProbeParams, optional
         The probe's settings (repeats, message sizes, warmup, latency mode);
         defaults.
-    mode : {"auto", "linear", "all-pairs", "none"}
+    mode : {"auto", "linear", "all-pairs", "sampled", "none"}
         Bandwidth schedule to plan (``"none"``: latency only; ``"auto"``, the
-        probe's default: all-pairs up to 32 hosts, linear beyond).
+        probe's default: sampled up to 32 hosts, linear beyond; the sampled
+        schedule's groups show only in ``bandwidth``: without it the plan is
+        every pair, the most it takes).
     link_rate : float
         Pair rate in bytes/s where ``bandwidth`` is not given.
     bandwidth : array_like, shape (n, n), optional
@@ -445,9 +452,10 @@ def plan_probe(
             f"`hosts` must name the host of each of the {lat.shape[0]} processes (or of "
             f"processes on {lat.shape[0]} hosts); got {n} names."
         )
-    if mode not in ("auto", "linear", "all-pairs", "none"):
+    if mode not in ("auto", "linear", "all-pairs", "sampled", "none"):
         raise RankoptInputError(
-            f"`mode` must be 'auto', 'linear', 'all-pairs' or 'none'; got {mode!r} instead."
+            "`mode` must be 'auto', 'linear', 'all-pairs', 'sampled' or 'none'; "
+            f"got {mode!r} instead."
         )
     lat_mode = params.latency_mode if latency_mode is None else latency_mode
     if lat_mode not in LATENCY_MODES:
@@ -532,7 +540,28 @@ def plan_probe(
     slots_all: list[list[tuple[int, int]]] = []
     bw_levels: list[NDArray[np.int64]] | None = None
     found = [n_hosts]
-    if mode == "all-pairs":
+    if mode == "sampled" and given is None:
+        # the stars' groups from the given bandwidth; without it every rate is the
+        # link rate, no group shows, and every pair is measured (the most it takes)
+        sampler = SampledPlanner(hosts, levels=levels, concurrency=params.bw_concurrency)
+        while (stage := sampler.next_stage()) is not None:
+            slots_all.extend(stage)
+            ran = np.zeros((n, n), dtype=np.int64)
+            for a, b in (p for slot in stage for p in slot):
+                ran[a, b] = ran[b, a] = 1
+            both = np.arange(n)
+            rates = rate_of(both[:, None], both[None, :])
+            sampler.record(np.where(ran > 0, rates, 0.0), np.zeros((n, n)), ran)
+        stages = [(name, int(k)) for name, k in sampler.stages]
+        filled = sampler.result()[0] if rate_matrix is not None else None
+        found = [int(lv.max()) + 1 for lv in levels]
+        if filled is not None:
+            bw_levels = bandwidth_levels(filled, list(hosts))
+            again = recheck_pairs(filled, list(hosts), bw_levels) if bw_levels else []
+            if again:
+                stages.append(("recheck", RECHECK_PASSES * len(again)))
+                slots_all = slots_all + [[p] for _ in range(RECHECK_PASSES) for p in again]
+    elif mode in ("all-pairs", "sampled"):
         slots_all = bandwidth_slots(
             np.zeros((0, 0)),
             hosts,
@@ -578,7 +607,7 @@ def plan_probe(
         found = [int(lv.max()) + 1 for lv in levels]
     # the sharing test on the groups the bandwidth shows (all-pairs: known only when given)
     share_levels: Any = None
-    if mode == "all-pairs" and bw_levels is not None:
+    if mode in ("all-pairs", "sampled") and bw_levels is not None:
         share_levels = bw_levels
     elif mode == "linear":
         share_levels = bw_planner.groups

@@ -11,6 +11,10 @@ partner_table, round_partners
 bandwidth_slots
     The bandwidth schedule: every pair once, in slots of concurrent pairs that
     never share a suspected link (see :mod:`rankopt.probe._topology`).
+SampledPlanner
+    The sampled bandwidth schedule: stars find the groups the bandwidth shows,
+    then every pair inside a group and a sample of each block between two
+    groups; the rest of a block is filled from its measured pairs.
 
 The schedules are pure functions of their inputs, so every rank computes the
 same one without communicating.
@@ -18,7 +22,7 @@ same one without communicating.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +31,16 @@ from numpy.typing import NDArray
 from rankopt._validation import RankoptInputError
 from rankopt.probe._topology import infer_link_levels, pair_links
 
-__all__ = ["round_robin", "round_partners", "partner_table", "bandwidth_slots"]
+__all__ = [
+    "round_robin",
+    "round_partners",
+    "partner_table",
+    "bandwidth_slots",
+    "SampledPlanner",
+    "star_mates",
+    "BLOCK_SAMPLE_PAIRS",
+    "STAR_GAP",
+]
 
 Pair = tuple[int, int]
 
@@ -179,6 +192,7 @@ def bandwidth_slots(
     *,
     concurrency: int = 1,
     levels: Sequence[NDArray[np.int64]] | None = None,
+    pairs: Iterable[Pair] | None = None,
 ) -> list[list[Pair]]:
     """Schedule the bandwidth transfers so that no suspected link is shared.
 
@@ -197,13 +211,15 @@ def bandwidth_slots(
         Group labels per level, finest first (host level first), as returned
         by :func:`rankopt.probe._topology.infer_link_levels`. Inferred from
         ``latency`` and ``hosts`` when omitted.
+    pairs : iterable of (int, int), optional
+        Schedule only these pairs (either order); every pair when omitted.
 
     Returns
     -------
     list of list of (int, int)
         Slots of pairs ``(a, b)`` with ``a < b``. The pairs of one slot have
         distinct processes and each link is used by at most ``concurrency``
-        of them; every unordered pair occurs in exactly one slot.
+        of them; every unordered pair (of ``pairs``) occurs in exactly one slot.
 
     Notes
     -----
@@ -243,8 +259,11 @@ def bandwidth_slots(
     slots: list[list[Pair]] = []
     load: list[dict[Hashable, int]] = []
     full: dict[Hashable, int] = {}  # process or link -> bit mask of the slots it has no room in
-    for pairs in round_robin(n):
-        for a, b in pairs:
+    wanted = None if pairs is None else {(min(a, b), max(a, b)) for a, b in pairs}
+    for round_pairs in round_robin(n):
+        for a, b in round_pairs:
+            if wanted is not None and (a, b) not in wanted:
+                continue
             links: list[Hashable] = [*pair_links(levels, a, b), *_fabrics(levels, a, b)]
             keys: list[Hashable] = [a, b, *links]
             taken = 0
@@ -263,3 +282,337 @@ def bandwidth_slots(
                 if load[s][link] >= concurrency:
                     full[link] = full.get(link, 0) | bit
     return [sorted(slot) for slot in slots]
+
+
+#: Factor between two tiers of a star's rates that makes the hosts above it one group
+#: of the sampled schedule: wider than the hierarchy's 1.5
+#: (:data:`~rankopt.probe.hierarchy.DEFAULT_GAP`), since a host put in the wrong group
+#: gets rates filled in that it never had.
+STAR_GAP = 2.0
+#: Pairs measured in each block between two groups of the sampled schedule (more
+#: where a group has more hosts: every host of both groups is in one of them).
+BLOCK_SAMPLE_PAIRS = 8
+
+
+def star_mates(rates: NDArray[np.float64], gap: float = STAR_GAP) -> NDArray[np.bool_] | None:
+    """Which ends of a star belong with its centre: those above its widest tier split.
+
+    ``rates`` are the centre's rates to other hosts (NaN where none was
+    measured). Sorted, a split is where the next rate is ``gap`` times lower;
+    the hosts above the split where the rates fall the most are the centre's
+    group (one slow host below the racks' tier does not make the whole job
+    one group). ``None`` when no split shows: the star cannot tell a group
+    from the rest. A host this puts in the wrong group is caught later: the
+    blocks of its group then read rates twofold apart and are measured in
+    full (:class:`SampledPlanner`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rankopt.probe.schedule import star_mates
+    >>> star_mates(np.array([120e6, 30e6, 31e6, 118e6, np.nan])).tolist()
+    [True, False, False, True, False]
+    >>> star_mates(np.array([120e6, 30e6, 10e6])).tolist()
+    [True, False, False]
+    >>> star_mates(np.array([30e6, 31e6, 29e6])) is None
+    True
+    """
+    r = np.asarray(rates, dtype=np.float64)
+    ok = np.isfinite(r) & (r > 0)
+    vals = np.sort(r[ok])[::-1]
+    if vals.size < 2:
+        return None
+    fall = vals[:-1] / vals[1:]
+    if not np.any(fall >= gap):
+        return None
+    return ok & (r >= vals[int(np.argmax(fall))])
+
+
+class SampledPlanner:
+    """The sampled bandwidth schedule, stage by stage.
+
+    Call :meth:`next_stage`, measure its slots, hand the gathered matrices to
+    :meth:`record`, repeat until it returns ``None``; :meth:`result` fills
+    the matrices. Every process runs it on the same gathered rates, so every
+    process plans the same stages.
+
+    1. **stars**: one transfer each way from the first process of the lowest
+       host not yet in a group to the first process of every other such host,
+       one pair at a time (nothing is known of the links yet). The hosts
+       :func:`star_mates` puts above the widest split of its rates (to those
+       hosts and to the earlier centres) join the centre's group, with the
+       groups they are already in. The next star starts at the next host left.
+       A star that shows no split ends the stars, and every pair not yet
+       measured is measured one at a time, as the all-pairs schedule does
+       (on ``levels``, the latency's groups).
+    2. **blocks**: every pair inside a group, and in each block of pairs
+       between two groups, pairs until ``max(sample, hosts of either group)``
+       are measured, taken diagonally so that every host of both groups is in
+       one. Pairs inside different groups, and a block's pair beside pairs
+       inside other groups, run side by side (:func:`bandwidth_slots` on the
+       hosts and the groups).
+    3. **rest**: a block whose measured rates one way differ by ``gap`` or more
+       (a host in the wrong group, load on some of its pairs) is measured in
+       full.
+
+    The pairs of a block left unmeasured are filled, per direction, with the
+    median of its measured rates and spreads; their counts stay 0.
+
+    Parameters
+    ----------
+    hosts : sequence of str
+        Host name of every process.
+    levels : sequence of ndarray of int, optional
+        The latency's groups, hosts first (:func:`infer_link_levels`): the
+        schedule of the pairs measured one at a time when the stars show no
+        groups. Host labels only when omitted.
+    concurrency : int, default 1
+        As :func:`bandwidth_slots` takes it.
+    gap : float, default :data:`STAR_GAP`
+    sample : int, default :data:`BLOCK_SAMPLE_PAIRS`
+
+    Examples
+    --------
+    Three racks of four hosts, 100 MB/s inside a rack and 25 across: 66 pairs,
+    of which the sampled schedule measures 18 inside the racks and 8 per block.
+
+    >>> import numpy as np
+    >>> from rankopt.probe.schedule import SampledPlanner
+    >>> rack = np.arange(12) // 4
+    >>> rate = np.where(rack[:, None] == rack[None, :], 100e6, 25e6)
+    >>> planner = SampledPlanner([f"h{i}" for i in range(12)])
+    >>> while (stage := planner.next_stage()) is not None:
+    ...     ran = np.zeros((12, 12), dtype=np.int64)
+    ...     for a, b in (p for slot in stage for p in slot):
+    ...         ran[a, b] = ran[b, a] = 1
+    ...     planner.record(np.where(ran > 0, rate, 0.0), np.zeros((12, 12)), ran)
+    >>> bw, _, counts, found = planner.result()
+    >>> int(counts.sum()) // 2, found["sampled_groups"] == rack.tolist()
+    (42, True)
+    >>> bool(np.array_equal(bw, np.where(np.eye(12, dtype=bool), 0.0, rate)))
+    True
+    """
+
+    def __init__(
+        self,
+        hosts: Sequence[str],
+        *,
+        levels: Sequence[NDArray[np.int64]] | None = None,
+        concurrency: int = 1,
+        gap: float = STAR_GAP,
+        sample: int = BLOCK_SAMPLE_PAIRS,
+    ) -> None:
+        from rankopt.probe.hierarchy import host_labels
+
+        self.hosts = list(hosts)
+        n = self.n = len(self.hosts)
+        host_of = host_labels(self.hosts) if levels is None else np.asarray(levels[0])
+        self.host_of = np.asarray(host_of, dtype=np.int64)
+        self.levels = [self.host_of] if levels is None else [np.asarray(lv) for lv in levels]
+        n_hosts = int(self.host_of.max()) + 1 if n else 0
+        self.first = np.array(
+            [int(np.flatnonzero(self.host_of == h)[0]) for h in range(n_hosts)], dtype=np.int64
+        )
+        self.group = np.full(n_hosts, -1, dtype=np.int64)
+        self.concurrency = int(concurrency)
+        self.gap = float(gap)
+        self.sample = int(sample)
+        self.bw = np.zeros((n, n))
+        self.spread = np.zeros((n, n))
+        self.counts = np.zeros((n, n), dtype=np.int64)
+        self.state = "stars"
+        self.center = -1
+        self.stages: list[tuple[str, int]] = []
+
+    # -- what has been measured -----------------------------------------------------------
+    def _measured(self, a: int, b: int) -> bool:
+        return bool(self.counts[a, b] > 0 or self.counts[b, a] > 0)
+
+    def known_rates(self, me: int) -> NDArray[np.float64]:
+        """The rates process ``me`` read as a sender in the stages so far."""
+        return self.bw[me, self.counts[me] > 0].copy()
+
+    def record(self, bw: NDArray, spread: NDArray, counts: NDArray) -> None:
+        """Keep the gathered rates of the last stage (entries with a count)."""
+        new = np.asarray(counts) > 0
+        self.bw[new] = np.asarray(bw)[new]
+        self.spread[new] = np.asarray(spread)[new]
+        self.counts[new] += np.asarray(counts, dtype=np.int64)[new]
+        if self.state == "stars" and self.center >= 0:
+            self._join(self.center)
+            self.center = -1
+
+    def _join(self, c: int) -> None:
+        hc = int(self.host_of[c])
+        rates = np.full(self.group.size, np.nan)
+        for h, p in enumerate(self.first.tolist()):
+            if h != hc and self._measured(c, p):
+                rates[h] = max(self.bw[c, p], self.bw[p, c])
+        mates = star_mates(rates, self.gap)
+        if mates is None:
+            self.state = "all-pairs"
+            return
+        members = np.flatnonzero(mates).tolist() + [hc]
+        old = {int(self.group[h]) for h in members if self.group[h] >= 0}
+        label = min(old) if old else int(self.group.max()) + 1
+        joined = np.isin(self.group, list(old)) if old else np.zeros(self.group.size, bool)
+        joined[members] = True
+        self.group[joined] = label
+
+    # -- the stages -------------------------------------------------------------------------
+    def _labels(self) -> NDArray[np.int64]:
+        return self.group[self.host_of]
+
+    def _slots(self, name: str, pairs: list[Pair], levels: Sequence[NDArray[np.int64]]) -> Any:
+        if not pairs:
+            return None
+        slots = bandwidth_slots(
+            np.zeros((0, 0)), self.hosts, concurrency=self.concurrency, levels=levels, pairs=pairs
+        )
+        self.stages.append((name, len(slots)))
+        return slots
+
+    def _unmeasured(
+        self, members: Iterable[int], others: Iterable[int] | None = None
+    ) -> list[Pair]:
+        a_side = sorted(int(x) for x in members)
+        if others is None:
+            cand = [(a, b) for i, a in enumerate(a_side) for b in a_side[i + 1 :]]
+        else:
+            cand = [(min(a, b), max(a, b)) for a in a_side for b in others]
+        return [(a, b) for a, b in cand if not self._measured(a, b)]
+
+    def _interleaved(self, procs: NDArray[np.int64]) -> list[int]:
+        """``procs`` with their hosts taken in turn: one process of each host, then the next."""
+        seen: dict[int, int] = {}
+        keyed = []
+        for p in procs.tolist():
+            h = int(self.host_of[p])
+            keyed.append((seen.get(h, 0), h, p))
+            seen[h] = seen.get(h, 0) + 1
+        return [p for _, _, p in sorted(keyed)]
+
+    def _block_sample(self, g: int, h: int, lab: NDArray[np.int64]) -> list[Pair]:
+        pg = self._interleaved(np.flatnonzero(lab == g))
+        ph = self._interleaved(np.flatnonzero(lab == h))
+        hosts_g = len(set(self.host_of[pg].tolist()))
+        hosts_h = len(set(self.host_of[ph].tolist()))
+        want = min(len(pg) * len(ph), max(self.sample, hosts_g, hosts_h))
+        taken = {(a, b) for a in pg for b in ph if self._measured(a, b)}
+        uses = dict.fromkeys(pg + ph, 0)
+        for a, b in taken:
+            uses[a] += 1
+            uses[b] += 1
+        out: list[Pair] = []
+        # first every host of both groups in one pair, with the least used process across
+        for side, other in ((pg, ph), (ph, pg)):
+            for a in side:
+                host = self.host_of[a]
+                if any(uses[x] for x in side if self.host_of[x] == host):
+                    continue
+                free = [b for b in other if (a, b) not in taken and (b, a) not in taken]
+                b = min(free, key=lambda q: uses[q])
+                taken.add((a, b) if a in uses and side is pg else (b, a))
+                uses[a] += 1
+                uses[b] += 1
+                out.append((min(a, b), max(a, b)))
+        have = len(taken)
+        short, long_ = (pg, ph) if len(pg) <= len(ph) else (ph, pg)
+        for k in range(len(long_)):
+            for i, a in enumerate(short):
+                if have >= want:
+                    return out
+                b = long_[(i + k) % len(long_)]
+                if (a, b) not in taken and (b, a) not in taken:
+                    taken.add((a, b))
+                    out.append((min(a, b), max(a, b)))
+                    have += 1
+        return out
+
+    def _uneven(self, g: int, h: int, lab: NDArray[np.int64]) -> bool:
+        rows, cols = lab == g, lab == h
+        for x, y in ((rows, cols), (cols, rows)):
+            sub = self.bw[np.ix_(x, y)][self.counts[np.ix_(x, y)] > 0]
+            if sub.size >= 2 and sub.max() >= self.gap * sub.min():
+                return True
+        return False
+
+    def next_stage(self) -> list[list[Pair]] | None:
+        """The slots of the next stage, or ``None`` when every stage has run."""
+        while True:
+            if self.state == "stars":
+                left = np.flatnonzero(self.group < 0)
+                if left.size == 1:
+                    self.group[left[0]] = int(self.group.max()) + 1
+                if left.size <= 1:
+                    self.state = "blocks"
+                    continue
+                c = int(self.first[left[0]])
+                pairs = self._unmeasured([c], self.first[left[1:]].tolist())
+                self.center = c
+                if not pairs:  # nothing new to measure: decide on what is known
+                    self.record(self.bw, self.spread, np.zeros_like(self.counts))
+                    continue
+                return self._slots("stars", pairs, [self.host_of])
+            if self.state == "all-pairs":
+                self.state = "done"
+                slots = self._slots("all-pairs", self._unmeasured(range(self.n)), self.levels)
+                if slots is not None:
+                    return slots
+                continue
+            lab = self._labels()
+            groups = np.unique(lab).tolist()
+            if self.state == "blocks":
+                self.state = "rest"
+                pairs = []
+                for i, g in enumerate(groups):
+                    pairs += self._unmeasured(np.flatnonzero(lab == g))
+                    for h in groups[i + 1 :]:
+                        pairs += self._block_sample(g, h, lab)
+                slots = self._slots("blocks", pairs, [self.host_of, lab])
+                if slots is not None:
+                    return slots
+                continue
+            if self.state == "rest":
+                self.state = "done"
+                pairs = []
+                for i, g in enumerate(groups):
+                    for h in groups[i + 1 :]:
+                        if self._uneven(g, h, lab):
+                            pairs += self._unmeasured(
+                                np.flatnonzero(lab == g), np.flatnonzero(lab == h).tolist()
+                            )
+                slots = self._slots("rest", pairs, [self.host_of, lab])
+                if slots is not None:
+                    return slots
+                continue
+            return None
+
+    def result(self) -> tuple[NDArray, NDArray, NDArray, dict[str, Any]]:
+        """Rates, spreads and counts, each block's unmeasured pairs filled, and what was
+        found: ``{"sampled_groups": group of every process (``None`` where the stars
+        showed no groups), "filled_pairs": k, "bandwidth_stages": [[stage, slots], ...]}``."""
+        bw, spread = self.bw.copy(), self.spread.copy()
+        filled = 0
+        grouped = bool(np.all(self.group >= 0))
+        if grouped:
+            lab = self._labels()
+            for g in np.unique(lab).tolist():
+                for h in np.unique(lab).tolist():
+                    if g == h:
+                        continue
+                    block = np.ix_(lab == g, lab == h)
+                    have = self.counts[block] > 0
+                    if have.all() or not have.any():
+                        continue
+                    sub_bw, sub_sp = bw[block], spread[block]
+                    sub_bw[~have] = np.median(sub_bw[have])
+                    sub_sp[~have] = np.median(sub_sp[have])
+                    bw[block], spread[block] = sub_bw, sub_sp
+                    filled += int((~have).sum())
+        found: dict[str, Any] = {
+            "sampled_groups": self._labels().tolist() if grouped else None,
+            "filled_pairs": filled // 2,
+            "bandwidth_stages": [[name, int(s)] for name, s in self.stages],
+        }
+        return bw, spread, self.counts.copy(), found
