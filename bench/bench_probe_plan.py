@@ -134,7 +134,7 @@ def measure(n: int, mode: str) -> tuple[float, dict, object]:
         # plan the same job with what the probe measured (latency and rates)
         from rankopt.probe.plan import plan_probe
 
-        bw = m.bandwidth if mode == "all-pairs" else None
+        bw = m.bandwidth if mode in ("all-pairs", "sampled") else None
         rate = float(np.median(m.bandwidth[~np.eye(n, dtype=bool)]))
         plan = plan_probe(m.latency, m.hosts, mode=mode, link_rate=rate, bandwidth=bw)
         return m.duration, plan.to_dict(), m
@@ -152,7 +152,7 @@ def predicted(m: object, overhead: float, mode: str) -> float:
         m.hosts,  # type: ignore[attr-defined]
         mode=mode,
         link_rate=rate,
-        bandwidth=bw if mode == "all-pairs" else None,
+        bandwidth=bw if mode in ("all-pairs", "sampled") else None,
         step_overhead=overhead,
     )
     return plan.estimated_seconds

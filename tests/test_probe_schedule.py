@@ -654,7 +654,7 @@ def test_plan_of_the_sampled_schedule_follows_the_given_bandwidth():
     lat = np.full((12, 12), 3e-5)
     full = plan_probe(lat, names, mode="all-pairs", bandwidth=rate)
     sampled = plan_probe(lat, names, bandwidth=rate)
-    assert sampled.mode == "sampled"
+    assert sampled.mode == "sampled" and sampled.levels == [12, 3]
     names = [s for s, _ in sampled.bandwidth_stages]
     assert names[0] == "stars" and "blocks" in names and "all-pairs" not in names
     assert sampled.bandwidth_slots < full.bandwidth_slots

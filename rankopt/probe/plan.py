@@ -553,8 +553,11 @@ def plan_probe(
             rates = rate_of(both[:, None], both[None, :])
             sampler.record(np.where(ran > 0, rates, 0.0), np.zeros((n, n)), ran)
         stages = [(name, int(k)) for name, k in sampler.stages]
-        filled = sampler.result()[0] if rate_matrix is not None else None
+        sampled = sampler.result()
+        filled = sampled[0] if rate_matrix is not None else None
         found = [int(lv.max()) + 1 for lv in levels]
+        if sampled[3]["sampled_groups"] is not None:
+            found = [found[0], len(set(sampled[3]["sampled_groups"]))]
         if filled is not None:
             bw_levels = bandwidth_levels(filled, list(hosts))
             again = recheck_pairs(filled, list(hosts), bw_levels) if bw_levels else []
@@ -711,7 +714,7 @@ def calibrate_step_overhead(measurement: Any) -> float:
         params=ProbeParams(**settings),
         mode=mode,
         link_rate=rate,
-        bandwidth=bw if (has_bw and mode == "all-pairs") else None,
+        bandwidth=bw if (has_bw and mode in ("all-pairs", "sampled")) else None,
         step_overhead=0.0,
         latency_mode=str(params.get("latency_mode_run", "all-pairs")),
     )
