@@ -540,50 +540,43 @@ def plan_probe(
     slots_all: list[list[tuple[int, int]]] = []
     bw_levels: list[NDArray[np.int64]] | None = None
     found = [n_hosts]
-    if mode == "sampled" and given is None:
-        # the stars' groups from the given bandwidth; without it every rate is the
-        # link rate, no group shows, and every pair is measured (the most it takes)
-        sampler = SampledPlanner(hosts, levels=levels, concurrency=params.bw_concurrency)
-        while (stage := sampler.next_stage()) is not None:
-            slots_all.extend(stage)
-            ran = np.zeros((n, n), dtype=np.int64)
-            for a, b in (p for slot in stage for p in slot):
-                ran[a, b] = ran[b, a] = 1
+    if mode in ("all-pairs", "sampled"):
+        seen = rate_matrix  # the rates whose groups the recheck pairs up
+        if mode == "sampled" and given is None:
+            # the stars' groups from the given bandwidth; without it every rate is the
+            # link rate, no group shows, and every pair is measured (the most it takes)
+            sampler = SampledPlanner(hosts, levels=levels, concurrency=params.bw_concurrency)
             both = np.arange(n)
             rates = rate_of(both[:, None], both[None, :])
-            sampler.record(np.where(ran > 0, rates, 0.0), np.zeros((n, n)), ran)
-        stages = [(name, int(k)) for name, k in sampler.stages]
-        sampled = sampler.result()
-        filled = sampled[0] if rate_matrix is not None else None
-        found = [int(lv.max()) + 1 for lv in levels]
-        if sampled[3]["sampled_groups"] is not None:
-            found = [found[0], len(set(sampled[3]["sampled_groups"]))]
-        if filled is not None:
-            bw_levels = bandwidth_levels(filled, list(hosts))
-            again = recheck_pairs(filled, list(hosts), bw_levels) if bw_levels else []
+            while (stage := sampler.next_stage()) is not None:
+                slots_all.extend(stage)
+                ran = np.zeros((n, n), dtype=np.int64)
+                for a, b in (p for slot in stage for p in slot):
+                    ran[a, b] = ran[b, a] = 1
+                sampler.record(np.where(ran > 0, rates, 0.0), np.zeros((n, n)), ran)
+            stages = [(name, int(k)) for name, k in sampler.stages]
+            filled, _, _, sampled = sampler.result()
+            found = [int(lv.max()) + 1 for lv in levels]
+            if sampled["sampled_groups"] is not None:
+                found = [found[0], len(set(sampled["sampled_groups"]))]
+            if rate_matrix is not None:
+                seen = filled
+        else:
+            slots_all = bandwidth_slots(
+                np.zeros((0, 0)),
+                hosts,
+                concurrency=params.bw_concurrency,
+                levels=levels if given is None else given,
+            )
+            stages = [("all-pairs", len(slots_all))]
+            found = [int(lv.max()) + 1 for lv in levels]
+        # the recheck of the groups the bandwidth shows (known only when it is given)
+        if seen is not None:
+            bw_levels = bandwidth_levels(seen, list(hosts))
+            again = recheck_pairs(seen, list(hosts), bw_levels) if bw_levels else []
             if again:
                 stages.append(("recheck", RECHECK_PASSES * len(again)))
                 slots_all = slots_all + [[p] for _ in range(RECHECK_PASSES) for p in again]
-    elif mode in ("all-pairs", "sampled"):
-        slots_all = bandwidth_slots(
-            np.zeros((0, 0)),
-            hosts,
-            concurrency=params.bw_concurrency,
-            levels=levels if given is None else given,
-        )
-        stages = [("all-pairs", len(slots_all))]
-        found = [int(lv.max()) + 1 for lv in levels]
-        # the recheck of the groups the bandwidth shows (known only when it is given)
-        if rate_matrix is not None:
-            bw_levels = bandwidth_levels(rate_matrix, list(hosts))
-        again = (
-            recheck_pairs(rate_matrix, list(hosts), bw_levels)
-            if rate_matrix is not None and bw_levels
-            else []
-        )
-        if again:
-            stages.append(("recheck", RECHECK_PASSES * len(again)))
-            slots_all = slots_all + [[p] for _ in range(RECHECK_PASSES) for p in again]
     elif mode == "linear":
         bw_planner = LinearPlanner(
             plan_lat,

@@ -425,8 +425,10 @@ class SampledPlanner:
         self.stages: list[tuple[str, int]] = []
 
     # -- what has been measured -----------------------------------------------------------
-    def _measured(self, a: int, b: int) -> bool:
-        return bool(self.counts[a, b] > 0 or self.counts[b, a] > 0)
+    def _ran(self) -> NDArray[np.bool_]:
+        """Pairs measured either way so far, as a symmetric (n, n) mask."""
+        ran = self.counts > 0
+        return ran | ran.T
 
     def known_rates(self, me: int) -> NDArray[np.float64]:
         """The rates process ``me`` read as a sender in the stages so far."""
@@ -444,11 +446,11 @@ class SampledPlanner:
 
     def _join(self, c: int) -> None:
         hc = int(self.host_of[c])
-        rates = np.full(self.group.size, np.nan)
-        for h, p in enumerate(self.first.tolist()):
-            if h != hc and self._measured(c, p):
-                rates[h] = max(self.bw[c, p], self.bw[p, c])
-        mates = star_mates(rates, self.gap)
+        first = self.first
+        seen = self._ran()[c, first]
+        seen[hc] = False
+        both = np.maximum(self.bw[c, first], self.bw[first, c])
+        mates = star_mates(np.where(seen, both, np.nan), self.gap)
         if mates is None:
             self.state = "all-pairs"
             return
@@ -480,7 +482,8 @@ class SampledPlanner:
             cand = [(a, b) for i, a in enumerate(a_side) for b in a_side[i + 1 :]]
         else:
             cand = [(min(a, b), max(a, b)) for a in a_side for b in others]
-        return [(a, b) for a, b in cand if not self._measured(a, b)]
+        ran = self._ran()
+        return [(a, b) for a, b in cand if not ran[a, b]]
 
     def _interleaved(self, procs: NDArray[np.int64]) -> list[int]:
         """``procs`` with their hosts taken in turn: one process of each host, then the next."""
@@ -498,35 +501,38 @@ class SampledPlanner:
         hosts_g = len(set(self.host_of[pg].tolist()))
         hosts_h = len(set(self.host_of[ph].tolist()))
         want = min(len(pg) * len(ph), max(self.sample, hosts_g, hosts_h))
-        taken = {(a, b) for a in pg for b in ph if self._measured(a, b)}
+        ran = self._ran()
+        taken = {(min(a, b), max(a, b)) for a in pg for b in ph if ran[a, b]}  # unordered
         uses = dict.fromkeys(pg + ph, 0)
-        for a, b in taken:
-            uses[a] += 1
-            uses[b] += 1
+        for pair in taken:
+            for x in pair:
+                uses[x] += 1
+        hosts_used = {int(self.host_of[x]) for x, k in uses.items() if k}
         out: list[Pair] = []
+
+        def take(a: int, b: int) -> None:
+            pair = (min(a, b), max(a, b))
+            taken.add(pair)
+            out.append(pair)
+            for x in pair:
+                uses[x] += 1
+                hosts_used.add(int(self.host_of[x]))
+
         # first every host of both groups in one pair, with the least used process across
         for side, other in ((pg, ph), (ph, pg)):
             for a in side:
-                host = self.host_of[a]
-                if any(uses[x] for x in side if self.host_of[x] == host):
-                    continue
-                free = [b for b in other if (a, b) not in taken and (b, a) not in taken]
-                b = min(free, key=lambda q: uses[q])
-                taken.add((a, b) if a in uses and side is pg else (b, a))
-                uses[a] += 1
-                uses[b] += 1
-                out.append((min(a, b), max(a, b)))
-        have = len(taken)
+                if int(self.host_of[a]) not in hosts_used:
+                    free = [b for b in other if (min(a, b), max(a, b)) not in taken]
+                    take(a, min(free, key=lambda q: uses[q]))
+        # then diagonally until the block has its sample
         short, long_ = (pg, ph) if len(pg) <= len(ph) else (ph, pg)
         for k in range(len(long_)):
             for i, a in enumerate(short):
-                if have >= want:
+                if len(taken) >= want:
                     return out
                 b = long_[(i + k) % len(long_)]
-                if (a, b) not in taken and (b, a) not in taken:
-                    taken.add((a, b))
-                    out.append((min(a, b), max(a, b)))
-                    have += 1
+                if (min(a, b), max(a, b)) not in taken:
+                    take(a, b)
         return out
 
     def _uneven(self, g: int, h: int, lab: NDArray[np.int64]) -> bool:
@@ -549,10 +555,10 @@ class SampledPlanner:
                     continue
                 c = int(self.first[left[0]])
                 pairs = self._unmeasured([c], self.first[left[1:]].tolist())
-                self.center = c
                 if not pairs:  # nothing new to measure: decide on what is known
-                    self.record(self.bw, self.spread, np.zeros_like(self.counts))
+                    self._join(c)
                     continue
+                self.center = c  # decided on when its rates are recorded
                 return self._slots("stars", pairs, [self.host_of])
             if self.state == "all-pairs":
                 self.state = "done"
@@ -597,8 +603,9 @@ class SampledPlanner:
         grouped = bool(np.all(self.group >= 0))
         if grouped:
             lab = self._labels()
-            for g in np.unique(lab).tolist():
-                for h in np.unique(lab).tolist():
+            groups = np.unique(lab).tolist()
+            for g in groups:
+                for h in groups:
                     if g == h:
                         continue
                     block = np.ix_(lab == g, lab == h)
