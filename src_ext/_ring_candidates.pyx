@@ -49,57 +49,71 @@ def knn_lists(const floating[:, ::1] w, int k):
 
 cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long long *par,
                  long long *order, double *key, unsigned char *intree,
-                 long long *deg) noexcept nogil:
+                 long long *deg, long long *rest) noexcept nogil:
     """Minimum spanning tree of w[i, j] + pi[i] + pi[j] (dense Prim, O(n^2)).
 
     Fills the parent of each vertex, the order vertices joined the tree
     (parents first) and the degrees; returns the weight of the tree plus the
-    cheapest second link of a leaf, a 1-tree.
+    cheapest second link of a leaf, a 1-tree. ``rest`` (n entries) and ``key``
+    (2 n) are work space: the vertices not yet in the tree, with their keys and
+    penalties alongside, so each step scans only those (n^2 / 2 reads in all,
+    not n^2); of equally cheap vertices the lowest index joins first.
     """
-    cdef long long i, j, k, best_j
+    cdef long long i, j, k, t, best_t, nrest
     cdef double best = INFINITY, c, total = 0.0, extra, pj
+    cdef double *rkey = key  # the keys of ``rest``, in its order
+    cdef double *rpi = key + n  # the penalties of ``rest``, in its order
     for i in range(n):
         intree[i] = 0
         deg[i] = 0
-        key[i] = w[0, i] + pi[0] + pi[i]
         par[i] = 0
     intree[0] = 1
     order[0] = 0
     par[0] = -1
-    best_j = -1
-    for j in range(1, n):
-        if best_j < 0 or key[j] < best:
-            best = key[j]
-            best_j = j
+    nrest = n - 1
+    best_t = -1
+    for t in range(nrest):
+        rest[t] = t + 1
+        rpi[t] = pi[t + 1]
+        rkey[t] = w[0, t + 1] + pi[0] + rpi[t]
+        if best_t < 0 or rkey[t] < best:
+            best = rkey[t]
+            best_t = t
     for k in range(1, n):
-        j = best_j
+        j = rest[best_t]
+        total += rkey[best_t]
+        nrest -= 1
+        rest[best_t] = rest[nrest]
+        rkey[best_t] = rkey[nrest]
+        rpi[best_t] = rpi[nrest]
         intree[j] = 1
         order[k] = j
-        total += key[j]
         deg[j] += 1
         deg[par[j]] += 1
-        # update the keys and pick the next vertex in the same pass (the
-        # first of the cheapest, as a separate scan would)
+        # update the keys and pick the next vertex in the same pass
         pj = pi[j]
-        best_j = -1
-        for i in range(n):
-            if not intree[i]:
-                c = w[j, i] + pj + pi[i]
-                if c < key[i]:
-                    key[i] = c
-                    par[i] = j
-                if best_j < 0 or key[i] < best:
-                    best = key[i]
-                    best_j = i
-    # close a 1-tree at the leaf whose second-cheapest link is cheapest
+        best_t = -1
+        for t in range(nrest):
+            i = rest[t]
+            c = w[j, i] + pj + rpi[t]
+            if c < rkey[t]:
+                rkey[t] = c
+                par[i] = j
+            if best_t < 0 or rkey[t] < best or (rkey[t] == best and i < rest[best_t]):
+                best = rkey[t]
+                best_t = t
+    # close a 1-tree at the leaf whose second-cheapest link is cheapest (a leaf's
+    # one tree link goes to its parent; the root's, when it is a leaf, to the
+    # first vertex that joined, order[1])
     extra = INFINITY
     best_j = -1
     k = -1
     for i in range(n):
         if deg[i] != 1:
             continue
+        t = par[i] if par[i] >= 0 else order[1]
         for j in range(n):
-            if j == i or j == par[i]:
+            if j == i or j == t:
                 continue
             c = w[i, j] + pi[i] + pi[j]
             if k < 0 or c < extra:
@@ -137,7 +151,7 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
     cdef double[::1] pi_best = pi_np
     cdef double[::1] pi = np.zeros(n, dtype=np.float64)
     cdef double[::1] prev_v = np.zeros(n, dtype=np.float64)
-    cdef double[::1] key = np.empty(n, dtype=np.float64)
+    cdef double[::1] key = np.empty(2 * n, dtype=np.float64)
     cdef double[::1] beta = np.empty(n, dtype=np.float64)
     cdef double[::1] best = np.empty(k + 1, dtype=np.float64)
     cdef double[::1] bw = np.empty(k + 1, dtype=np.float64)
@@ -146,6 +160,7 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
     cdef long long[::1] deg = np.empty(n, dtype=np.int64)
     cdef unsigned char[::1] intree = np.empty(n, dtype=np.uint8)
     cdef unsigned char[::1] onpath = np.empty(n, dtype=np.uint8)
+    cdef long long[::1] rest = np.empty(n, dtype=np.int64)
     with nogil:
         for i in range(n):
             pi[i] = 0.0
@@ -155,7 +170,7 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
         mean_w /= <double>(n * n)
         step = 0.01 * mean_w
         for _it in range(iterations):
-            bound = prim(w, &pi[0], n, &par[0], &order[0], &key[0], &intree[0], &deg[0])
+            bound = prim(w, &pi[0], n, &par[0], &order[0], &key[0], &intree[0], &deg[0], &rest[0])
             for i in range(n):
                 bound -= 2.0 * pi[i]
             if bound > best_bound:
@@ -174,7 +189,7 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
             step *= 0.95
         for i in range(n):
             pi[i] = pi_best[i]
-        prim(w, &pi[0], n, &par[0], &order[0], &key[0], &intree[0], &deg[0])
+        prim(w, &pi[0], n, &par[0], &order[0], &key[0], &intree[0], &deg[0], &rest[0])
         for i in range(n):
             # beta[j]: heaviest tree link on the path i .. j
             for j in range(n):

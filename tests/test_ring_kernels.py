@@ -190,6 +190,25 @@ def test_alpha_candidates_hold_the_spanning_tree_links(rng):
         assert all(m[i, nb[i, k]] <= m[i, nb[i, k + 1]] for k in range(5))
 
 
+@pytest.mark.parametrize("n", [3, 4, 7, 31, 64])
+def test_alpha_candidates_one_tree_at_zero_penalties(n, rng):
+    # one subgradient step prices the 1-tree of the raw weights: the minimum
+    # spanning tree plus the cheapest second link of one of its leaves
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    a = rng.random((n, n)) + 0.1
+    m = np.ascontiguousarray(np.triu(a, 1) + np.triu(a, 1).T)
+    tree = minimum_spanning_tree(m).toarray()
+    links = tree + tree.T
+    deg = (links > 0).sum(axis=1)
+    extra = min(
+        min(m[i, j] for j in range(n) if j != i and links[i, j] == 0)
+        for i in np.flatnonzero(deg == 1)
+    )
+    bound = rs.alpha_candidates(m, min(5, n - 1), 1)[2]
+    assert bound == pytest.approx(tree.sum() + extra, rel=1e-12)
+
+
 def test_alpha_candidates_bridge_groups_larger_than_k():
     # two groups of 12 close points far apart: the 5 nearest never leave a
     # group, the alpha-nearest hold the bridge between them
