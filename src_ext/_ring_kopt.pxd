@@ -21,7 +21,7 @@
 # every other move.
 
 from cython cimport floating
-from _ring_common cimport Log, flip, log_reversal, pred, succ, undo_log
+from _ring_common cimport Log, flip, log_reversal, undo_log
 from _ring_moves cimport along, push
 
 
@@ -29,6 +29,24 @@ cdef enum:
     KOPT_MAX = 5
     KOPT_CANDIDATES = 6  # candidates of each t(2i) a step tries (LKH's MAX_CANDIDATES)
     KOPT_MAX_STEPS = 8   # steps of a chain: 2 (KOPT_MAX - 1) flips each fit its undo log
+
+
+# The search reads the tour, its inverse, the candidates and the weights through raw
+# pointers: it recurses once per tree node, and passing memoryview slices down each
+# call costs more than the node's own work.
+
+cdef inline long long p_succ(const long long *tour, const long long *pos, long long c,
+                             long long n) noexcept nogil:
+    """``succ`` on the tour's raw arrays."""
+    cdef long long q = pos[c] + 1
+    return tour[0] if q == n else tour[q]
+
+
+cdef inline long long p_pred(const long long *tour, const long long *pos, long long c,
+                             long long n) noexcept nogil:
+    """``pred`` on the tour's raw arrays."""
+    cdef long long q = pos[c] - 1
+    return tour[n - 1] if q < 0 else tour[q]
 
 
 cdef struct KOptState:
@@ -40,6 +58,10 @@ cdef struct KOptState:
     long long kclose      # the k of the move found
     double eps
     const double *nbw
+    const long long *tour_p  # the tour, its inverse and the candidates (n x K), raw
+    const long long *pos_p
+    const long long *nb_p
+    long long evals          # closings priced
     # the validity check's working arrays: run of each slot, slot of each t
     long long key[6]
     long long lo[6]          # the end of each removed link that comes first in the forward tour
@@ -59,11 +81,17 @@ cdef inline bint kopt_valid(long long[::1] tour, long long[::1] pos, KOptState *
     """Whether removing (t1,t2), .., (t(2k-1),t(2k)) and adding (t2,t3), .., (t(2k),t1)
     gives one ring; fills the runs and ``seq`` / ``fwd`` (the new ring's runs after
     run 0, each walked forward or not) when it does."""
+    return kopt_valid_p(&tour[0], &pos[0], st, k)
+
+
+cdef inline bint kopt_valid_p(const long long *tour, const long long *pos, KOptState *st,
+                              long long k) noexcept nogil:
+    """``kopt_valid`` on the tour's raw arrays."""
     cdef long long n = st.n, m, a, b, lo, j, x, cur, nxt, count, r, s
     # each removed link by the position of its first process in the forward tour
     for m in range(k):
         a = st.t[2 * m + 1]
-        lo = a if succ(tour, pos, a, n) == st.t[2 * m + 2] else st.t[2 * m + 2]
+        lo = a if p_succ(tour, pos, a, n) == st.t[2 * m + 2] else st.t[2 * m + 2]
         st.lo[m] = lo
         st.key[m] = pos[lo]
         st.order[m] = m
@@ -176,43 +204,50 @@ cdef inline bint kopt_removed(KOptState *st, long long m, long long x, long long
     return False
 
 
-cdef inline double kopt_search(const floating[:, ::1] w, long long[::1] tour, long long[::1] pos,
-                               const long long[:, ::1] nb, KOptState *st, long long i,
-                               double g, long long *evals) noexcept nogil:
+cdef inline double kopt_search(const floating *w, KOptState *st, long long i,
+                               double g) noexcept nogil:
     """t1 .. t(2i) chosen with partial gain ``g`` (removed less added, the closing
-    link left out): the gain of the first valid closing, its ring in ``st``, else 0."""
-    cdef long long K = st.K, kk, x, t2i = st.t[2 * i], t1 = st.t[1], t3, t4
+    link left out): the gain of the first valid closing, its ring in ``st``, else 0.
+    ``w`` is the weight matrix's first entry (row stride n)."""
+    cdef const long long *tour = st.tour_p
+    cdef const long long *pos = st.pos_p
+    cdef long long K = st.K, n = st.n, kk, x, t2i = st.t[2 * i], t1 = st.t[1], t3, t4
+    cdef long long s2i, p2i, q
     cdef double g1, close
     if i >= 2:
-        evals[0] += 1
-        close = g - w[t1, t2i]  # row t1: one row for the whole search, in cache
-        if close > st.eps and kopt_valid(tour, pos, st, i):
+        st.evals += 1
+        close = g - w[t1 * n + t2i]  # row t1: one row for the whole search, in cache
+        if close > st.eps and kopt_valid_p(tour, pos, st, i):
             st.kclose = i
             return close
     if i >= st.kmax:
-        if g > st.best_g and kopt_valid(tour, pos, st, i):
+        if g > st.best_g and kopt_valid_p(tour, pos, st, i):
             st.best_g = g
             for x in range(1, 2 * i + 1):
                 st.best_t[x] = st.t[x]
         return 0.0
+    s2i = p_succ(tour, pos, t2i, n)
+    p2i = p_pred(tour, pos, t2i, n)
     for kk in range(st.kc):
-        t3 = nb[t2i, kk]
         g1 = g - st.nbw[t2i * K + kk]
         if g1 <= st.eps:
             break
-        if t3 == t1 or t3 == t2i:
-            continue
-        if succ(tour, pos, t2i, st.n) == t3 or pred(tour, pos, t2i, st.n) == t3:
-            continue  # a link of the ring already
+        t3 = st.nb_p[t2i * K + kk]
+        if t3 == t1 or t3 == t2i or t3 == s2i or t3 == p2i:
+            continue  # (t2i, t3) a link of the ring already
         if kopt_removed(st, i, t2i, t3):
             continue
         st.t[2 * i + 1] = t3
+        q = pos[t3]
         for x in range(2):
-            t4 = along(tour, pos, t3, st.n, x)
+            if x == 0:
+                t4 = tour[0] if q + 1 == n else tour[q + 1]
+            else:
+                t4 = tour[n - 1] if q == 0 else tour[q - 1]
             if t4 == t2i or kopt_removed(st, i, t3, t4):
                 continue
             st.t[2 * i + 2] = t4
-            close = kopt_search(w, tour, pos, nb, st, i + 1, g1 + w[t3, t4], evals)
+            close = kopt_search(w, st, i + 1, g1 + w[t3 * n + t4])
             if close > 0.0:
                 return close
     return 0.0
@@ -244,6 +279,10 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
     st.kmax = kmax if kmax <= KOPT_MAX else KOPT_MAX
     st.eps = eps
     st.nbw = nbw
+    st.tour_p = &tour[0]
+    st.pos_p = &pos[0]
+    st.nb_p = &nb[0, 0]
+    st.evals = 0
     if steps > KOPT_MAX_STEPS:
         steps = KOPT_MAX_STEPS
     # the chain's own undo log, on the stack: a chain makes at most its capacity of flips
@@ -261,7 +300,7 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
         chain.size = 0
         for step in range(steps):
             st.best_g = eps
-            r = kopt_search(w, tour, pos, nb, &st, 1, g, evals)
+            r = kopt_search(&w[0, 0], &st, 1, g)
             if r > 0.0:
                 k = st.kclose
                 kopt_make(tour, pos, &st, k, &chain)
@@ -286,6 +325,8 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
                     log_reversal(log, chain.i[m], chain.j[m])
             for m in range(ntouched):
                 push(queue, inq, tail, n, touched[m])
+            evals[0] += st.evals
             return -r
         undo_log(tour, pos, n, &chain)
+    evals[0] += st.evals
     return 0.0
