@@ -1,0 +1,142 @@
+"""The same order timed twice: how far a "95% of the best" criterion can see.
+
+    python bench/tenant_spread.py KEEP_DIR [KEEP_DIR ...]
+
+Reads the launch reports that ``python bench/testbed_tenants.py --solo user-replay
+--keep KEEP_DIR`` keeps (one JSON per launch, every call's time) and, per tenant
+case, sets the user path's own job (``user``) against the same order timed in a
+job of its own (``user-replay/solo``) and in visits beside the other orders
+(``user-replay``), each the median of its calls: the median and range of
+``user / alone``, the launches where the order falls below 95% of itself alone
+and in visits, and the spread of one order's calls (max / min, the median over the
+launches, for each way it was timed). Launches without an order timed alone are
+skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+#: The criterion of the tenant campaigns: the user path at least this fraction of the best.
+OF_BEST = 0.95
+
+
+def case_of(path: Path) -> str:
+    """The tenant case of a kept report, from its name ``RACKS-CASE-LAUNCH.json``."""
+    stem = path.stem
+    case = stem.split("-", 1)[1].rsplit("-", 1)[0] if stem.count("-") >= 2 else stem
+    return "none" if case == "None" else case.replace("__", ", ").replace("_", " ")
+
+
+def launch(report: dict[str, Any]) -> dict[str, Any] | None:
+    """The medians and spreads of one launch's report, or ``None`` without an order alone."""
+    med: dict[str, float] = {}
+    spread: dict[str, float] = {}
+    for r in report.get("results", []):
+        times = [float(t) for t in r.get("times", []) if isinstance(t, (int, float)) and t > 0]
+        if not times:
+            continue
+        med[str(r["label"])] = statistics.median(times)
+        spread[str(r["label"])] = max(times) / min(times)
+    if "user" not in med or "user-replay/solo" not in med:
+        return None
+    return {
+        "alone": med["user"] / med["user-replay/solo"],
+        "visits": med["user"] / med["user-replay"] if "user-replay" in med else None,
+        "spread": spread,
+    }
+
+
+def collect(dirs: Iterable[str | Path]) -> dict[str, list[dict[str, Any]]]:
+    """Every kept launch with an order timed alone, by tenant case."""
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for d in dirs:
+        for path in sorted(Path(d).glob("*.json")):
+            try:
+                report = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            row = launch(report) if isinstance(report, dict) else None
+            if row is not None:
+                out[case_of(path)].append(row)
+    return dict(out)
+
+
+def table(cases: dict[str, list[dict[str, Any]]]) -> str:
+    """The Markdown table of :func:`collect`'s launches."""
+    lines = [
+        "| tenant | launches | user / same order alone: median (range) | below 95% of "
+        "itself alone | ... in visits | one order's calls, max / min |",
+        "|---|---|---|---|---|---|",
+    ]
+    low = 1.0 / OF_BEST
+    for case, rows in sorted(cases.items()):
+        alone = [r["alone"] for r in rows]
+        visits = [r["visits"] for r in rows if r["visits"] is not None]
+        labels = sorted({k for r in rows for k in r["spread"]})
+        spreads = [
+            statistics.median(r["spread"][k] for r in rows if k in r["spread"]) for k in labels
+        ]
+        lines.append(
+            f"| {case} | {len(rows)} | {statistics.median(alone):.3f} "
+            f"({min(alone):.2f}-{max(alone):.2f}) | {sum(a > low for a in alone)} | "
+            f"{sum(v > low for v in visits)} of {len(visits)} | "
+            f"{min(spreads):.2f}-{max(spreads):.2f} |"
+        )
+    total = sum(len(r) for r in cases.values())
+    below = sum(r["alone"] > low for rows in cases.values() for r in rows)
+    lines.append("")
+    lines.append(f"{below} of {total} launches: the order below 95% of itself timed alone")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dirs", nargs="+", help="folders kept by testbed_tenants.py --keep")
+    args = ap.parse_args(argv)
+    cases = collect(args.dirs)
+    if not cases:
+        ap.error(
+            "no kept launch with an order timed alone (--solo user-replay) in "
+            + ", ".join(args.dirs)
+        )
+    print(table(cases))
+    return 0
+
+
+def test_the_same_order_against_itself(tmp_path):
+    """Two launches of one case, one of a quiet network, and one without an order alone."""
+
+    def kept(name, user, alone, visits=None):
+        results = [{"label": "user", "times": user}, {"label": "user-replay/solo", "times": alone}]
+        if visits is not None:
+            results.append({"label": "user-replay", "times": visits})
+        (tmp_path / name).write_text(json.dumps({"results": results}))
+
+    kept("3_3_3-one_uplink__TCP_unpaced-1.json", [2.0, 10.0, 2.2], [1.9, 2.0, 2.1], [2.0, 2.0, 2.0])
+    kept("3_3_3-one_uplink__TCP_unpaced-2.json", [1.0, 1.0, 1.0], [1.0, 1.1, 0.9])
+    kept("3_3_3-None-1.json", [1.0, 1.1, 1.2], [1.0, 1.0, 1.0])
+    (tmp_path / "4_3_2-None-1.json").write_text(
+        json.dumps({"results": [{"label": "user", "times": [1.0]}]})
+    )
+    (tmp_path / "broken.json").write_text("{")
+    cases = collect([tmp_path])
+    assert sorted(cases) == ["none", "one uplink, TCP unpaced"]
+    tcp = cases["one uplink, TCP unpaced"]
+    assert [round(r["alone"], 3) for r in tcp] == [1.1, 1.0]
+    assert tcp[0]["visits"] == 1.1 and tcp[1]["visits"] is None
+    assert tcp[0]["spread"]["user"] == 5.0
+    text = table(cases)
+    assert "| one uplink, TCP unpaced | 2 | 1.050 (1.00-1.10) | 1 | 1 of 1 |" in text
+    assert "| none | 1 | 1.100 (1.10-1.10) | 1 | 0 of 0 |" in text
+    assert text.endswith("2 of 3 launches: the order below 95% of itself timed alone")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
