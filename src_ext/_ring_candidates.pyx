@@ -48,8 +48,8 @@ def knn_lists(const floating[:, ::1] w, int k):
 
 
 cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long long *par,
-                 long long *order, double *key, unsigned char *intree,
-                 long long *deg, long long *rest) noexcept nogil:
+                 long long *order, double *key, long long *deg,
+                 long long *rest) noexcept nogil:
     """Minimum spanning tree of w[i, j] + pi[i] + pi[j] (dense Prim, O(n^2)).
 
     Fills the parent of each vertex, the order vertices joined the tree
@@ -64,10 +64,8 @@ cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long l
     cdef double *rkey = key  # the keys of ``rest``, in its order
     cdef double *rpi = key + n  # the penalties of ``rest``, in its order
     for i in range(n):
-        intree[i] = 0
         deg[i] = 0
         par[i] = 0
-    intree[0] = 1
     order[0] = 0
     par[0] = -1
     nrest = n - 1
@@ -86,7 +84,6 @@ cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long l
         rest[best_t] = rest[nrest]
         rkey[best_t] = rkey[nrest]
         rpi[best_t] = rpi[nrest]
-        intree[j] = 1
         order[k] = j
         deg[j] += 1
         deg[par[j]] += 1
@@ -158,7 +155,6 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
     cdef long long[::1] par = np.empty(n, dtype=np.int64)
     cdef long long[::1] order = np.empty(n, dtype=np.int64)
     cdef long long[::1] deg = np.empty(n, dtype=np.int64)
-    cdef unsigned char[::1] intree = np.empty(n, dtype=np.uint8)
     cdef unsigned char[::1] onpath = np.empty(n, dtype=np.uint8)
     cdef long long[::1] rest = np.empty(n, dtype=np.int64)
     with nogil:
@@ -170,7 +166,7 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
         mean_w /= <double>(n * n)
         step = 0.01 * mean_w
         for _it in range(iterations):
-            bound = prim(w, &pi[0], n, &par[0], &order[0], &key[0], &intree[0], &deg[0], &rest[0])
+            bound = prim(w, &pi[0], n, &par[0], &order[0], &key[0], &deg[0], &rest[0])
             for i in range(n):
                 bound -= 2.0 * pi[i]
             if bound > best_bound:
@@ -189,7 +185,7 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
             step *= 0.95
         for i in range(n):
             pi[i] = pi_best[i]
-        prim(w, &pi[0], n, &par[0], &order[0], &key[0], &intree[0], &deg[0], &rest[0])
+        prim(w, &pi[0], n, &par[0], &order[0], &key[0], &deg[0], &rest[0])
         for i in range(n):
             # beta[j]: heaviest tree link on the path i .. j
             for j in range(n):
