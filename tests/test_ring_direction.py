@@ -256,10 +256,13 @@ def test_the_trial_plan_and_verdict():
     plan = direction.plan(res)
     assert plan["alternative"] == res.extra["ring_alternative"]["order"]
     assert plan["collective"] == "allreduce" and plan["nbytes"] == direction.TRIAL_BYTES
+    assert plan["job_nbytes"] == min(int(res.nbytes), direction.TRIAL_BYTES_JOB)
     assert direction.plan(None) is None
     small = _solve(_network(1, 1.0), 1)
     small = __import__("dataclasses").replace(small, nbytes=1 << 16)
-    assert direction.plan(small)["nbytes"] == 1 << 16
+    assert direction.plan(small)["nbytes"] == direction.plan(small)["job_nbytes"] == 1 << 16
+    huge = __import__("dataclasses").replace(small, nbytes=1 << 30)
+    assert direction.plan(huge)["job_nbytes"] == direction.TRIAL_BYTES_JOB
     # the other way round needs to win by more than the margin, on the paired ratios
     m = direction.TRIAL_MARGIN
     assert not direction.decide([1.0] * 4, [1.0 - m / 2] * 4, 1 << 20)[0]
@@ -366,3 +369,36 @@ def test_the_trial_visits_both_orders_and_stops_when_one_round_settles_it(times,
     if rounds == 2:  # the second: the other way round first
         assert calls[2 * per_visit : 3 * per_visit] == [1] * per_visit
     assert f"{direction.TRIAL_BLOCK * rounds} calls each" in line
+
+
+@pytest.mark.parametrize(("first", "second", "job", "passes", "wins"), [
+    (0.985, 0.88, 16 << 20, 2, True),  # a near tie at 4 MiB, 12% faster at the job's size
+    (0.985, 1.02, 16 << 20, 2, False),  # a near tie both times: kept
+    (1.03, 0.9, 16 << 20, 2, True),  # a little slower at first is a near tie too
+    (0.985, 0.88, 4 << 20, 1, False),  # the job's message no larger: nothing more timed
+    (1.3, 0.88, 16 << 20, 1, False),  # the other way round clearly slower: settled
+    (0.9, 1.2, 16 << 20, 1, True),  # clearly faster: applied at once
+])  # fmt: skip
+def test_a_near_tie_is_timed_again_at_the_jobs_own_size(first, second, job, passes, wins):
+    from rankopt.adapters import direction
+
+    calls = []
+
+    def timer(which, nbytes):  # the other way round's ratio depends on the message size
+        calls.append(nbytes)
+        return 1.0 if which == 0 else (first if nbytes == 4 << 20 else second)
+
+    trial = {"nbytes": 4 << 20, "job_nbytes": job}
+    got, line = direction.measure(timer, trial)
+    assert got is wins
+    sizes = sorted(set(calls))
+    assert sizes == ([4 << 20, job] if passes == 2 else [4 << 20])
+    if passes == 2:
+        assert f"of {job / 2**20:.3g} MiB" in line and f"ratio {first:.3f}, a near tie" in line
+        assert f"ratio {second:.3f}" in line
+    else:
+        assert "near tie" not in line
+    # a trial planned before job_nbytes existed still runs its one pass
+    calls.clear()
+    assert direction.measure(timer, {"nbytes": 4 << 20})[0] is (first < 1 - direction.TRIAL_MARGIN)
+    assert set(calls) == {4 << 20}
