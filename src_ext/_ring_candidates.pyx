@@ -6,7 +6,7 @@
 # searches of _ring_search and _ring_directed walk these lists nearest first.
 
 from cython cimport floating
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, NAN, isnan
 from libc.stdlib cimport malloc, free
 
 import numpy as np
@@ -124,7 +124,116 @@ cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long l
     return total
 
 
-def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
+cdef inline void heap_push(double *hk, long long *hv, long long *hp, long long *size,
+                           double c, long long v, long long frm) noexcept nogil:
+    """Push (c, v, frm) onto the binary min-heap of ``size`` entries."""
+    cdef long long t = size[0], up
+    size[0] += 1
+    while t > 0:
+        up = (t - 1) >> 1
+        if hk[up] <= c:
+            break
+        hk[t] = hk[up]
+        hv[t] = hv[up]
+        hp[t] = hp[up]
+        t = up
+    hk[t] = c
+    hv[t] = v
+    hp[t] = frm
+
+
+cdef inline void heap_pop(double *hk, long long *hv, long long *hp,
+                          long long *size) noexcept nogil:
+    """Drop the heap's top (read it first at index 0)."""
+    cdef long long t = 0, ch, last
+    cdef double c
+    size[0] -= 1
+    last = size[0]
+    if last == 0:
+        return
+    c = hk[last]
+    while True:
+        ch = 2 * t + 1
+        if ch >= last:
+            break
+        if ch + 1 < last and hk[ch + 1] < hk[ch]:
+            ch += 1
+        if hk[ch] >= c:
+            break
+        hk[t] = hk[ch]
+        hv[t] = hv[ch]
+        hp[t] = hp[ch]
+        t = ch
+    hk[t] = c
+    hv[t] = hv[last]
+    hp[t] = hp[last]
+
+
+cdef double sparse_prim(const floating[:, ::1] w, const double *pi, long long n,
+                        const long long *start, const long long *adj, long long *par,
+                        long long *deg, double *key, unsigned char *intree, double *hk,
+                        long long *hv, long long *hp) noexcept nogil:
+    """The 1-tree of :func:`prim` on the links of a sparse graph only (``adj[start[i]
+    : start[i + 1]]`` the neighbours of i; a lazy binary heap, O(m log m)); NaN
+    when the graph does not span every vertex. The leaf's second link is the
+    cheapest of its graph's links outside the tree."""
+    cdef long long i, j, t, v, frm, size = 0, joined = 1, best_j = -1, leaf = -1
+    cdef double c, total = 0.0, extra = INFINITY
+    for i in range(n):
+        deg[i] = 0
+        par[i] = -1
+        key[i] = INFINITY
+        intree[i] = 0
+    intree[0] = 1
+    for t in range(start[0], start[1]):
+        j = adj[t]
+        c = w[0, j] + pi[0] + pi[j]
+        if c < key[j]:
+            key[j] = c
+            heap_push(hk, hv, hp, &size, c, j, 0)
+    while size > 0 and joined < n:
+        c = hk[0]
+        v = hv[0]
+        frm = hp[0]
+        heap_pop(hk, hv, hp, &size)
+        if intree[v]:
+            continue
+        intree[v] = 1
+        joined += 1
+        par[v] = frm
+        deg[v] += 1
+        deg[frm] += 1
+        total += c
+        for t in range(start[v], start[v + 1]):
+            j = adj[t]
+            if intree[j]:
+                continue
+            c = w[v, j] + pi[v] + pi[j]
+            if c < key[j]:
+                key[j] = c
+                heap_push(hk, hv, hp, &size, c, j, v)
+    if joined < n:
+        return NAN
+    for i in range(n):
+        if deg[i] != 1:
+            continue
+        for t in range(start[i], start[i + 1]):
+            j = adj[t]
+            if j == i or par[i] == j or par[j] == i:
+                continue
+            c = w[i, j] + pi[i] + pi[j]
+            if c < extra:
+                extra = c
+                best_j = j
+                leaf = i
+    if leaf >= 0:
+        deg[leaf] += 1
+        deg[best_j] += 1
+        total += extra
+    return total
+
+
+def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int sparse=0):
     """The k alpha-nearest processes of each process, sorted by weight.
 
     Alpha-nearness (Helsgaun, LKH): alpha(i, j) is how much the minimum
@@ -136,10 +245,18 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
     neighbours miss once a group is larger than k. O(iterations * n^2).
     Returns (candidates, pi, the largest 1-tree value seen, an estimate of
     the Held-Karp bound).
+
+    ``sparse`` > 0: the subgradient steps after the first price the 1-tree on a
+    sparse graph only, each process's ``sparse`` nearest links and the links of
+    the first (dense) step's tree, O(n * sparse * log n) a step instead of
+    O(n^2) (a step whose sparse graph spans no tree is dense). The bound
+    returned is the larger of the first step's and the final penalties' dense
+    1-trees, both true 1-trees; the alpha values are the final dense tree's.
     """
     cdef Py_ssize_t n = w.shape[0]
     cdef long long i, j, t, _it, u, cnt
-    cdef double step, bound, best_bound = -INFINITY, c, mean_w = 0.0
+    cdef double step, bound, best_bound = -INFINITY, true_bound = -INFINITY, c, mean_w = 0.0
+    cdef bint dense
     if k > n - 1:
         k = n - 1
     out_np = np.empty((n, k), dtype=np.int64)
@@ -157,6 +274,18 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
     cdef long long[::1] deg = np.empty(n, dtype=np.int64)
     cdef unsigned char[::1] onpath = np.empty(n, dtype=np.uint8)
     cdef long long[::1] rest = np.empty(n, dtype=np.int64)
+    cdef bint use_sparse = sparse > 0 and iterations > 1 and n > sparse + 1
+    cdef long long kk = min(sparse, n - 1) if use_sparse else 0
+    cdef long long m = 2 * n * (kk + 1) if use_sparse else 1
+    cdef long long[:, ::1] near = knn_lists(w, kk) if use_sparse else np.zeros((1, 1), np.int64)
+    cdef long long[::1] start = np.zeros(n + 1, dtype=np.int64)
+    cdef long long[::1] fill = np.zeros(n + 1, dtype=np.int64)
+    cdef long long[::1] adj = np.empty(m, dtype=np.int64)
+    cdef double[::1] hk = np.empty(m + 1, dtype=np.float64)
+    cdef long long[::1] hv = np.empty(m + 1, dtype=np.int64)
+    cdef long long[::1] hp = np.empty(m + 1, dtype=np.int64)
+    cdef unsigned char[::1] intree = np.empty(n, dtype=np.uint8)
+    cdef bint graph = False
     with nogil:
         for i in range(n):
             pi[i] = 0.0
@@ -166,13 +295,48 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
         mean_w /= <double>(n * n)
         step = 0.01 * mean_w
         for _it in range(iterations):
-            bound = prim(w, &pi[0], n, &par[0], &order[0], &key[0], &deg[0], &rest[0])
+            bound = NAN
+            if graph:
+                bound = sparse_prim(w, &pi[0], n, &start[0], &adj[0], &par[0], &deg[0],
+                                    &key[0], &intree[0], &hk[0], &hv[0], &hp[0])
+            dense = isnan(bound)
+            if dense:
+                bound = prim(w, &pi[0], n, &par[0], &order[0], &key[0], &deg[0], &rest[0])
             for i in range(n):
                 bound -= 2.0 * pi[i]
+            if dense and bound > true_bound:
+                true_bound = bound
             if bound > best_bound:
                 best_bound = bound
                 for i in range(n):
                     pi_best[i] = pi[i]
+            if use_sparse and not graph:
+                # the sparse graph: the nearest links and this tree's, both ways
+                for i in range(n):
+                    fill[i + 1] = kk
+                for i in range(1, n):
+                    fill[i + 1] += 1
+                    fill[par[i] + 1] += 1
+                for i in range(n):
+                    for t in range(kk):
+                        fill[near[i, t] + 1] += 1
+                for i in range(n):
+                    start[i + 1] = start[i] + fill[i + 1]
+                    fill[i] = start[i]
+                for i in range(n):
+                    for t in range(kk):
+                        u = near[i, t]
+                        adj[fill[i]] = u
+                        fill[i] += 1
+                        adj[fill[u]] = i
+                        fill[u] += 1
+                for i in range(1, n):
+                    u = par[i]
+                    adj[fill[i]] = u
+                    fill[i] += 1
+                    adj[fill[u]] = i
+                    fill[u] += 1
+                graph = True
             cnt = 0
             for i in range(n):
                 if deg[i] != 2:
@@ -185,7 +349,13 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50):
             step *= 0.95
         for i in range(n):
             pi[i] = pi_best[i]
-        prim(w, &pi[0], n, &par[0], &order[0], &key[0], &deg[0], &rest[0])
+        bound = prim(w, &pi[0], n, &par[0], &order[0], &key[0], &deg[0], &rest[0])
+        for i in range(n):
+            bound -= 2.0 * pi[i]
+        if bound > true_bound:
+            true_bound = bound
+        if use_sparse:
+            best_bound = true_bound
         for i in range(n):
             # beta[j]: heaviest tree link on the path i .. j
             for j in range(n):

@@ -222,6 +222,36 @@ def test_alpha_candidates_bridge_groups_larger_than_k():
     assert 0 < bound <= 202 + 1e-9
 
 
+@pytest.mark.parametrize("n", [40, 300])
+def test_alpha_candidates_sparse_steps_match_the_dense_ones(n):
+    # independent uniform weights: the penalised spanning trees keep to each process's
+    # 16 nearest links, so pricing the steps on those alone changes nothing
+    gen = np.random.default_rng(n)
+    a = gen.random((n, n))
+    m = np.ascontiguousarray(np.triu(a, 1) + np.triu(a, 1).T)
+    nb, pi, bound = rs.alpha_candidates(m, 5, 50)
+    nb_s, pi_s, bound_s = rs.alpha_candidates(m, 5, 50, 16)
+    assert np.array_equal(nb, nb_s) and np.allclose(pi, pi_s)
+    assert bound_s == pytest.approx(bound, rel=1e-12)
+    # at zero penalties the sparse graph is never read: the dense 1-tree's bound
+    assert rs.alpha_candidates(m, 5, 1, 16)[2] == rs.alpha_candidates(m, 5, 1)[2]
+
+
+def test_alpha_candidates_sparse_steps_bridge_groups_and_bound_the_ring():
+    # groups of 12 close points, far apart: no process's 3 nearest leave its group,
+    # but the first tree's links join the groups in the sparse graph
+    gen = np.random.default_rng(5)
+    pts = np.concatenate([g * 100 + gen.random(12) for g in range(4)])
+    m = np.ascontiguousarray(np.abs(pts[:, None] - pts[None]))
+    nb, pi, bound = rs.alpha_candidates(m, 5, 30, 3)
+    tour = np.argsort(pts)  # the optimal ring on a line: out and back
+    assert 0 < bound <= m[tour, np.roll(tour, -1)].sum() + 1e-9
+    for g in range(3):  # the bridge between neighbouring groups is a candidate
+        hi = int(np.argmax(np.where(pts < (g + 1) * 100, pts, -1)))
+        lo = int(np.argmin(np.where(pts > (g + 1) * 100, pts, np.inf)))
+        assert lo in nb[hi] and hi in nb[lo]
+
+
 def test_local_search_ends_two_opt_and_or_opt_optimal_over_candidates(rng):
     pts = rng.random((120, 2))
     m = np.ascontiguousarray(np.linalg.norm(pts[:, None] - pts[None], axis=-1))

@@ -138,6 +138,13 @@ KOPT_MOVE = 5
 KOPT_STEPS = 5
 
 
+#: the subgradient steps after the first price the 1-tree on each process's this many
+#: nearest links and the first step's tree links only (``alpha_candidates``' ``sparse``):
+#: at n = 1,024 on uniform weights the same candidates and bound in 46 ms instead of
+#: 106 ms; on cloud-like matrices 85-93% of the same candidates, rings within 0.03%
+ALPHA_SPARSE = 16
+
+
 def alpha_iterations(n: int) -> int:
     """Subgradient steps for alpha-nearness: 50 up to n = 1024, 20 up to 2048, else 0.
 
@@ -162,7 +169,7 @@ def candidate_lists(w: NDArray[np.floating], k: int, kind: str = "auto") -> NDAr
         )
     if kind == "nearest":
         return _ring_search.knn_lists(w, k)
-    return _ring_search.alpha_candidates(w, k, alpha_iterations(w.shape[0]))[0]
+    return _ring_search.alpha_candidates(w, k, alpha_iterations(w.shape[0]), ALPHA_SPARSE)[0]
 
 
 def alpha_neighbors(n: int) -> int:
