@@ -371,15 +371,15 @@ def test_the_trial_visits_both_orders_and_stops_when_one_round_settles_it(times,
     assert f"{direction.TRIAL_BLOCK * rounds} calls each" in line
 
 
-@pytest.mark.parametrize(("first", "second", "job", "passes", "wins"), [
-    (0.985, 0.88, 16 << 20, 2, True),  # a near tie at 4 MiB, 12% faster at the job's size
-    (0.985, 1.02, 16 << 20, 2, False),  # a near tie both times: kept
-    (1.03, 0.9, 16 << 20, 2, True),  # a little slower at first is a near tie too
-    (0.985, 0.88, 4 << 20, 1, False),  # the job's message no larger: nothing more timed
-    (1.3, 0.88, 16 << 20, 1, False),  # the other way round clearly slower: settled
-    (0.9, 1.2, 16 << 20, 1, True),  # clearly faster: applied at once
+@pytest.mark.parametrize(("first", "second", "job", "passes", "wins", "rounds"), [
+    (0.985, 0.88, 16 << 20, 2, True, 1),  # a near tie at 4 MiB, 12% faster at the job's size
+    (0.985, 1.02, 16 << 20, 2, False, 2),  # a near tie both times: kept
+    (1.03, 0.95, 16 << 20, 2, True, 2),  # a little slower at first is a near tie too
+    (0.985, 0.88, 4 << 20, 1, False, 0),  # the job's message no larger: nothing more timed
+    (1.3, 0.88, 16 << 20, 1, False, 0),  # the other way round clearly slower: settled
+    (0.9, 1.2, 16 << 20, 1, True, 0),  # clearly faster: applied at once
 ])  # fmt: skip
-def test_a_near_tie_is_timed_again_at_the_jobs_own_size(first, second, job, passes, wins):
+def test_a_near_tie_is_timed_again_at_the_jobs_own_size(first, second, job, passes, wins, rounds):
     from rankopt.adapters import direction
 
     calls = []
@@ -393,6 +393,10 @@ def test_a_near_tie_is_timed_again_at_the_jobs_own_size(first, second, job, pass
     assert got is wins
     sizes = sorted(set(calls))
     assert sizes == ([4 << 20, job] if passes == 2 else [4 << 20])
+    # the second pass: one round where both pairs are 8% apart or more, else two
+    per_visit = 1 + direction.TRIAL_BLOCK
+    if passes == 2:
+        assert calls.count(job) == 2 * per_visit * rounds
     if passes == 2:
         assert f"of {job / 2**20:.3g} MiB" in line and f"ratio {first:.3f}, a near tie" in line
         assert f"ratio {second:.3f}" in line

@@ -17,7 +17,8 @@ size if smaller; one visit each where the first two pairs differ by more than
 faster by more than :data:`TRIAL_MARGIN` (median of the paired ratios). Where that
 first pass is a near tie (the other way round neither faster by the margin nor
 slower by more than :data:`TRIAL_TIE`) and the job's own message is larger, a
-second pass at the job's size (at most :data:`TRIAL_BYTES_JOB`) decides: beside
+second pass at the job's size (at most :data:`TRIAL_BYTES_JOB`; one round where
+both pairs differ by more than :data:`TRIAL_JOB_DECISIVE`) decides: beside
 paced UDP load the two ways timed 0.99 and 0.972 apart at 4 MiB while at the
 job's 16 MiB the other way round was 8% and 12% faster. The report says what was
 timed and what was applied.
@@ -52,6 +53,7 @@ __all__ = [
     "TRIAL_DECISIVE",
     "TRIAL_TIE",
     "TRIAL_BYTES_JOB",
+    "TRIAL_JOB_DECISIVE",
     "plan",
     "decide",
     "applied",
@@ -77,6 +79,10 @@ TRIAL_DECISIVE = 0.25
 TRIAL_TIE = 0.05
 #: Largest message of that second pass (bytes); the job's size when smaller.
 TRIAL_BYTES_JOB = 32 << 20
+#: The second pass stops after a round whose paired ratios all lie this far from 1
+#: on one side (its calls take seconds each; a near tie at 4 MiB that is 12% apart at
+#: the job's size needs no second round to tell).
+TRIAL_JOB_DECISIVE = 0.08
 #: Collectives whose trial the engines' timers can run.
 TRIAL_COLLECTIVES = ("allreduce", "allgather")
 
@@ -194,13 +200,16 @@ def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
     if wins or job <= nbytes or not near_tie(mine, other):
         return wins, line
     first = _median_ratio(mine, other)
-    mine, other = _timed_pass(timer, job)
+    mine, other = _timed_pass(timer, job, TRIAL_JOB_DECISIVE)
     wins, line = decide(mine, other, job)
     return wins, f"{line} (at {nbytes / 2**20:.3g} MiB first: ratio {first:.3f}, a near tie)"
 
 
-def _timed_pass(timer: Any, nbytes: int) -> tuple[list[float], list[float]]:
-    """One pass of the trial at ``nbytes``: both orders' timed calls, in pairs."""
+def _timed_pass(
+    timer: Any, nbytes: int, settled: float = TRIAL_DECISIVE
+) -> tuple[list[float], list[float]]:
+    """One pass of the trial at ``nbytes``: both orders' timed calls, in pairs; it
+    stops after a round whose ratios all lie beyond ``settled`` of 1 on one side."""
     from rankopt.adapters.verify_stats import measure_orders
 
     mine: list[float] = []
@@ -219,7 +228,7 @@ def _timed_pass(timer: Any, nbytes: int) -> tuple[list[float], list[float]]:
             a, b = b, a
         mine += a
         other += b
-        if decisive(_ratios(mine, other)):
+        if decisive(_ratios(mine, other), settled):
             break
     return mine, other
 
@@ -233,13 +242,15 @@ def _swapped(timer: Any) -> Any:
     return timed
 
 
-def decisive(ratios: Sequence[float]) -> bool:
-    """Whether every ratio lies beyond :data:`TRIAL_DECISIVE` of 1, all on one side.
+def decisive(ratios: Sequence[float], settled: float = TRIAL_DECISIVE) -> bool:
+    """Whether every ratio lies beyond ``settled`` (:data:`TRIAL_DECISIVE`) of 1, all on
+    one side.
 
     >>> decisive([1.6, 1.8]), decisive([0.7, 0.72]), decisive([1.6, 0.9])
     (True, True, False)
+    >>> decisive([0.88, 0.86], TRIAL_JOB_DECISIVE)
+    True
     """
     return bool(ratios) and (
-        all(r > 1.0 + TRIAL_DECISIVE for r in ratios)
-        or all(r < 1.0 - TRIAL_DECISIVE for r in ratios)
+        all(r > 1.0 + settled for r in ratios) or all(r < 1.0 - settled for r in ratios)
     )
