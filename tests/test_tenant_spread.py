@@ -4,6 +4,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from tenant_spread import collect, table  # noqa: E402
@@ -35,3 +37,10 @@ def test_the_same_order_against_itself(tmp_path):
     assert "| one uplink, TCP unpaced | 2 | 1.050 (1.00-1.10) | 1 | 1 of 1 |" in text
     assert "| none | 1 | 1.100 (1.10-1.10) | 1 | 0 of 0 |" in text
     assert text.endswith("2 of 3 launches: the order below 95% of itself timed alone")
+    # the best: every order but the launch order (the user path's own against the rest)
+    assert [round(r["of_best"], 3) for r in tcp] == [round(2.0 / 2.2, 3), 1.0]
+    assert "| 2 | 1.050 (1.00-1.10) | 1 | 1 of 1 | 1.00-3.00 | 1 of 2 |" in text
+    # by total time: the stall of the first launch's user call counts in full
+    mean = collect([tmp_path], "mean")["one uplink, TCP unpaced"]
+    assert mean[0]["alone"] == pytest.approx(14.2 / 3 / 2.0)
+    assert mean[0]["of_best"] == pytest.approx(2.0 / (14.2 / 3))
