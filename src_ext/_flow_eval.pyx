@@ -16,51 +16,11 @@
 
 from libc.math cimport INFINITY as INF
 
+from _heap cimport heap_pop, heap_push
+
 import numpy as np
 
 cdef double TIE = 1e-12
-
-
-cdef inline void heap_push(double[::1] hkey, long long[::1] hc, long long[::1] hs,
-                           Py_ssize_t *hn, double key, long long c, long long st) noexcept nogil:
-    cdef Py_ssize_t i = hn[0], up
-    hn[0] += 1
-    while i > 0:
-        up = (i - 1) >> 1
-        if hkey[up] <= key:
-            break
-        hkey[i] = hkey[up]
-        hc[i] = hc[up]
-        hs[i] = hs[up]
-        i = up
-    hkey[i] = key
-    hc[i] = c
-    hs[i] = st
-
-
-cdef inline void heap_pop(double[::1] hkey, long long[::1] hc, long long[::1] hs,
-                          Py_ssize_t *hn) noexcept nogil:
-    """Drop the smallest entry (read it from index 0 first)."""
-    cdef Py_ssize_t n = hn[0] - 1, i = 0, k
-    cdef double key = hkey[n]
-    cdef long long c = hc[n], st = hs[n]
-    hn[0] = n
-    while True:
-        k = 2 * i + 1
-        if k >= n:
-            break
-        if k + 1 < n and hkey[k + 1] < hkey[k]:
-            k += 1
-        if hkey[k] >= key:
-            break
-        hkey[i] = hkey[k]
-        hc[i] = hc[k]
-        hs[i] = hs[k]
-        i = k
-    if n > 0:
-        hkey[i] = key
-        hc[i] = c
-        hs[i] = st
 
 
 cdef inline double fold(double[::1] cap, long long x, double pc, double u) noexcept nogil:
@@ -233,16 +193,17 @@ cdef class FlowEval:
             c = self.touched[p]
             self.stamp[c] = 0
             if self.left_c[c] < INF:
-                heap_push(self.hkey, self.hc, self.hs, &hn, self.left_c[c] / self.count[c], c, 0)
+                heap_push(&self.hkey[0], &self.hc[0], &self.hs[0], &hn,
+                          self.left_c[c] / self.count[c], c, 0)
         while nlive > 0 and hn > 0:
             c = self.hc[0]
             level = self.hkey[0]
             k = self.hs[0]
-            heap_pop(self.hkey, self.hc, self.hs, &hn)
+            heap_pop(&self.hkey[0], &self.hc[0], &self.hs[0], &hn)
             if self.count[c] == 0:
                 continue
             if k != self.stamp[c]:  # changed since pushed: shares only grow, so put it back
-                heap_push(self.hkey, self.hc, self.hs, &hn,
+                heap_push(&self.hkey[0], &self.hc[0], &self.hs[0], &hn,
                           self.left_c[c] / self.count[c], c, self.stamp[c])
                 continue
             p = self.pos[c]

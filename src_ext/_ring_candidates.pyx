@@ -9,6 +9,8 @@ from cython cimport floating
 from libc.math cimport INFINITY, NAN, isnan
 from libc.stdlib cimport malloc, free
 
+from _heap cimport heap_pop, heap_push
+
 import numpy as np
 
 
@@ -124,51 +126,6 @@ cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long l
     return total
 
 
-cdef inline void heap_push(double *hk, long long *hv, long long *hp, long long *size,
-                           double c, long long v, long long frm) noexcept nogil:
-    """Push (c, v, frm) onto the binary min-heap of ``size`` entries."""
-    cdef long long t = size[0], up
-    size[0] += 1
-    while t > 0:
-        up = (t - 1) >> 1
-        if hk[up] <= c:
-            break
-        hk[t] = hk[up]
-        hv[t] = hv[up]
-        hp[t] = hp[up]
-        t = up
-    hk[t] = c
-    hv[t] = v
-    hp[t] = frm
-
-
-cdef inline void heap_pop(double *hk, long long *hv, long long *hp,
-                          long long *size) noexcept nogil:
-    """Drop the heap's top (read it first at index 0)."""
-    cdef long long t = 0, ch, last
-    cdef double c
-    size[0] -= 1
-    last = size[0]
-    if last == 0:
-        return
-    c = hk[last]
-    while True:
-        ch = 2 * t + 1
-        if ch >= last:
-            break
-        if ch + 1 < last and hk[ch + 1] < hk[ch]:
-            ch += 1
-        if hk[ch] >= c:
-            break
-        hk[t] = hk[ch]
-        hv[t] = hv[ch]
-        hp[t] = hp[ch]
-        t = ch
-    hk[t] = c
-    hv[t] = hv[last]
-    hp[t] = hp[last]
-
-
 cdef double sparse_prim(const floating[:, ::1] w, const double *pi, long long n,
                         const long long *start, const long long *adj, long long *par,
                         long long *deg, double *key, unsigned char *intree, double *hk,
@@ -177,7 +134,8 @@ cdef double sparse_prim(const floating[:, ::1] w, const double *pi, long long n,
     : start[i + 1]]`` the neighbours of i; a lazy binary heap, O(m log m)); NaN
     when the graph does not span every vertex. The leaf's second link is the
     cheapest of its graph's links outside the tree."""
-    cdef long long i, j, t, v, frm, size = 0, joined = 1, best_j = -1, leaf = -1
+    cdef long long i, j, t, v, frm, joined = 1, best_j = -1, leaf = -1
+    cdef Py_ssize_t size = 0
     cdef double c, total = 0.0, extra = INFINITY
     for i in range(n):
         deg[i] = 0
