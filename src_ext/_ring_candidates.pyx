@@ -62,7 +62,7 @@ cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long l
     not n^2); of equally cheap vertices the lowest index joins first.
     """
     cdef long long i, j, k, t, best_t, nrest
-    cdef double best = INFINITY, c, total = 0.0, extra, pj
+    cdef double best = INFINITY, c, total = 0.0, pj
     cdef double *rkey = key  # the keys of ``rest``, in its order
     cdef double *rpi = key + n  # the penalties of ``rest``, in its order
     for i in range(n):
@@ -101,26 +101,35 @@ cdef double prim(const floating[:, ::1] w, const double *pi, long long n, long l
             if best_t < 0 or rkey[t] < best or (rkey[t] == best and i < rest[best_t]):
                 best = rkey[t]
                 best_t = t
-    # close a 1-tree at the leaf whose second-cheapest link is cheapest (a leaf's
-    # one tree link goes to its parent; the root's, when it is a leaf, to the
-    # first vertex that joined, order[1])
-    extra = INFINITY
-    best_j = -1
-    k = -1
+    return close_one_tree(w, pi, n, par, deg, total, NULL, NULL)
+
+
+cdef double close_one_tree(const floating[:, ::1] w, const double *pi, long long n,
+                           const long long *par, long long *deg, double total,
+                           const long long *start, const long long *adj) noexcept nogil:
+    """``total`` (a spanning tree's weight, ``par`` its parents, ``deg`` its degrees)
+    closed into a 1-tree at the leaf whose second-cheapest link is cheapest: that link
+    added to ``total`` and to the degrees of its ends. A leaf's second link is any
+    link but its one tree link (to its parent, or to its one child when it is the
+    root); among ``adj[start[i] : start[i + 1]]`` only, unless ``adj`` is NULL."""
+    cdef long long i, j, t, lo, hi, leaf = -1, best_j = -1
+    cdef double c, extra = INFINITY
     for i in range(n):
         if deg[i] != 1:
             continue
-        t = par[i] if par[i] >= 0 else order[1]
-        for j in range(n):
-            if j == i or j == t:
+        lo = 0 if adj == NULL else start[i]
+        hi = n if adj == NULL else start[i + 1]
+        for t in range(lo, hi):
+            j = t if adj == NULL else adj[t]
+            if j == i or par[i] == j or par[j] == i:
                 continue
             c = w[i, j] + pi[i] + pi[j]
-            if k < 0 or c < extra:
+            if leaf < 0 or c < extra:
                 extra = c
                 best_j = j
-                k = i
-    if k >= 0:
-        deg[k] += 1
+                leaf = i
+    if leaf >= 0:
+        deg[leaf] += 1
         deg[best_j] += 1
         total += extra
     return total
@@ -134,9 +143,9 @@ cdef double sparse_prim(const floating[:, ::1] w, const double *pi, long long n,
     : start[i + 1]]`` the neighbours of i; a lazy binary heap, O(m log m)); NaN
     when the graph does not span every vertex. The leaf's second link is the
     cheapest of its graph's links outside the tree."""
-    cdef long long i, j, t, v, frm, joined = 1, best_j = -1, leaf = -1
+    cdef long long i, j, t, v, frm, joined = 1
     cdef Py_ssize_t size = 0
-    cdef double c, total = 0.0, extra = INFINITY
+    cdef double c, total = 0.0
     for i in range(n):
         deg[i] = 0
         par[i] = -1
@@ -172,23 +181,7 @@ cdef double sparse_prim(const floating[:, ::1] w, const double *pi, long long n,
                 heap_push(hk, hv, hp, &size, c, j, v)
     if joined < n:
         return NAN
-    for i in range(n):
-        if deg[i] != 1:
-            continue
-        for t in range(start[i], start[i + 1]):
-            j = adj[t]
-            if j == i or par[i] == j or par[j] == i:
-                continue
-            c = w[i, j] + pi[i] + pi[j]
-            if c < extra:
-                extra = c
-                best_j = j
-                leaf = i
-    if leaf >= 0:
-        deg[leaf] += 1
-        deg[best_j] += 1
-        total += extra
-    return total
+    return close_one_tree(w, pi, n, par, deg, total, start, adj)
 
 
 def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int sparse=0):
