@@ -322,6 +322,7 @@ def test_summary_and_report():
     (bare,) = summarize([r for r in rows if not r["label"].startswith("user")])
     assert bare["user"] is None and bare["fraction_of_best"] is None
     assert s["solo"] is None and s["fraction_of_best_solo"] is None
+    assert s["solo_mean"] is None and s["order_of_best_solo"] is None
 
 
 def test_summary_keeps_orders_timed_in_jobs_of_their_own_apart():
@@ -346,6 +347,52 @@ def test_summary_keeps_orders_timed_in_jobs_of_their_own_apart():
     rows[4]["median"] = rows[5]["median"] = 1.5
     (s,) = summarize(rows)
     assert s["fraction_of_best_solo"] == 1.0
+
+
+def test_solo_jobs_run_in_rounds_the_orders_in_turn(monkeypatch, tmp_path):
+    # two solo orders in three rounds: six jobs, the turn reversed every other round;
+    # each row holds every round's calls, and the summary sets the orders' totals apart
+    from rankopt.testbed import experiment
+
+    order_of = {(0, 1, 2, 3): "user-replay", (0, 2, 1, 3): "ideal"}
+    ran = []
+    # the user's order meets a neighbour on the first and last of its jobs, the ideal one
+    # in its second: by the medians of calls the user's order is behind, by total ahead
+    calls = {"user-replay": iter([[2.0, 2.0, 1.0], [1.0, 1.0, 1.0], [2.0, 1.0, 1.0]]),
+             "ideal": iter([[1.1, 1.1, 1.1], [3.0, 3.0, 1.1], [1.1, 1.1, 1.1]])}  # fmt: skip
+
+    def worker(tb, hosts, engine, job, wd, timeout):
+        (order,) = job["orders"]
+        assert job["block"] == job["repeats"] == 3 and job["jobs"] == [[0, MB]]
+        name = order_of[tuple(order)]
+        ran.append(name)
+        return {"times": [next(calls[name])]}
+
+    monkeypatch.setattr(experiment, "_run_worker", worker)
+    cfg = ExperimentConfig(sizes=(MB,), repeats=3, solo=("user-replay", "best"), solo_rounds=3)
+    timed = {"user-replay": np.array([0, 1, 2, 3]), "ideal": np.array([0, 2, 1, 3])}
+    visits = [
+        {"engine": "mpi-ring", "size": MB, "label": lb, "times": [m], "median": m}
+        for lb, m in (("launch", 4.0), ("user", 1.2), ("user-replay", 1.3), ("ideal", 1.0))
+    ]
+    rows = list(visits)
+    experiment._time_solo(None, cfg, None, "mpi-ring", timed, visits, tmp_path, print, rows, None)
+    assert ran == ["user-replay", "ideal", "ideal", "user-replay", "user-replay", "ideal"]
+    mine, best = rows[-2:]
+    assert mine["label"] == "user-replay/solo" and best["label"] == "best/solo"
+    assert best["order_label"] == "ideal" and len(best["rounds"]) == 3
+    assert mine["times"] == [2.0, 2.0, 1.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0]
+    (s,) = summarize(rows)
+    assert s["solo"] == {"user-replay": 1.0, "best": 1.1}
+    assert s["solo_mean"] == pytest.approx({"user-replay": 12 / 9, "best": 13.7 / 9})
+    assert s["order_of_best_solo"] == 1.0
+    assert "by total time alone: the user path's order 100%" in format_report({"summary": [s]})
+    # the other way round: the order found is behind the best by its total
+    rows[-2]["times"] = [2.0] * 9
+    (s,) = summarize(rows)
+    assert s["order_of_best_solo"] == pytest.approx(13.7 / 18)
+    with pytest.raises(ValueError, match="`solo_rounds` must be a positive integer; got 0"):
+        ExperimentConfig(solo_rounds=0)
 
 
 def test_experiment_config_rejects_an_unknown_solo_order():

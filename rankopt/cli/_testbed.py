@@ -209,6 +209,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "user path's job runs them (user-replay, ideal, launch, best; repeatable)",
     )
     r.add_argument(
+        "--solo-rounds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="time the --solo orders in N rounds of jobs, the orders in turn, so that a "
+        "neighbour whose load comes and goes meets each alike (default: 1)",
+    )
+    r.add_argument(
         "--probe-engine",
         default="mpi",
         choices=("mpi", "gloo"),
@@ -474,6 +482,7 @@ def _run_experiment(args: argparse.Namespace, quiet: bool) -> int:
         repeats=args.repeats,
         block=args.block,
         solo=tuple(args.solo),
+        solo_rounds=args.solo_rounds,
         probe_engine=args.probe_engine,
         user_args=_user_args(args),
         cache_dir=args.cache_dir,

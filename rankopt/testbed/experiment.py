@@ -82,6 +82,12 @@ class ExperimentConfig:
         the user path's own job runs (labels of timed orders, e.g.
         ``"user-replay"``, ``"ideal"``, or ``"best"``: the fastest in the
         timing job). Their rows carry the label with ``"/solo"`` appended.
+    solo_rounds : int
+        Rounds of the ``solo`` jobs (default 1): each round times every solo
+        order once more, in a job of its own, the orders taken in turn (the
+        second round in the reverse turn, and so on), so that a neighbour
+        whose load comes and goes meets every order alike; a solo row holds
+        every round's calls (``times``) and each round's apart (``rounds``).
     user_args : tuple of str
         Flags added to the user's entry point (none by default: what a user
         who passes no flags gets), e.g. ``("--objective", "time")``.
@@ -120,6 +126,7 @@ class ExperimentConfig:
     repeats: int = 3
     block: int = 1
     solo: tuple[str, ...] = ()
+    solo_rounds: int = 1
     user_args: tuple[str, ...] = ()
     cache_dir: str | None = None
     probe_engine: str = "mpi"
@@ -141,7 +148,7 @@ class ExperimentConfig:
             )
         if self.probe_engine not in ("mpi", "gloo"):
             raise ValueError(f"`probe_engine` must be 'mpi' or 'gloo'; got {self.probe_engine!r}.")
-        for name in ("repeats", "block"):
+        for name in ("repeats", "block", "solo_rounds"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive integer; got {value!r}.")
@@ -435,10 +442,12 @@ def _time_solo(
 
     ``best`` is the order fastest in the timing job (``visits``: its rows) at
     the largest size; an order named twice (``best`` is ``ideal``) runs once
-    under the first name.
+    under the first name. With ``cfg.solo_rounds`` > 1 the jobs run in rounds,
+    the orders in turn, every other round in the reverse turn.
     """
     size = max(cfg.sizes)
     done: set[tuple[int, ...]] = set()
+    solo: list[tuple[str, str]] = []
     for label in cfg.solo:
         name = label
         if label == "best":
@@ -447,28 +456,39 @@ def _time_solo(
         if name not in timed or _key(timed[name]) in done:
             continue
         done.add(_key(timed[name]))
-        t0 = time.monotonic()
-        res = _run_worker(
-            tb,
-            hosts,
-            engine,
-            {
-                "orders": [[int(x) for x in timed[name]]],
-                "jobs": [[0, int(b)] for b in cfg.sizes],
-                "repeats": cfg.repeats,
-                "block": cfg.repeats,
-            },
-            wd,
-            cfg.timeout,
-        )
-        for b, ts in zip(cfg.sizes, res["times"], strict=True):
-            rows.append(_row(engine, b, f"{label}/solo", ts, tenant))
+        solo.append((label, name))
+    calls: dict[str, list[list[list[float]]]] = {label: [] for label, _ in solo}
+    for k in range(cfg.solo_rounds):
+        for label, name in solo if k % 2 == 0 else solo[::-1]:
+            t0 = time.monotonic()
+            res = _run_worker(
+                tb,
+                hosts,
+                engine,
+                {
+                    "orders": [[int(x) for x in timed[name]]],
+                    "jobs": [[0, int(b)] for b in cfg.sizes],
+                    "repeats": cfg.repeats,
+                    "block": cfg.repeats,
+                },
+                wd,
+                cfg.timeout,
+            )
+            calls[label].append([list(ts) for ts in res["times"]])
+            _say(
+                note,
+                f"{engine}: {label} ({name}) timed in a job of its own"
+                + (f", round {k + 1} of {cfg.solo_rounds}" if cfg.solo_rounds > 1 else "")
+                + f", in {time.monotonic() - t0:.0f} s",
+            )
+    for label, name in solo:
+        for i, b in enumerate(cfg.sizes):
+            per_round = [job[i] for job in calls[label]]
+            rows.append(
+                _row(engine, b, f"{label}/solo", [t for ts in per_round for t in ts], tenant)
+            )
             rows[-1]["order_label"] = name
-        _say(
-            note,
-            f"{engine}: {label} ({name}) timed in a job of its own in "
-            f"{time.monotonic() - t0:.0f} s",
-        )
+            rows[-1]["rounds"] = per_round
 
 
 def _modelled_costs(
@@ -518,7 +538,11 @@ def summarize(
     their own (``ExperimentConfig.solo``) are left out of it and reported
     apart: ``solo`` (label: median) and ``fraction_of_best_solo``, the
     fastest of them and the user path against the user path, every one timed
-    as the user path's job runs.  ``user`` (per engine, from
+    as the user path's job runs; ``solo_mean`` (label: mean call, every
+    round's) and ``order_of_best_solo``, the user path's order timed alone
+    (``user-replay``) against the fastest order timed alone, by their total
+    times: what the order found is worth, apart from the phase of a
+    neighbour that one job of the user path happened to meet.  ``user`` (per engine, from
     :func:`~rankopt.testbed.userpath.run_user_path`) adds the modelled
     speedup, its interval and the probe + solve overhead. Rows timed while a
     tenant ran (``tenant``: its description) are summarised apart, and a
@@ -537,6 +561,16 @@ def summarize(
         }
         solo = {k[: -len("/solo")]: v for k, v in sel.items() if k.endswith("/solo")}
         sel = {k: v for k, v in sel.items() if not k.endswith("/solo")}
+        solo_mean = {
+            r["label"][: -len("/solo")]: statistics.fmean(r["times"])
+            for r in rows
+            if r["engine"] == engine
+            and r["size"] == size
+            and r.get("tenant") == tenant
+            and r["label"].endswith("/solo")
+            and r["times"]
+        }
+        mine_alone = solo_mean.get("user-replay")
         best_label = min(sel, key=sel.__getitem__)
         base = sel["launch"]
         randoms = [v for k, v in sel.items() if k.startswith("random")]
@@ -560,6 +594,12 @@ def summarize(
                 "solo": solo or None,
                 "fraction_of_best_solo": (
                     None if mine is None or not solo else min(mine, *solo.values()) / mine
+                ),
+                "solo_mean": solo_mean or None,
+                "order_of_best_solo": (
+                    None
+                    if mine_alone is None or len(solo_mean) < 2
+                    else min(solo_mean.values()) / mine_alone
                 ),
                 "modelled_speedup": info.get("modelled_speedup"),
                 "modelled_interval": info.get("modelled_interval"),

@@ -94,6 +94,11 @@ def format_report(report: dict[str, Any]) -> str:
                 f"{row['engine']} {_mb(row['size'])}{tenant}: timed each in a job of its "
                 f"own: {solo}; user path {row['fraction_of_best_solo']:.0%} of the best of them"
             )
+            if row.get("order_of_best_solo") is not None:
+                lines.append(
+                    f"  by total time alone: the user path's order "
+                    f"{row['order_of_best_solo']:.0%} of the best of them"
+                )
     fid = report.get("fidelity")
     if fid:
         lines += [
