@@ -451,8 +451,10 @@ RATED = ProbeParams(
 )
 
 
-def _rated_job(rate, params=RATED):
-    """The probe over :class:`RateTransport` at ``rate``: rank 0's measurement, the hub."""
+def _rated_job(rate, params=RATED, rtol=0.1):
+    """The probe over :class:`RateTransport` at ``rate``: rank 0's measurement, the hub.
+
+    Every rate is read back within ``rtol``."""
     n = len(rate)
     hub = _Hub(n)
     hub.rate, hub.busy, hub.sizes = rate, {}, defaultdict(list)
@@ -461,7 +463,7 @@ def _rated_job(rate, params=RATED):
     m = results[0]
     assert not isinstance(m, Exception), m
     off = ~np.eye(n, dtype=bool)
-    np.testing.assert_allclose(m.bandwidth[off], rate[off], rtol=0.1)  # read back within 10%
+    np.testing.assert_allclose(m.bandwidth[off], rate[off], rtol=rtol)
     return m, hub
 
 
@@ -498,9 +500,12 @@ def test_the_sampled_schedule_measures_the_racks_and_a_sample_of_each_block():
     # every pair inside a rack and 8 of each block of 9 are measured, the rest filled
     rack = np.arange(9) // 3
     # 8 ms a transfer inside a rack: nine polling threads' overhead (~0.4 ms a transfer)
-    # stays well inside the 10% read-back (at 40 MB/s it took 10-19% on an idle machine)
+    # stays inside 10% on an idle machine (at 40 MB/s it took 10-19%), but on two busy
+    # cores a transfer's timing can slip by a scheduler slice (12-23% seen on 3 of 72
+    # rates). What this test checks is the schedule, and 4x between racks and blocks
+    # shows through 30%; the 10% read-back is the 3-process tests' to check.
     rate = np.where(rack[:, None] == rack[None, :], 16e6, 4e6)
-    m, hub = _rated_job(rate)  # every entry read back within 10%
+    m, hub = _rated_job(rate, rtol=0.3)
     p = m.parameters
     assert p["bandwidth_mode_run"] == "sampled"
     groups = np.array(p["sampled_groups"])
