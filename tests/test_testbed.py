@@ -393,12 +393,34 @@ def test_solo_jobs_run_in_rounds_the_orders_in_turn(monkeypatch, tmp_path):
     assert s["order_of_best_solo"] == pytest.approx(13.7 / 18)
     with pytest.raises(ValueError, match="`solo_rounds` must be a positive integer; got 0"):
         ExperimentConfig(solo_rounds=0)
+    # where the user path's order is the fastest in visits, ``best`` is that order again
+    # (one job, under its first name) and ``rival`` the fastest other order
+    visits[2]["median"] = 0.9
+    for named, second in ((("user-replay", "best"), None), (("user-replay", "rival"), "ideal")):
+        ran.clear()
+        calls.update(
+            {"user-replay": iter([[1.0] * 3] * 2), "ideal": iter([[1.2] * 3] * 2)}
+        )  # fmt: skip
+        cfg = ExperimentConfig(sizes=(MB,), repeats=3, solo=named, solo_rounds=2)
+        out = list(visits)
+        experiment._time_solo(
+            None, cfg, None, "mpi-ring", timed, visits, tmp_path, print, out, None
+        )
+        assert ran == ["user-replay"] * 2 if second is None else ran == [
+            "user-replay", "ideal", "ideal", "user-replay"
+        ]  # fmt: skip
+        (s,) = summarize(out)
+        if second is None:
+            assert s["order_of_best_solo"] is None and s["solo"] == {"user-replay": 1.0}
+        else:
+            assert out[-1]["order_label"] == "ideal" and s["order_of_best_solo"] == 1.0
 
 
 def test_experiment_config_rejects_an_unknown_solo_order():
     with pytest.raises(ValueError, match="`solo` label 'fastest' is not an order"):
         ExperimentConfig(solo=("fastest",))
     assert ExperimentConfig(solo=["best", "random-1"]).solo == ("best", "random-1")
+    assert ExperimentConfig(solo=["rival"]).solo == ("rival",)
 
 
 def test_experiment_config_rejects_unknown_engine():

@@ -206,7 +206,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         default=[],
         metavar="ORDER",
         help="also time this order in a job of its own, its repeats back to back as the "
-        "user path's job runs them (user-replay, ideal, launch, best; repeatable)",
+        "user path's job runs them (user-replay, ideal, launch, best, rival: the best "
+        "other than the user path's; repeatable)",
     )
     r.add_argument(
         "--solo-rounds",

@@ -80,8 +80,9 @@ class ExperimentConfig:
         Orders also timed each in a job of its own, after the timing job: a
         fresh launch that runs the order's ``repeats`` back to back, exactly as
         the user path's own job runs (labels of timed orders, e.g.
-        ``"user-replay"``, ``"ideal"``, or ``"best"``: the fastest in the
-        timing job). Their rows carry the label with ``"/solo"`` appended.
+        ``"user-replay"``, ``"ideal"``, ``"best"``: the fastest in the
+        timing job, or ``"rival"``: the fastest there other than the user
+        path's order, which ``best`` is when the user path found the best). Their rows carry the label with ``"/solo"`` appended.
     solo_rounds : int
         Rounds of the ``solo`` jobs (default 1): each round times every solo
         order once more, in a job of its own, the orders taken in turn (the
@@ -154,7 +155,7 @@ class ExperimentConfig:
                 raise ValueError(f"`{name}` must be a positive integer; got {value!r}.")
         self.user_args = tuple(self.user_args)
         self.solo = tuple(self.solo)
-        known = ("launch", "ideal", "user-replay", "best")
+        known = ("launch", "ideal", "user-replay", "best", "rival")
         bad_solo = [lb for lb in self.solo if lb not in known and not lb.startswith("random-")]
         if bad_solo:
             raise ValueError(
@@ -441,7 +442,7 @@ def _time_solo(
     """Time the orders of ``cfg.solo`` each in a job of its own, as the user's job runs.
 
     ``best`` is the order fastest in the timing job (``visits``: its rows) at
-    the largest size; an order named twice (``best`` is ``ideal``) runs once
+    the largest size, ``rival`` the fastest other than the user path's; an order named twice (``best`` is ``ideal``) runs once
     under the first name. With ``cfg.solo_rounds`` > 1 the jobs run in rounds,
     the orders in turn, every other round in the reverse turn.
     """
@@ -450,8 +451,13 @@ def _time_solo(
     solo: list[tuple[str, str]] = []
     for label in cfg.solo:
         name = label
-        if label == "best":
-            here = [r for r in visits if r["size"] == size]
+        if label in ("best", "rival"):
+            here = [r for r in visits if r["size"] == size and r["label"] in timed]
+            if label == "rival" and "user-replay" in timed:
+                mine = _key(timed["user-replay"])
+                here = [r for r in here if _key(timed[r["label"]]) != mine]
+            if not here:
+                continue
             name = min(here, key=lambda r: r["median"])["label"]
         if name not in timed or _key(timed[name]) in done:
             continue
