@@ -150,7 +150,7 @@ def main() -> None:
     )  # fmt: skip
     p.add_argument(
         "--solo", action="append", default=[], metavar="ORDER",
-        help="also time this order (user-replay, ideal, best) in a job of its own, its "
+        help="also time this order (user-replay, ideal, best, rival) in a job of its own, its "
         "repeats back to back as the user path's job runs them; adds the column 'of best "
         "(solo)': the user path against the fastest of them",
     )  # fmt: skip
