@@ -331,7 +331,7 @@ def test_runner_prices_a_profiles_point_to_point_traffic(mpiexec, tmp_path):
 
 @pytest.mark.parametrize("force", ["keep", "other"])
 def test_ring_direction_trial_applies_one_order_on_every_rank(mpiexec, force):
-    # the trial times both orders with MPI_Allreduce (4 calls each) and every rank
+    # the trial times both orders with MPI_Allreduce (4 calls each, or more) and every rank
     # applies the same one; the verdict itself is forced here, its rule unit-tested
     out = _mpi(mpiexec, 4, sys.executable, str(SCRIPTS / "adapt_direction.py"), force)
     assert f"adapt_direction ok n=4 force={force}" in out.stdout

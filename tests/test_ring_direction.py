@@ -346,12 +346,12 @@ def test_a_few_slow_pairs_of_a_block_get_the_reversed_ring_as_the_other_way_roun
 
 
 @pytest.mark.parametrize(("times", "rounds", "wins"), [
-    ((1.0, 1.6), 1, False),  # the other way round far slower: one round settles it
-    ((1.0, 0.6), 1, True),  # far faster: one round, applied
+    ((1.0, 1.6), 2, False),  # the other way round far slower: both orders first once
+    ((1.0, 0.6), 2, True),  # far faster: two rounds, applied
     ((1.0, 0.9), 2, True),  # 10% faster: both rounds, applied
     ((1.0, 0.99), 2, False),  # within the margin: kept
 ])  # fmt: skip
-def test_the_trial_visits_both_orders_and_stops_when_one_round_settles_it(times, rounds, wins):
+def test_the_trial_visits_both_orders_first_once(times, rounds, wins):
     from rankopt.adapters import direction
 
     calls = []
@@ -369,6 +369,46 @@ def test_the_trial_visits_both_orders_and_stops_when_one_round_settles_it(times,
     if rounds == 2:  # the second: the other way round first
         assert calls[2 * per_visit : 3 * per_visit] == [1] * per_visit
     assert f"{direction.TRIAL_BLOCK * rounds} calls each" in line
+
+
+def _phased_timer(phases, calls):
+    """A timer beside a neighbour that comes and goes: the order found (0) takes 1.0 s
+    and the other way round (1) 0.95 s when the neighbour is off, and each takes
+    1.8 s when it is on; ``phases`` says, visit by visit, whether it is on."""
+    from rankopt.adapters import direction
+
+    per_visit = 1 + direction.TRIAL_BLOCK
+
+    def timer(which, nbytes):
+        on = phases[len(calls) // per_visit % len(phases)]
+        calls.append(which)
+        return 1.8 if on else (1.0, 0.95)[which]
+
+    return timer
+
+
+@pytest.mark.parametrize(("phases", "rounds", "wins"), [
+    # the order found met the neighbour in round 1 (0.53: one round used to settle
+    # it), the other way round in round 2 (1.8): the rounds split, the pass goes on
+    # to six rounds, and the median of the twelve pairs is the off phase's 0.95
+    ((True, False, True, False, False, False, False, False, False, False, False, False),
+     6, True),
+    # the neighbour on for every first visit of a round: 0.53 and 1.8 round after
+    # round; six rounds cannot tell, and the order found is kept
+    ((True, False), 6, False),
+    # the neighbour off throughout: two rounds, 5% faster, applied
+    ((False,), 2, True),
+])  # fmt: skip
+def test_rounds_that_disagree_time_more_rounds(phases, rounds, wins):
+    from rankopt.adapters import direction
+
+    calls = []
+    got, line = direction.measure(_phased_timer(phases, calls), {"nbytes": 1 << 20})
+    per_visit = 1 + direction.TRIAL_BLOCK
+    assert len(calls) == 2 * per_visit * rounds, (len(calls), line)
+    assert got is wins, line
+    assert f"{direction.TRIAL_BLOCK * rounds} calls each" in line
+    assert direction.split([0.6, 1.6]) and not direction.split([0.6, 0.9])
 
 
 @pytest.mark.parametrize(("first", "second", "job", "passes", "wins", "rounds"), [

@@ -12,8 +12,8 @@ the user path times both orders with the engine's own collective, in visits
 as ``rankopt verify`` does (:func:`~rankopt.adapters.verify_stats.measure_orders`:
 per order :data:`TRIAL_VISITS` visits of one untimed call and
 :data:`TRIAL_BLOCK` timed calls, at :data:`TRIAL_BYTES` or the solve's message
-size if smaller; one visit each where the first two pairs differ by more than
-:data:`TRIAL_DECISIVE`), and applies the other way round only when its calls were
+size if smaller; up to :data:`TRIAL_VISITS_SPLIT` visits where the rounds
+disagree, as beside a neighbour whose load comes and goes), and applies the other way round only when its calls were
 faster by more than :data:`TRIAL_MARGIN` (median of the paired ratios). Where that
 first pass is a near tie (the other way round neither faster by the margin nor
 slower by more than :data:`TRIAL_TIE`) and the job's own message is larger, a
@@ -49,6 +49,7 @@ __all__ = [
     "TRIAL_BYTES",
     "TRIAL_BLOCK",
     "TRIAL_VISITS",
+    "TRIAL_VISITS_SPLIT",
     "TRIAL_MARGIN",
     "TRIAL_DECISIVE",
     "TRIAL_TIE",
@@ -61,18 +62,24 @@ __all__ = [
     "measure",
     "decisive",
     "near_tie",
+    "split",
 ]
 
 #: Largest message of a timed call of the trial (bytes); the solve's size when smaller.
 TRIAL_BYTES = 4 << 20
 #: Timed calls of one order per visit (back to back, after one untimed call).
 TRIAL_BLOCK = 2
-#: Visits of each order (which order goes first alternates).
+#: Visits of each order (which order goes first alternates) ...
 TRIAL_VISITS = 2
+#: ... and at most this many where the rounds disagree (one round's paired ratios put
+#: the other way round ahead by more than ``TRIAL_MARGIN``, another behind by more):
+#: the load comes and goes, and a round meets it or not.
+TRIAL_VISITS_SPLIT = 6
 #: The other way round is applied only when its calls were faster by more than this
 #: fraction (the median of the paired ratios of the two orders' timed calls).
 TRIAL_MARGIN = 0.03
-#: A round whose paired ratios all lie this far from 1, on one side, ends the trial.
+#: Once both orders have gone first, paired ratios that all lie this far from 1, on
+#: one side, end the first pass.
 TRIAL_DECISIVE = 0.25
 #: A first pass whose median paired ratio is at least ``1 - TRIAL_MARGIN`` and below
 #: ``1 + TRIAL_TIE`` is a near tie: timed again at the job's own message size.
@@ -186,15 +193,20 @@ def noted(result: Any, line: str) -> Any:
 def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
     """Time the order (``timer(0, ...)``) and the other way round (``timer(1, ...)``)
     in :data:`TRIAL_VISITS` rounds of one visit each (the first round the order
-    first, the next the other way round first); ``(the other way round wins,
-    line)``, the same on every rank (the timers return the slowest rank's times).
-    After a round whose paired ratios all lie beyond :data:`TRIAL_DECISIVE` of 1 on
-    the same side the pass stops: beside TCP load the other way round took 1.3-1.8x
-    as long, and each of its calls up to 1.5 s. A first pass that is a near tie
+    first, the next the other way round first, and so on); ``(the other way round
+    wins, line)``, the same on every rank (the timers return the slowest rank's
+    times). Where the rounds disagree (:func:`split`) the pass goes on, up to
+    :data:`TRIAL_VISITS_SPLIT` rounds: beside a neighbour on for 2 s and off for
+    2 s, one round of 4 MiB calls timed the order found in the neighbour's on phase
+    and the other way round in its off phase (0.392 against 0.233 s), and the
+    turned ring ran 10% slower over the job. A first pass stops after its two
+    rounds; a second pass (below) may stop after one round whose paired ratios all
+    lie beyond :data:`TRIAL_JOB_DECISIVE` of 1 on one side (its calls take seconds
+    each, a few of the neighbour's phases). A first pass that is a near tie
     (:func:`near_tie`) is followed by a second at ``trial["job_nbytes"]`` where that
     is larger, which decides alone."""
     nbytes = int(trial["nbytes"])
-    mine, other = _timed_pass(timer, nbytes)
+    mine, other = _timed_pass(timer, nbytes, min_rounds=TRIAL_VISITS)
     wins, line = decide(mine, other, nbytes)
     job = int(trial.get("job_nbytes", nbytes))
     if wins or job <= nbytes or not near_tie(mine, other):
@@ -206,15 +218,18 @@ def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
 
 
 def _timed_pass(
-    timer: Any, nbytes: int, settled: float = TRIAL_DECISIVE
+    timer: Any, nbytes: int, settled: float = TRIAL_DECISIVE, min_rounds: int = 1
 ) -> tuple[list[float], list[float]]:
-    """One pass of the trial at ``nbytes``: both orders' timed calls, in pairs; it
-    stops after a round whose ratios all lie beyond ``settled`` of 1 on one side."""
+    """One pass of the trial at ``nbytes``: both orders' timed calls, in pairs. After
+    ``min_rounds`` rounds it stops once the ratios all lie beyond ``settled`` of 1 on
+    one side; after :data:`TRIAL_VISITS` rounds unless they are :func:`split`; and
+    after :data:`TRIAL_VISITS_SPLIT` rounds in any case."""
     from rankopt.adapters.verify_stats import measure_orders
 
     mine: list[float] = []
     other: list[float] = []
-    for visit in range(TRIAL_VISITS):
+    rounds: list[float] = []
+    for visit in range(TRIAL_VISITS_SPLIT):
         swap = visit % 2 == 1
         ((a, b),) = measure_orders(
             _swapped(timer) if swap else timer,
@@ -228,9 +243,22 @@ def _timed_pass(
             a, b = b, a
         mine += a
         other += b
-        if decisive(_ratios(mine, other), settled):
+        rounds.append(_median_ratio(a, b))
+        if visit + 1 >= min_rounds and decisive(_ratios(mine, other), settled):
+            break
+        if visit + 1 >= TRIAL_VISITS and not split(rounds):
             break
     return mine, other
+
+
+def split(rounds: Sequence[float], margin: float = TRIAL_MARGIN) -> bool:
+    """Whether the rounds' median paired ratios disagree: one puts the other way round
+    ahead by more than ``margin``, another behind by more.
+
+    >>> split([0.6, 1.6]), split([0.6, 0.9]), split([1.01, 0.99])
+    (True, False, False)
+    """
+    return bool(rounds) and min(rounds) < 1.0 - margin and max(rounds) > 1.0 + margin
 
 
 def _swapped(timer: Any) -> Any:

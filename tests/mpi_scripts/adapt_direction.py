@@ -24,9 +24,10 @@ real = direction.decide
 
 
 def forced(a, b, nbytes):
-    assert (
-        len(a) == len(b) in (direction.TRIAL_BLOCK, direction.TRIAL_BLOCK * direction.TRIAL_VISITS)
-    )
+    # whole rounds of TRIAL_BLOCK calls each: one at the job's size when decisive, two
+    # or more at 4 MiB
+    assert len(a) == len(b) and len(a) % direction.TRIAL_BLOCK == 0
+    assert direction.TRIAL_BLOCK <= len(a) <= direction.TRIAL_BLOCK * direction.TRIAL_VISITS_SPLIT
     assert all(t > 0 for t in (*a, *b))
     _, line = real(a, b, nbytes)
     return force == "other", line
