@@ -574,8 +574,10 @@ def test_run_mpi_network_times_the_ring_direction(mpi, capfd, monkeypatch, trial
 
         calls = int(timed.group(1))
         assert calls % TRIAL_BLOCK == 0 and 2 <= calls <= TRIAL_BLOCK * TRIAL_VISITS_SPLIT, err
-        # a near tie at 4 MiB is timed again at the job's 16 MiB, and the line says so
-        assert (timed.group(2) == "16") == ("a near tie" in err), err
+        # a near tie at 4 MiB, or a turn, is timed again at the job's 16 MiB, and the
+        # line says so
+        again = "a near tie" in err or "the other way round faster there" in err
+        assert (timed.group(2) == "16") == again, err
         assert re.search(r"the other way round applied|the order found kept", err), err
     printed = re.search(r"order\s*: \[([\d, ]+)\]", err)
     order = [int(x) for x in printed.group(1).split(",")]
