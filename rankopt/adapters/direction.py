@@ -13,12 +13,13 @@ as ``rankopt verify`` does (:func:`~rankopt.adapters.verify_stats.measure_orders
 per order :data:`TRIAL_VISITS` visits of one untimed call and
 :data:`TRIAL_BLOCK` timed calls, at :data:`TRIAL_BYTES` or the solve's message
 size if smaller; up to :data:`TRIAL_VISITS_SPLIT` visits where the rounds
-disagree, as beside a neighbour whose load comes and goes), and applies the other way round only when its calls were
-faster by more than :data:`TRIAL_MARGIN` (median of the paired ratios). Where that
-first pass is a near tie (the other way round neither faster by the margin nor
-slower by more than :data:`TRIAL_TIE`), or would turn the ring, and the job's own
-message is larger, a second pass at the job's size (at most :data:`TRIAL_BYTES_JOB`; one round where
-both pairs differ by more than :data:`TRIAL_JOB_DECISIVE`) decides: beside
+disagree, as beside a neighbour whose load comes and goes), and applies the other
+way round only when its calls were faster by more than :data:`TRIAL_MARGIN`
+(median of the paired ratios). Where that first pass is a near tie (the other way
+round neither faster by the margin nor slower by more than :data:`TRIAL_TIE`), or
+would turn the ring, and the job's own message is larger, a second pass at the
+job's size (at most :data:`TRIAL_BYTES_JOB`; one round where both pairs differ by
+more than :data:`TRIAL_JOB_DECISIVE`) decides: beside
 paced UDP load the two ways timed 0.99 and 0.972 apart at 4 MiB while at the
 job's 16 MiB the other way round was 8% and 12% faster. The report says what was
 timed and what was applied.

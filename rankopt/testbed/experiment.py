@@ -82,7 +82,8 @@ class ExperimentConfig:
         the user path's own job runs (labels of timed orders, e.g.
         ``"user-replay"``, ``"ideal"``, ``"best"``: the fastest in the
         timing job, or ``"rival"``: the fastest there other than the user
-        path's order, which ``best`` is when the user path found the best). Their rows carry the label with ``"/solo"`` appended.
+        path's order, which ``best`` is when the user path found the best).
+        Their rows carry the label with ``"/solo"`` appended.
     solo_rounds : int
         Rounds of the ``solo`` jobs (default 1): each round times every solo
         order once more, in a job of its own, the orders taken in turn (the
@@ -442,8 +443,8 @@ def _time_solo(
     """Time the orders of ``cfg.solo`` each in a job of its own, as the user's job runs.
 
     ``best`` is the order fastest in the timing job (``visits``: its rows) at
-    the largest size, ``rival`` the fastest other than the user path's; an order named twice (``best`` is ``ideal``) runs once
-    under the first name. With ``cfg.solo_rounds`` > 1 the jobs run in rounds,
+    the largest size, ``rival`` the fastest other than the user path's; an
+    order named twice (``best`` is ``ideal``) runs once under the first name. With ``cfg.solo_rounds`` > 1 the jobs run in rounds,
     the orders in turn, every other round in the reverse turn.
     """
     size = max(cfg.sizes)
@@ -548,7 +549,8 @@ def summarize(
     round's) and ``order_of_best_solo``, the user path's order timed alone
     (``user-replay``) against the fastest order timed alone, by their total
     times: what the order found is worth, apart from the phase of a
-    neighbour that one job of the user path happened to meet.  ``user`` (per engine, from
+    neighbour that one job of the user path happened to meet.  ``user`` (per
+    engine, from
     :func:`~rankopt.testbed.userpath.run_user_path`) adds the modelled
     speedup, its interval and the probe + solve overhead. Rows timed while a
     tenant ran (``tenant``: its description) are summarised apart, and a
@@ -560,22 +562,15 @@ def summarize(
         key=lambda k: (k[0], k[1], k[2] or ""),
     )
     for engine, size, tenant in keys:
-        sel = {
-            r["label"]: r["median"]
+        here = [
+            r
             for r in rows
             if r["engine"] == engine and r["size"] == size and r.get("tenant") == tenant
-        }
-        solo = {k[: -len("/solo")]: v for k, v in sel.items() if k.endswith("/solo")}
-        sel = {k: v for k, v in sel.items() if not k.endswith("/solo")}
-        solo_mean = {
-            r["label"][: -len("/solo")]: statistics.fmean(r["times"])
-            for r in rows
-            if r["engine"] == engine
-            and r["size"] == size
-            and r.get("tenant") == tenant
-            and r["label"].endswith("/solo")
-            and r["times"]
-        }
+        ]
+        sel = {r["label"]: r["median"] for r in here if not r["label"].endswith("/solo")}
+        alone = [(r["label"][: -len("/solo")], r) for r in here if r["label"].endswith("/solo")]
+        solo = {k: r["median"] for k, r in alone}
+        solo_mean = {k: statistics.fmean(r["times"]) for k, r in alone if r["times"]}
         mine_alone = solo_mean.get("user-replay")
         best_label = min(sel, key=sel.__getitem__)
         base = sel["launch"]
