@@ -255,6 +255,7 @@ def test_the_trial_plan_and_verdict():
     res = _solve(_network(1, 1.0), 1)
     plan = direction.plan(res)
     assert plan["alternative"] == res.extra["ring_alternative"]["order"]
+    assert plan["varying"] is False  # a steady load: the visits' two passes
     assert plan["collective"] == "allreduce" and plan["nbytes"] == direction.TRIAL_BYTES
     assert plan["job_nbytes"] == min(int(res.nbytes), direction.TRIAL_BYTES_JOB)
     assert direction.plan(None) is None
@@ -294,6 +295,11 @@ def test_a_load_that_came_and_went_gets_the_reversed_ring_as_the_other_way_round
     order = varied.order
     assert alt["order"] == [int(order[0]), *map(int, order[:0:-1])]
     assert alt["cost"] <= varied.cost * (1 + solve_mod.TRIAL_TIE)
+    # the trial is told the load came and went: it times single calls at the job's size
+    assert alt["varying"] is True
+    from rankopt.adapters import direction
+
+    assert direction.plan(varied)["varying"] is True
     steady = _solve(net([[a, b, 23e6, 24e6]]), 2)
     assert "ring_alternative" not in steady.extra
 
@@ -449,3 +455,59 @@ def test_a_near_tie_is_timed_again_at_the_jobs_own_size(first, second, job, pass
     calls.clear()
     assert direction.measure(timer, {"nbytes": 4 << 20})[0] is (first < 1 - direction.TRIAL_MARGIN)
     assert set(calls) == {4 << 20}
+
+
+@pytest.mark.parametrize("period", [2.0, 3.0, 4.0, 8.0])
+def test_load_that_came_and_went_is_timed_call_by_call_in_a_random_order(period):
+    # the order found is 13-15% slower at the job's size in either phase of a
+    # neighbour on for period / 2 s and off as long; at 4 MiB the two ways are level.
+    # Visits of a few calls, A B then B A, fall in step with such a neighbour and
+    # decide by its phase; single calls of each in a random order, by total time,
+    # find the faster way whatever the neighbour's phase
+    from rankopt.adapters import direction
+
+    times = {4 << 20: ((0.23, 0.39), (0.23, 0.39)), 16 << 20: ((1.15, 1.45), (1.0, 1.3))}
+    outcomes = {True: [], False: []}
+    for varying in (True, False):
+        for phase in np.linspace(0.0, period, 10, endpoint=False):
+            calls = []
+            state = {"t": float(phase)}
+
+            def timer(which, nbytes, state=state, calls=calls):
+                calls.append((which, nbytes))
+                on = state["t"] % period < period / 2
+                dt = times[nbytes][which][1 if on else 0]
+                state["t"] += dt
+                return dt
+
+            trial = {"nbytes": 4 << 20, "job_nbytes": 16 << 20, "varying": varying}
+            wins, line = direction.measure(timer, trial)
+            outcomes[varying].append(wins)
+            if varying:
+                # one pass at the job's size: 12 calls of each, both orders first
+                assert {nb for _, nb in calls} == {16 << 20}
+                pairs = direction.TRIAL_PAIRS_VARYING
+                assert [w for w, _ in calls].count(0) == pairs == len(calls) // 2
+                firsts = [calls[2 * k][0] for k in range(pairs)]
+                assert 0 < sum(firsts) < pairs
+                assert f"{pairs} calls each of 16 MiB" in line and "in total" in line
+                assert ("applied" if wins else "kept") in line
+    assert np.mean(outcomes[True]) >= 0.9, outcomes
+    assert np.mean(outcomes[True]) > np.mean(outcomes[False]), outcomes
+
+
+def test_the_random_order_is_fixed_and_a_level_pair_is_kept():
+    from rankopt.adapters import direction
+
+    seqs = []
+    for _ in range(2):
+        calls = []
+        direction._random_pairs(lambda w, nb, calls=calls: calls.append(w) or 1.0, 1, 8)
+        seqs.append(calls)
+    assert seqs[0] == seqs[1] and len(seqs[0]) == 16
+    wins, line = direction.measure(lambda w, nb: 1.0, {"nbytes": 1 << 20, "varying": True})
+    assert wins is False and "ratio 1.000" in line and "kept" in line
+    # faster by more than the margin in total, though not in every pair
+    m = direction.TRIAL_MARGIN
+    assert direction.decide_total([1.0, 1.0], [0.9, 1.0], 1 << 20)[0]
+    assert not direction.decide_total([1.0, 1.0], [1.0 - m / 2, 1.0], 1 << 20)[0]

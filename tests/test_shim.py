@@ -585,6 +585,58 @@ def test_run_mpi_network_times_the_ring_direction(mpi, capfd, monkeypatch, trial
     assert [int(rows[k]["launch"]) for k in range(9)] == order
 
 
+@pytest.mark.mpi
+def test_run_mpi_network_times_load_that_came_and_went_call_by_call(mpi, capfd, monkeypatch):
+    """Where the probe saw the load come and go (a recheck across two racks far slower
+    than they ran before, on the way another tenant loads), the trial is single calls
+    of each order at the job's size, in a random order, decided by total time; the
+    program runs in the order named."""
+    import dataclasses
+
+    from test_ring_direction import _network
+
+    from rankopt.adapters.direction import TRIAL_PAIRS_VARYING
+
+    net = _network(0, 1.0)
+    rack = np.asarray(net.groups[0])
+    a, b = int(np.flatnonzero(rack == 0)[0]), int(np.flatnonzero(rack == 1)[0])
+    net = dataclasses.replace(
+        net, provenance={**net.provenance, "probe": {"recheck": [[a, b, 4e6, 24e6]]}}
+    )
+    path = mpi["tmp"] / "varying.npz"
+    net.save(path)
+    for k, v in _mpi_env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("RANKOPT_ORDER", raising=False)
+    argv = ["run-mpi", "--shim", str(mpi["lib"]), "--network", str(path), "--algorithm", "ring"]
+    argv += [
+        "--nbytes",
+        "1M",
+        "--",
+        mpi["mpiexec"],
+        "--oversubscribe",
+        "-n",
+        "9",
+        str(mpi["pairs"]),
+    ]
+    capfd.readouterr()
+    rc = main(argv)
+    out, err = capfd.readouterr()
+    assert rc == 0, err
+    timed = re.search(
+        r"ring direction timed beside load that came and went \((\d+) calls each of 1 MiB, "
+        r"one of each in turn, in a random order\).*ratio ([\d.]+)\); (the other way round applied|the order found kept)",
+        err,
+    )
+    assert timed is not None, err
+    assert int(timed.group(1)) == TRIAL_PAIRS_VARYING
+    assert (float(timed.group(2)) < 0.97) == (timed.group(3) == "the other way round applied"), err
+    printed = re.search(r"order\s*: \[([\d, ]+)\]", err)
+    order = [int(x) for x in printed.group(1).split(",")]
+    rows = _table(out)
+    assert [int(rows[k]["launch"]) for k in range(9)] == order
+
+
 def test_run_mpi_direction_trial_failure_warns_and_keeps_the_order_found(tmp_path, capsys):
     """A trial job that fails (here: its launcher cannot start) is reported with the
     command it ran, and the order found is applied untimed, as without the trial."""

@@ -21,8 +21,12 @@ would turn the ring, and the job's own message is larger, a second pass at the
 job's size (at most :data:`TRIAL_BYTES_JOB`; one round where both pairs differ by
 more than :data:`TRIAL_JOB_DECISIVE`) decides: beside
 paced UDP load the two ways timed 0.99 and 0.972 apart at 4 MiB while at the
-job's 16 MiB the other way round was 8% and 12% faster. The report says what was
-timed and what was applied.
+job's 16 MiB the other way round was 8% and 12% faster. Where the probe saw the
+load come and go (``trial["varying"]``), visits fall in step with a neighbour that
+is on and off for a few seconds each, so the trial is instead one pass at the job's
+size of :data:`TRIAL_PAIRS_VARYING` single calls of each order, in a random order,
+decided by the two orders' total times (:func:`decide_total`). The report says what
+was timed and what was applied.
 
 Measured on the emulated racks (Open MPI ring allreduce, 16 MiB, the rings of
 the tie; ``bench/testbed_direction.py``): 3 paced TCP flows one way, 4.87 s
@@ -56,6 +60,8 @@ __all__ = [
     "TRIAL_TIE",
     "TRIAL_BYTES_JOB",
     "TRIAL_JOB_DECISIVE",
+    "TRIAL_PAIRS_VARYING",
+    "decide_total",
     "plan",
     "decide",
     "applied",
@@ -91,15 +97,22 @@ TRIAL_BYTES_JOB = 32 << 20
 #: on one side (its calls take seconds each; a near tie at 4 MiB that is 12% apart at
 #: the job's size needs no second round to tell).
 TRIAL_JOB_DECISIVE = 0.08
+#: Where the probe saw load come and go, the trial is one pass at the job's size of
+#: this many calls of each order, one of each in turn, which goes first drawn at
+#: random (the same on every rank), decided by the two orders' total times.
+TRIAL_PAIRS_VARYING = 12
+#: Seed of that draw: a fixed sequence, so that a trial is repeatable.
+TRIAL_SEQUENCE_SEED = 0x7A1
 #: Collectives whose trial the engines' timers can run.
 TRIAL_COLLECTIVES = ("allreduce", "allgather")
 
 
 def plan(result: Any) -> dict[str, Any] | None:
     """What the trial of ``result`` times: ``{"alternative", "collective", "nbytes",
-    "job_nbytes", "cost"}`` (``nbytes`` the first pass's message, ``job_nbytes`` a
-    near tie's second pass's, the same when the job's message is no larger than
-    :data:`TRIAL_BYTES`), or ``None`` when the solve recorded no other way round (or
+    "job_nbytes", "cost", "varying"}`` (``nbytes`` the first pass's message,
+    ``job_nbytes`` a near tie's second pass's, the same when the job's message is no
+    larger than :data:`TRIAL_BYTES`; ``varying`` whether the probe saw the load come
+    and go), or ``None`` when the solve recorded no other way round (or
     the collective is one the trial cannot time)."""
     if result is None:
         return None
@@ -115,6 +128,7 @@ def plan(result: Any) -> dict[str, Any] | None:
         "nbytes": max(int(size), floor),
         "job_nbytes": max(int(job), int(size), floor),
         "cost": float(alt["cost"]),
+        "varying": bool(alt.get("varying", False)),
     }
 
 
@@ -207,8 +221,16 @@ def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
     (:func:`near_tie`), or that would turn the ring, is followed by a second at
     ``trial["job_nbytes"]`` where that is larger, which decides alone: beside the
     same neighbour on 2,4,3 both rounds at 4 MiB put the other way round 40% ahead
-    (ratio 0.593), and at the job's 16 MiB it ran 6% slower in total."""
+    (ratio 0.593), and at the job's 16 MiB it ran 6% slower in total.
+
+    Where ``trial["varying"]`` (the probe saw the load come and go) none of that
+    runs: one pass at ``trial["job_nbytes"]`` of single calls in a random order
+    (:func:`_random_pairs`), decided by total time (:func:`decide_total`)."""
     nbytes = int(trial["nbytes"])
+    if trial.get("varying"):
+        job = max(int(trial.get("job_nbytes", nbytes)), nbytes)
+        mine, other = _random_pairs(timer, job, TRIAL_PAIRS_VARYING)
+        return decide_total(mine, other, job)
     mine, other = _timed_pass(timer, nbytes, min_rounds=TRIAL_VISITS)
     wins, line = decide(mine, other, nbytes)
     job = int(trial.get("job_nbytes", nbytes))
@@ -254,6 +276,54 @@ def _timed_pass(
         if visit + 1 >= TRIAL_VISITS and not split(rounds):
             break
     return mine, other
+
+
+def _random_pairs(timer: Any, nbytes: int, pairs: int) -> tuple[list[float], list[float]]:
+    """``pairs`` calls of each order at ``nbytes``, one of each in turn; which goes
+    first in a pair is drawn at random from :data:`TRIAL_SEQUENCE_SEED`.
+
+    Why not visits: beside a neighbour that is on for 2 s and off for 2 s, visits of
+    a few calls that alternate A B, B A, ... form a pattern of the same period as
+    the neighbour's, and every visit of one order can fall in its on phase and every
+    visit of the other in its off phase (at 4 MiB the order found read 0.38-0.39 s
+    against 0.22-0.24 s on three launches, where the two ways timed call by call
+    were level). Simulated against such a neighbour (periods of 1 to 16 s, any
+    phase), the visits picked a ring 14% faster at 16 MiB on 37-81% of trials where
+    the order found was the slower; twelve single calls of each, in a random order,
+    and their total times on 88-100%.
+    """
+    gen = np.random.default_rng(TRIAL_SEQUENCE_SEED)
+    mine: list[float] = []
+    other: list[float] = []
+    for first in gen.integers(0, 2, size=pairs).tolist():
+        t = {which: float(timer(which, nbytes)) for which in (first, 1 - first)}
+        mine.append(t[0])
+        other.append(t[1])
+    return mine, other
+
+
+def decide_total(
+    times_order: Sequence[float], times_other: Sequence[float], nbytes: int
+) -> tuple[bool, str]:
+    """Whether the other way round wins by total time, and the report's line: it wins
+    when its calls took less than ``1 - TRIAL_MARGIN`` of the order's in total.
+
+    >>> decide_total([1.0, 1.3, 1.0], [1.3, 0.9, 0.9], 16 << 20)[0]
+    True
+    >>> decide_total([1.0, 1.3], [1.3, 1.0], 16 << 20)[0]
+    False
+    """
+    a, b = float(sum(times_order)), float(sum(times_other))
+    ratio = b / a if a > 0 else 1.0
+    wins = ratio < 1.0 - TRIAL_MARGIN
+    what = "the other way round applied" if wins else "the order found kept"
+    line = (
+        f"ring direction timed beside load that came and went ({len(times_order)} calls "
+        f"each of {nbytes / 2**20:.3g} MiB, one of each in turn, in a random order): the "
+        f"order found {a:.3g} s in total, its groups the other way round {b:.3g} s "
+        f"(ratio {ratio:.3f}); {what}"
+    )
+    return wins, line
 
 
 def split(rounds: Sequence[float], margin: float = TRIAL_MARGIN) -> bool:

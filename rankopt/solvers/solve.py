@@ -310,6 +310,8 @@ def solve(
     if prob.robust is not None:
         _record_robust(prob, cost, baseline)
     _ring_alternative(prob, order, cost)
+    if "ring_alternative" in prob.extra:  # the trial then times it against the phases
+        prob.extra["ring_alternative"]["varying"] = _load_varied(prob.network)
     return _make_result(prob, spec, order, cost, baseline, stop_reason, interval, out, method, ctx)
 
 
@@ -1100,8 +1102,9 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
     within :data:`TRIAL_TIE` of the order has the other extreme of hops from a
     loaded way out to a loaded way in (the fewest where the order has the most, and
     the reverse), the cheapest such arrangement is recorded: ``{"order", "hops",
-    "order_hops", "cost"}``. Where no uplink reads loaded but the load varied while it
-    was probed, the ring reversed (:func:`_reversed_alternative`). The adapters time
+    "order_hops", "cost"}`` (and, by the caller, ``"varying"``: whether the probe saw
+    the load come and go, :func:`_load_varied`). Where no uplink reads loaded but the
+    load varied while it was probed, the ring reversed (:func:`_reversed_alternative`). The adapters time
     both orders with the engine's own collective before applying one
     (:mod:`rankopt.adapters.direction`).
     """
