@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -163,6 +165,21 @@ def test_variability_shows_a_tenant_that_comes_and_goes():
     # a recheck faster than the bandwidth phase (the probe's own side-by-side transfers
     # slowed it, or the tenant went away) is no evidence of a load that came
     assert variability(recheck="off") < 1.2
+
+
+def test_an_order_files_network_keeps_the_recheck():
+    # a solve on the recorded network sees what the probe saw: the load came and went
+    from rankopt.network.core import network_from_record, network_record
+
+    m, _ = _tenant_probe((3, 3, 3), seed=4, on_off=0.4, recheck="on")
+    net = Network.from_measurement(m)
+    back = network_from_record(json.loads(json.dumps(network_record(net))))
+    assert measured_variability(back) == pytest.approx(measured_variability(net))
+    assert measured_variability(back) >= VARYING_SLOWDOWN
+    assert rankopt.solve(back).extra.get("robust") is not None
+    # no recheck, no entry
+    quiet, _ = _tenant_probe((3, 3, 3), seed=4)
+    assert "recheck" not in network_record(Network.from_measurement(quiet))
 
 
 def test_robust_by_default_only_when_the_rates_varied():

@@ -1592,9 +1592,12 @@ def network_record(network: Network, *, matrices: bool = True) -> dict[str, Any]
 
     ``digest`` (:func:`network_digest`), ``n``, ``hosts``, ``date`` (UTC, ISO
     8601, when the record was made), ``source``, the hierarchy (``groups``,
-    ``uplinks``, ``straggle`` when not 1) and, with ``matrices``, ``latency`` and ``bandwidth`` with
-    their spreads: enough for :func:`network_from_record` and ``rankopt
-    check`` to re-probe and compare.
+    ``uplinks``, ``straggle`` when not 1), the probe's ``recheck`` rows
+    (:func:`recheck_rows`) when it made any, and, with ``matrices``,
+    ``latency`` and ``bandwidth`` with their spreads: enough for
+    :func:`network_from_record` and ``rankopt check`` to re-probe and compare,
+    and for a solve on the record to see what the probe saw (a recheck that
+    ran slower than its groups is load that came and went).
     """
     import datetime
 
@@ -1614,6 +1617,9 @@ def network_record(network: Network, *, matrices: bool = True) -> dict[str, Any]
             rec["straggle_range"] = [lo, hi]
     if network.elastic_reading is not None:
         rec["elastic"] = network.elastic_reading
+    rows = recheck_rows(network)
+    if rows:
+        rec["recheck"] = [list(row) for row in rows]
     if matrices:
         for name in ("latency", "bandwidth", "latency_spread", "bandwidth_spread"):
             value = getattr(network, name)
@@ -1646,6 +1652,7 @@ def network_from_record(record: Mapping[str, Any]) -> Network:
         provenance={
             "recorded": record.get("date"),
             **_sharing_readings(record),
+            **({"probe": {"recheck": record["recheck"]}} if record.get("recheck") else {}),
         },
     )
 
