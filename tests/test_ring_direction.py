@@ -507,6 +507,16 @@ def test_the_random_order_is_fixed_and_a_level_pair_is_kept():
     assert seqs[0] == seqs[1] and len(seqs[0]) == 16
     wins, line = direction.measure(lambda w, nb: 1.0, {"nbytes": 1 << 20, "varying": True})
     assert wins is False and "ratio 1.000" in line and "kept" in line
+    # calls that stall: the pass ends after half its pairs once past its budget
+    calls = []
+    slow = direction.TRIAL_VARYING_BUDGET_S / direction.TRIAL_PAIRS_VARYING
+    direction.measure(
+        lambda w, nb: calls.append(w) or slow * (1.0 + 0.1 * w), {"nbytes": 1, "varying": True}
+    )
+    assert len(calls) == 2 * (direction.TRIAL_PAIRS_VARYING // 2)
+    calls.clear()
+    direction.measure(lambda w, nb: calls.append(w) or 10 * slow, {"nbytes": 1, "varying": True})
+    assert len(calls) == 2 * (direction.TRIAL_PAIRS_VARYING // 2)
     # faster by more than the margin in total, though not in every pair
     m = direction.TRIAL_MARGIN
     assert direction.decide_total([1.0, 1.0], [0.9, 1.0], 1 << 20)[0]

@@ -61,6 +61,7 @@ __all__ = [
     "TRIAL_BYTES_JOB",
     "TRIAL_JOB_DECISIVE",
     "TRIAL_PAIRS_VARYING",
+    "TRIAL_VARYING_BUDGET_S",
     "decide_total",
     "plan",
     "decide",
@@ -103,6 +104,9 @@ TRIAL_JOB_DECISIVE = 0.08
 TRIAL_PAIRS_VARYING = 12
 #: Seed of that draw: a fixed sequence, so that a trial is repeatable.
 TRIAL_SEQUENCE_SEED = 0x7A1
+#: That pass ends early once its timed calls took this many seconds in all, after at
+#: least half its pairs (calls of the job's size beside a neighbour that stalls them).
+TRIAL_VARYING_BUDGET_S = 60.0
 #: Collectives whose trial the engines' timers can run.
 TRIAL_COLLECTIVES = ("allreduce", "allgather")
 
@@ -280,7 +284,8 @@ def _timed_pass(
 
 def _random_pairs(timer: Any, nbytes: int, pairs: int) -> tuple[list[float], list[float]]:
     """``pairs`` calls of each order at ``nbytes``, one of each in turn; which goes
-    first in a pair is drawn at random from :data:`TRIAL_SEQUENCE_SEED`.
+    first in a pair is drawn at random from :data:`TRIAL_SEQUENCE_SEED`. After half
+    the pairs the pass ends once its calls took :data:`TRIAL_VARYING_BUDGET_S` in all.
 
     Why not visits: beside a neighbour that is on for 2 s and off for 2 s, visits of
     a few calls that alternate A B, B A, ... form a pattern of the same period as
@@ -299,6 +304,9 @@ def _random_pairs(timer: Any, nbytes: int, pairs: int) -> tuple[list[float], lis
         t = {which: float(timer(which, nbytes)) for which in (first, 1 - first)}
         mine.append(t[0])
         other.append(t[1])
+        # the timers return the slowest rank's times: every rank stops alike
+        if 2 * len(mine) >= pairs and sum(mine) + sum(other) >= TRIAL_VARYING_BUDGET_S:
+            break
     return mine, other
 
 
