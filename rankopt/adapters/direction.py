@@ -231,13 +231,12 @@ def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
     runs: one pass at ``trial["job_nbytes"]`` of single calls in a random order
     (:func:`_random_pairs`), decided by total time (:func:`decide_total`)."""
     nbytes = int(trial["nbytes"])
+    job = int(trial.get("job_nbytes", nbytes))
     if trial.get("varying"):
-        job = max(int(trial.get("job_nbytes", nbytes)), nbytes)
-        mine, other = _random_pairs(timer, job, TRIAL_PAIRS_VARYING)
-        return decide_total(mine, other, job)
+        mine, other = _random_pairs(timer, max(job, nbytes), TRIAL_PAIRS_VARYING)
+        return decide_total(mine, other, max(job, nbytes))
     mine, other = _timed_pass(timer, nbytes, min_rounds=TRIAL_VISITS)
     wins, line = decide(mine, other, nbytes)
-    job = int(trial.get("job_nbytes", nbytes))
     tie = near_tie(mine, other)
     if job <= nbytes or not (wins or tie):
         return wins, line

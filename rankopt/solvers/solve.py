@@ -310,8 +310,6 @@ def solve(
     if prob.robust is not None:
         _record_robust(prob, cost, baseline)
     _ring_alternative(prob, order, cost)
-    if "ring_alternative" in prob.extra:  # the trial then times it against the phases
-        prob.extra["ring_alternative"]["varying"] = _load_varied(prob.network)
     return _make_result(prob, spec, order, cost, baseline, stop_reason, interval, out, method, ctx)
 
 
@@ -1102,17 +1100,18 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
     within :data:`TRIAL_TIE` of the order has the other extreme of hops from a
     loaded way out to a loaded way in (the fewest where the order has the most, and
     the reverse), the cheapest such arrangement is recorded: ``{"order", "hops",
-    "order_hops", "cost"}`` (and, by the caller, ``"varying"``: whether the probe saw
-    the load come and go, :func:`_load_varied`). Where no uplink reads loaded but the
-    load varied while it was probed, the ring reversed (:func:`_reversed_alternative`). The adapters time
-    both orders with the engine's own collective before applying one
-    (:mod:`rankopt.adapters.direction`).
+    "order_hops", "cost", "varying"}`` (``varying``: whether the probe saw the load
+    come and go, :func:`_load_varied`, which the trial times call by call). Where no
+    uplink reads loaded but the load varied while it was probed, the ring reversed
+    (:func:`_reversed_alternative`). The adapters time both orders with the engine's
+    own collective before applying one (:mod:`rankopt.adapters.direction`).
     """
     step = _ring_step(prob)
     if not step or prob.custom:
         return
     ways = _load_ways(prob.network, every=True)
-    if not ways and not _load_varied(prob.network):
+    varied = _load_varied(prob.network)
+    if not ways and not varied:
         return  # a quiet network: nothing to time, and no further evaluation
     own = float(prob.model.cost(order))
     if not own > 0.0:
@@ -1139,6 +1138,7 @@ def _ring_alternative(prob: _Problem, order: NDArray[np.int64], cost: float) -> 
         "hops": int(hops),
         "order_hops": int(mine),
         "cost": c * scale,
+        "varying": varied,
     }
 
 
@@ -1170,6 +1170,7 @@ def _reversed_alternative(
             "hops": 0,
             "order_hops": 0,
             "cost": c * scale,
+            "varying": True,
         }
 
 

@@ -444,8 +444,9 @@ def _time_solo(
 
     ``best`` is the order fastest in the timing job (``visits``: its rows) at
     the largest size, ``rival`` the fastest other than the user path's; an
-    order named twice (``best`` is ``ideal``) runs once under the first name. With ``cfg.solo_rounds`` > 1 the jobs run in rounds,
-    the orders in turn, every other round in the reverse turn.
+    order named twice (``best`` is ``ideal``) runs once under the first name.
+    With ``cfg.solo_rounds`` > 1 the jobs run in rounds, the orders in turn,
+    every other round in the reverse turn.
     """
     size = max(cfg.sizes)
     done: set[tuple[int, ...]] = set()
@@ -549,9 +550,8 @@ def summarize(
     round's) and ``order_of_best_solo``, the user path's order timed alone
     (``user-replay``) against the fastest order timed alone, by their total
     times: what the order found is worth, apart from the phase of a
-    neighbour that one job of the user path happened to meet.  ``user`` (per
-    engine, from
-    :func:`~rankopt.testbed.userpath.run_user_path`) adds the modelled
+    neighbour that one job of the user path happened to meet. ``user`` (per
+    engine, from :func:`~rankopt.testbed.userpath.run_user_path`) adds the modelled
     speedup, its interval and the probe + solve overhead. Rows timed while a
     tenant ran (``tenant``: its description) are summarised apart, and a
     speedup is always against the launch order timed in the same phase.
