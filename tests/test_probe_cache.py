@@ -449,7 +449,11 @@ def test_an_entry_keeps_its_hierarchy_and_a_remap_moves_every_rank_fact(monkeypa
         np.full((6, 6), 5e-5) * (1 - np.eye(6)),
         bw,
         tuple(f"h{i}" for i in range(6)),
-        parameters={"recheck": [[0.0, 1.0, 1e8, 2e8]], "sharing": [[2.0, 5.0, 3e7, 4e7]]},
+        parameters={
+            "recheck": [[0.0, 1.0, 1e8, 2e8]],
+            "sharing": [[2.0, 5.0, 3e7, 4e7]],
+            "sharing_alone": [[2.0, 5.0, 9e7]],
+        },
     )
     kept = _with_hierarchy_kept(m)
     fresh = Network.from_measurement(m)
@@ -472,6 +476,7 @@ def test_an_entry_keeps_its_hierarchy_and_a_remap_moves_every_rank_fact(monkeypa
     p = moved.parameters
     assert p["inferred_hierarchy"]["groups"][-1] == rack[idx].tolist()
     assert p["recheck"] == [[5.0, 4.0, 1e8, 2e8]] and p["sharing"] == [[3.0, 0.0, 3e7, 4e7]]
+    assert p["sharing_alone"] == [[3.0, 0.0, 9e7]]
     net = Network.from_measurement(moved)
     np.testing.assert_array_equal(net.groups[-1], rack[idx])
     # a linear probe's own groups move alike

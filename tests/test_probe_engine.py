@@ -184,7 +184,7 @@ def test_engine_reports_progress_per_round_and_slot():
         assert phases == [("latency", i + 1, rounds) for i in range(rounds)] + [
             ("bandwidth", i + 1, k) for k in stages for i in range(k)
         ] + [("recheck", i + 1, again) for _ in range(RECHECK_PASSES if again else 0)
-             for i in range(again)] + [("sharing", i + 1, SHARING_STEPS + 1) for i in range((SHARING_STEPS + 1) * shared)]  # fmt: skip
+             for i in range(again)] + [("sharing", i + 1, 2 * SHARING_STEPS + 1) for i in range((2 * SHARING_STEPS + 1) * shared)]  # fmt: skip
         assert all(b.elapsed >= a.elapsed for a, b in zip(seen[r], seen[r][1:], strict=False))
 
 

@@ -20,10 +20,13 @@ from rankopt.network.core import Redraw, network_from_record, network_record
 from rankopt.probe.measurement import Measurement
 from rankopt.probe.sharing import (
     MAX_SHARING_FLOWS,
+    REFERENCE_BELOW,
     elastic_share,
     loaded_pairs,
     sharing_pairs,
+    sharing_slots,
     straggle_exponent,
+    straggle_span,
 )
 
 
@@ -177,6 +180,56 @@ def test_each_step_lasts_as_long_as_its_slowest_flow():
     assert straggle_exponent(steps, alone, pairs) == pytest.approx(1.3)
     steps[:, 0, 3] = np.nan
     assert straggle_exponent(steps, alone, pairs) is None
+
+
+def test_load_that_came_during_the_test_is_read_against_the_flow_alone_beside_it():
+    # three flows split an uplink at an exponent of 1.1; another tenant's load came after
+    # the rates alone were measured (30 MB/s), for the first five of eight steps, and
+    # left a flow alone 15 MB/s there: against 30 those steps read 1.73
+    pairs = [(0, 3), (1, 4), (2, 5)]
+    alone = np.full((6, 6), 30e6)
+    on = np.arange(8) < 5
+    left = np.where(on, 15e6, 30e6)  # what a flow alone got, step by step
+    steps = np.full((8, 6, 6), 1.0)
+    for a, b in pairs:
+        steps[:, a, b] = left / 3**1.1
+    assert straggle_exponent(steps, alone, pairs) > 1.6  # the steps against the rates before
+    assert straggle_exponent(steps, alone, pairs, refs=left) == pytest.approx(1.1)
+    lo, hi = straggle_span(steps, alone, pairs, refs=left)
+    assert lo == pytest.approx(1.1) and hi == pytest.approx(1.1)
+    # a flow alone that ran about as fast as before (noise, a quiet network) changes nothing:
+    # the best rate alone stays the reference
+    quiet = np.full((8, 6, 6), 1.0)
+    for a, b in pairs:
+        quiet[:, a, b] = 30e6 / 3 ** np.linspace(1.0, 1.2, 8)
+    noisy = 30e6 * np.linspace(REFERENCE_BELOW + 0.01, 1.1, 8)
+    assert straggle_exponent(quiet, alone, pairs, refs=noisy) == straggle_exponent(
+        quiet, alone, pairs
+    )
+    assert straggle_span(quiet, alone, pairs, refs=noisy) == straggle_span(quiet, alone, pairs)
+    # load there for the whole test (every flow alone slow, as beside steady TCP flows):
+    # the steps keep the best rate alone, as before
+    steady = np.full(8, 15e6)
+    assert straggle_exponent(steps, alone, pairs, refs=steady) == straggle_exponent(
+        steps, alone, pairs
+    )
+    # a reference that failed (0, nan) leaves its step against the best rate alone
+    failed = left.copy()
+    failed[:5] = [0.0, np.nan, 15e6, 15e6, 15e6]
+    slow_two = straggle_span(steps, alone, pairs, refs=failed)
+    assert slow_two[1] > 1.2
+    # one reference per step
+    with pytest.raises(ValueError, match="`refs` must hold one rate per step"):
+        straggle_exponent(steps, alone, pairs, refs=left[:7])
+
+
+def test_the_test_times_one_of_its_pairs_alone_after_every_step():
+    pairs = [(0, 3), (1, 4), (2, 5)]
+    slots = sharing_slots(pairs, 4)
+    assert len(slots) == 1 + 2 * 4
+    assert slots[0] == pairs  # a step to bring the connections up to speed
+    assert all(slot == pairs for slot in slots[1::2])  # then the steps
+    assert [slot for slot in slots[2::2]] == [[(0, 3)], [(1, 4)], [(2, 5)], [(0, 3)]]
 
 
 def test_the_test_runs_across_the_least_loaded_uplinks():

@@ -326,7 +326,7 @@ def _remapped(m: Measurement, idx: NDArray[np.int64], hosts: tuple[str, ...]) ->
 
 
 #: Probe facts that list pairs of stored ranks in their first two columns.
-_RANK_ROWS = ("recheck", "sharing", "sharing_loaded")
+_RANK_ROWS = ("recheck", "sharing", "sharing_alone", "sharing_loaded")
 
 
 def _remapped_parameters(params: Mapping[str, Any], idx: NDArray[np.int64]) -> dict[str, Any]:

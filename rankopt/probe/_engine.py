@@ -31,7 +31,8 @@ engine runs the phases:
    :func:`rankopt.network.core.measured_variability`).
 6. **sharing** -- a few transfers from distinct hosts of one group to a
    sibling group, side by side, one message each in every one of
-   :data:`SHARING_STEPS` steps (and one before them), against a flow alone:
+   :data:`SHARING_STEPS` steps (and one before them), each followed by one of
+   them alone (:func:`~rankopt.probe.sharing.sharing_slots`), against a flow alone:
    how an uplink splits between the transfers that wait for each other
    (:mod:`rankopt.probe.sharing`, ``parameters["straggle"]``); then, when
    one way out of a group is much slower than its siblings', the same test
@@ -842,8 +843,12 @@ class _Probe:
         :data:`SHARING_STEPS` lockstep steps, as a collective's: every pair
         sends one message at the step's common start, and the step ends with
         the slowest (one more step first, untimed in effect, brings the
-        connections up to speed). Returns ``{"sharing": [[a, b, rate a -> b
-        per step...], ...], "straggle": s, "straggle_range": [lo, hi]}`` (no
+        connections up to speed); after each step one of its pairs runs
+        alone, so that load that came while the test ran is read as such
+        (``refs`` of :func:`~rankopt.probe.sharing.straggle_exponent`).
+        Returns ``{"sharing": [[a, b, rate a -> b per step...], ...],
+        "sharing_alone": [[a, b, rate a -> b] per step], "straggle": s,
+        "straggle_range": [lo, hi]}`` (no
         ``straggle`` when the flows showed no shared limit; the range from the
         test's quartile steps, :func:`~rankopt.probe.sharing.straggle_span`),
         or ``{}`` when no two groups can hold the test. When one way between two groups is much slower than the others
@@ -856,6 +861,7 @@ class _Probe:
             flow_groups,
             loaded_pairs,
             sharing_pairs,
+            sharing_slots,
             straggle_exponent,
             straggle_span,
         )
@@ -870,17 +876,24 @@ class _Probe:
             return {}
         kept: list[NDArray[np.float64]] = []
         self._bandwidth(
-            lat, [pairs] * (SHARING_STEPS + 1), "sharing", count=1, warmup=0, per_step=kept
+            lat, sharing_slots(pairs, SHARING_STEPS), "sharing", count=1, warmup=0, per_step=kept
         )
-        steps = kept[0][1:]  # the first step brings the connections up to speed
+        # the first step brings the connections up to speed; each step is followed by
+        # one of its pairs alone, its reference in time
+        steps, singles = kept[0][1::2], kept[0][2::2]
+        solo = [pairs[j % len(pairs)] for j in range(SHARING_STEPS)]
+        refs = [float(singles[j, a, b]) for j, (a, b) in enumerate(solo)]
         out: dict[str, Any] = {
-            "sharing": [[float(a), float(b), *map(float, steps[:, a, b])] for a, b in pairs]
+            "sharing": [[float(a), float(b), *map(float, steps[:, a, b])] for a, b in pairs],
+            "sharing_alone": [
+                [float(a), float(b), r] for (a, b), r in zip(solo, refs, strict=True)
+            ],
         }
         ends = flow_groups(levels, pairs)
-        s = straggle_exponent(steps, alone, pairs, ends)
+        s = straggle_exponent(steps, alone, pairs, ends, refs)
         if s is not None:
             out["straggle"] = s
-            span = straggle_span(steps, alone, pairs, ends)
+            span = straggle_span(steps, alone, pairs, ends, refs)
             if span is not None and span[1] > span[0]:
                 out["straggle_range"] = list(span)
         # again across the most loaded way out of a group: does its load yield?

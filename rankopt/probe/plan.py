@@ -76,7 +76,7 @@ from rankopt.probe.schedule import (
     bandwidth_slots,
     round_partners,
 )
-from rankopt.probe.sharing import loaded_pairs, sharing_pairs
+from rankopt.probe.sharing import loaded_pairs, sharing_pairs, sharing_slots
 
 __all__ = [
     "ProbePlan",
@@ -392,7 +392,8 @@ def plan_probe(
         its tiers as it would to measured ones, and the all-pairs schedule's
         recheck stage pairs up the groups it shows (without it, the recheck
         is not counted: at most ``RECHECK_PASSES`` slots per two sibling
-        groups), and so do the ``SHARING_STEPS + 1`` slots of the sharing test.
+        groups), and so do the sharing test's ``2 SHARING_STEPS + 1`` slots
+        (``SHARING_STEPS + 1`` more across a loaded way).
     step_overhead : float
         Seconds per round, slot or latency pair for the processes' own work.
     latency_mode : {"auto", "all-pairs", "linear"}, optional
@@ -610,8 +611,8 @@ def plan_probe(
     shared = sharing_pairs(share_levels, rates=rate_matrix) if share_levels else []
     paired_slots = len(slots_all)  # then the sharing test's lockstep steps: one message each
     if shared:
-        stages.append(("sharing", SHARING_STEPS + 1))
-        slots_all = slots_all + [list(shared) for _ in range(SHARING_STEPS + 1)]
+        stages.append(("sharing", 2 * SHARING_STEPS + 1))
+        slots_all = slots_all + sharing_slots(shared, SHARING_STEPS)
         # and across the most loaded way out of a group, when one is much slower
         loaded = loaded_pairs(share_levels, rate_matrix)[0] if rate_matrix is not None else []
         if loaded:
