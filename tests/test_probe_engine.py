@@ -522,6 +522,14 @@ def test_the_sampled_schedule_measures_the_racks_and_a_sample_of_each_block():
     assert int(((counts == 0) & ~np.eye(9, dtype=bool)).sum()) == 2 * 3  # filled, both ways
     # the racks' pairs measured in one stage beside the blocks' ones run side by side
     assert p["bandwidth_slots"] < len(ran)
+    # the sharing test across two racks: each step followed by one of its pairs alone
+    pairs = [(int(row[0]), int(row[1])) for row in p["sharing"]]
+    assert len(pairs) >= 2 and len({int(rack[a]) for a, _ in pairs}) == 1
+    assert [(int(a), int(b)) for a, b, _ in p["sharing_alone"]] == [
+        pairs[j % len(pairs)] for j in range(SHARING_STEPS)
+    ]
+    for a, b, got in p["sharing_alone"]:  # a flow alone at its link's rate (busy cores: 2x)
+        assert 0.5 * rate[int(a), int(b)] <= got <= 2.0 * rate[int(a), int(b)]
 
 
 def test_the_drift_check_warms_up_small_and_reads_the_stored_rates_back(monkeypatch, tmp_path):
