@@ -233,8 +233,9 @@ def measure(timer: Any, trial: dict[str, Any]) -> tuple[bool, str]:
     nbytes = int(trial["nbytes"])
     job = int(trial.get("job_nbytes", nbytes))
     if trial.get("varying"):
-        mine, other = _random_pairs(timer, max(job, nbytes), TRIAL_PAIRS_VARYING)
-        return decide_total(mine, other, max(job, nbytes))
+        size = max(job, nbytes)
+        mine, other = _random_pairs(timer, size, TRIAL_PAIRS_VARYING)
+        return decide_total(mine, other, size)
     mine, other = _timed_pass(timer, nbytes, min_rounds=TRIAL_VISITS)
     wins, line = decide(mine, other, nbytes)
     tie = near_tie(mine, other)

@@ -875,13 +875,12 @@ class _Probe:
         if not pairs:
             return {}
         kept: list[NDArray[np.float64]] = []
-        self._bandwidth(
-            lat, sharing_slots(pairs, SHARING_STEPS), "sharing", count=1, warmup=0, per_step=kept
-        )
+        slots = sharing_slots(pairs, SHARING_STEPS)
+        self._bandwidth(lat, slots, "sharing", count=1, warmup=0, per_step=kept)
         # the first step brings the connections up to speed; each step is followed by
         # one of its pairs alone, its reference in time
         steps, singles = kept[0][1::2], kept[0][2::2]
-        solo = [pairs[j % len(pairs)] for j in range(SHARING_STEPS)]
+        solo = [slot[0] for slot in slots[2::2]]
         refs = [float(singles[j, a, b]) for j, (a, b) in enumerate(solo)]
         out: dict[str, Any] = {
             "sharing": [[float(a), float(b), *map(float, steps[:, a, b])] for a, b in pairs],
