@@ -202,8 +202,11 @@ def test_a_robust_solve_reports_the_measured_network(seed):
     net = Network.from_measurement(varying)
     res = rankopt.solve(net)
     robust = res.extra["robust"]
-    assert res.cost == pytest.approx(rankopt.cost(net, res.order), rel=1e-9)
-    assert res.baseline_cost == pytest.approx(rankopt.cost(net, np.arange(net.n)), rel=1e-9)
+    # the load came and went: the figures are the measured network's, averaged over
+    # time with the load the recheck met (test_a_load_that_came_and_went_is_priced_over_time)
+    off = res.extra["load_phases"]["off"]
+    assert off["cost"] == pytest.approx(rankopt.cost(net, res.order), rel=1e-9)
+    assert off["baseline_cost"] == pytest.approx(rankopt.cost(net, np.arange(net.n)), rel=1e-9)
     assert res.speedup == pytest.approx(res.baseline_cost / res.cost)
     assert robust["median_cost"] == pytest.approx(res.cost)
     # the mean over the draws is another figure: kept, never the one printed
@@ -213,7 +216,103 @@ def test_a_robust_solve_reports_the_measured_network(seed):
     assert lo <= res.speedup <= hi
     # solved on the measured network alone, an order costs no more there
     plain = rankopt.solve(net, robust=False)
-    assert plain.extra.get("robust") is None and plain.cost <= res.cost * (1 + 1e-9)
+    assert plain.extra.get("robust") is None
+    assert plain.extra["load_phases"]["off"]["cost"] <= off["cost"] * (1 + 1e-9)
+
+
+def _over_time(off, on):
+    return 1.0 / (0.5 / on + 0.5 / off)
+
+
+@pytest.mark.parametrize("engine", [None, "openmpi"])
+@pytest.mark.parametrize("seed", [14, 15])
+def test_a_load_that_came_and_went_is_priced_over_time(seed, engine):
+    # the bandwidth phase met rack 0's way out unloaded on most pairs, the recheck met
+    # it loaded: each cost is the time average of the two (a harmonic mean, the load
+    # on half the time), and the speedup lies between those of the two phases
+    from rankopt.models.evaluate import cost
+    from rankopt.network.core import loaded_phase
+
+    m, rack = _tenant_probe((3, 3, 3), seed=seed, on_off=0.6, recheck="on")
+    net = Network.from_measurement(m)
+    kw = {} if engine is None else {"engine": engine}
+    res = rankopt.solve(net, robust=False, rng=0, **kw)
+    phases = res.extra["load_phases"]
+    off, on = phases["off"], phases["on"]
+    assert phases["on_share"] == 0.5
+    assert res.cost == pytest.approx(_over_time(off["cost"], on["cost"]), rel=1e-12)
+    assert res.baseline_cost == pytest.approx(
+        _over_time(off["baseline_cost"], on["baseline_cost"]), rel=1e-12
+    )
+    assert on["cost"] > off["cost"] and on["baseline_cost"] > off["baseline_cost"]
+    ratios = sorted((off["baseline_cost"] / off["cost"], on["baseline_cost"] / on["cost"]))
+    assert ratios[0] <= res.speedup <= ratios[1]
+    assert any("averaged over time with the load on and off" in t for t in res.notes)
+    lo, hi = res.speedup_interval
+    assert lo <= res.speedup <= hi
+    if engine is None:  # the on phase is the model with the recheck's uplinks
+        on_kw = loaded_phase(net, net.default_model())
+        assert on_kw is not None
+        priced = cost(net.latency, res.order, **on_kw)
+        assert on["cost"] == pytest.approx(priced, rel=1e-9)
+    # a steady tenant and a quiet network: one phase, the measured network's figures
+    for quiet in (
+        _tenant_probe((3, 3, 3), seed=seed, recheck="on")[0],
+        _tenant_probe((3, 3, 3), seed=seed, factor=1.0, recheck="off")[0],
+    ):
+        net_q = Network.from_measurement(quiet)
+        res_q = rankopt.solve(net_q, robust=False, rng=0, **kw)
+        assert "load_phases" not in res_q.extra
+        assert not any("averaged over time" in t for t in res_q.notes)
+        if engine is None:
+            assert res_q.cost == pytest.approx(rankopt.cost(net_q, res_q.order), rel=1e-9)
+
+
+def test_the_load_on_phase_lowers_the_uplinks_the_recheck_crossed():
+    from rankopt.network.core import loaded_phase
+
+    m, rack = _tenant_probe((3, 3, 3), seed=16, on_off=0.6, recheck="on")
+    net = Network.from_measurement(m)
+    kw = net.default_model()
+    on_kw = loaded_phase(net, kw)
+    assert on_kw is not None and on_kw["elastic"] == 1.0  # no loaded-uplink test read one
+    assert {k for k in on_kw if on_kw[k] is not kw.get(k)} == {"uplink_bandwidth", "elastic"}
+    before = np.asarray(kw["uplink_bandwidth"][-1])
+    after = np.asarray(on_kw["uplink_bandwidth"][-1])
+    out_b, _ = uplink_directions(before)
+    out_a, in_a = uplink_directions(after)
+    loaded = int(net.groups[-1][np.flatnonzero(rack == 0)[0]])
+    assert out_a[loaded] < 0.6 * out_b[loaded]  # the tenant's way out, lowered
+    unloaded = np.ones(after.shape, bool)
+    if after.ndim == 2:
+        unloaded[0, loaded] = False
+    else:
+        unloaded[loaded] = False
+    np.testing.assert_allclose(after[unloaded], before[unloaded], rtol=0.15)
+    assert np.all(after <= before)
+    # a model without uplinks, a network that saw no load come and go: no such phase
+    assert loaded_phase(net, net.default_model(nbytes=None) | {"uplink_bandwidth": None}) is None
+    steady = Network.from_measurement(_tenant_probe((3, 3, 3), seed=16, recheck="on")[0])
+    assert loaded_phase(steady, steady.default_model()) is None
+
+
+def test_an_order_faster_only_with_the_load_off_is_not_applied(monkeypatch):
+    import importlib
+
+    solve_mod = importlib.import_module("rankopt.solvers.solve")
+    m, _ = _tenant_probe((3, 3, 3), seed=14, on_off=0.6, recheck="on")
+    real = solve_mod._time_averaged
+
+    def slower_over_time(prob, order, cost, baseline):
+        c, b = real(prob, order, cost, baseline)
+        return (b * 1.05, b) if np.any(order != np.arange(order.size)) else (c, b)
+
+    monkeypatch.setattr(solve_mod, "_time_averaged", slower_over_time)
+    res = rankopt.solve(m, robust=False, rng=0)
+    assert res.stop_reason == LAUNCH_KEPT
+    np.testing.assert_array_equal(res.order, np.arange(9))
+    assert res.speedup == 1.0 and res.cost == res.baseline_cost
+    assert any("not faster than the launch order over time" in t for t in res.notes)
 
 
 def test_a_large_gain_is_not_thrown_away_for_a_wide_interval():

@@ -56,6 +56,7 @@ __all__ = [
     "measured_variability",
     "uneven_blocks",
     "load_came_and_went",
+    "loaded_phase",
     "recheck_rows",
     "VARYING_SLOWDOWN",
     "UNEVEN_BELOW",
@@ -1530,6 +1531,57 @@ def _recheck_drift(
             cap = float(u_out[gx] if side == 0 else u_in[gy])
             out[k][side, g] = max(out[k][side, g], float(np.log(max(cap / rate, 1.0))))
     return out if any(d.any() for d in out) else None
+
+
+def loaded_phase(network: Network, model: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``model`` (the keywords of :func:`rankopt.cost`) with the load the probe's recheck met on.
+
+    Where the probe saw another tenant's load come and go
+    (:func:`load_came_and_went`) and a recheck ran slower than the uplinks it
+    crossed, each uplink direction it was charged to (:func:`_recheck_drift`)
+    is lowered by that factor, and the load that took the difference yields to
+    more transfers as TCP does (``elastic`` 1, unless the probe's loaded-uplink
+    test read one: :attr:`Network.elastic_reading`).
+    The model's own uplinks are the load off (the bandwidth phase's best
+    rates); these are the load on. None where there is no such phase: a quiet
+    or steadily loaded network, no recheck slower, or a model without uplinks.
+
+    Examples
+    --------
+    >>> import numpy as np, rankopt
+    >>> rack = np.repeat([0, 1, 2], 3)
+    >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 20e6)
+    >>> prov = {"probe": {"recheck": [[0, 3, 20e6, 20e6], [0, 6, 8e6, 20e6]]}}
+    >>> net = rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw, provenance=prov)
+    >>> kw = net.default_model()
+    >>> on = loaded_phase(net, kw)
+    >>> [np.round(np.asarray(u) / 1e6, 1).tolist() for u in on["uplink_bandwidth"]], on["elastic"]
+    ([[8.0, 20.0, 20.0]], 1.0)
+    >>> loaded_phase(rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw), kw) is None
+    True
+    """
+    ups = model.get("uplink_bandwidth")
+    if not network.has_uplinks or ups is None or not load_came_and_went(network):
+        return None
+    groups = list(network.groups)
+    if not isinstance(ups, (list, tuple)) or len(ups) != len(groups):
+        return None
+    drift = _recheck_drift(network, ups, groups, meet_levels(groups, network.n))
+    if drift is None:
+        return None
+    lowered = []
+    for u, d in zip(ups, drift, strict=True):
+        u = np.asarray(u, dtype=np.float64)
+        if u.ndim == 2:
+            lowered.append(u * np.exp(-d))
+        elif u.ndim == 1:
+            lowered.append(u * np.exp(-d.max(axis=0)))
+        else:
+            lowered.append(u)
+    # the loaded-uplink test reads how a load seen in the bandwidth phase yields; one that
+    # came after it was not read there, and is taken for congestion-controlled traffic
+    read = network.elastic_reading is not None and model.get("elastic") is not None
+    return {**model, "uplink_bandwidth": lowered, "elastic": model["elastic"] if read else 1.0}
 
 
 def _perturb_uplinks(
