@@ -346,6 +346,26 @@ def test_the_interval_holds_the_speedup_it_goes_with(monkeypatch):
         assert (hi if shift < 1 else lo) == pytest.approx(res.speedup)
 
 
+def test_check_prices_a_load_that_came_and_went_as_solve_does():
+    # `rankopt check` reports the stored order's modelled speedup on the stored network
+    # as the solve did (over time), and re-solves with the probe's rows renumbered
+    from rankopt.adapters.drift import _relabel, compare
+    from rankopt.network.core import recheck_rows
+
+    m, _ = _tenant_probe((3, 3, 3), seed=14, on_off=0.6, recheck="on")
+    net = Network.from_measurement(m)
+    res = rankopt.solve(net, robust=False, rng=0)
+    assert "load_phases" in res.extra
+    pairs = {(0, 1): float(net.bandwidth[0, 1]), (4, 7): float(net.bandwidth[4, 7])}
+    opts = {"robust": False, "rng": 0}
+    r = compare(net, net.latency, pairs, order=res.order, solve_options=opts)
+    assert r.stored_speedup == pytest.approx(res.speedup, rel=1e-9)
+    perm = _relabel(net, res.order)
+    back = sorted((int(res.order[a]), int(res.order[b])) for a, b, _, _ in recheck_rows(perm))
+    assert back == sorted((a, b) for a, b, _, _ in recheck_rows(net))
+    assert measured_variability(perm) == pytest.approx(measured_variability(net))
+
+
 def test_a_recheck_alone_raises_an_uplink_the_first_pass_read_low():
     # every transfer out of rack 2 ran beside another that shared its uplink: 10-20 of 30
     m, rack = _tenant_probe((3, 3, 3), seed=9, factor=1.0, recheck="off")

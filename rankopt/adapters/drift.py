@@ -521,24 +521,37 @@ def _call(opts: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _modelled(network: Network, order: NDArray[np.int64], opts: Mapping[str, Any]) -> float:
-    """Modelled speedup of ``order`` over the launch order on ``network`` (the default model)."""
+    """Modelled speedup of ``order`` over the launch order on ``network`` (the default
+    model; averaged over time with the load on and off where the probe saw it come and
+    go, as ``solve`` prices it: :func:`rankopt.models.robust.over_time`)."""
     from rankopt.models import make_model
+    from rankopt.models.robust import loaded_phase_model, over_time
 
     kw = network.default_model(nbytes=opts.get("nbytes"))
     m = make_model(network.latency, *_call(opts), **kw)
-    c = m.cost(order)
-    return float(m.cost(np.arange(network.n)) / c) if c > 0 else 1.0
+    launch = np.arange(network.n)
+    c, b = float(m.cost(order)), float(m.cost(launch))
+    on = loaded_phase_model(network, network.latency, *_call(opts), kw)
+    if on is not None and c > 0 and b > 0:
+        c, b = over_time(c, float(on.cost(order))), over_time(b, float(on.cost(launch)))
+    return b / c if c > 0 else 1.0
 
 
 def _relabel(network: Network, order: NDArray[np.int64]) -> Network:
     """``network`` with process ``order[k]`` renumbered ``k`` (the stored order as launch)."""
+    from rankopt.adapters.cache import _remapped_parameters
+
     ix = np.ix_(order, order)
 
     def sub(a: Any) -> Any:
         return None if a is None else np.asarray(a)[ix]
 
+    provenance = dict(network.provenance)
+    if isinstance(provenance.get("probe"), Mapping):  # rows that name processes, renumbered
+        provenance["probe"] = _remapped_parameters(provenance["probe"], order)
     return replace(
         network,
+        provenance=provenance,
         latency=network.latency[ix],
         bandwidth=sub(network.bandwidth),
         latency_spread=sub(network.latency_spread),

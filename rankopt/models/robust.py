@@ -50,6 +50,9 @@ __all__ = [
     "TRAFFIC_MODEL_ERROR",
     "LOADED_MODEL_ERROR",
     "model_error",
+    "LOAD_ON_SHARE",
+    "over_time",
+    "loaded_phase_model",
 ]
 
 #: Networks the robust objective averages over by default (the measured one included).
@@ -297,6 +300,38 @@ TRAFFIC_MODEL_ERROR = 0.22
 LOADED_MODEL_ERROR = 0.26
 #: Normal quantiles that spread every drawn speedup by the model's error.
 _MODEL_QUANTILES = 33
+
+
+#: The share of the time a load that came and went while probed is taken to be on.
+LOAD_ON_SHARE = 0.5
+
+
+def over_time(off: float, on: float) -> float:
+    """A call's cost averaged over time, the load on :data:`LOAD_ON_SHARE` of it.
+
+    A job that repeats the call completes ``share / on + (1 - share) / off``
+    of them per second; the cost is that rate's inverse (a weighted harmonic
+    mean of ``off`` and ``on``).
+
+    >>> over_time(1.0, 3.0)
+    1.5
+    """
+    return 1.0 / (LOAD_ON_SHARE / on + (1.0 - LOAD_ON_SHARE) / off)
+
+
+def loaded_phase_model(
+    network: Any, latency: Any, collective: str, algorithm: str, model: Mapping[str, Any]
+) -> CostModel | None:
+    """``model`` (the keywords of :func:`rankopt.models.make_model`) with the load on, as
+    the probe's recheck met it (:func:`rankopt.network.core.loaded_phase`), or None where
+    the probe saw no load come and go on a measured network."""
+    from rankopt.models.factory import make_model
+    from rankopt.network.core import loaded_phase
+
+    if network is None or not getattr(network, "measured", False):
+        return None
+    on_kw = loaded_phase(network, model)
+    return None if on_kw is None else make_model(latency, collective, algorithm, **on_kw)
 
 
 def model_error(network: Any, traffic: bool = False) -> float:

@@ -602,10 +602,6 @@ def _measured_point(
     return float(median_model.cost(order)), float(median_model.cost(identity(prob.n)))
 
 
-#: The share of the time a load that came and went while probed is taken to be on.
-LOAD_ON_SHARE = 0.5
-
-
 def _time_averaged(
     prob: _Problem, order: NDArray[np.int64], cost: float, baseline: float
 ) -> tuple[float, float]:
@@ -618,24 +614,22 @@ def _time_averaged(
     for 2 s and off for 2 s on the emulated racks, the order found was priced at
     1.25 s with the load off and 5.7 s with it on, and ran in 2.1 s. A job that
     repeats its calls completes ``share / t_on + (1 - share) / t_off`` of them
-    per second, so each cost here is that rate's inverse (a harmonic mean, the
-    share :data:`LOAD_ON_SHARE`); ``extra["load_phases"]`` keeps both phases.
+    per second, so each cost here is that rate's inverse
+    (:func:`rankopt.models.robust.over_time`, the share
+    :data:`~rankopt.models.robust.LOAD_ON_SHARE`); ``extra["load_phases"]`` keeps
+    both phases.
     ``(cost, baseline)`` unchanged where there is no such phase.
     """
+    from rankopt.models.robust import LOAD_ON_SHARE, loaded_phase_model, over_time
+    from rankopt.network.core import VARYING_SLOWDOWN, measured_variability
+
     network = prob.network
-    if prob.custom or network is None or not network.measured:
+    if prob.custom or not (cost > 0 and baseline > 0):
         return cost, baseline
-    from rankopt.network.core import VARYING_SLOWDOWN, loaded_phase, measured_variability
-
-    on_kw = loaded_phase(network, prob.model_kw)
-    if on_kw is None or not (cost > 0 and baseline > 0):
+    on = loaded_phase_model(network, prob.lat, prob.collective, prob.algorithm, prob.model_kw)
+    if on is None:
         return cost, baseline
-    on = make_model(prob.lat, prob.collective, prob.algorithm, **on_kw)
     cost_on, baseline_on = float(on.cost(order)), float(on.cost(identity(prob.n)))
-
-    def over_time(off: float, loaded: float) -> float:
-        return 1.0 / (LOAD_ON_SHARE / loaded + (1.0 - LOAD_ON_SHARE) / off)
-
     prob.extra["load_phases"] = {
         "on_share": LOAD_ON_SHARE,
         "off": {"cost": float(cost), "baseline_cost": float(baseline)},
