@@ -67,7 +67,7 @@ from numpy.typing import NDArray
 
 from rankopt._validation import RankoptInputError
 from rankopt.adapters.drift import TOLERANCE, _sigma_own, bandwidth_moved
-from rankopt.probe._common import ProbeParams, ProbeProgress, transfer_seconds
+from rankopt.probe._common import ProbeParams, ProbeProgress, remapped_parameters, transfer_seconds
 from rankopt.probe.measurement import Measurement
 
 __all__ = [
@@ -321,33 +321,8 @@ def _remapped(m: Measurement, idx: NDArray[np.int64], hosts: tuple[str, ...]) ->
         started_at=m.started_at,
         finished_at=m.finished_at,
         backend=m.backend,
-        parameters=_remapped_parameters(m.parameters, idx),
+        parameters=remapped_parameters(m.parameters, idx),
     )
-
-
-#: Probe facts that list pairs of stored ranks in their first two columns.
-_RANK_ROWS = ("recheck", "sharing", "sharing_alone", "sharing_loaded")
-
-
-def _remapped_parameters(params: Mapping[str, Any], idx: NDArray[np.int64]) -> dict[str, Any]:
-    """The probe's facts in the ranks of this launch: process ``k`` is stored ``idx[k]``.
-
-    Per-process group labels are read through ``idx``; rows that name stored
-    ranks get this launch's ranks.
-    """
-    out = dict(params)
-    inv = np.empty_like(idx)
-    inv[idx] = np.arange(idx.size)
-    if isinstance(out.get("groups"), list):
-        out["groups"] = [np.asarray(g)[idx].tolist() for g in out["groups"]]
-    kept = out.get("inferred_hierarchy")
-    if isinstance(kept, Mapping) and isinstance(kept.get("groups"), list):
-        groups = [np.asarray(g)[idx].tolist() for g in kept["groups"]]
-        out["inferred_hierarchy"] = {**kept, "groups": groups}
-    for name in _RANK_ROWS:
-        if isinstance(out.get(name), list):
-            out[name] = [[float(inv[int(r[0])]), float(inv[int(r[1])]), *r[2:]] for r in out[name]]
-    return out
 
 
 def _lookup(

@@ -539,7 +539,7 @@ def _modelled(network: Network, order: NDArray[np.int64], opts: Mapping[str, Any
 
 def _relabel(network: Network, order: NDArray[np.int64]) -> Network:
     """``network`` with process ``order[k]`` renumbered ``k`` (the stored order as launch)."""
-    from rankopt.adapters.cache import _remapped_parameters
+    from rankopt.probe._common import remapped_parameters
 
     ix = np.ix_(order, order)
 
@@ -548,7 +548,7 @@ def _relabel(network: Network, order: NDArray[np.int64]) -> Network:
 
     provenance = dict(network.provenance)
     if isinstance(provenance.get("probe"), Mapping):  # rows that name processes, renumbered
-        provenance["probe"] = _remapped_parameters(provenance["probe"], order)
+        provenance["probe"] = remapped_parameters(provenance["probe"], order)
     return replace(
         network,
         provenance=provenance,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -391,3 +391,28 @@ class TestHooks:
             raise RankoptInputError(f"malformed test hook {shown}: {exc}") from None
         (stall_round, stall_seconds), (skew_round, skew_seconds) = rounds.values()
         return cls(delays, stall_round, stall_seconds, skew_round, skew_seconds)
+
+
+#: Probe facts that list pairs of stored ranks in their first two columns.
+RANK_ROWS = ("recheck", "sharing", "sharing_alone", "sharing_loaded")
+
+
+def remapped_parameters(params: Mapping[str, Any], idx: NDArray[np.int64]) -> dict[str, Any]:
+    """The probe's facts in the ranks of this launch: process ``k`` is stored ``idx[k]``.
+
+    Per-process group labels are read through ``idx``; rows that name stored
+    ranks get this launch's ranks.
+    """
+    out = dict(params)
+    inv = np.empty_like(idx)
+    inv[idx] = np.arange(idx.size)
+    if isinstance(out.get("groups"), list):
+        out["groups"] = [np.asarray(g)[idx].tolist() for g in out["groups"]]
+    kept = out.get("inferred_hierarchy")
+    if isinstance(kept, Mapping) and isinstance(kept.get("groups"), list):
+        groups = [np.asarray(g)[idx].tolist() for g in kept["groups"]]
+        out["inferred_hierarchy"] = {**kept, "groups": groups}
+    for name in RANK_ROWS:
+        if isinstance(out.get(name), list):
+            out[name] = [[float(inv[int(r[0])]), float(inv[int(r[1])]), *r[2:]] for r in out[name]]
+    return out
