@@ -1533,6 +1533,12 @@ def _recheck_drift(
     return out if any(d.any() for d in out) else None
 
 
+def _drift_shaped(u: NDArray[np.float64], drift: NDArray[np.float64]) -> NDArray[np.float64]:
+    """A level's ``(2, G)`` recheck drift (:func:`_recheck_drift`) in the shape of its
+    uplinks ``u``: per direction, or the larger of the two for one rate per group."""
+    return drift if u.ndim == 2 else drift.max(axis=0)
+
+
 def loaded_phase(network: Network, model: Mapping[str, Any]) -> dict[str, Any] | None:
     """``model`` (the keywords of :func:`rankopt.cost`) with the load the probe's recheck met on.
 
@@ -1572,12 +1578,7 @@ def loaded_phase(network: Network, model: Mapping[str, Any]) -> dict[str, Any] |
     lowered = []
     for u, d in zip(ups, drift, strict=True):
         u = np.asarray(u, dtype=np.float64)
-        if u.ndim == 2:
-            lowered.append(u * np.exp(-d))
-        elif u.ndim == 1:
-            lowered.append(u * np.exp(-d.max(axis=0)))
-        else:
-            lowered.append(u)
+        lowered.append(u if u.ndim == 0 else u * np.exp(-_drift_shaped(u, d)))
     # the loaded-uplink test reads how a load seen in the bandwidth phase yields; one that
     # came after it was not read there, and is taken for congestion-controlled traffic
     read = network.elastic_reading is not None and model.get("elastic") is not None
@@ -1608,7 +1609,7 @@ def _perturb_uplinks(
             sig = sigmas[k] if u.ndim == 2 else sigmas[k].max(axis=0)
             log_f = log_f + sig * gen.standard_normal(u.shape)
         if drift is not None and u.ndim >= 1:
-            d = drift[k] if u.ndim == 2 else drift[k].max(axis=0)
+            d = _drift_shaped(u, drift[k])
             log_f = log_f - d * np.abs(gen.standard_normal(u.shape))
         out.append(u * np.exp(log_f))
     return out
