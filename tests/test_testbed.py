@@ -128,6 +128,48 @@ def test_cli_parses_racks_and_exec():
     assert ex.command == "testbed"  # the subcommand's name, which error messages read
 
 
+class _Stopped(Exception):
+    """What this test's own SIGTERM handler raises: the command left SIGTERM alone."""
+
+
+def test_sigterm_stops_the_job_of_exec_on_an_attached_testbed(monkeypatch, capsys):
+    # `testbed exec --attach` asked to stop must stop its job (kill its process group),
+    # not die and leave it running in the namespaces of a testbed it does not own
+    import signal
+    import sys
+
+    from rankopt.cli import main
+    from rankopt.testbed import launch
+
+    tb = Testbed(Topology(racks=(2, 1), rates=("1gbit", "200mbit")), prefix="rkfake")
+    monkeypatch.setattr(Testbed, "attach", classmethod(lambda cls, prefix: tb))
+    started: list[subprocess.Popen[str]] = []
+
+    def job(tb_, hosts, argv, **kw):  # the launcher: a child in a session of its own
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                start_new_session=True, text=True)  # fmt: skip
+        started.append(proc)
+        subprocess.Popen(["sh", "-c", f"sleep 0.5; kill -TERM {os.getpid()}"])
+        return launch._wait([proc], 30.0, "job")[0]
+
+    def stopped(signum, frame):
+        raise _Stopped
+
+    monkeypatch.setattr(launch, "run_mpi", job)
+    before = signal.signal(signal.SIGTERM, stopped)
+    try:
+        code = main(["testbed", "exec", "--attach", "--prefix", "rkfake", "--", "prog"])
+        assert signal.getsignal(signal.SIGTERM) is stopped  # put back as it was
+    finally:
+        signal.signal(signal.SIGTERM, before)
+        for p in started:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert code == 130 and "interrupted" in capsys.readouterr().err
+    assert len(started) == 1 and started[0].returncode == -signal.SIGKILL
+
+
 def test_exec_on_a_testbed_that_is_not_up_is_one_line(capsys):
     # the program after -- must not take the subcommand's place: an error is one line
     from rankopt.cli import main

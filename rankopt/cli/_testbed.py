@@ -354,7 +354,9 @@ def _testbed(args: argparse.Namespace) -> Iterator:  # type: ignore[type-arg]
     from rankopt.testbed import Testbed
 
     if args.attach:
-        yield Testbed.attach(args.prefix)
+        # not built here, not taken down here; but asked to stop, its jobs stop
+        with Testbed.attach(args.prefix).interruptible() as tb:
+            yield tb
         return
     with Testbed(_topology(args), prefix=args.prefix) as tb:
         yield tb

@@ -23,6 +23,7 @@ everything.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -30,7 +31,7 @@ import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -342,6 +343,19 @@ class Testbed:
     def __exit__(self, *exc: object) -> None:
         try:
             self.down()
+        finally:
+            self._restore_signal_handlers()
+
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[Testbed]:
+        """Inside, SIGTERM and SIGHUP raise ``KeyboardInterrupt``, as they do while a
+        testbed built with ``with Testbed(...)`` is up: a job started in the testbed is
+        then killed (its process group) when this process is asked to stop, instead of
+        running on in the namespaces. For a testbed this process attached to
+        (:meth:`attach`) and does not take down."""
+        self._install_signal_handlers()
+        try:
+            yield self
         finally:
             self._restore_signal_handlers()
 
