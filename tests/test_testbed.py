@@ -144,12 +144,13 @@ def test_sigterm_stops_the_job_of_exec_on_an_attached_testbed(monkeypatch, capsy
     tb = Testbed(Topology(racks=(2, 1), rates=("1gbit", "200mbit")), prefix="rkfake")
     monkeypatch.setattr(Testbed, "attach", classmethod(lambda cls, prefix: tb))
     started: list[subprocess.Popen[str]] = []
+    killers: list[subprocess.Popen[bytes]] = []
 
     def job(tb_, hosts, argv, **kw):  # the launcher: a child in a session of its own
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                                 start_new_session=True, text=True)  # fmt: skip
         started.append(proc)
-        subprocess.Popen(["sh", "-c", f"sleep 0.5; kill -TERM {os.getpid()}"])
+        killers.append(subprocess.Popen(["sh", "-c", f"sleep 0.5; kill -TERM {os.getpid()}"]))
         return launch._wait([proc], 30.0, "job")[0]
 
     def stopped(signum, frame):
@@ -166,6 +167,8 @@ def test_sigterm_stops_the_job_of_exec_on_an_attached_testbed(monkeypatch, capsy
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        for k in killers:  # reaped, not left a zombie
+            k.wait()
     assert code == 130 and "interrupted" in capsys.readouterr().err
     assert len(started) == 1 and started[0].returncode == -signal.SIGKILL
 

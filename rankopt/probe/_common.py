@@ -56,6 +56,8 @@ __all__ = [
     "probe_hostname",
     "RATE_AGREE",
     "transfer_seconds",
+    "RANK_ROWS",
+    "remapped_parameters",
 ]
 
 DELAY_ENV = "RANKOPT_PROBE_TEST_DELAY"
