@@ -36,6 +36,8 @@ cdef class StepEval(SwapEval):
     cdef const double[:, ::1] up
     cdef const double[:, ::1] upi
     cdef const double[::1] share
+    cdef const double[::1] crowd
+    cdef bint even  # straggle 1: every crowd entry 1, the uplinks' shares per group
     cdef const double[:, ::1] mo
     cdef const double[:, ::1] mi
     cdef const long long[::1] src
@@ -69,7 +71,8 @@ cdef class StepEval(SwapEval):
     def __init__(self, const double[:, ::1] lat, const double[:, ::1] bw, bint has_bw,
                  double nbytes, bint has_rate, const long long[:, ::1] labels,
                  const double[:, ::1] uplink, const double[:, ::1] uplink_in,
-                 const double[::1] share, const double[:, ::1] tenant,
+                 const double[::1] share, const double[::1] crowd,
+                 const double[:, ::1] tenant,
                  const double[:, ::1] tenant_in, const long long[::1] src,
                  const long long[::1] dst, const double[::1] frac,
                  const long long[::1] step_ptr, const long long[::1] repeat,
@@ -85,6 +88,8 @@ cdef class StepEval(SwapEval):
         self.up = uplink
         self.upi = uplink_in
         self.share = share
+        self.crowd = crowd
+        self.even = bool(np.all(np.asarray(crowd) == 1.0))
         self.mo = tenant
         self.mi = tenant_in
         self.nlev = labels.shape[0]
@@ -120,7 +125,8 @@ cdef class StepEval(SwapEval):
         ``up / (share[K] + m)`` (out of the group) or ``upi / (share[K] + m)``
         (into it; ``share[K]`` is ``K`` for an even split, ``m`` the tenant
         flows that yield and ``up`` the capacity beside them, ``uplink * (1 +
-        m)``); :meth:`_uncount` clears them."""
+        m)``; the shares only with an even split, see ``_with_rate``);
+        :meth:`_uncount` clears them."""
         cdef Py_ssize_t e, L, q, G = self.up.shape[1]
         cdef long long a, b, f
         cdef long long *co = &self.cout[0, 0]
@@ -148,6 +154,8 @@ cdef class StepEval(SwapEval):
                         self.tin[self.ntin] = f
                         self.ntin += 1
                     ci[f] += 1
+        if not self.even:  # each transfer's share depends on both its ends
+            return
         for q in range(self.ntout):
             f = self.tout[q]
             po[f] = up[f] / (self.share[co[f]] + mo[f])
@@ -172,9 +180,14 @@ cdef class StepEval(SwapEval):
 
     cdef inline double _with_rate(self, long long a, long long b, Py_ssize_t e, double t,
                                   double rate) noexcept nogil:
-        """``t + bytes / rate`` with ``rate`` capped by the shared uplinks."""
-        cdef long long ga, gb
-        cdef double r
+        """``t + bytes / rate`` with ``rate`` capped by the shared uplinks.
+
+        With an even split each used uplink's share was set by ``_count``;
+        else the transfer's own share: its counts ``K`` times ``crowd[c]``,
+        ``c = min(K_out, K_in)`` the transfers it is crowded with at both
+        ends (counts are set while ``_count``'s step is being visited)."""
+        cdef long long ga, gb, ko, ki
+        cdef double r, x
         cdef Py_ssize_t L
         if not self.has_rate:
             return t
@@ -182,10 +195,21 @@ cdef class StepEval(SwapEval):
             ga = self.lab[L, a]
             gb = self.lab[L, b]
             if ga != gb:
-                r = self.capo[L, ga]
+                if self.even:
+                    r = self.capo[L, ga]
+                    if r < rate:
+                        rate = r
+                    r = self.capi[L, gb]
+                    if r < rate:
+                        rate = r
+                    continue
+                ko = self.cout[L, ga]
+                ki = self.cin[L, gb]
+                x = self.crowd[ko if ko < ki else ki]
+                r = self.up[L, ga] / (ko * x + self.mo[L, ga])
                 if r < rate:
                     rate = r
-                r = self.capi[L, gb]
+                r = self.upi[L, gb] / (ki * x + self.mi[L, gb])
                 if r < rate:
                     rate = r
         return t + self.frac[e] * self.nbytes / rate

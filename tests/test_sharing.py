@@ -4,8 +4,10 @@ The probe runs a few transfers across one uplink side by side
 (:func:`~rankopt.probe.sharing.sharing_pairs`) and turns the slowest of them
 against one alone into the exponent ``straggle``
 (:func:`~rankopt.probe.sharing.straggle_exponent`); the network carries it
-and the contention model prices ``K`` transfers on one uplink at ``uplink /
-K**straggle`` each.
+and the contention model prices ``K`` transfers from one group into one group
+at ``uplink / K**straggle`` each; a transfer whose two ends are crowded
+unequally is crowded at both by ``c = min(K_out, K_in)`` and gets ``uplink /
+(K * c**(straggle - 1))``.
 """
 
 import math
@@ -15,7 +17,7 @@ import pytest
 
 import rankopt
 from rankopt._validation import STRAGGLE_RANGE, RankoptInputError
-from rankopt.models.network import make_network, share_table, tenant_flows
+from rankopt.models.network import crowd_table, make_network, share_table, tenant_flows
 from rankopt.network.core import Redraw, network_from_record, network_record
 from rankopt.probe.measurement import Measurement
 from rankopt.probe.sharing import (
@@ -132,6 +134,68 @@ def test_straggle_prices_crossings_above_an_even_split():
     assert slow == pytest.approx(4**1.2, rel=0.01)
     # one flow per uplink is priced alike whatever the exponent
     assert rankopt.cost(lat, contig, **kw, straggle=1.7) == rankopt.cost(lat, contig, **kw)
+
+
+def test_crowd_table_is_exactly_one_for_an_even_split():
+    assert crowd_table(4).tolist() == [1.0] * 5
+    assert crowd_table(4, 1.5).tolist() == pytest.approx([1.0, 1.0, 2**0.5, 3**0.5, 2.0])
+
+
+# Racks of 4, 3 and 2 hosts. Both rings put three flows on one uplink direction:
+# in the first every such flow enters a group that takes two; in the second the
+# three flows out of rack 1 are the three into rack 0.
+_RACK432 = np.array([0, 0, 0, 0, 1, 1, 1, 2, 2])
+_ONE_END = [8, 0, 7, 1, 3, 6, 2, 4, 5]
+_BOTH_ENDS = [4, 0, 5, 1, 6, 2, 3, 7, 8]
+
+
+@pytest.mark.parametrize("straggle", [1.0, 1.15, 1.5, 2.0])
+def test_straggle_prices_the_flows_crowded_at_both_ends(straggle):
+    lat = np.full((9, 9), 1e-9)
+    kw = {"bandwidth": 1e12, "nbytes": 1e8, "groups": _RACK432, "uplink_bandwidth": 1e9}
+    contig = list(range(9))
+    base = rankopt.cost(lat, contig, **kw, straggle=straggle)
+    one = rankopt.cost(lat, _ONE_END, **kw, straggle=straggle) / base
+    both = rankopt.cost(lat, _BOTH_ENDS, **kw, straggle=straggle) / base
+    # 3 flows out of rack 0, each into a rack that takes 2: crowded at both ends by 2
+    assert one == pytest.approx(3 * 2 ** (straggle - 1), rel=1e-6)
+    # 3 flows out of rack 1, the same 3 the only ones into rack 0: 3**straggle
+    assert both == pytest.approx(3**straggle, rel=1e-6)
+    assert both / one == pytest.approx(1.5 ** (straggle - 1), rel=1e-6)
+    for order in (_ONE_END, _BOTH_ENDS, contig):
+        assert rankopt.cost(lat, order, **kw, straggle=straggle) == pytest.approx(
+            _reference(lat, order, kw, straggle), rel=1e-12
+        )
+
+
+def test_straggle_swap_deltas_follow_both_ends():
+    # the step evaluator's swap deltas against full costs, where a swap changes the
+    # crowding of transfers it does not move
+    from rankopt.models.factory import make_model
+
+    rng = np.random.default_rng(3)
+    n = 12
+    rack = rng.integers(0, 4, n)
+    lat = rng.uniform(1e-6, 1e-5, (n, n))
+    kw = {"bandwidth": 1e10, "nbytes": 1e8, "groups": rack, "uplink_bandwidth": 1e9}
+    for alg in ("ring", "recursive_doubling"):
+        model = make_model(lat, "allreduce", alg, objective="contention", straggle=1.4, **kw)
+        order = rng.permutation(n)
+        for _ in range(40):
+            i, j = rng.choice(n, 2, replace=False)
+            swapped = order.copy()
+            swapped[[i, j]] = swapped[[j, i]]
+            want = model.reference_cost(swapped) - model.reference_cost(order)
+            assert model.swap_delta(order, int(i), int(j)) == pytest.approx(want, abs=1e-12)
+            if rng.random() < 0.5:
+                order = swapped
+
+
+def _reference(lat, order, kw, straggle):
+    from rankopt.models.factory import make_model
+
+    model = make_model(lat, "allreduce", "ring", straggle=straggle, **kw)
+    return model.reference_cost(np.asarray(order))
 
 
 def _measured(straggle=None):

@@ -19,6 +19,7 @@ class StepEval(SwapEval):
         uplink: NDArray[np.float64],
         uplink_in: NDArray[np.float64],
         share: NDArray[np.float64],
+        crowd: NDArray[np.float64],
         tenant: NDArray[np.float64],
         tenant_in: NDArray[np.float64],
         src: NDArray[np.int64],

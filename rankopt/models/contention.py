@@ -7,7 +7,9 @@ latencies, so that a swap, which changes only the transfers of two ranks,
 costs ``O(levels log G)`` per step it touches instead of a recount of every
 transfer of the step. It applies when each step's transfers carry one size
 (all built-in schedules but the chain's last segment and the hierarchical
-one) and its tables fit in memory.
+one), its tables fit in memory and uplinks split evenly (``straggle`` 1:
+with a measured exponent a transfer's share depends on the counts at both
+its ends, :attr:`rankopt.models.network.NetworkArrays.straggle`).
 """
 
 from __future__ import annotations
@@ -82,7 +84,10 @@ def make_step_contention(
     ``alike``: every step has the same transfers (a ring): they are stored
     once with the total repeat count. ``full`` evaluates full costs.
     """
-    if not (net.levels and net.has_rate):
+    if not (net.levels and net.has_rate) or net.straggle != 1.0:
+        # with straggle a transfer's share depends on the counts at both its
+        # ends, which no slot of one group and direction holds: the step
+        # evaluator recounts the steps a swap touches instead
         return None
     ptr, frac, rep = sched.step_ptr, sched.frac, sched.repeat.astype(np.float64)
     src, dst = sched.src, sched.dst

@@ -74,9 +74,12 @@ def cost(
     inter : {"rings", "leaders"}, optional
         Inter-group phase of the hierarchical allreduce.
     straggle : float, optional
-        With uplinks: the ``K`` transfers of a step through one uplink each
-        get ``uplink / K**straggle`` (default 1, an even split; a probe
-        measures it, :attr:`rankopt.Network.straggle`).
+        With uplinks: ``K`` transfers of a step from one group into one
+        group each get ``uplink / K**straggle``; a transfer crowded at its
+        two ends by ``K_out`` and ``K_in`` transfers, with ``c = min(K_out,
+        K_in)``, gets ``uplink / (K_out * c**(straggle - 1))`` out and the
+        like in (default 1, an even split; a probe measures it,
+        :attr:`rankopt.Network.straggle`).
     elastic : float, optional
         With uplinks: how much of another tenant's load on an uplink yields
         to more transfers, 0 (default: none) to 1 (all, as TCP flows do; see
@@ -103,7 +106,8 @@ def cost(
     α-β, step-synchronous: a step lasts as long as its slowest transfer
     ``latency[a, b] + bytes / rate``; the total is the sum over steps. With
     uplinks, the K transfers of a step that leave (enter) a group share its
-    uplink: each gets at most ``uplink / K**straggle`` (see
+    uplink: each gets at most ``uplink / K`` (``uplink / K**straggle`` for K
+    transfers from one group into one group; see
     :func:`rankopt.models.network.reference_time`).
 
     The model of the last call is kept, keyed by a digest of every input

@@ -36,6 +36,7 @@ __all__ = [
     "check_groups",
     "check_straggle",
     "reference_time",
+    "crowd_table",
     "share_table",
     "tenant_flows",
 ]
@@ -62,17 +63,25 @@ class NetworkArrays:
         Capacity of each group's uplink into the group (bytes/s); the same
         array as ``uplink`` when the capacities were given without direction.
     straggle : float
-        How ``K`` transfers of one step share an uplink: each gets
-        ``uplink / K**straggle`` (see :func:`share_table`). ``1.0`` is an
-        even split; above it, the slowest of several transfers that wait for
-        each other gets less than its fair share (TCP flows through one
-        bottleneck do), which the probe measures.
+        How the transfers of one step share an uplink. A transfer that
+        leaves its group beside ``K_out - 1`` others and enters the other
+        group beside ``K_in - 1`` others is crowded at both ends with
+        ``c = min(K_out, K_in)``; it gets ``uplink / (K_out * c**(straggle -
+        1))`` of the uplink out and ``uplink_in / (K_in * c**(straggle - 1))``
+        of the one in (see :func:`crowd_table`): ``K**straggle`` for ``K``
+        transfers from one group into one group, what the probe's sharing
+        test runs and measures. ``1.0`` is an even split; above it, the
+        slowest of several transfers that wait for each other gets less than
+        its fair share where it crosses two crowded uplinks (TCP flows
+        through bottlenecks in series do); a transfer whose other end is not
+        crowded gets its fair share.
     elastic : float
         How much of another tenant's load on an uplink yields to more flows
         (0: none, paced traffic keeps its rate; 1: all of it, as TCP flows
         do). With ``m`` tenant flows on an uplink (:func:`tenant_flows`),
-        ``K`` transfers each get ``uplink * (1 + m) / (K**straggle + m)``
-        (``uplink`` being what one transfer alone gets beside the tenant).
+        ``K`` transfers each get ``uplink * (1 + m) / (K * c**(straggle - 1)
+        + m)`` (``uplink`` being what one transfer alone gets beside the
+        tenant).
     tenant : ndarray (levels, max G) of float64
         ``m`` of each uplink out of its group (zeros with ``elastic == 0``).
     tenant_in : ndarray (levels, max G) of float64
@@ -108,6 +117,10 @@ class NetworkArrays:
         """:func:`share_table` up to ``max(most, n)`` transfers (what the kernels divide by)."""
         return share_table(max(int(most), self.n), self.straggle)
 
+    def crowding(self, most: int = 0) -> NDArray[np.float64]:
+        """:func:`crowd_table` up to ``max(most, n)`` transfers."""
+        return crowd_table(max(int(most), self.n), self.straggle)
+
     def capacities(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``uplink * (1 + tenant)`` out and in: what the kernels divide by
         ``share[K] + tenant`` (the uplinks themselves when nothing yields)."""
@@ -137,6 +150,25 @@ def share_table(n: int, straggle: float = 1.0) -> NDArray[np.float64]:
     """
     k = np.arange(n + 1, dtype=np.float64)
     return k if straggle == 1.0 else np.ascontiguousarray(k**straggle)
+
+
+def crowd_table(n: int, straggle: float = 1.0) -> NDArray[np.float64]:
+    """``c**(straggle - 1)`` for ``c = 0..n`` (1 at ``c = 0``): what a transfer
+    crowded at both ends by ``c`` transfers (:attr:`NetworkArrays.straggle`)
+    multiplies its uplinks' counts by.
+
+    With ``straggle == 1`` every entry is 1 exactly, so ``K * crowd[c]`` is the
+    even split ``K`` to the last bit.
+
+    >>> crowd_table(3).tolist(), crowd_table(3, 1.5).round(3).tolist()
+    ([1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.414, 1.732])
+    """
+    c = np.arange(n + 1, dtype=np.float64)
+    if straggle == 1.0:
+        return np.ones(n + 1)
+    out = c ** (straggle - 1.0)
+    out[0] = 1.0
+    return np.ascontiguousarray(out)
 
 
 def tenant_flows(
@@ -292,14 +324,15 @@ def reference_time(sched: Schedule, net: NetworkArrays, order: NDArray[np.int64]
     For every step: each transfer ``k -> j`` runs between ``a = order[k]`` and
     ``b = order[j]`` and takes ``latency[a, b] + frac * nbytes / rate`` where
     ``rate`` is the smallest of ``bandwidth[a, b]`` and, at every level where
-    ``a`` and ``b`` are in different groups, ``uplink[g(a)] / K_out`` and
-    ``uplink_in[g(b)] / K_in`` -- ``K_out`` (``K_in``) being the number of
-    transfers of this step that leave (enter) that group, each raised to
-    ``net.straggle`` (1 by default: an even split) -- beside ``m`` yielding
-    tenant flows (``net.tenant``, ``net.tenant_in``) the share is
-    ``uplink * (1 + m) / (K**straggle + m)``. A step lasts as
-    long as its slowest transfer and runs ``repeat`` times; the total is the
-    sum over steps. Without bandwidth and uplinks only latency counts.
+    ``a`` and ``b`` are in different groups, ``uplink[g(a)] / (K_out * x)``
+    and ``uplink_in[g(b)] / (K_in * x)`` -- ``K_out`` (``K_in``) being the
+    number of transfers of this step that leave (enter) that group, and
+    ``x = min(K_out, K_in) ** (net.straggle - 1)`` (1 by default: an even
+    split; above 1 only where the transfer is crowded at both ends) --
+    beside ``m`` yielding tenant flows (``net.tenant``, ``net.tenant_in``)
+    the share is ``uplink * (1 + m) / (K * x + m)``. A step lasts as long as
+    its slowest transfer and runs ``repeat`` times; the total is the sum
+    over steps. Without bandwidth and uplinks only latency counts.
     """
     total = 0.0
     for s in range(sched.n_distinct):
@@ -323,14 +356,12 @@ def reference_time(sched: Schedule, net: NetworkArrays, order: NDArray[np.int64]
                     if ga != gb:
                         mo = float(net.tenant[lev, ga])  # type: ignore[index]
                         mi = float(net.tenant_in[lev, gb])  # type: ignore[index]
+                        k_out, k_in = out_cnt[lev, ga], in_cnt[lev, gb]
+                        x = 1.0 if net.straggle == 1.0 else min(k_out, k_in) ** (net.straggle - 1)
                         rate = min(
                             rate,
-                            net.uplink[lev, ga]
-                            * (1.0 + mo)
-                            / (out_cnt[lev, ga] ** net.straggle + mo),
-                            net.uplink_in[lev, gb]
-                            * (1.0 + mi)
-                            / (in_cnt[lev, gb] ** net.straggle + mi),
+                            net.uplink[lev, ga] * (1.0 + mo) / (k_out * x + mo),
+                            net.uplink_in[lev, gb] * (1.0 + mi) / (k_in * x + mi),
                         )
                 t += float(sched.frac[e]) * float(net.nbytes) / rate  # type: ignore[arg-type]
             longest = max(longest, t)

@@ -7,9 +7,11 @@
 ``objective="contention"``
     As ``"time"``, and the transfers of a step that leave (enter) a group
     share its uplink in that direction: K of them get ``uplink / K`` each
-    (``uplink`` out of the group, ``uplink_in`` into it), or
-    ``uplink / K**straggle`` where the network says the slowest of them gets
-    less than its fair share (:attr:`Network.straggle`).
+    (``uplink`` out of the group, ``uplink_in`` into it); where the network
+    says the slowest of several gets less than its fair share
+    (:attr:`Network.straggle`), a transfer crowded at both ends by ``c``
+    transfers gets ``uplink / (K * c**(straggle - 1))``: ``K**straggle`` for
+    ``K`` transfers from one group into one group.
 
 See :func:`rankopt.models.network.reference_time` for the exact spec, which
 the compiled kernel (``src_ext/_schedule_eval.pyx``) is tested against.
@@ -70,6 +72,7 @@ def make_evaluator(sched: Schedule, net: NetworkArrays, *, index: bool = True):
         net.labels,
         *net.capacities(),
         net.shares(int(np.diff(sched.step_ptr).max(initial=0))),
+        net.crowding(int(np.diff(sched.step_ptr).max(initial=0))),
         net.tenant,
         net.tenant_in,
         sched.src,

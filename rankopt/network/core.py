@@ -429,12 +429,17 @@ class Network:
 
     @property
     def straggle(self) -> float:
-        """How the ``K`` transfers of a step share an uplink: ``uplink / K**straggle`` each.
+        """How transfers share an uplink: ``K`` from one group into one get ``uplink / K**straggle``.
 
         ``provenance["straggle"]``: the probe measures it from transfers that
         share an uplink (the slowest of them against one alone,
-        :func:`rankopt.probe.hierarchy.straggle_exponent`); 1 (an even split)
-        when nothing was measured. The contention model prices with it.
+        :func:`rankopt.probe.sharing.straggle_exponent`); 1 (an even split)
+        when nothing was measured. The contention model prices with it: a
+        transfer crowded at its two ends by ``K_out`` and ``K_in`` transfers
+        is crowded at both by ``c = min(K_out, K_in)`` and gets ``uplink /
+        (K_out * c**(straggle - 1))`` of the uplink out (and the like in), so
+        one whose other end is not crowded gets its fair share
+        (:attr:`rankopt.models.network.NetworkArrays.straggle`).
         """
         value = self.provenance.get("straggle")
         return 1.0 if value is None else check_straggle(value)
@@ -502,8 +507,9 @@ class Network:
         span the whole range), 0 (the load keeps its rate, as paced traffic
         does) when nothing was read. With ``m`` such flows on an uplink
         (:func:`rankopt.models.network.tenant_flows`) the contention model
-        gives ``K`` transfers ``uplink * (1 + m) / (K**straggle + m)`` each,
-        not ``uplink / K**straggle``.
+        gives ``K`` transfers ``uplink * (1 + m) / (K * c**(straggle - 1) + m)``
+        each, not ``uplink / (K * c**(straggle - 1))`` (``c`` as in
+        :attr:`straggle`).
         """
         lo, hi = self.elastic_range
         return 0.5 * (lo + hi)
@@ -811,7 +817,10 @@ class Network:
         head = ", ".join(parts)
         levels = describe_levels(self.groups, self.uplinks)
         if levels and self.has_uplinks and self.straggle != 1.0:
-            levels += f"; K transfers on one uplink get 1/K^{self.straggle:.2f} of it each"
+            levels += (
+                f"; K transfers from one group into one group get 1/K^{self.straggle:.2f} "
+                "of an uplink each"
+            )
         lo, hi = self.elastic_range
         if levels and self.has_uplinks and hi > lo:
             levels += (

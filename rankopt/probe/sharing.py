@@ -6,8 +6,10 @@ through one bottleneck do not split evenly, and the slowest of them -- the
 one the step waits for -- gets less. Timed on an emulated rack network, a
 ring step with ``K`` flows on one uplink lasted about ``K**1.17`` times a
 flow alone, not ``K``. The contention model prices the split as
-``uplink / K**straggle`` (:attr:`rankopt.Network.straggle`); this module
-measures ``straggle``.
+``uplink / K**straggle`` for ``K`` transfers from one group into one group,
+as this test runs them, and a transfer crowded at one end only at its fair
+share (:attr:`rankopt.Network.straggle`); this module measures
+``straggle``.
 
 The test runs ``K`` transfers from distinct hosts of one group to distinct
 hosts of a sibling group, all in the same direction (the probe's lower rank

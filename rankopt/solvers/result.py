@@ -255,8 +255,8 @@ class SolveResult:
             if levels and self.objective == "contention" and straggle != 1.0:
                 span = f", the interval 1/K^{s_lo:.2f}-1/K^{s_hi:.2f}" if s_hi > s_lo else ""
                 lines.append(
-                    f"  uplink sharing    : K transfers on one uplink get 1/K^{straggle:.2f} "
-                    f"of it each{span} (measured)"
+                    f"  uplink sharing    : K transfers from one group into one group get "
+                    f"1/K^{straggle:.2f} of an uplink each{span} (measured)"
                 )
             elastic = float(self.network.get("elastic") or 0.0)
             lo, hi = self.network.get("elastic_range") or (elastic, elastic)

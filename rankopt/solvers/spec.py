@@ -162,9 +162,10 @@ class ModelSpec:
     groups, uplink_bandwidth : optional
         Hierarchy labels and uplink capacities (for the contention model).
     straggle : float, optional
-        How the ``K`` transfers of a step share an uplink: ``uplink /
-        K**straggle`` each. Default: the network's (a probe measures it,
-        :attr:`rankopt.Network.straggle`), else 1 (an even split).
+        How the transfers of a step share an uplink: ``K`` from one group
+        into one group get ``uplink / K**straggle`` each
+        (:attr:`rankopt.Network.straggle`). Default: the network's (a probe
+        measures it), else 1 (an even split).
     workload : sequence or path, optional
         The job's mix of calls, ``[(collective, nbytes, count), ...]`` (or a
         file, :func:`rankopt.models.workload.load_workload`), kept as a
