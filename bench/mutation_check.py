@@ -176,10 +176,18 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "reference_contention_share",
         "rankopt/models/network.py",
-        "/ (out_cnt[lev, ga] ** net.straggle + mo),",
-        "/ (max(out_cnt[lev, ga] - 1, 1) ** net.straggle + mo),",
+        "k_out, k_in = out_cnt[lev, ga], in_cnt[lev, gb]",
+        "k_out, k_in = max(out_cnt[lev, ga] - 1, 1), in_cnt[lev, gb]",
         "reference contention: K flows leaving a group get 1/(K-1) of its uplink, not 1/K",
         ("tests/test_mutants_caught.py", "tests/test_models.py::test_compiled_matches_reference"),
+    ),
+    Mutant(
+        "reference_crowding_one_end",
+        "rankopt/models/network.py",
+        "min(k_out, k_in) ** (net.straggle - 1)",
+        "max(k_out, k_in) ** (net.straggle - 1)",
+        "reference contention: the sharing exponent on the more crowded end, not on both",
+        ("tests/test_sharing.py::test_straggle_prices_the_flows_crowded_at_both_ends",),
     ),
     Mutant(
         "ring_reference_direction",

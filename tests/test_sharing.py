@@ -507,3 +507,61 @@ def test_a_reading_below_an_even_split_prices_the_middle_and_draws_the_range():
     with pytest.raises(RankoptInputError, match="reading must be a number between -1 and 1"):
         m.parameters["elastic"] = -1.5
         _ = rankopt.Network.from_measurement(m).elastic
+
+
+def test_a_measured_exponent_guides_layout_through_a_proxy_that_bounds_the_cost():
+    from rankopt.models.factory import make_model
+    from rankopt.solvers import layout
+
+    rng = np.random.default_rng(5)
+    n = 64
+    rack = np.repeat(np.arange(8), 8)[rng.permutation(n)]
+    lat = rng.uniform(1e-6, 1e-5, (n, n))
+    kw = {"bandwidth": 1e10, "nbytes": 1e8, "groups": rack, "uplink_bandwidth": 2e9}
+    model = make_model(lat, "allreduce", "rabenseifner", objective="contention", straggle=1.3, **kw)
+    caps = model.capabilities
+    assert not caps.swap_search.incremental  # the exact deltas recount the steps
+    assert caps.proxy_search is not None and caps.proxy_search.incremental
+    assert layout.applies(model)
+    for _ in range(5):
+        o = rng.permutation(n)
+        # each end's count alone: at least the cost, and what the old rule priced
+        assert caps.proxy_search.cost(o) >= model.cost(o) * (1 - 1e-12)
+        assert caps.proxy_search.cost(o) == pytest.approx(_per_end_reference(model, o), rel=1e-12)
+    res = rankopt.solve(
+        lat, "allreduce", "rabenseifner", straggle=1.3, method="layout", rng=0, **kw
+    )
+    assert res.cost == pytest.approx(model.cost(res.order), rel=1e-12)
+    assert res.cost <= model.cost(np.arange(n))
+    even = make_model(lat, "allreduce", "rabenseifner", objective="contention", **kw)
+    assert even.capabilities.proxy_search is None and even.capabilities.swap_search.incremental
+
+
+def _per_end_reference(model, order):
+    """The contention spec with the exponent on each end's count alone."""
+    net, sched = model.network, model.schedule
+    total = 0.0
+    for s in range(sched.n_distinct):
+        tr = range(int(sched.step_ptr[s]), int(sched.step_ptr[s + 1]))
+        pairs = [(int(order[sched.src[e]]), int(order[sched.dst[e]])) for e in tr]
+        out, inn = {}, {}
+        for a, b in pairs:
+            for lev in range(net.levels):
+                ga, gb = int(net.labels[lev, a]), int(net.labels[lev, b])
+                if ga != gb:
+                    out[lev, ga] = out.get((lev, ga), 0) + 1
+                    inn[lev, gb] = inn.get((lev, gb), 0) + 1
+        longest = 0.0
+        for e, (a, b) in zip(tr, pairs, strict=True):
+            rate = float(net.bandwidth[a, b])
+            for lev in range(net.levels):
+                ga, gb = int(net.labels[lev, a]), int(net.labels[lev, b])
+                if ga != gb:
+                    rate = min(
+                        rate,
+                        net.uplink[lev, ga] / out[lev, ga] ** net.straggle,
+                        net.uplink_in[lev, gb] / inn[lev, gb] ** net.straggle,
+                    )
+            longest = max(longest, float(net.latency[a, b]) + sched.frac[e] * net.nbytes / rate)
+        total += int(sched.repeat[s]) * longest
+    return total

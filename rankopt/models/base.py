@@ -78,6 +78,13 @@ class Capabilities:
         says whether a delta costs only the two ranks' transfers, before and
         after accepted swaps. ``None`` when searching through
         :meth:`CostModel.swap_delta` is as fast or faster.
+    proxy_search : object or None
+        Where ``swap_search`` is not incremental, an incremental one on a
+        proxy of the cost that bounds it from above (with a measured sharing
+        exponent: the exponent on each shared uplink's own count,
+        :attr:`rankopt.models.network.NetworkArrays.straggle`), for the guided
+        descents of :mod:`rankopt.solvers.layout`, which price every order
+        they keep with :meth:`CostModel.cost`.
     partners : tuple (ptr, idx, weight) or None
         The schedule's rank graph: new rank ``k`` exchanges ``weight`` (in
         units of ``nbytes``) with each new rank of ``idx[ptr[k]:ptr[k + 1]]``
@@ -112,6 +119,7 @@ class Capabilities:
     bandwidth: NDArray[np.floating] | None = None
     nbytes: float | None = None
     swap_search: Any = None
+    proxy_search: Any = None
     partners: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None = None
     groups: tuple[NDArray[np.int64], ...] = ()
     traffic: Any = None

@@ -77,14 +77,18 @@ def _merge_alike(
 
 
 def make_step_contention(
-    sched: Schedule, net: NetworkArrays, full: Any, *, alike: bool = False
+    sched: Schedule, net: NetworkArrays, full: Any, *, alike: bool = False, per_end: bool = False
 ) -> Any:
     """The ``StepContention`` kernel of ``sched`` on ``net``, or ``None`` where it does not apply.
 
     ``alike``: every step has the same transfers (a ring): they are stored
     once with the total repeat count. ``full`` evaluates full costs.
+    ``per_end``: with a sharing exponent, price every shared uplink at
+    ``K**straggle`` from its own count (the proxy of
+    :attr:`~rankopt.models.base.Capabilities.proxy_search`, with ``full``
+    built alike); without it the kernel applies only to an even split.
     """
-    if not (net.levels and net.has_rate) or net.straggle != 1.0:
+    if not (net.levels and net.has_rate) or (net.straggle != 1.0 and not per_end):
         # with straggle a transfer's share depends on the counts at both its
         # ends, which no slot of one group and direction holds: the step
         # evaluator recounts the steps a swap touches instead

@@ -40,11 +40,16 @@ def _as_order(order: NDArray[np.int64]) -> NDArray[np.int64]:
     return np.ascontiguousarray(order, dtype=np.int64)
 
 
-def make_evaluator(sched: Schedule, net: NetworkArrays, *, index: bool = True):
+def make_evaluator(
+    sched: Schedule, net: NetworkArrays, *, index: bool = True, per_end: bool = False
+):
     """The compiled evaluator of ``sched`` on ``net``.
 
     With ``index`` it also builds, for every rank, the list of transfers it
-    takes part in (what swap deltas need).
+    takes part in (what swap deltas need). ``per_end``: the sharing exponent
+    on each end's count alone (``K**straggle`` on every shared uplink), the
+    proxy of :attr:`~rankopt.models.base.Capabilities.proxy_search`, not the
+    model's cost.
     """
     n = sched.n
     ne = sched.n_transfers
@@ -72,7 +77,9 @@ def make_evaluator(sched: Schedule, net: NetworkArrays, *, index: bool = True):
         net.labels,
         *net.capacities(),
         net.shares(int(np.diff(sched.step_ptr).max(initial=0))),
-        net.crowding(int(np.diff(sched.step_ptr).max(initial=0))),
+        np.ones(max(int(np.diff(sched.step_ptr).max(initial=0)), net.n) + 1)
+        if per_end
+        else net.crowding(int(np.diff(sched.step_ptr).max(initial=0))),
         net.tenant,
         net.tenant_in,
         sched.src,
@@ -129,10 +136,16 @@ class StepModel(CostModel):
         self.objective = objective
         ring = algorithm_spec(sched.collective, sched.algorithm).ring
         self.evaluator = make_evaluator(sched, net)
+        proxy = None
         if objective == "contention":  # incremental uplink counts where they apply
             fast = make_step_contention(sched, net, self.evaluator, alike=ring)
             if fast is not None:
                 self.evaluator = fast
+            elif net.straggle != 1.0 and net.levels and net.has_rate:
+                # a share that depends on both ends has no incremental deltas: the
+                # same kernel on each end's count alone guides large searches
+                per_end = make_evaluator(sched, net, per_end=True)
+                proxy = make_step_contention(sched, net, per_end, alike=ring, per_end=True)
         self.capabilities = Capabilities(
             rotation_invariant=ring,
             ring_schedule=ring,
@@ -140,6 +153,7 @@ class StepModel(CostModel):
             bandwidth=net.bandwidth,
             nbytes=net.nbytes,
             swap_search=self.evaluator,
+            proxy_search=proxy,
             partners=sched.partners(),
             groups=tuple(net.labels),
         )

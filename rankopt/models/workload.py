@@ -321,15 +321,24 @@ class WorkloadModel(CostModel):
         self.network = max(nets, key=lambda t: t[:2])[2] if nets else None
         net = self.network
         caps = [m.capabilities for _, m in self.parts]
-        search = None
+        search = proxy = None
+        weights = [k for k, _ in self.parts]
         if all(c.swap_search is not None for c in caps):
-            search = _swap_eval.SwapSum([c.swap_search for c in caps], [k for k, _ in self.parts])
+            search = _swap_eval.SwapSum([c.swap_search for c in caps], weights)
+        if any(c.proxy_search is not None for c in caps) and all(
+            c.proxy_search is not None or c.swap_search is not None for c in caps
+        ):
+            proxy = _swap_eval.SwapSum(
+                [c.proxy_search if c.proxy_search is not None else c.swap_search for c in caps],
+                weights,
+            )
         self.capabilities = Capabilities(
             rotation_invariant=all(m.rotation_invariant for _, m in self.parts),
             latency=None if net is None else net.latency,
             bandwidth=None if net is None else net.bandwidth,
             nbytes=None if net is None else net.nbytes,
             swap_search=search,
+            proxy_search=proxy,
             partners=_merged_partners(self.n, self.parts),
             groups=caps[0].groups if all(len(c.groups) for c in caps) else (),
             traffic=next((c.traffic for c in caps if c.traffic is not None), None),

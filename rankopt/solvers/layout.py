@@ -144,14 +144,19 @@ _STOP = {0: "local_optimum", 1: "time_limit", 2: "max_evals"}
 
 def applies(model: CostModel) -> bool:
     """Whether ``model`` offers what ``layout`` needs: a compiled, incremental swap
-    search, its schedule's partners and the groups it prices."""
+    search (its own or a proxy's), its schedule's partners and the groups it prices."""
     caps = model.capabilities
-    return (
-        caps.swap_search is not None
-        and bool(caps.swap_search.incremental)
-        and caps.partners is not None
-        and len(caps.groups) > 0
-    )
+    return _search(model) is not None and caps.partners is not None and len(caps.groups) > 0
+
+
+def _search(model: CostModel) -> Any:
+    """The incremental swap search the guided descents run: the model's own, else its
+    proxy's (:attr:`~rankopt.models.base.Capabilities.proxy_search`), else None."""
+    caps = model.capabilities
+    for search in (caps.swap_search, caps.proxy_search):
+        if search is not None and bool(search.incremental):
+            return search
+    return None
 
 
 def _nested(groups: Sequence[NDArray[np.int64]]) -> list[NDArray[np.int64]]:
@@ -404,7 +409,7 @@ def layout(model: CostModel, ctx: SolveContext) -> MethodOutput:
     best = ranked[0]
     best_order, best_cost = cands[best], costs[best]
     ctx.record(best_cost, 0)
-    search = model.capabilities.swap_search
+    search = _search(model)
     tables = _guide(model, n)
     pinned = rank0_pinned(model, ctx)
     iterations, stop = 0, "local_optimum"
