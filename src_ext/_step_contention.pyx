@@ -9,11 +9,12 @@
 #              (max lat of the transfers leaving / entering g at L) + c / (up / share[K]) )
 #
 # where up is the uplink out of g (d = 0, transfers leaving g) or into g
-# (d = 1, transfers entering g) and share[K] = K (an even split: with a
-# measured straggle a transfer's share depends on both its ends, and
-# rankopt.models.contention builds the step evaluator instead); beside m
-# tenant flows that yield to ours, up is the capacity uplink * (1 + m) and the
-# divisor share[K] + m
+# (d = 1, transfers entering g) and share[K] = K ** straggle: K for an even
+# split, the model's own rule; with a measured straggle the model's share
+# depends on both of a transfer's ends, and this kernel, on each end's count
+# alone, is only the proxy that guides layout (rankopt.models.contention);
+# beside m tenant flows that yield to ours, up is the capacity uplink * (1 + m)
+# and the divisor share[K] + m
 #
 # (division and addition round monotonically, so the two forms are equal to
 # the last bit). Each (step, L, g, d) is a "slot" holding a multiset of

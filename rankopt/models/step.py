@@ -26,7 +26,7 @@ from rankopt._build_check import require_extension
 from rankopt.models._algorithms import algorithm_spec
 from rankopt.models.base import Capabilities, CostModel
 from rankopt.models.contention import make_step_contention
-from rankopt.models.network import NetworkArrays, reference_time
+from rankopt.models.network import NetworkArrays, crowd_table, reference_time
 from rankopt.models.schedule import Schedule, schedule
 
 _schedule_eval = require_extension("rankopt.models._schedule_eval")
@@ -68,6 +68,7 @@ def make_evaluator(
         rptr = np.zeros(n + 1, dtype=np.int64)
         bufsize = 1
     bw = net.bandwidth if net.bandwidth is not None else np.zeros((1, 1))
+    most = int(np.diff(sched.step_ptr).max(initial=0))
     return _schedule_eval.StepEval(
         net.latency,
         bw,
@@ -76,10 +77,8 @@ def make_evaluator(
         net.has_rate,
         net.labels,
         *net.capacities(),
-        net.shares(int(np.diff(sched.step_ptr).max(initial=0))),
-        np.ones(max(int(np.diff(sched.step_ptr).max(initial=0)), net.n) + 1)
-        if per_end
-        else net.crowding(int(np.diff(sched.step_ptr).max(initial=0))),
+        net.shares(most),
+        crowd_table(max(most, net.n)) if per_end else net.crowding(most),
         net.tenant,
         net.tenant_in,
         sched.src,
@@ -144,7 +143,7 @@ class StepModel(CostModel):
             elif net.straggle != 1.0 and net.levels and net.has_rate:
                 # a share that depends on both ends has no incremental deltas: the
                 # same kernel on each end's count alone guides large searches
-                per_end = make_evaluator(sched, net, per_end=True)
+                per_end = make_evaluator(sched, net, index=False, per_end=True)
                 proxy = make_step_contention(sched, net, per_end, alike=ring, per_end=True)
         self.capabilities = Capabilities(
             rotation_invariant=ring,
