@@ -3,6 +3,7 @@
     python bench/bench_ring_kicks.py                      # kicks at 1024/4096/16384, quality at 1024/4096
     python bench/bench_ring_kicks.py --sections kicks --sizes 1024,4096
     python bench/bench_ring_kicks.py --sections quality --sizes 1024 --seeds 3
+    python bench/bench_ring_kicks.py --sections flips --sizes 1024,4096,16384 --kinds uniform
 
 Two kinds of symmetric matrix, float32:
 
@@ -21,6 +22,15 @@ kicks mixed with double bridges up to n = 2048, candidate kicks above, repaired
 by 5-opt steps, with full passes every n / 8 kicks, whose time counts in the
 kicks'),
 ``min(default_kicks(n), --kicks)`` kicks, median over the seeds.
+
+``flips``: the same kicks (``kicks``' settings, the first seed's matrix and start)
+with the k-opt chain's moves made on the array tour (``virtual_n`` huge: every
+flip made, and taken back when the chain does not gain) and on the virtual tour
+(``virtual_n`` 0: runs of the unchanged array, only a chain that gains made on
+it, ``_ring_vtour``), alternated ``--seeds`` times in one process; CPU
+microseconds per kick, medians, and whether the two gave the same ring (they
+must: only the representation differs). The default switches at
+``KOPT_VIRTUAL_N`` processes.
 
 ``quality``: ``rankopt.solve(lat)`` (the default: ``ils`` with its default
 kicks) against ``fast_tsp`` for 1 s and for the same time as rankopt, and
@@ -44,6 +54,7 @@ import numpy as np
 import rankopt
 from rankopt.models import make_model
 from rankopt.solvers import _ring_search
+from rankopt.solvers._ring_search import KOPT_VIRTUAL_N
 from rankopt.solvers.ring import (
     ALPHA_MAX_N,
     BRIDGE_SHARE,
@@ -60,6 +71,8 @@ from rankopt.solvers.ring import (
     pass_every,
 )
 
+#: ``virtual_n`` that keeps every chain's flips on the array tour
+ARRAY_FLIPS = 10**12
 LEVELS = (2.5e-5, 6e-5, 1.8e-4)  # same rack, same pod, across pods (s)
 
 
@@ -116,8 +129,8 @@ MATRICES: dict[str, Callable[[int, int], np.ndarray]] = {
 }
 
 
-def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
-    """CPU microseconds per kick of the ILS kernel from a local optimum, and the kicks run."""
+def kick_start(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """The default solve's candidates, its local optimum from the greedy start, its kick type."""
     n = w.shape[0]
     alpha = n <= ALPHA_MAX_N
     nb = candidate_lists(
@@ -125,7 +138,17 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
     )
     tour = greedy_ring(w, nb)
     _ring_search.local_search(w, tour, nb)
-    kick = kick_type(w, tour, DEFAULT_WINDOW)
+    return nb, tour, kick_type(w, tour, DEFAULT_WINDOW)
+
+
+def kick_cost(
+    w: np.ndarray, kicks: int, seed: int, start=None, virtual_n: int = -1
+) -> tuple[float, int]:
+    """CPU microseconds per kick of the ILS kernel from a local optimum, and the kicks run
+    (``start``: ``kick_start(w)``, computed here when not given; the tour is not changed)."""
+    n = w.shape[0]
+    nb, tour, kick = kick_start(w) if start is None else start
+    tour = tour.copy()
     kicks = min(kicks, default_kicks(n))
     t = time.process_time()
     accept = kick_walk(n, kick)
@@ -148,8 +171,36 @@ def kick_cost(w: np.ndarray, kicks: int, seed: int) -> tuple[float, int]:
         1,
         kick_move(kick),
         KOPT_STEPS,
+        virtual_n,
     )[3]
     return (time.process_time() - t) / max(done, 1) * 1e6, done
+
+
+def flip_costs(w: np.ndarray, kicks: int, rounds: int, seed: int) -> tuple[float, float, bool]:
+    """CPU microseconds per kick with the chain's flips on the array and on the virtual
+    tour (medians of ``rounds`` alternations), and whether both made the same ring."""
+    start = kick_start(w)
+    times: dict[int, list[float]] = {ARRAY_FLIPS: [], 0: []}
+    for r in range(rounds):
+        for virtual_n in (ARRAY_FLIPS, 0) if r % 2 == 0 else (0, ARRAY_FLIPS):
+            times[virtual_n].append(kick_cost(w, kicks, seed, start, virtual_n)[0])
+    same = np.array_equal(
+        _ring_after(w, kicks, seed, start, 0), _ring_after(w, kicks, seed, start, ARRAY_FLIPS)
+    )
+    return float(np.median(times[ARRAY_FLIPS])), float(np.median(times[0])), same
+
+
+def _ring_after(w, kicks, seed, start, virtual_n):
+    """The ring the timed kicks end at (run once more, untimed)."""
+    nb, tour, kick = start
+    t = tour.copy()
+    n = w.shape[0]
+    _ring_search.iterated_local_search(
+        w, t, nb, seed, min(kicks, default_kicks(n)), 0.0, DEFAULT_WINDOW, None, 0, 0.0, kick,
+        kick_walk(n, kick), BRIDGE_SHARE, pass_every(n, kick), 1, 1, kick_move(kick),
+        KOPT_STEPS, virtual_n,
+    )  # fmt: skip
+    return t
 
 
 def _int_matrix(w: np.ndarray, top: int) -> list[list[int]]:
@@ -230,6 +281,22 @@ def main(argv: list[str] | None = None) -> int:
                     + " |",
                     flush=True,
                 )
+    if "flips" in sections:
+        sizes = [int(s) for s in (args.sizes or "1024,4096,16384").split(",")]
+        print(
+            f"| matrix | n | kicks | us per kick, array flips | virtual tour | ratio | same ring |"
+            f"  (KOPT_VIRTUAL_N = {KOPT_VIRTUAL_N})"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for n in sizes:
+            for kind in kinds:
+                kicks = min(args.kicks, default_kicks(n))
+                arr, vt, same = flip_costs(MATRICES[kind](n, 0), kicks, max(args.seeds, 2), 0)
+                print(
+                    f"| {kind} | {n} | {kicks} | {arr:.1f} | {vt:.1f} | {arr / vt:.2f}x | "
+                    f"{'yes' if same else 'NO'} |",
+                    flush=True,
+                )
     if "quality" in sections:
         sizes = [int(s) for s in (args.sizes or "1024,4096").split(",")]
         for n in sizes:
@@ -256,6 +323,8 @@ def test_kick_cost_and_matrices_smoke():
         assert (np.diag(w) == 0).all() and (w[~np.eye(128, dtype=bool)] > 0).all()
         us, done = kick_cost(w, 20, 0)
         assert done == 20 and us > 0
+    arr, vt, same = flip_costs(MATRICES["uniform"](128, 0), 20, 2, 0)
+    assert arr > 0 and vt > 0 and same
 
 
 if __name__ == "__main__":

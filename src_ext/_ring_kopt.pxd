@@ -17,37 +17,32 @@
 # the slots; the move gives one ring when walking run, link, run, ... from
 # one run visits all k before it comes back. A move is made with at most
 # 2 (k - 1) flips (sorting the runs into their new order and orientation by
-# reversals, each a 2-opt flip of _ring_common), so it is logged for undo as
-# every other move.
+# reversals, each a 2-opt flip of _ring_common). From KOPT_VIRTUAL_N processes
+# on, a chain's flips are made on a virtual tour (_ring_vtour: runs of the
+# unchanged array), and only a chain that gains is made on the array, by
+# replaying them; on smaller rings they are made on the array and taken back
+# when the chain does not gain. Either way the moves kept are logged for undo
+# as every other move.
 
 from cython cimport floating
-from _ring_common cimport Log, flip, log_reversal, undo_log
+from _ring_common cimport Log, log_reversal, reverse_path, undo_log
 from _ring_moves cimport along, push
+from _ring_vtour cimport VTour, vt_init, vt_pos, vt_pred, vt_reset, vt_reverse, vt_succ
 
 
 cdef enum:
     KOPT_MAX = 5
     KOPT_CANDIDATES = 6  # candidates of each t(2i) a step tries (LKH's MAX_CANDIDATES)
     KOPT_MAX_STEPS = 8   # steps of a chain: 2 (KOPT_MAX - 1) flips each fit its undo log
+    # from this many processes a chain's moves are made on a virtual tour (_ring_vtour);
+    # on smaller rings an array flip is cheaper than keeping the runs
+    KOPT_VIRTUAL_N = 2560
 
 
-# The search recurses once per tree node: it reads the tour, its inverse and the
+# The search recurses once per tree node: it reads the (virtual) tour and the
 # candidates through raw pointers kept in its state, and the weights through one
 # pointer argument, rather than passing four memoryview slices down every call
 # (with each node's tour neighbours read once, kicks ~7% cheaper at n = 1,024).
-
-cdef inline long long p_succ(const long long *tour, const long long *pos, long long c,
-                             long long n) noexcept nogil:
-    """``succ`` on the tour's raw arrays."""
-    cdef long long q = pos[c] + 1
-    return tour[0] if q == n else tour[q]
-
-
-cdef inline long long p_pred(const long long *tour, const long long *pos, long long c,
-                             long long n) noexcept nogil:
-    """``pred`` on the tour's raw arrays."""
-    cdef long long q = pos[c] - 1
-    return tour[n - 1] if q < 0 else tour[q]
 
 
 cdef struct KOptState:
@@ -59,9 +54,7 @@ cdef struct KOptState:
     long long kclose      # the k of the move found
     double eps
     const double *nbw
-    const long long *tour_p  # the tour, its inverse and the candidates (n x K), raw
-    const long long *pos_p
-    const long long *nb_p
+    const long long *nb_p    # the candidates (n x K), raw
     long long evals          # closings priced
     # the validity check's working arrays: run of each slot, slot of each t
     long long key[6]
@@ -75,26 +68,26 @@ cdef struct KOptState:
     int fwd[6]
     double best_g            # the best valid full-depth move that does not gain: its G
     long long best_t[12]
+    VTour vt                 # the tour with the chain's moves made so far
+    bint virtual             # moves made on ``vt`` (else on the array, ``vt`` its view)
 
 
-cdef inline bint kopt_valid(long long[::1] tour, long long[::1] pos, KOptState *st,
-                            long long k) noexcept nogil:
+cdef inline bint kopt_valid(KOptState *st, long long k) noexcept nogil:
     """Whether removing (t1,t2), .., (t(2k-1),t(2k)) and adding (t2,t3), .., (t(2k),t1)
-    gives one ring; fills the runs and ``seq`` / ``fwd`` (the new ring's runs after
-    run 0, each walked forward or not) when it does."""
-    return kopt_valid_p(&tour[0], &pos[0], st, k)
-
-
-cdef inline bint kopt_valid_p(const long long *tour, const long long *pos, KOptState *st,
-                              long long k) noexcept nogil:
-    """``kopt_valid`` on the tour's raw arrays."""
-    cdef long long n = st.n, m, a, b, lo, j, x, cur, nxt, count, r, s
+    gives one ring (the tour: ``st.vt``); fills the runs and ``seq`` / ``fwd`` (the new
+    ring's runs after run 0, each walked forward or not) when it does."""
+    cdef long long m, a, b, lo, j, x, cur, nxt, count, r, s, q, n = st.n
     # each removed link by the position of its first process in the forward tour
     for m in range(k):
         a = st.t[2 * m + 1]
-        lo = a if p_succ(tour, pos, a, n) == st.t[2 * m + 2] else st.t[2 * m + 2]
+        if st.vt.ident:
+            q = st.vt.pos[a] + 1
+            lo = a if st.vt.tour[0 if q == n else q] == st.t[2 * m + 2] else st.t[2 * m + 2]
+            st.key[m] = st.vt.pos[lo]
+        else:
+            lo = a if vt_succ(&st.vt, a) == st.t[2 * m + 2] else st.t[2 * m + 2]
+            st.key[m] = vt_pos(&st.vt, lo)
         st.lo[m] = lo
-        st.key[m] = pos[lo]
         st.order[m] = m
     for m in range(1, k):  # insertion sort of the links by key
         x = st.order[m]
@@ -141,10 +134,32 @@ cdef inline bint kopt_valid_p(const long long *tour, const long long *pos, KOptS
         cur = nxt ^ 1
 
 
+cdef inline void kopt_flip(long long[::1] tour, long long[::1] pos, KOptState *st, long long a,
+                           long long b, long long c, long long d, Log *log) noexcept nogil:
+    """``flip`` (_ring_common): links {a,b}, {c,d} become {a,c}, {b,d}, on the virtual
+    tour or the array (``st.virtual``); the reversal is logged (``log`` has room: a
+    chain's flips are bounded)."""
+    cdef long long i, j
+    if vt_succ(&st.vt, a) == b:
+        i = vt_pos(&st.vt, b)
+        j = vt_pos(&st.vt, c)
+    else:
+        i = vt_pos(&st.vt, a)
+        j = vt_pos(&st.vt, d)
+    if st.virtual:
+        vt_reverse(&st.vt, i, j)
+    else:
+        reverse_path(tour, pos, i, j, st.n)
+    log.i[log.size] = i
+    log.j[log.size] = j
+    log.size += 1
+
+
 cdef inline void kopt_make(long long[::1] tour, long long[::1] pos, KOptState *st, long long k,
                            Log *log) noexcept nogil:
-    """Rearrange the runs 1 .. k - 1 into ``seq`` / ``fwd`` with 2-opt flips."""
-    cdef long long n = st.n, t, u, v, a, b, c, d, x, y
+    """Rearrange the runs 1 .. k - 1 into ``seq`` / ``fwd`` with 2-opt flips (see
+    ``kopt_flip``)."""
+    cdef long long t, u, v, a, b, c, d, x, y
     cdef long long lid[6]
     cdef long long lf[6]
     cdef long long ll[6]
@@ -161,7 +176,7 @@ cdef inline void kopt_make(long long[::1] tour, long long[::1] pos, KOptState *s
             b = lf[t]
             c = ll[u]
             d = st.run_first[0] if u == k - 2 else lf[u + 1]
-            flip(tour, pos, n, a, b, c, d, log)
+            kopt_flip(tour, pos, st, a, b, c, d, log)
             v = u
             x = t
             while x < v:  # the runs t .. u in reverse order, each turned
@@ -184,7 +199,7 @@ cdef inline void kopt_make(long long[::1] tour, long long[::1] pos, KOptState *s
             b = lf[t]
             c = ll[t]
             d = st.run_first[0] if t == k - 2 else lf[t + 1]
-            flip(tour, pos, n, a, b, c, d, log)
+            kopt_flip(tour, pos, st, a, b, c, d, log)
             lf[t] = c
             ll[t] = b
 
@@ -210,19 +225,17 @@ cdef inline double kopt_search(const floating *w, KOptState *st, long long i,
     """t1 .. t(2i) chosen with partial gain ``g`` (removed less added, the closing
     link left out): the gain of the first valid closing, its ring in ``st``, else 0.
     ``w`` is the weight matrix's first entry (row stride n)."""
-    cdef const long long *tour = st.tour_p
-    cdef const long long *pos = st.pos_p
     cdef long long K = st.K, n = st.n, kk, x, t2i = st.t[2 * i], t1 = st.t[1], t3, t4
     cdef long long s2i, p2i, q
     cdef double g1, close
     if i >= 2:
         st.evals += 1
         close = g - w[t1 * n + t2i]  # row t1: one row for the whole search, in cache
-        if close > st.eps and kopt_valid_p(tour, pos, st, i):
+        if close > st.eps and kopt_valid(st, i):
             st.kclose = i
             return close
     if i >= st.kmax:
-        if g > st.best_g and kopt_valid_p(tour, pos, st, i):
+        if g > st.best_g and kopt_valid(st, i):
             st.best_g = g
             for x in range(1, 2 * i + 1):
                 st.best_t[x] = st.t[x]
@@ -235,19 +248,27 @@ cdef inline double kopt_search(const floating *w, KOptState *st, long long i,
             break
         t3 = st.nb_p[t2i * K + kk]
         if s2i < 0:
-            s2i = p_succ(tour, pos, t2i, n)
-            p2i = p_pred(tour, pos, t2i, n)
+            if st.vt.ident:
+                q = st.vt.pos[t2i]
+                s2i = st.vt.tour[0] if q + 1 == n else st.vt.tour[q + 1]
+                p2i = st.vt.tour[n - 1] if q == 0 else st.vt.tour[q - 1]
+            else:
+                s2i = vt_succ(&st.vt, t2i)
+                p2i = vt_pred(&st.vt, t2i)
         if t3 == t1 or t3 == t2i or t3 == s2i or t3 == p2i:
             continue  # (t2i, t3) a link of the ring already
         if kopt_removed(st, i, t2i, t3):
             continue
         st.t[2 * i + 1] = t3
-        q = pos[t3]
+        q = st.vt.pos[t3] if st.vt.ident else -1
         for x in range(2):
-            if x == 0:
-                t4 = tour[0] if q + 1 == n else tour[q + 1]
+            if q >= 0:
+                if x == 0:
+                    t4 = st.vt.tour[0] if q + 1 == n else st.vt.tour[q + 1]
+                else:
+                    t4 = st.vt.tour[n - 1] if q == 0 else st.vt.tour[q - 1]
             else:
-                t4 = tour[n - 1] if q == 0 else tour[q - 1]
+                t4 = vt_succ(&st.vt, t3) if x == 0 else vt_pred(&st.vt, t3)
             if t4 == t2i or kopt_removed(st, i, t3, t4):
                 continue
             st.t[2 * i + 2] = t4
@@ -261,13 +282,17 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
                              const long long[:, ::1] nb, const double *nbw, long long n,
                              long long a, long long kmax, long long steps, long long *evals,
                              long long *queue, unsigned char *inq, long long *tail, Log *log,
-                             double eps) noexcept nogil:
+                             double eps, long long virtual_n) noexcept nogil:
     """The first improving chain of sequential k-opt steps (k <= ``kmax`` <= KOPT_MAX,
     at most ``steps`` of them) that drops a link at ``a``; returns its delta or 0.
 
     A step that finds no gaining closing makes the valid k-opt move of largest
     partial gain and goes on from its closing link (LKH's chain of basis moves);
-    the chain is taken back when no step closes with a gain."""
+    the chain is taken back when no step closes with a gain. The chain's moves
+    are made on a virtual tour; one that gains is made on ``tour`` / ``pos`` by
+    replaying its flips (the same ring, positions and direction as making each
+    move there) when the ring has at least ``virtual_n`` processes, else on the
+    array, each flip taken back when the chain does not gain."""
     cdef KOptState st
     cdef Log chain
     cdef long long chain_i[2 * (KOPT_MAX - 1) * KOPT_MAX_STEPS]
@@ -283,14 +308,13 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
     st.kmax = kmax if kmax <= KOPT_MAX else KOPT_MAX
     st.eps = eps
     st.nbw = nbw
-    st.tour_p = &tour[0]
-    st.pos_p = &pos[0]
     st.nb_p = &nb[0, 0]
     st.evals = 0
+    vt_init(&st.vt, &tour[0], &pos[0], n)
+    st.virtual = n >= virtual_n
     if steps > KOPT_MAX_STEPS:
         steps = KOPT_MAX_STEPS
-    # the chain's own undo log, on the stack: a chain makes at most its capacity of flips
-    # (2 (k - 1) a step), so it never grows (log_reversal would free it)
+    # the chain's flips, on the stack: a chain makes at most this many (2 (k - 1) a step)
     chain.enabled = True
     chain.size = 0
     chain.cap = 2 * (KOPT_MAX - 1) * KOPT_MAX_STEPS
@@ -319,18 +343,23 @@ cdef inline double kopt_move(const floating[:, ::1] w, long long[::1] tour, long
                 st.t[m] = st.best_t[m]
                 touched[ntouched] = st.t[m]
                 ntouched += 1
-            kopt_valid(tour, pos, &st, k)
+            kopt_valid(&st, k)
             kopt_make(tour, pos, &st, k, &chain)
             g = st.best_g
             st.t[2] = st.t[2 * k]  # the next step drops the closing link (t1, t(2k))
         if r > 0.0:
-            if log.enabled:
-                for m in range(chain.size):
+            for m in range(chain.size):
+                if st.virtual:  # the virtual tour's flips, made on the array
+                    reverse_path(tour, pos, chain.i[m], chain.j[m], n)
+                if log.enabled:
                     log_reversal(log, chain.i[m], chain.j[m])
             for m in range(ntouched):
                 push(queue, inq, tail, n, touched[m])
             evals[0] += st.evals
             return -r
-        undo_log(tour, pos, n, &chain)
+        if st.virtual:
+            vt_reset(&st.vt)
+        else:
+            undo_log(tour, pos, n, &chain)
     evals[0] += st.evals
     return 0.0

@@ -2,9 +2,11 @@
 # Lin-Kernighan moves (chains of 3-opt steps) with don't-look bits (a work
 # queue of the processes whose links changed), and iterated local search with
 # or-3opt kicks (random runs, or runs ending at candidate links) and double
-# bridges. The moves are in _ring_moves.pxd and _ring_lk.pxd; the candidate
-# lists and the starting tours are built by _ring_candidates and
-# _ring_construct, whose functions this module also exports.
+# bridges. The moves are in _ring_moves.pxd, _ring_lk.pxd and _ring_kopt.pxd
+# (chains of 5-opt steps, whose moves are made on a virtual tour, _ring_vtour.pxd,
+# from KOPT_VIRTUAL_N processes on); the candidate lists and the starting tours
+# are built by _ring_candidates and _ring_construct, whose functions this
+# module also exports.
 #
 # All kernels take a symmetric weight matrix ``w`` (the caller symmetrises
 # asymmetric input) and a tour as int64 array; they trust their inputs.
@@ -18,19 +20,26 @@
 from cython cimport floating
 from libc.stdlib cimport malloc, free
 
-from _ring_common cimport (Log, clamp_window, cyc, flip, move_segment, now_s, pred, rng_int,
-                           rng_uniform, succ, tolerance, undo_log)
+from _ring_common cimport (Log, clamp_window, cyc, flip, move_segment, now_s, pred, reverse_path,
+                           rng_int, rng_uniform, succ, tolerance, undo_log)
 from _ring_kopt cimport KOPT_MAX, kopt_move
+from _ring_kopt cimport KOPT_VIRTUAL_N as _KOPT_VIRTUAL_N
 from _ring_lk cimport lk_move
 from _ring_moves cimport or_opt_move, push, three_opt_move, two_opt_move
+from _ring_vtour cimport VTour, vt_at, vt_init, vt_pos, vt_pred, vt_reset, vt_reverse, vt_succ
 
 import numpy as np
 
 from rankopt.solvers._ring_candidates import alpha_candidates, knn_lists
 from rankopt.solvers._ring_construct import greedy_edge, nearest_neighbor
 
-__all__ = ["alpha_candidates", "greedy_edge", "iterated_local_search", "knn_lists",
-           "local_search", "matrix_tolerance", "nearest_neighbor", "window_link_ratio"]
+#: From this many processes on the k-opt chain's moves are made on a virtual tour
+#: (``virtual_n`` of the searches below).
+KOPT_VIRTUAL_N = _KOPT_VIRTUAL_N
+
+__all__ = ["KOPT_VIRTUAL_N", "alpha_candidates", "greedy_edge", "iterated_local_search",
+           "knn_lists", "local_search", "matrix_tolerance", "nearest_neighbor",
+           "vtour_mismatches", "window_link_ratio"]
 
 # stop codes returned to Python
 cdef enum:
@@ -50,7 +59,8 @@ cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long lon
                          bint use_or, long long *evals, long long *queue,
                          unsigned char *inq, long long *tail, Log *log,
                          double eps, long long breadth, long long breadth2,
-                         long long kopt, long long kopt_steps) noexcept nogil:
+                         long long kopt, long long kopt_steps,
+                         long long virtual_n) noexcept nogil:
     """Apply the first improving move around ``a``; return its delta (0: none).
 
     Tried in order: 2-opt; then, with ``use_or``, Or-opt, sequential 3-opt
@@ -70,7 +80,7 @@ cdef double improve_city(const floating[:, ::1] w, long long[::1] tour, long lon
         return delta
     if kopt >= 4 and n >= 2 * KOPT_MAX + 2:
         return kopt_move(w, tour, pos, nb, nbw, n, a, kopt, kopt_steps, evals, queue, inq, tail,
-                         log, eps)
+                         log, eps, virtual_n)
     return lk_move(w, tour, pos, nb, nbw, n, a, evals, queue, inq, tail, log, eps, breadth,
                    breadth2)
 
@@ -81,7 +91,7 @@ cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[:
                       unsigned char *inq, long long *head, long long *tail,
                       double deadline, long long max_moves, int *stop, Log *log,
                       double eps, long long breadth, long long breadth2,
-                      long long kopt, long long kopt_steps) noexcept nogil:
+                      long long kopt, long long kopt_steps, long long virtual_n) noexcept nogil:
     """Pop cities until the queue is empty; returns the total delta."""
     cdef double total = 0.0, delta
     cdef long long a
@@ -91,7 +101,7 @@ cdef double run_queue(const floating[:, ::1] w, long long[::1] tour, long long[:
         inq[a] = 0
         while True:
             delta = improve_city(w, tour, pos, nb, nbw, n, a, use_or, evals, queue, inq, tail, log,
-                                 eps, breadth, breadth2, kopt, kopt_steps)
+                                 eps, breadth, breadth2, kopt, kopt_steps, virtual_n)
             if delta == 0.0:
                 break
             total += delta
@@ -261,14 +271,17 @@ cdef bint bridge_kick(const floating[:, ::1] w, long long[::1] tour, long long[:
 def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[:, ::1] nb,
                  bint use_or=True, double time_limit=0.0, long long max_moves=0,
                  double eps=0.0, long long breadth=1, long long breadth2=1, long long kopt=0,
-                 long long kopt_steps=5):
+                 long long kopt_steps=5, long long virtual_n=-1):
     """Improve ``tour`` in place with 2-opt and Or-opt; returns (delta, evals, moves, stop).
 
     ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
     ``breadth``: the Lin-Kernighan move's first step goes on from up to this
     many of its best partial gains (1 to 3); ``breadth2``: its second step.
     ``kopt`` 4 or 5: a chain of up to ``kopt_steps`` sequential k-opt steps
-    (``_ring_kopt``) in place of the Lin-Kernighan move (0: that move).
+    (``_ring_kopt``) in place of the Lin-Kernighan move (0: that move);
+    ``virtual_n``: from this many processes on, the k-opt chain's moves are made on a
+    virtual tour, and only a chain that gains on the array (-1: ``KOPT_VIRTUAL_N``,
+    2,560; the same rings either way, only the speed differs).
     """
     cdef long long n = tour.shape[0]
     cdef long long[::1] pos = np.empty(n, dtype=np.int64)
@@ -288,6 +301,8 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
     if eps <= 0.0:
         eps = tolerance(w)
     breadth, breadth2, kopt, kopt_steps = _move_settings(breadth, breadth2, kopt, kopt_steps)
+    if virtual_n < 0:
+        virtual_n = _KOPT_VIRTUAL_N
     with nogil:
         for k in range(n):
             pos[tour[k]] = k
@@ -296,7 +311,7 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
             push(queue, inq, &tail, n, tour[k])
         total = run_queue(w, tour, pos, nb, &nbw[0, 0], n, use_or, &evals, &moves, queue, inq,
                           &head, &tail, deadline, max_moves, &stop, &log, eps, breadth,
-                          breadth2, kopt, kopt_steps)
+                          breadth2, kopt, kopt_steps, virtual_n)
     free(queue)
     free(inq)
     return total, evals, moves, stop
@@ -309,7 +324,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                           int kick=KICK_WINDOW, double accept=0.0,
                           double bridge_share=0.3, long long pass_every=0,
                           long long breadth=1, long long breadth2=1, long long kopt=0,
-                          long long kopt_steps=5):
+                          long long kopt_steps=5, long long virtual_n=-1):
     """Kicks (by default: swap two adjacent runs) + local search; keep if not worse.
 
     ``kick`` 0: the runs are random, of at most ``window`` positions each (for
@@ -330,7 +345,8 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     move at ``a`` reads the tour neighbours of ``a``'s candidates): on
     independent uniform weights at n = 4,096, where the kicks cover each
     process about once, the passes find more than the kicks between them.
-    ``breadth``, ``breadth2``, ``kopt``, ``kopt_steps``: as for ``local_search``.
+    ``breadth``, ``breadth2``, ``kopt``, ``kopt_steps``, ``virtual_n``: as for
+    ``local_search``.
     ``tour`` must be a local optimum on entry and is improved in place.
     ``eps``: ``matrix_tolerance(w)`` if the caller has it (0: computed here).
     Returns (delta, evals, moves, kicks, stop).
@@ -354,6 +370,8 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     if eps <= 0.0:
         eps = tolerance(w)
     breadth, breadth2, kopt, kopt_steps = _move_settings(breadth, breadth2, kopt, kopt_steps)
+    if virtual_n < 0:
+        virtual_n = _KOPT_VIRTUAL_N
     if n < 8:
         free(queue)
         free(inq)
@@ -381,7 +399,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
                 inner_stop = STOP_LOCAL_OPTIMUM
                 delta = run_queue(w, tour, pos, nb, &nbw[0, 0], n, True, &evals, &moves, queue,
                                   inq, &head, &tail, deadline, 0, &inner_stop, &log, eps,
-                                  breadth, breadth2, kopt, kopt_steps)
+                                  breadth, breadth2, kopt, kopt_steps, virtual_n)
                 while head < tail:  # drain a queue left by a time-out
                     inq[queue[head % n]] = 0
                     head += 1
@@ -429,7 +447,7 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
             inner_stop = STOP_LOCAL_OPTIMUM
             delta += run_queue(w, tour, pos, nb, &nbw[0, 0], n, True, &evals, &moves, queue,
                                inq, &head, &tail, deadline, 0, &inner_stop, &log, eps,
-                               breadth, breadth2, kopt, kopt_steps)
+                               breadth, breadth2, kopt, kopt_steps, virtual_n)
             while head < tail:  # drain a queue left by a time-out
                 inq[queue[head % n]] = 0
                 head += 1
@@ -456,3 +474,43 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     free(queue)
     free(inq)
     return total, evals, moves, kicks, stop
+
+
+def vtour_mismatches(long long[::1] tour, const long long[:, ::1] flips, long long reset_every=0):
+    """Make ``flips`` (rows ``(i, j)``: ``reverse_path`` of ring positions i .. j) on a
+    virtual tour over ``tour`` and on a copy of the array, and count the queries
+    (position, successor, predecessor and process at each position, after every flip)
+    on which the two differ; ``reset_every`` > 0: both start again from ``tour``
+    after that many flips. Returns (mismatches, most runs, the virtual ring at the end
+    as an array). For tests."""
+    cdef long long n = tour.shape[0], f, x, bad = 0, most = 1
+    cdef long long[::1] pos = np.empty(n, dtype=np.int64)
+    cdef long long[::1] ref = np.array(tour, dtype=np.int64)
+    cdef long long[::1] rpos = np.empty(n, dtype=np.int64)
+    cdef long long[::1] ring = np.empty(n, dtype=np.int64)
+    cdef VTour vt
+    for x in range(n):
+        pos[tour[x]] = x
+        rpos[tour[x]] = x
+    vt_init(&vt, &tour[0], &pos[0], n)
+    with nogil:
+        for f in range(flips.shape[0]):
+            if reset_every > 0 and f > 0 and f % reset_every == 0:
+                vt_reset(&vt)
+                for x in range(n):
+                    ref[x] = tour[x]
+                    rpos[tour[x]] = x
+            reverse_path(ref, rpos, flips[f, 0], flips[f, 1], n)
+            vt_reverse(&vt, flips[f, 0], flips[f, 1])
+            if vt.nseg > most:
+                most = vt.nseg
+            for x in range(n):
+                if vt_pos(&vt, x) != rpos[x] or vt_at(&vt, x) != ref[x]:
+                    bad += 1
+                if vt_succ(&vt, x) != succ(ref, rpos, x, n):
+                    bad += 1
+                if vt_pred(&vt, x) != pred(ref, rpos, x, n):
+                    bad += 1
+        for x in range(n):
+            ring[x] = vt_at(&vt, x)
+    return bad, most, np.asarray(ring)

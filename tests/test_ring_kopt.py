@@ -93,3 +93,73 @@ def test_kicks_with_kopt_repairs_track_cost_and_repeat(n, seed, dtype, kick, acc
 def test_kick_move_is_five_opt_for_candidate_and_mixed_kicks_only():
     assert ring.kick_move(0) == 0
     assert ring.kick_move(1) == ring.kick_move(2) == ring.KOPT_MOVE == 5
+
+
+def _flipped(tour, flips):
+    """The array after ``reverse_path`` of each (i, j), in NumPy: ring positions i .. j
+    reversed, or their complement when that is shorter."""
+    t = tour.copy()
+    n = len(t)
+    for i, j in flips:
+        length = (j - i) % n + 1
+        if 2 * length > n:
+            i, length = (j + 1) % n, n - length
+        idx = (i + np.arange(length)) % n
+        t[idx] = t[idx[::-1]]
+    return t
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 8, 13, 64, 127, 128, 129, 1000, 5000])
+def test_virtual_tour_answers_as_the_flipped_array(n):
+    # random reversals of ring positions (wrapping ones, ones longer than half the ring
+    # whose complement is reversed, single positions, the whole ring), each made on the
+    # array and on the virtual tour: position, successor, predecessor and process at
+    # each position agree after every one, also after starting again; the virtual
+    # ring at the end is the one NumPy makes
+    rng = np.random.default_rng(n)
+    for reset_every in (0, 5, 16):
+        tour = rng.permutation(n).astype(np.int64)
+        flips = rng.integers(0, n, size=(64, 2)).astype(np.int64)
+        flips[::9, 1] = (flips[::9, 0] - 1) % n  # the whole ring
+        flips[::7, 1] = flips[::7, 0]  # one position
+        bad, most, ring = rs.vtour_mismatches(tour, flips, reset_every)
+        assert bad == 0
+        assert most > 1 or n <= 3
+        last = flips[(len(flips) - 1) // reset_every * reset_every :] if reset_every else flips
+        assert np.array_equal(ring, _flipped(tour, last))
+
+
+@pytest.mark.parametrize(("n", "seed"), [(12, 0), (13, 1), (40, 2), (301, 3), (700, 4)])
+@pytest.mark.parametrize("kick", [1, 2])
+def test_chains_on_the_virtual_tour_make_the_same_rings(n, seed, kick):
+    # a chain's moves made on the virtual tour (virtual_n 0) or on the array (a huge
+    # virtual_n): the same local optimum, the same kicks kept, the same counts
+    m = _uniform(n, seed)
+    nb = rs.alpha_candidates(m, 5, 10)[0]
+    start = np.random.default_rng(seed).permutation(n).astype(np.int64)
+    out = []
+    for virtual_n in (0, 10**9):
+        tour = start.copy()
+        r1 = rs.local_search(m, tour, nb, True, 0.0, 0, 0.0, 1, 1, 5, 5, virtual_n)
+        r2 = rs.iterated_local_search(
+            m, tour, nb, seed, 120, 0.0, 50, None, 0, 0.0, kick, 0.5, 0.3, 7, 1, 1, 5, 5,
+            virtual_n,
+        )  # fmt: skip
+        assert _is_perm(tour, n)
+        out.append((tour.tolist(), r1, r2))
+    assert out[0] == out[1]
+
+
+def test_the_virtual_tour_is_used_on_large_rings_and_tracks_the_length():
+    # above KOPT_VIRTUAL_N by default: a ring whose length is the start plus the delta
+    n = 2600
+    m = _uniform(n, 7, np.float32)
+    nb = rs.alpha_candidates(m, 5, 0)[0]
+    tour = np.random.default_rng(7).permutation(n).astype(np.int64)
+    rs.local_search(m, tour, nb, True, 0.0, 0, 0.0, 1, 1, 5, 5)
+    start = ring_sum_reference(m.astype(np.float64), tour)
+    d, _, _, done, _ = rs.iterated_local_search(
+        m, tour, nb, 1, 60, 0.0, 50, None, 0, 0.0, 1, 0.5, 0.3, 0, 1, 1, 5, 5
+    )
+    assert done == 60 and _is_perm(tour, n) and d < 0
+    assert np.isclose(ring_sum_reference(m.astype(np.float64), tour), start + d, rtol=1e-5)

@@ -13,6 +13,8 @@ from rankopt.solvers._ring_construct import nearest_neighbor as nearest_neighbor
 
 _F = TypeVar("_F", np.float32, np.float64)
 
+KOPT_VIRTUAL_N: int
+
 def matrix_tolerance(w: NDArray[_F]) -> float: ...
 def local_search(
     w: NDArray[_F],
@@ -26,6 +28,7 @@ def local_search(
     breadth2: int = 1,
     kopt: int = 0,
     kopt_steps: int = 5,
+    virtual_n: int = -1,
 ) -> tuple[float, int, int, int]: ...
 def iterated_local_search(
     w: NDArray[_F],
@@ -46,7 +49,11 @@ def iterated_local_search(
     breadth2: int = 1,
     kopt: int = 0,
     kopt_steps: int = 5,
+    virtual_n: int = -1,
 ) -> tuple[float, int, int, int, int]: ...
 def window_link_ratio(
     w: NDArray[_F], tour: NDArray[np.int64], window: int, seed: int, samples: int = 256
 ) -> float: ...
+def vtour_mismatches(
+    tour: NDArray[np.int64], flips: NDArray[np.int64], reset_every: int = 0
+) -> tuple[int, int, NDArray[np.int64]]: ...

@@ -224,7 +224,8 @@ def default_kicks(n: int) -> int:
     ``max(min(10 n, 3.6e6 / n), 1000)``, and at least 2000 from n = 200 to
     4096: 10 per process up to n = 600, then a budget that shrinks as 1/n,
     since a kick's repair costs more as n grows (its Lin-Kernighan chains
-    read longer rows, its flips reverse O(n) positions of the array tour).
+    read longer rows, and below ``KOPT_VIRTUAL_N`` processes its flips reverse
+    O(n) positions of the array tour).
     3,515 kicks at n = 1,024. Above 4096 the floor is 500: at n = 16,384 a
     kick costs milliseconds on uniform matrices, and 500 of them take about
     the time 1000 shallower ones did, for a ring 14% shorter.
