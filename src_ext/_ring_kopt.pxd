@@ -34,9 +34,12 @@ cdef enum:
     KOPT_MAX = 5
     KOPT_CANDIDATES = 6  # candidates of each t(2i) a step tries (LKH's MAX_CANDIDATES)
     KOPT_MAX_STEPS = 8   # steps of a chain: 2 (KOPT_MAX - 1) flips each fit its undo log
-    # from this many processes a chain's moves are made on a virtual tour (_ring_vtour);
-    # on smaller rings an array flip is cheaper than keeping the runs
-    KOPT_VIRTUAL_N = 2560
+    # from this many processes a chain's moves are made on a virtual tour (_ring_vtour):
+    # CPU per kick on independent uniform weights (bench_ring_kicks.py --sections
+    # flips), array / virtual: 0.69-0.91x at n = 1,024, 0.77-0.94x at 2,048, 0.99x at
+    # 3,072, 0.94-1.11x at 4,096 (alpha candidates), 1.52x at 6,144, 1.96x at 8,192 and
+    # 2.3-2.7x at 16,384 (ten nearest candidates, deeper chains)
+    KOPT_VIRTUAL_N = 5120
 
 
 # The search recurses once per tree node: it reads the (virtual) tour and the

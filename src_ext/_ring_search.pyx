@@ -281,7 +281,7 @@ def local_search(const floating[:, ::1] w, long long[::1] tour, const long long[
     (``_ring_kopt``) in place of the Lin-Kernighan move (0: that move);
     ``virtual_n``: from this many processes on, the k-opt chain's moves are made on a
     virtual tour, and only a chain that gains on the array (-1: ``KOPT_VIRTUAL_N``,
-    2,560; the same rings either way, only the speed differs).
+    5,120; the same rings either way, only the speed differs).
     """
     cdef long long n = tour.shape[0]
     cdef long long[::1] pos = np.empty(n, dtype=np.int64)

@@ -152,9 +152,9 @@ def test_chains_on_the_virtual_tour_make_the_same_rings(n, seed, kick):
 
 def test_the_virtual_tour_is_used_on_large_rings_and_tracks_the_length():
     # above KOPT_VIRTUAL_N by default: a ring whose length is the start plus the delta
-    n = 2600
+    n = rs.KOPT_VIRTUAL_N + 40
     m = _uniform(n, 7, np.float32)
-    nb = rs.alpha_candidates(m, 5, 0)[0]
+    nb = rs.knn_lists(m, 8)
     tour = np.random.default_rng(7).permutation(n).astype(np.int64)
     rs.local_search(m, tour, nb, True, 0.0, 0, 0.0, 1, 1, 5, 5)
     start = ring_sum_reference(m.astype(np.float64), tour)
