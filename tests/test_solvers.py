@@ -22,6 +22,7 @@ from rankopt.solvers import METHODS, auto_method
 from rankopt.solvers._base import SolveContext
 from rankopt.solvers.anneal import temperatures
 from rankopt.solvers.greedy import bit_orders, leaf_order
+from rankopt.solvers.ring import alone_rates, ring_seed
 
 
 @numba.njit(cache=True)
@@ -269,6 +270,49 @@ def test_ring_schedules_start_from_a_short_ring(objective):
     assert int((racks != np.roll(racks, 1)).sum()) == 4  # 4 racks, 4 boundaries
     ring = rankopt.solve(c.latency, rng=0).order
     assert res.cost <= rankopt.cost(c.latency, ring, "allreduce", "ring", **kw) * (1 + 1e-12)
+
+
+def test_ring_seed_sees_pods_that_only_their_uplinks_show():
+    """Four pods of 16 whose latency and pair bandwidth are flat (noise only): only the
+    narrow pod uplinks tell them apart. The start ring solved on the per-edge time with
+    each link capped by the uplinks its transfer crosses alone keeps every pod
+    contiguous (4 boundaries, one transfer on each pod uplink per direction); the ring
+    of the pair matrix alone crosses pods about 48 times, and the seed keeps the ring
+    the model prices lower."""
+    n = 64
+    rng = np.random.default_rng(5)
+    pod = np.repeat(np.arange(4), 16)
+    lat = 20e-6 * (1 + 0.05 * rng.random((n, n)))
+    np.fill_diagonal(lat, 0.0)
+    kw = dict(bandwidth=10e9, nbytes=64e6, groups=[pod], uplink_bandwidth=1e9)
+    model = make_model(lat, "allreduce", "ring", objective="contention", **kw)
+    assert model.capabilities.uplinks is not None
+    seed = ring_seed(model, SolveContext(gen=np.random.default_rng(0), seed=0))
+    assert seed is not None and sorted(seed.tolist()) == list(range(n))
+    pods = pod[seed]
+    assert int((pods != np.roll(pods, 1)).sum()) == 4
+    flat = rankopt.solve(lat, rng=0).order  # the latency ring: blind to the pods
+    assert int((pod[flat] != np.roll(pod[flat], 1)).sum()) > 20
+    assert model.cost(seed) < 0.2 * model.cost(flat)
+    # without uplinks to share, one ring (the pair matrix's) as before
+    timed = make_model(lat, "allreduce", "ring", objective="time", bandwidth=10e9, nbytes=64e6)
+    assert timed.capabilities.uplinks is None
+    assert ring_seed(timed, SolveContext(gen=np.random.default_rng(0), seed=0)) is not None
+
+
+def test_alone_rates_cap_pairs_by_the_uplinks_they_cross():
+    rack = np.array([0, 0, 1, 1, 2, 2])
+    pod = np.array([0, 0, 0, 0, 1, 1])
+    out = np.array([[5.0, 6.0, 7.0], [3.0, 2.0, np.inf]])
+    inn = np.array([[8.0, 4.0, 9.0], [1.5, 2.5, np.inf]])
+    bw = np.full((6, 6), 10.0)
+    r = alone_rates(bw, (rack, pod), (out, inn))
+    assert r[0, 1] == 10.0  # same rack, same pod: the pair's own rate
+    assert r[0, 2] == min(out[0, 0], inn[0, 1])  # racks 0 -> 1 in pod 0
+    assert r[2, 0] == min(out[0, 1], inn[0, 0])
+    assert r[0, 4] == min(out[0, 0], inn[0, 2], out[1, 0], inn[1, 1])  # across pods
+    assert r[4, 0] == min(out[0, 2], inn[0, 0], out[1, 1], inn[1, 0])
+    assert np.isinf(alone_rates(None, (rack,), (out[:1], inn[:1]))[0, 1])
 
 
 def test_asymmetric_rings_are_polished_in_their_direction():

@@ -93,6 +93,12 @@ class Capabilities:
     groups : tuple of ndarray
         The hierarchy the cost prices: the group of every process per level,
         finest first (``()`` when the cost sees no groups).
+    uplinks : tuple (out, in) of ndarray or None
+        The capacities of the groups' uplinks the cost prices, out of and into
+        each group, ``(levels, G)`` each (bytes/s, ``inf`` pads), indexed like
+        ``groups``: a transfer alone gets at most the smallest of its pair's
+        ``bandwidth`` and the uplinks it leaves and enters (ring seeds weigh
+        links by that). ``None`` when the cost shares no uplinks.
     traffic : scipy.sparse array (n, n) or None
         The point-to-point traffic the cost prices
         (:class:`rankopt.models.traffic.Traffic`): ``traffic.bytes[s, d]``
@@ -122,6 +128,7 @@ class Capabilities:
     proxy_search: Any = None
     partners: tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]] | None = None
     groups: tuple[NDArray[np.int64], ...] = ()
+    uplinks: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
     traffic: Any = None
     kernel: Callable[..., float] | None = None
 

@@ -155,6 +155,9 @@ class StepModel(CostModel):
             proxy_search=proxy,
             partners=sched.partners(),
             groups=tuple(net.labels),
+            uplinks=(net.uplink, net.uplink_in)
+            if objective == "contention" and net.levels
+            else None,
         )
 
     def reference_cost(self, order: NDArray[np.int64]) -> float:

@@ -603,23 +603,71 @@ def ring_seed(model: CostModel, ctx: SolveContext) -> NDArray[np.int64] | None:
     Solves the ring ``sum`` (ILS, ``n`` kicks) on the per-edge time of one ring
     step, ``latency + (nbytes / n) / bandwidth``, symmetrised: short rings
     keep groups contiguous, which is also what uplink contention rewards.
+    Where the model shares uplinks (``capabilities.uplinks``) it solves it
+    again with each link's rate capped by the uplinks its transfer leaves and
+    enters alone (:func:`alone_rates`), which the pair bandwidth does not show
+    (a pod's uplink, narrower than its racks' pairs), and keeps the ring the
+    model prices lower: on four pods of four racks (``synthetic_cloud(4, 4,
+    16, 4)``, 1,024 processes) the capped weights' ring cost 10% less, on
+    others up to 4% more, so both are solved.
     ``None`` unless ``model`` declares ``ring_schedule`` and its ``latency``.
     """
     caps = model.capabilities
     if not caps.ring_schedule or caps.latency is None:
         return None
-    w = np.array(caps.latency, dtype=np.float64)
-    if caps.nbytes is not None and caps.bandwidth is not None:
-        bw = np.asarray(caps.bandwidth, dtype=np.float64)
-        w += (caps.nbytes / model.n) / np.where(bw > 0, bw, np.inf)
-    w = np.ascontiguousarray(0.5 * (w + w.T))
-    np.fill_diagonal(w, 0.0)
-    s = _Search(ctx, model, DEFAULT_NEIGHBORS, DEFAULT_WINDOW)
-    tour = _ring_search.nearest_neighbor(w, int(ctx.gen.integers(model.n)))
-    nb = _ring_search.knn_lists(w, s.k)
-    s.local(w, tour, nb)
-    s.kicks(w, tour, model.n, nb, record=False)
-    return best_direction(model, tour)[0]
+    best: tuple[NDArray[np.int64], float] | None = None
+    for capped in (False, True):
+        if capped and (caps.uplinks is None or caps.nbytes is None or not caps.groups):
+            break
+        w = np.array(caps.latency, dtype=np.float64)
+        if caps.nbytes is not None and (caps.bandwidth is not None or capped):
+            bw = (
+                alone_rates(caps.bandwidth, caps.groups, caps.uplinks)  # type: ignore[arg-type]
+                if capped
+                else np.asarray(caps.bandwidth, dtype=np.float64)
+            )
+            w += (caps.nbytes / model.n) / np.where(bw > 0, bw, np.inf)
+        w = np.ascontiguousarray(0.5 * (w + w.T))
+        np.fill_diagonal(w, 0.0)
+        s = _Search(ctx, model, DEFAULT_NEIGHBORS, DEFAULT_WINDOW)
+        tour = _ring_search.nearest_neighbor(w, int(ctx.gen.integers(model.n)))
+        nb = _ring_search.knn_lists(w, s.k)
+        s.local(w, tour, nb)
+        s.kicks(w, tour, model.n, nb, record=False)
+        found = best_direction(model, tour)
+        if best is None or found[1] < best[1]:
+            best = found
+    assert best is not None
+    return best[0]
+
+
+def alone_rates(
+    bandwidth: NDArray[np.floating] | None,
+    groups: tuple[NDArray[np.int64], ...],
+    uplinks: tuple[NDArray[np.float64], NDArray[np.float64]],
+) -> NDArray[np.float64]:
+    """The rate of each pair's transfer alone: its ``bandwidth`` (``inf`` without one)
+    capped, at every level where the two are in different groups, by the uplink out
+    of the sender's group and the one into the receiver's (``uplinks = (out, in)``,
+    ``(levels, G)``).
+
+    >>> rack = np.array([0, 0, 1, 1])
+    >>> r = alone_rates(np.full((4, 4), 10.0), (rack,), (np.array([[4.0, 6.0]]),) * 2)
+    >>> r[0, 1], r[0, 2], r[2, 0]
+    (np.float64(10.0), np.float64(4.0), np.float64(4.0))
+    """
+    out, inn = uplinks
+    n = len(groups[0])
+    rate = (
+        np.full((n, n), np.inf)
+        if bandwidth is None
+        else np.array(bandwidth, dtype=np.float64, copy=True)
+    )
+    for lev, lab in enumerate(groups):
+        lab = np.asarray(lab)
+        cap = np.minimum(out[lev][lab][:, None], inn[lev][lab][None, :])
+        np.minimum(rate, np.where(lab[:, None] != lab[None, :], cap, np.inf), out=rate)
+    return rate
 
 
 @register(
