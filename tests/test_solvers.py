@@ -18,6 +18,7 @@ import rankopt
 from rankopt import solve
 from rankopt.models import ALGORITHMS, make_model
 from rankopt.models.custom import CustomModel, is_jitted
+from rankopt.models.ring import ring_sum_reference
 from rankopt.solvers import METHODS, auto_method
 from rankopt.solvers._base import SolveContext
 from rankopt.solvers.anneal import temperatures
@@ -298,6 +299,30 @@ def test_ring_seed_sees_pods_that_only_their_uplinks_show():
     timed = make_model(lat, "allreduce", "ring", objective="time", bandwidth=10e9, nbytes=64e6)
     assert timed.capabilities.uplinks is None
     assert ring_seed(timed, SolveContext(gen=np.random.default_rng(0), seed=0)) is not None
+
+
+def test_ring_seed_avoids_one_long_link_that_a_short_ring_keeps():
+    """Processes on a line, latency |i - j| ** 0.9: the shortest ring walks the line
+    and comes back in one long link (sum 15 + 15 ** 0.9), while a ring that zigzags
+    (every link 1 or 2 apart) sums a little more and its longest link is 2 ** 0.9.
+    A ring step lasts as long as its slowest transfer, so the zigzag is the one to
+    start from: the seed's third ring, on the times to the power SEED_POWER, finds it."""
+    n = 16
+    x = np.arange(n, dtype=np.float64)
+    lat = 1e-5 * np.abs(x[:, None] - x[None, :]) ** 0.9
+    model = make_model(lat, "allreduce", "ring", objective="time")
+    straight = np.arange(n)
+    assert ring_sum_reference(lat, straight) < ring_sum_reference(lat, _zigzag(n))
+    seed = ring_seed(model, SolveContext(gen=np.random.default_rng(0), seed=0))
+    assert seed is not None and sorted(seed.tolist()) == list(range(n))
+    links = lat[seed, np.roll(seed, -1)]
+    assert links.max() <= 1e-5 * 2**0.9 * (1 + 1e-12)
+    assert model.cost(seed) < model.cost(straight) / 3
+
+
+def _zigzag(n):
+    """0, 2, 4, ..., then back through the odd ones: every link 1 or 2 apart."""
+    return np.concatenate([np.arange(0, n, 2), np.arange(n - 1, 0, -2)])
 
 
 def test_alone_rates_cap_pairs_by_the_uplinks_they_cross():
