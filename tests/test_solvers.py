@@ -295,10 +295,17 @@ def test_ring_seed_sees_pods_that_only_their_uplinks_show():
     flat = rankopt.solve(lat, rng=0).order  # the latency ring: blind to the pods
     assert int((pod[flat] != np.roll(pod[flat], 1)).sum()) > 20
     assert model.cost(seed) < 0.2 * model.cost(flat)
-    # without uplinks to share, one ring (the pair matrix's) as before
-    timed = make_model(lat, "allreduce", "ring", objective="time", bandwidth=10e9, nbytes=64e6)
-    assert timed.capabilities.uplinks is None
-    assert ring_seed(timed, SolveContext(gen=np.random.default_rng(0), seed=0)) is not None
+    # no pair bandwidth: the uplinks alone cap the links
+    del kw["bandwidth"]
+    alone = make_model(lat, "allreduce", "ring", objective="contention", **kw)
+    seed = ring_seed(alone, SolveContext(gen=np.random.default_rng(0), seed=0))
+    assert int((pod[seed] != np.roll(pod[seed], 1)).sum()) == 4
+    # without uplinks to share, the pair matrix's ring and its powered one
+    for bw in (10e9, None):
+        timed = make_model(lat, "allreduce", "ring", objective="time", bandwidth=bw, nbytes=64e6)
+        assert timed.capabilities.uplinks is None
+        seed = ring_seed(timed, SolveContext(gen=np.random.default_rng(0), seed=0))
+        assert seed is not None and sorted(seed.tolist()) == list(range(n))
 
 
 def test_ring_seed_avoids_one_long_link_that_a_short_ring_keeps():
@@ -310,14 +317,15 @@ def test_ring_seed_avoids_one_long_link_that_a_short_ring_keeps():
     n = 16
     x = np.arange(n, dtype=np.float64)
     lat = 1e-5 * np.abs(x[:, None] - x[None, :]) ** 0.9
-    model = make_model(lat, "allreduce", "ring", objective="time")
     straight = np.arange(n)
     assert ring_sum_reference(lat, straight) < ring_sum_reference(lat, _zigzag(n))
-    seed = ring_seed(model, SolveContext(gen=np.random.default_rng(0), seed=0))
-    assert seed is not None and sorted(seed.tolist()) == list(range(n))
-    links = lat[seed, np.roll(seed, -1)]
-    assert links.max() <= 1e-5 * 2**0.9 * (1 + 1e-12)
-    assert model.cost(seed) < model.cost(straight) / 3
+    for nbytes in (None, 1e6):  # a message size without a pair bandwidth: latency alone
+        model = make_model(lat, "allreduce", "ring", objective="time", nbytes=nbytes)
+        seed = ring_seed(model, SolveContext(gen=np.random.default_rng(0), seed=0))
+        assert seed is not None and sorted(seed.tolist()) == list(range(n))
+        links = lat[seed, np.roll(seed, -1)]
+        assert links.max() <= 1e-5 * 2**0.9 * (1 + 1e-12)
+        assert model.cost(seed) < model.cost(straight) / 3
 
 
 def _zigzag(n):

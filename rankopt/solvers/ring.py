@@ -628,12 +628,12 @@ def ring_seed(model: CostModel, ctx: SolveContext) -> NDArray[np.int64] | None:
     best: tuple[NDArray[np.int64], float] | None = None
     for kind in ("pair", "capped", "power") if capped else ("pair", "power"):
         w = np.array(caps.latency, dtype=np.float64)
-        if caps.nbytes is not None and (caps.bandwidth is not None or kind != "pair"):
-            bw = (
-                alone_rates(caps.bandwidth, caps.groups, caps.uplinks)  # type: ignore[arg-type]
-                if capped and kind != "pair"
-                else np.asarray(caps.bandwidth, dtype=np.float64)
-            )
+        bw = None
+        if capped and kind != "pair":
+            bw = alone_rates(caps.bandwidth, caps.groups, caps.uplinks)  # type: ignore[arg-type]
+        elif caps.bandwidth is not None:
+            bw = np.asarray(caps.bandwidth, dtype=np.float64)
+        if caps.nbytes is not None and bw is not None:
             w += (caps.nbytes / model.n) / np.where(bw > 0, bw, np.inf)
         w = 0.5 * (w + w.T)
         np.fill_diagonal(w, 0.0)
