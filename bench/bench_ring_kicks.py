@@ -283,9 +283,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
     if "flips" in sections:
         sizes = [int(s) for s in (args.sizes or "1024,4096,16384").split(",")]
+        print(f"(the default uses the virtual tour from KOPT_VIRTUAL_N = {KOPT_VIRTUAL_N})")
         print(
-            f"| matrix | n | kicks | us per kick, array flips | virtual tour | ratio | same ring |"
-            f"  (KOPT_VIRTUAL_N = {KOPT_VIRTUAL_N})"
+            "| matrix | n | kicks | us per kick, array flips | virtual tour | ratio | same ring |"
         )
         print("|---|---|---|---|---|---|---|")
         for n in sizes:
