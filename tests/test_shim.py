@@ -595,7 +595,7 @@ def test_run_mpi_network_times_load_that_came_and_went_call_by_call(mpi, capfd, 
 
     from test_ring_direction import _network
 
-    from rankopt.adapters.direction import TRIAL_PAIRS_VARYING
+    from rankopt.adapters.direction import TRIAL_MARGIN, TRIAL_PAIRS_VARYING
 
     net = _network(0, 1.0)
     rack = np.asarray(net.groups[0])
@@ -630,7 +630,9 @@ def test_run_mpi_network_times_load_that_came_and_went_call_by_call(mpi, capfd, 
     )
     assert timed is not None, err
     assert int(timed.group(1)) == TRIAL_PAIRS_VARYING
-    assert (float(timed.group(2)) < 0.97) == (timed.group(3) == "the other way round applied"), err
+    ratio, applied = float(timed.group(2)), timed.group(3) == "the other way round applied"
+    if abs(ratio - (1 - TRIAL_MARGIN)) > 5e-4:  # printed to 3 decimals: at the line, either
+        assert (ratio < 1 - TRIAL_MARGIN) == applied, err
     printed = re.search(r"order\s*: \[([\d, ]+)\]", err)
     order = [int(x) for x in printed.group(1).split(",")]
     rows = _table(out)
