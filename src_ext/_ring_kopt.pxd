@@ -25,7 +25,7 @@
 # as every other move.
 
 from cython cimport floating
-from _ring_common cimport Log, log_reversal, reverse_path, undo_log
+from _ring_common cimport Log, flip, log_reversal, reverse_path, undo_log
 from _ring_moves cimport along, push
 from _ring_vtour cimport VTour, vt_init, vt_pos, vt_pred, vt_reset, vt_reverse, vt_succ
 
@@ -143,16 +143,16 @@ cdef inline void kopt_flip(long long[::1] tour, long long[::1] pos, KOptState *s
     tour or the array (``st.virtual``); the reversal is logged (``log`` has room: a
     chain's flips are bounded)."""
     cdef long long i, j
+    if not st.virtual:
+        flip(tour, pos, st.n, a, b, c, d, log)
+        return
     if vt_succ(&st.vt, a) == b:
         i = vt_pos(&st.vt, b)
         j = vt_pos(&st.vt, c)
     else:
         i = vt_pos(&st.vt, a)
         j = vt_pos(&st.vt, d)
-    if st.virtual:
-        vt_reverse(&st.vt, i, j)
-    else:
-        reverse_path(tour, pos, i, j, st.n)
+    vt_reverse(&st.vt, i, j)
     log.i[log.size] = i
     log.j[log.size] = j
     log.size += 1

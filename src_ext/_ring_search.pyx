@@ -489,6 +489,14 @@ def vtour_mismatches(long long[::1] tour, const long long[:, ::1] flips, long lo
     cdef long long[::1] rpos = np.empty(n, dtype=np.int64)
     cdef long long[::1] ring = np.empty(n, dtype=np.int64)
     cdef VTour vt
+    if n < 1 or flips.shape[1] != 2:
+        raise ValueError(f"vtour_mismatches: tour must be non-empty and flips (k, 2); got "
+                         f"n = {n}, flips of shape {tuple(flips.shape)}")
+    if sorted(np.asarray(tour).tolist()) != list(range(n)):
+        raise ValueError("vtour_mismatches: tour must be a permutation of 0 .. n - 1")
+    if flips.shape[0] and (np.min(flips) < 0 or np.max(flips) >= n):
+        raise ValueError(f"vtour_mismatches: flips must be ring positions 0 .. {n - 1}; got "
+                         f"{int(np.min(flips))} .. {int(np.max(flips))}")
     for x in range(n):
         pos[tour[x]] = x
         rpos[tour[x]] = x

@@ -625,19 +625,21 @@ def ring_seed(model: CostModel, ctx: SolveContext) -> NDArray[np.int64] | None:
     if not caps.ring_schedule or caps.latency is None:
         return None
     capped = caps.uplinks is not None and caps.nbytes is not None and bool(caps.groups)
-    best: tuple[NDArray[np.int64], float] | None = None
-    for kind in ("pair", "capped", "power") if capped else ("pair", "power"):
+
+    def step_times(bw: NDArray[np.floating] | None) -> NDArray[np.float64]:
         w = np.array(caps.latency, dtype=np.float64)
-        bw = None
-        if capped and kind != "pair":
-            bw = alone_rates(caps.bandwidth, caps.groups, caps.uplinks)  # type: ignore[arg-type]
-        elif caps.bandwidth is not None:
-            bw = np.asarray(caps.bandwidth, dtype=np.float64)
         if caps.nbytes is not None and bw is not None:
             w += (caps.nbytes / model.n) / np.where(bw > 0, bw, np.inf)
         w = 0.5 * (w + w.T)
         np.fill_diagonal(w, 0.0)
-        if kind == "power":
+        return w
+
+    best: tuple[NDArray[np.int64], float] | None = None
+    w = step_times(caps.bandwidth)
+    for kind in ("pair", "capped", "power") if capped else ("pair", "power"):
+        if kind == "capped":
+            w = step_times(alone_rates(caps.bandwidth, caps.groups, caps.uplinks))  # type: ignore[arg-type]
+        elif kind == "power":  # the last ring's times (capped where the uplinks are shared)
             top = float(w.max())
             if not np.isfinite(top) or top <= 0:
                 break
