@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -29,10 +30,15 @@ def _tenant_probe(racks, seed, *, loaded=0, factor=0.35, on_off=0.0, noise=0.03,
     (in both the source rack's out and nothing else); with ``on_off`` > 0 that
     share of the crossing transfers was measured while the tenant was off.
     ``recheck``: the probe's recheck of one pair per two racks ran with the
-    tenant on (``"on"``) or off (``"off"``); ``interleaved``: racks dealt
-    round-robin over the launch ranks instead of a random launch.
+    tenant on (``"on"``) or off (``"off"``), or at the bandwidth phase's loaded rate
+    (``"as before"``), or a tuple of those, one per pass;
+    ``recheck_slower``: a recheck with the tenant on ran that many times slower
+    than the bandwidth phase's loaded transfers (a TCP load yielding less to one
+    transfer alone); ``interleaved``: racks dealt round-robin over the launch
+    ranks instead of a random launch.
     """
     recheck, interleaved = kw.pop("recheck", None), kw.pop("interleaved", False)
+    recheck_slower = kw.pop("recheck_slower", 1.0)
     assert not kw, kw
     gen = np.random.default_rng(seed)
     rack = np.concatenate([np.full(k, i) for i, k in enumerate(racks)])
@@ -64,11 +70,12 @@ def _tenant_probe(racks, seed, *, loaded=0, factor=0.35, on_off=0.0, noise=0.03,
     if recheck is not None:
         first = [int(np.flatnonzero(rack == r)[0]) for r in range(len(racks))]
         rows = []
-        for i, a in enumerate(first):
-            for b in first[i + 1 :]:
-                slow = factor if recheck == "on" else 1.0
-                rows.append([a, b, 30e6 * (slow if rack[a] == loaded else 1.0),
-                             30e6 * (slow if rack[b] == loaded else 1.0)])  # fmt: skip
+        for state in (recheck,) if isinstance(recheck, str) else recheck:
+            slow = {"on": factor / recheck_slower, "as before": factor, "off": 1.0}[state]
+            for i, a in enumerate(first):
+                for b in first[i + 1 :]:
+                    rows.append([a, b, 30e6 * (slow if rack[a] == loaded else 1.0),
+                                 30e6 * (slow if rack[b] == loaded else 1.0)])  # fmt: skip
         m = Measurement(
             m.latency, m.bandwidth, m.hosts, latency_spread=m.latency_spread,
             bandwidth_spread=m.bandwidth_spread, pair_counts=m.pair_counts,
@@ -165,6 +172,46 @@ def test_variability_shows_a_tenant_that_comes_and_goes():
     # a recheck faster than the bandwidth phase (the probe's own side-by-side transfers
     # slowed it, or the tenant went away) is no evidence of a load that came
     assert variability(recheck="off") < 1.2
+
+
+def test_a_steady_load_rechecked_slower_is_not_load_that_came_and_went():
+    # a TCP neighbour that never stops, seen in the bandwidth phase (rack 0's way out at
+    # 0.35 of the others) and rechecked alone 1.8x slower than that: the load is
+    # steady, priced as the bandwidth phase read it
+    from rankopt.network.core import load_came_and_went, loaded_ways, uneven_blocks
+
+    def net(**kw):
+        m, rack = _tenant_probe((3, 3, 3), seed=4, recheck_slower=1.8, **kw)
+        return Network.from_measurement(m), rack
+
+    steady, rack = net(recheck=("on", "on"))
+    lab = steady.groups[-1]
+    g0 = int(lab[np.flatnonzero(rack == 0)[0]])  # rack 0's group
+    assert {(gx, gy) for _, gx, gy in loaded_ways(steady)} == {
+        (g0, h) for h in set(lab.tolist()) - {g0}
+    }
+    assert measured_variability(steady) < VARYING_SLOWDOWN
+    assert not load_came_and_went(steady)
+    res = rankopt.solve(steady, rng=0)
+    assert "load_phases" not in res.extra and res.extra.get("robust") is None
+    # rechecked once as the bandwidth phase read it, once slower; or once: the same
+    for recheck in (("as before", "on"), "on"):
+        assert not load_came_and_went(net(recheck=recheck)[0])
+    # a block of a loaded way less even than a quiet one's: no sign of load that came
+    bw = steady.bandwidth.copy()
+    bw[np.flatnonzero(rack == 0)[1], np.flatnonzero(rack == 1)[2]] *= 0.7
+    assert uneven_blocks(dataclasses.replace(steady, bandwidth=bw)) == 1.0
+    # ... where a way the bandwidth phase read unloaded is: it counts
+    bw[np.flatnonzero(rack == 1)[1], np.flatnonzero(rack == 2)[1]] *= 0.7
+    assert uneven_blocks(dataclasses.replace(steady, bandwidth=bw)) == pytest.approx(0.7, rel=0.1)
+    # the tenant gone at a recheck (which lifts the way to the full rate), on at the
+    # other: it came and went
+    mixed, _ = net(recheck=("on", "off"))
+    assert not loaded_ways(mixed) and measured_variability(mixed) >= VARYING_SLOWDOWN
+    assert "load_phases" in rankopt.solve(mixed, rng=0).extra
+    # a way the bandwidth phase read unloaded, rechecked slower twice: load that came
+    came, _ = net(on_off=0.4, recheck=("on", "on"))
+    assert not loaded_ways(came) and load_came_and_went(came)
 
 
 def test_an_order_files_network_keeps_the_recheck():

@@ -54,6 +54,8 @@ __all__ = [
     "uplink_directions",
     "loaded_directions",
     "measured_variability",
+    "recheck_ways",
+    "loaded_ways",
     "uneven_blocks",
     "load_came_and_went",
     "loaded_phase",
@@ -1178,7 +1180,8 @@ def measured_variability(network: Network) -> float:
     """How much slower than before a transfer across an uplink ran when probed again alone.
 
     The all-pairs probe ends with a *recheck*: one pair of every two sibling
-    groups, alone in its slot, twice (``provenance["probe"]["recheck"]``,
+    groups, alone in its slot, :data:`~rankopt.probe._engine.RECHECK_PASSES`
+    times (``provenance["probe"]["recheck"]``,
     :func:`rankopt.probe._engine.recheck_pairs`). A transfer alone is not
     slowed by the probe's own side-by-side transfers, which only ever lower
     a measured rate; so a recheck well below the rate its two groups reached
@@ -1186,8 +1189,10 @@ def measured_variability(network: Network) -> float:
     not there before: another tenant whose load comes and goes (on/off,
     bursty TCP). Returns the largest such factor, ``rate before / recheck``
     over every direction rechecked (1.0 when none is slower, or without a
-    recheck: a linear probe, matrices from a file). A quiet network or a
-    steady neighbour stays near 1; :data:`VARYING_SLOWDOWN` marks the line.
+    recheck: a linear probe, matrices from a file), leaving out the ways
+    whose load the bandwidth phase already read (:func:`loaded_ways`). A quiet
+    network or a steady neighbour stays near 1; :data:`VARYING_SLOWDOWN` marks
+    the line.
 
     Examples
     --------
@@ -1199,16 +1204,32 @@ def measured_variability(network: Network) -> float:
     >>> round(measured_variability(net), 2)
     2.5
     """
+    loaded = loaded_ways(network)
+    worst = 1.0
+    for way, (_, slower) in recheck_ways(network).items():
+        if way not in loaded:
+            worst = max(worst, *slower)
+    return worst
+
+
+def recheck_ways(network: Network) -> dict[tuple[int, int, int], tuple[float, list[float]]]:
+    """The probe's recheck per way: ``(level, group out, group in)`` to ``(rate before,
+    slowdowns)``.
+
+    ``rate before`` is the second-best rate of the way's block of pairs in the
+    bandwidth phase (:func:`rankopt.probe.hierarchy.block_runner_up`), each slowdown
+    ``rate before / recheck`` of one recheck of the way (:func:`recheck_rows`), in the
+    order they ran. Empty without a recheck, a bandwidth or groups.
+    """
     rows = recheck_rows(network)
     bw = network.bandwidth
+    out: dict[tuple[int, int, int], tuple[float, list[float]]] = {}
     if not rows or bw is None or not network.groups:
-        return 1.0
+        return out
     from rankopt.probe.hierarchy import block_runner_up
 
-    n = network.n
-    meet = meet_levels(network.groups, n)
+    meet = meet_levels(network.groups, network.n)
     est: dict[int, NDArray[np.float64]] = {}
-    worst = 1.0
     for a, b, r_ab, r_ba in rows:
         level = int(meet[a, b]) - 1
         if level < 0:
@@ -1217,10 +1238,69 @@ def measured_variability(network: Network) -> float:
         if level not in est:
             est[level] = block_runner_up(bw, lab)
         for x, y, rate in ((a, b, r_ab), (b, a, r_ba)):
-            before = float(est[level][lab[x], lab[y]])
+            way = (level, int(lab[x]), int(lab[y]))
+            before = float(est[level][way[1], way[2]])
             if np.isfinite(before) and before > 0:
-                worst = max(worst, before / rate)
-    return worst
+                out.setdefault(way, (before, []))[1].append(before / rate)
+    return out
+
+
+def loaded_ways(network: Network) -> set[tuple[int, int, int]]:
+    """The ways between two sibling groups whose load the bandwidth phase already read.
+
+    ``(level, group out, group in)``, above the host level, of every way whose
+    second-best rate
+    (:func:`rankopt.probe.hierarchy.block_runner_up`) is below
+    :data:`rankopt.probe.sharing.LOADED_BELOW` of the fastest way between sibling
+    groups of its level (a narrower uplink reads the same). Such a load is priced as
+    the bandwidth phase read it, and what its way reads otherwise is no sign of load
+    that comes and goes: a TCP neighbour that never stops yields less to one transfer
+    alone than to a block of the probe's transfers back to back (beside three paced
+    TCP flows out of a rack on the emulated testbed, six rechecks per way ran 1.0-2.4
+    times slower than the bandwidth phase's 8-16 MB/s on those ways), and a block of
+    pairs beside a steady load is less even than a quiet one (paced UDP: a slowest
+    pair at 0.78 of its block's median). A neighbour on for 2 s and off for 2 s left
+    every way's second best whole (24-30 MB/s on 200-300 Mbit/s uplinks): the
+    recheck and the block's slowest pairs are what show it. Empty without a
+    bandwidth or groups.
+
+    Examples
+    --------
+    >>> import numpy as np, rankopt
+    >>> rack = np.repeat([0, 1, 2], 3)
+    >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 30e6)
+    >>> bw[:3, 3:] = 12e6  # rack 0's way out loaded in the bandwidth phase
+    >>> rows = [[0, 3, 7e6, 30e6], [0, 3, 8e6, 30e6]]  # rechecked twice, slower both times
+    >>> net = rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw,
+    ...                                     provenance={"probe": {"recheck": rows}})
+    >>> sorted(loaded_ways(net)), measured_variability(net)
+    ([(0, 0, 1), (0, 0, 2)], 1.0)
+    """
+    from rankopt.probe.hierarchy import block_runner_up
+    from rankopt.probe.sharing import LOADED_BELOW
+
+    bw = network.bandwidth
+    out: set[tuple[int, int, int]] = set()
+    if bw is None or not network.groups:
+        return out
+    levels = [np.asarray(g) for g in network.groups]
+    skip = 1 if network.hosts is not None and len(levels) > 1 else 0  # hosts share no uplink
+    for level, lab in enumerate(levels):
+        if level < skip:
+            continue
+        first = np.unique(lab, return_index=True)[1]  # a process of every group
+        if first.size < 2:
+            continue
+        parent = levels[level + 1][first] if level + 1 < len(levels) else np.zeros(first.size)
+        est = block_runner_up(bw, lab)
+        sib = (parent[:, None] == parent[None, :]) & ~np.eye(first.size, dtype=bool)
+        sib &= np.isfinite(est)
+        if not sib.any():
+            continue
+        limit = LOADED_BELOW * float(est[sib].max())
+        g_out, g_in = np.nonzero(sib & (est < limit))
+        out.update((level, int(g), int(h)) for g, h in zip(g_out, g_in, strict=True))
+    return out
 
 
 #: A transfer between two sibling groups that read this far below the median of its
@@ -1248,8 +1328,10 @@ def uneven_blocks(network: Network) -> float:
     :data:`UNEVEN_BELOW` of the block's median and :data:`UNEVEN_SIGMAS` robust
     standard deviations of the block below it. Returns the smallest ratio of such a
     slowest rate to its block's median, over the ordered blocks of sibling groups
-    with at least three measured pairs at every level above the host level (1.0 when
-    none counts: no bandwidth, no groups, blocks of two, or even ones).
+    with at least three measured pairs at every level above the host level, leaving
+    out the ways whose load the bandwidth phase already read (:func:`loaded_ways`: a
+    steady load's block is less even than a quiet one's), 1.0 when none counts (no
+    bandwidth, no groups, blocks of two, or even ones).
 
     Examples
     --------
@@ -1272,6 +1354,7 @@ def uneven_blocks(network: Network) -> float:
         measured &= np.asarray(network.bandwidth_samples) > 0
     levels = [np.asarray(g) for g in network.groups]
     skip = 1 if network.hosts is not None and len(levels) > 1 else 0
+    loaded = loaded_ways(network)
     worst = 1.0
     for k in range(skip, len(levels)):
         lab = levels[k]
@@ -1279,7 +1362,7 @@ def uneven_blocks(network: Network) -> float:
         for a in np.unique(lab).tolist():
             rows = lab == a
             for b in np.unique(lab[parent == parent[rows][0]]).tolist():
-                if b == a:
+                if b == a or (k, a, b) in loaded:
                     continue
                 block = bw[np.ix_(rows, lab == b)][measured[np.ix_(rows, lab == b)]]
                 if block.size < 3:
@@ -1520,12 +1603,14 @@ def _recheck_drift(
     ran slower than the narrower of the two uplinks it left and entered at
     the level its pair meets, charged to that one: another tenant's load
     that came after (or went before) the bandwidth phase. 0 where nothing
-    was rechecked slower.
+    was rechecked slower, and on the ways whose load the bandwidth phase already read
+    (:func:`loaded_ways`).
     """
     rows = recheck_rows(network)
     if not rows or not isinstance(ups, (list, tuple)) or len(ups) != len(groups):
         return None
     out = [np.zeros((2, int(np.max(lab)) + 1)) for lab in groups]
+    steady = loaded_ways(network)
     for a, b, r_ab, r_ba in rows:
         k = int(meet[a, b]) - 1
         if k < 0:
@@ -1536,6 +1621,8 @@ def _recheck_drift(
             continue  # a scalar per level: no group to attribute the drift to
         for x, y, rate in ((a, b, r_ab), (b, a, r_ba)):
             gx, gy = int(lab[x]), int(lab[y])
+            if (k, gx, gy) in steady:
+                continue  # a steady load, priced as the bandwidth phase read it
             side, g = (0, gx) if u_out[gx] <= u_in[gy] else (1, gy)  # the binding direction
             cap = float(u_out[gx] if side == 0 else u_in[gy])
             out[k][side, g] = max(out[k][side, g], float(np.log(max(cap / rate, 1.0))))
