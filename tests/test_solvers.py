@@ -308,6 +308,35 @@ def test_ring_seed_sees_pods_that_only_their_uplinks_show():
         assert seed is not None and sorted(seed.tolist()) == list(range(n))
 
 
+def test_a_robust_ring_schedule_starts_from_the_ring_seeds():
+    """The robust objective over networks that differ in their pair rates: the mean of
+    ring schedules is a ring schedule, and its start rings read the measured network's
+    matrices and uplinks (the four pods of the test above stay contiguous)."""
+    from rankopt.models.robust import RobustModel
+
+    n = 64
+    rng = np.random.default_rng(5)
+    pod = np.repeat(np.arange(4), 16)
+    lat = 20e-6 * (1 + 0.05 * rng.random((n, n)))
+    np.fill_diagonal(lat, 0.0)
+    models = [
+        make_model(lat, "allreduce", "ring", objective="contention", bandwidth=bw,
+                   nbytes=64e6, groups=[pod], uplink_bandwidth=1e9)
+        for bw in (10e9, 8e9 * (1 + 0.2 * rng.random((n, n))))
+    ]  # fmt: skip
+    robust = RobustModel(models)
+    caps = robust.capabilities
+    assert caps.ring_schedule and caps.uplinks is not None and len(caps.groups) == 1
+    seed = ring_seed(robust, SolveContext(gen=np.random.default_rng(0), seed=0))
+    assert seed is not None and sorted(seed.tolist()) == list(range(n))
+    assert int((pod[seed] != np.roll(pod[seed], 1)).sum()) == 4
+    # a quantile of ring schedules is one too; a mix with another schedule is not
+    assert RobustModel(models, 0.9).capabilities.ring_schedule
+    rd = make_model(lat, "allreduce", "recursive_doubling", objective="contention",
+                    bandwidth=10e9, nbytes=64e6, groups=[pod], uplink_bandwidth=1e9)  # fmt: skip
+    assert not RobustModel([models[0], rd]).capabilities.ring_schedule
+
+
 def test_ring_seed_avoids_one_long_link_that_a_short_ring_keeps():
     """Processes on a line, latency |i - j| ** 0.9: the shortest ring walks the line
     and comes back in one long link (sum 15 + 15 ** 0.9), while a ring that zigzags

@@ -75,7 +75,9 @@ class RobustModel(CostModel):
     Cost: ``len(models)`` evaluations of the underlying model per order. The
     mean of ring-sum models is a ring sum over the mean weights, so ring
     kernels still apply (``ring_weights``); other models go through the
-    generic search (``anneal``, ``brute_force``).
+    generic search (``anneal``, ``brute_force``), ring schedules
+    (``ring_schedule``) from the short rings of the measured network's step
+    times (:func:`rankopt.solvers.ring.ring_seed`).
 
     Examples
     --------
@@ -105,14 +107,18 @@ class RobustModel(CostModel):
         weights = [c.ring_weights for c in caps]
         ring = statistic == "mean" and all(w is not None for w in weights)
         # the mean ring weights are a proxy of the mean cost (no ring_matrix);
-        # the clustering start reads the measured network's matrices
+        # the clustering start and the ring seeds read the measured network's matrices
+        # and hierarchy
         self.capabilities = Capabilities(
             rotation_invariant=all(c.rotation_invariant for c in caps),
             ring=caps[0].ring if ring else None,
             ring_weights=np.mean(np.stack(weights), axis=0) if ring else None,  # type: ignore[arg-type]
+            ring_schedule=all(c.ring_schedule for c in caps),
             latency=caps[0].latency,
             bandwidth=caps[0].bandwidth,
             nbytes=caps[0].nbytes,
+            groups=caps[0].groups,
+            uplinks=caps[0].uplinks,
         )
 
     def _combine(self, costs: NDArray[np.float64]) -> float:

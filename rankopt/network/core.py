@@ -1256,13 +1256,14 @@ def loaded_ways(network: Network) -> set[tuple[int, int, int]]:
     the bandwidth phase read it, and what its way reads otherwise is no sign of load
     that comes and goes: a TCP neighbour that never stops yields less to one transfer
     alone than to a block of the probe's transfers back to back (beside three paced
-    TCP flows out of a rack on the emulated testbed, six rechecks per way ran 1.0-2.4
-    times slower than the bandwidth phase's 8-16 MB/s on those ways), and a block of
-    pairs beside a steady load is less even than a quiet one (paced UDP: a slowest
-    pair at 0.78 of its block's median). A neighbour on for 2 s and off for 2 s left
-    every way's second best whole (24-30 MB/s on 200-300 Mbit/s uplinks): the
-    recheck and the block's slowest pairs are what show it. Empty without a
-    bandwidth or groups.
+    TCP flows out of a rack on the emulated racks, six probes on three networks, six
+    rechecks per way: 0.8-2.4 times slower than the bandwidth phase's 8-18 MB/s on
+    the loaded ways, against 24-36 MB/s on the others), and a block of pairs beside a
+    steady load is less even than a quiet one (paced UDP: a slowest pair at 0.78 of
+    its block's median). A neighbour on for 2 s and off for 2 s left every way's
+    second best whole (24-36 MB/s on 200-300 Mbit/s uplinks, six probes): the
+    recheck (1.0-4.1 times slower) and the block's slowest pairs are what show it.
+    Empty without a bandwidth or groups.
 
     Examples
     --------
