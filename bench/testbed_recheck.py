@@ -78,6 +78,7 @@ def main() -> int:
     p.add_argument("--case", help="only the cases whose label holds this text")
     p.add_argument("--network", help="only the networks whose racks are this, e.g. 3,3,3")
     p.add_argument("--size", type=int, default=16, help="allreduce MB priced (default: 16)")
+    p.add_argument("--keep", metavar="DIR", help="keep every measurement in DIR")
     args = p.parse_args()
     nets = [n for n in NETWORKS if args.network in (None, n[0])]
     cases = [c for c in CASES if args.case is None or args.case in c[0]]
@@ -87,6 +88,9 @@ def main() -> int:
           "loaded ways | robust | modelled (90%) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="rankopt-recheck-") as tmp:
+        if args.keep:
+            Path(args.keep).mkdir(parents=True, exist_ok=True)
+            tmp = args.keep
         for racks, rates, seed in nets:
             for label, noise in cases:
                 testbed_up(PREFIX, racks, rates)
@@ -100,7 +104,8 @@ def main() -> int:
                         )  # fmt: skip
                         time.sleep(5)  # the flows up to their rate
                     for k in range(1, args.probes + 1):
-                        out = Path(tmp) / f"{racks}-{k}.npz"
+                        tag = "".join(c if c.isalnum() else "_" for c in label)
+                        out = Path(tmp) / f"{racks.replace(',', '')}-{tag}-{k}.npz"
                         cmd = [sys.executable, "-m", "rankopt", "probe", "--backend", "mpi",
                                "-o", str(out), "-q"]  # fmt: skip
                         testbed_exec(PREFIX, "random", seed, cmd)
