@@ -1204,9 +1204,10 @@ def measured_variability(network: Network) -> float:
     >>> round(measured_variability(net), 2)
     2.5
     """
-    loaded = loaded_ways(network)
+    ways = recheck_ways(network)
+    loaded = loaded_ways(network) if ways else set()
     worst = 1.0
-    for way, (_, slower) in recheck_ways(network).items():
+    for way, (_, slower) in ways.items():
         if way not in loaded:
             worst = max(worst, *slower)
     return worst
