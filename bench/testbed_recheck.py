@@ -1,7 +1,7 @@
 """What the probe reads beside each kind of tenant: load that came and went, or steady.
 
-For every network of ``bench/testbed_tenants.py`` and every tenant case (and the
-quiet network), builds the emulated testbed (root, network namespaces), starts the
+For every network and tenant case of ``bench/testbed_tenants.py`` (and the quiet
+network), builds the emulated testbed (root, network namespaces), starts the
 tenant's flows (``rankopt testbed noise``), runs the user's probe ``--probes``
 times under a random launch (``rankopt probe --backend mpi`` through ``rankopt
 testbed exec``, default flags) and reads each measurement as ``rankopt solve``
@@ -12,7 +12,7 @@ default), the ways already loaded, and the modelled speedup of the default solve
 with its 90% interval. Writes only under a temporary folder it removes.
 
     python bench/testbed_recheck.py                    # every case, 2 probes each
-    python bench/testbed_recheck.py --case steady --network 4,3,2
+    python bench/testbed_recheck.py --case "one way" --network 4,3,2
 """
 
 from __future__ import annotations
@@ -26,26 +26,13 @@ import time
 from pathlib import Path
 
 from _testbed_common import testbed_down, testbed_exec, testbed_up
+from testbed_tenants import NETWORKS, TENANTS
 
-#: Networks no test uses: racks (hosts each), host and rack-uplink rates, launch seed.
-NETWORKS = (
-    ("3,3,3", "1gbit,250mbit", 5),
-    ("4,3,2", "1gbit,200mbit", 7),
-    ("2,4,3", "1gbit,300mbit", 9),
-)
-#: Tenant cases: label, options of ``rankopt testbed noise`` (None: quiet).
-CASES = (
-    ("steady, one way, TCP paced",
-     ["--tenant", "rack0->rack1", "--tenant-count", "3", "--tenant-rate", "50mbit"]),
-    ("steady, two uplinks, UDP paced",
-     ["--tenant", "rack0->rack1,rack2->rack0", "--tenant-count", "2", "--tenant-rate",
-      "40mbit", "--tenant-proto", "udp"]),
-    ("one uplink, TCP unpaced", ["--tenant", "rack1->rack2", "--tenant-count", "2"]),
-    ("on/off 2 s, TCP paced",
-     ["--tenant", "rack0->rack1", "--tenant-count", "3", "--tenant-rate", "50mbit",
-      "--tenant-on-off", "2,2"]),
+#: The tenant cases of ``testbed_tenants.py`` as options of ``rankopt testbed noise`` (the
+#: same flags as ``rankopt testbed run``'s), and the quiet network (None).
+CASES = tuple((label, ["--tenant", flows, *opts]) for label, flows, opts in TENANTS) + (
     ("none", None),
-)  # fmt: skip
+)
 PREFIX = "rkr"
 
 
@@ -80,6 +67,8 @@ def main() -> int:
     p.add_argument("--size", type=int, default=16, help="allreduce MB priced (default: 16)")
     p.add_argument("--keep", metavar="DIR", help="keep every measurement in DIR")
     args = p.parse_args()
+    if args.probes < 1:
+        p.error(f"--probes must be at least 1; got {args.probes}")
     nets = [n for n in NETWORKS if args.network in (None, n[0])]
     cases = [c for c in CASES if args.case is None or args.case in c[0]]
     if not nets or not cases:

@@ -1612,7 +1612,7 @@ def _recheck_drift(
     if not rows or not isinstance(ups, (list, tuple)) or len(ups) != len(groups):
         return None
     out = [np.zeros((2, int(np.max(lab)) + 1)) for lab in groups]
-    steady = loaded_ways(network)
+    loaded = loaded_ways(network)
     for a, b, r_ab, r_ba in rows:
         k = int(meet[a, b]) - 1
         if k < 0:
@@ -1623,7 +1623,7 @@ def _recheck_drift(
             continue  # a scalar per level: no group to attribute the drift to
         for x, y, rate in ((a, b, r_ab), (b, a, r_ba)):
             gx, gy = int(lab[x]), int(lab[y])
-            if (k, gx, gy) in steady:
+            if (k, gx, gy) in loaded:
                 continue  # a steady load, priced as the bandwidth phase read it
             side, g = (0, gx) if u_out[gx] <= u_in[gy] else (1, gy)  # the binding direction
             cap = float(u_out[gx] if side == 0 else u_in[gy])
