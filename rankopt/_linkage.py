@@ -47,6 +47,7 @@ def average_linkage(d: NDArray[np.float64]) -> NDArray[np.float64]:
     n = d.shape[0]
     dist = np.array(d, dtype=np.float64, copy=True)
     size = np.ones(n, dtype=np.int64)
+    height = np.zeros(n)  # the distance of the merge that made each live cluster
     merges = np.empty((n - 1, 4))
     chain: list[int] = []
     for k in range(n - 1):
@@ -69,6 +70,11 @@ def average_linkage(d: NDArray[np.float64]) -> NDArray[np.float64]:
         if x > y:
             x, y = y, x
         nx, ny = int(size[x]), int(size[y])
+        # an average of equal distances can round an ulp below them: a merge is
+        # never lower than its children's, so that the sort below keeps every
+        # child before its parent
+        best = max(best, float(height[x]), float(height[y]))
+        height[y] = best
         merges[k] = (x, y, best, nx + ny)
         size[x] = 0
         size[y] = nx + ny

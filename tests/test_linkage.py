@@ -104,3 +104,48 @@ def test_leaf_order_keeps_clusters_contiguous_and_small_cases():
         o = leaf_order(d, optimal=optimal)
         assert sorted(o.tolist()) == list(range(9))
         assert all(len(set(rack[o[i : i + 3]])) == 1 for i in (0, 3, 6))
+
+
+def _valid_tree(z: np.ndarray, n: int) -> bool:
+    """Every merge joins two live clusters, children before parents, sizes adding up."""
+    size = dict.fromkeys(range(n), 1)
+    for k in range(n - 1):
+        a, b = int(z[k, 0]), int(z[k, 1])
+        if a not in size or b not in size or a == b:
+            return False
+        size[n + k] = size.pop(a) + size.pop(b)
+        if size[n + k] != int(z[k, 3]):
+            return False
+    return bool(np.all(np.diff(z[:, 2]) >= 0))
+
+
+@pytest.mark.parametrize("far", [0.1, 0.27965027, 1 / 3, 0.7, 3e-5])
+@pytest.mark.parametrize("r", [3, 5, 6, 7])
+def test_linkage_of_equal_distances_that_average_an_ulp_lower_is_a_tree(far, r):
+    # averages of clusters of 3, 5, 6 or 7 all at distance ``far`` can round
+    # an ulp below it; such a merge, sorted before the one that made its child,
+    # left optimal_leaves with a cluster of no leaves
+    n = 8 * r
+    rack = np.arange(n) // r
+    d = np.where(rack[:, None] == rack[None, :], far / 10, far)
+    np.fill_diagonal(d, 0.0)
+    z = average_linkage(d)
+    assert _valid_tree(z, n)
+    o = optimal_leaves(z, d)
+    assert sorted(o.tolist()) == list(range(n)) and _contiguous(o.tolist(), z, n)
+    assert all(len(set(rack[o[i : i + r]])) == 1 for i in range(0, n, r))
+
+
+def test_a_ring_over_racks_only_the_bandwidth_shows_solves():
+    from rankopt import Network, solve
+
+    for n, r in [(24, 3), (64, 8)]:
+        lat = np.full((n, n), 30e-6)
+        np.fill_diagonal(lat, 0.0)
+        rack = np.arange(n) // r
+        bw = np.where(rack[:, None] == rack[None, :], 100e6, 30e6)
+        launch = np.random.default_rng(n).permutation(n)
+        net = Network.from_matrices(lat[np.ix_(launch, launch)], bw[np.ix_(launch, launch)])
+        res = solve(net, nbytes=2**24, rng=0)
+        assert sorted(res.order.tolist()) == list(range(n))
+        assert res.cost < res.baseline_cost
