@@ -21,7 +21,7 @@ import pytest
 import rankopt
 from rankopt.testbed import Testbed, TestbedError, Topology, parse_rate, parse_time
 from rankopt.testbed import netns as topo_mod
-from rankopt.testbed.experiment import ExperimentConfig, summarize
+from rankopt.testbed.experiment import ExperimentConfig, best_fraction_interval, summarize
 from rankopt.testbed.fidelity import truth_network
 from rankopt.testbed.hierarchy import infer_bandwidth_levels, probe_network
 from rankopt.testbed.launch import hosts_option, placement
@@ -366,8 +366,37 @@ def test_summary_and_report():
     assert summary_table([s], markdown=True)[1].startswith("|---|")
     (bare,) = summarize([r for r in rows if not r["label"].startswith("user")])
     assert bare["user"] is None and bare["fraction_of_best"] is None
+    assert bare["fraction_of_best_interval"] is None
+    assert s["fraction_of_best_interval"] is None  # one call per order: no spread to read
     assert s["solo"] is None and s["fraction_of_best_solo"] is None
     assert s["solo_mean"] is None and s["order_of_best_solo"] is None
+
+
+def test_the_fraction_of_best_comes_with_the_spread_of_the_calls():
+    gen = np.random.default_rng(3)
+
+    def calls(centre, spread, k=12):
+        return (centre * np.exp(spread * gen.standard_normal(k))).tolist()
+
+    # the user path's order replayed: the same order, calls spread +-15%
+    same = {"user": calls(2.5, 0.15), "user-replay": calls(2.5, 0.15), "launch": calls(7.0, 0.1)}
+    rows = [
+        {"engine": "mpi-ring", "size": MB, "label": lb, "times": t, "median": float(np.median(t))}
+        for lb, t in same.items()
+    ]
+    (s,) = summarize(rows)
+    lo, hi = s["fraction_of_best_interval"]
+    assert lo <= s["fraction_of_best"] <= hi and hi >= 0.95 and lo < 0.95
+    assert (lo, hi) == best_fraction_interval(same)
+    # an order clearly faster than the user path's, with calls far steadier than the gap
+    slow = {"user": calls(2.5, 0.02), "ideal": calls(2.0, 0.02), "launch": calls(7.0, 0.02)}
+    lo, hi = best_fraction_interval(slow)
+    assert hi < 0.95 and lo > 0.7
+    # the user path the fastest of them all, steady: its interval is 1.0 only
+    assert best_fraction_interval({"user": [1.0, 1.0], "launch": [2.0, 2.1]}) == (1.0, 1.0)
+    # too few calls, or no user path: no interval
+    assert best_fraction_interval({"user": [1.0], "launch": [2.0, 2.1]}) is None
+    assert best_fraction_interval({"launch": [2.0, 2.1]}) is None
 
 
 def test_summary_keeps_orders_timed_in_jobs_of_their_own_apart():

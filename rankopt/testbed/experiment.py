@@ -43,7 +43,14 @@ from rankopt.testbed.tenant import Tenant, TenantSpec
 from rankopt.testbed.topology import TestbedError
 from rankopt.testbed.userpath import run_user_path, user_argv, worker_argv
 
-__all__ = ["TESTBED_ENGINES", "ExperimentConfig", "run_experiment", "summarize", "time_orders"]
+__all__ = [
+    "TESTBED_ENGINES",
+    "ExperimentConfig",
+    "best_fraction_interval",
+    "run_experiment",
+    "summarize",
+    "time_orders",
+]
 
 logger = logging.getLogger("rankopt")
 
@@ -535,6 +542,38 @@ def _row(
     }
 
 
+def best_fraction_interval(
+    times: dict[str, list[float]], level: float = 0.9, draws: int = 4000, seed: int = 0
+) -> tuple[float, float] | None:
+    """Bootstrap interval of the best order's median over the user path's.
+
+    ``times`` maps each order timed in the same visits (``"user"`` among
+    them) to its calls. Each draw resamples every order's calls with
+    replacement and takes the fastest median over the user path's, so the
+    interval holds both the spread of the user path's calls and the bias of
+    picking the fastest of several noisy medians. None where an order has
+    fewer than two calls or the user path was not timed.
+
+    >>> times = {"user": [1.0, 1.1, 1.2, 1.0], "replay": [1.0, 1.1, 1.2, 1.0]}
+    >>> lo, hi = best_fraction_interval(times)
+    >>> 0.8 < lo < 1.0 and hi == 1.0
+    True
+    >>> best_fraction_interval({"user": [1.0], "launch": [2.0, 3.0]}) is None
+    True
+    """
+    if "user" not in times or any(len(t) < 2 for t in times.values()):
+        return None
+    gen = np.random.default_rng(seed)
+    med = {}
+    for label, t in times.items():
+        arr = np.asarray(t, dtype=np.float64)
+        med[label] = np.median(arr[gen.integers(0, arr.size, (draws, arr.size))], axis=1)
+    frac = np.minimum.reduce(list(med.values())) / med["user"]
+    tail = (1.0 - level) / 2.0
+    lo, hi = np.quantile(frac, [tail, 1.0 - tail])
+    return float(lo), float(hi)
+
+
 def summarize(
     rows: list[dict[str, Any]], user: dict[str, dict[str, Any]] | None = None
 ) -> list[dict[str, Any]]:
@@ -542,7 +581,9 @@ def summarize(
 
     ``fraction_of_best`` is the best measured median (over every order timed,
     the user path's own included) divided by the user path's median: 1.0
-    when the user's path got the best order.  Orders also timed in a job of
+    when the user's path got the best order; ``fraction_of_best_interval``
+    is its 90% bootstrap interval over the calls (:func:`best_fraction_interval`),
+    what the spread of the calls allows it to be.  Orders also timed in a job of
     their own (``ExperimentConfig.solo``) are left out of it and reported
     apart: ``solo`` (label: median) and ``fraction_of_best_solo``, the
     fastest of them and the user path against the user path, every one timed
@@ -592,6 +633,13 @@ def summarize(
                 "speedup_best": base / sel[best_label],
                 "speedup_random_median": (base / statistics.median(randoms) if randoms else None),
                 "fraction_of_best": None if mine is None else sel[best_label] / mine,
+                "fraction_of_best_interval": (
+                    None
+                    if mine is None
+                    else best_fraction_interval(
+                        {r["label"]: r["times"] for r in here if not r["label"].endswith("/solo")}
+                    )
+                ),
                 "solo": solo or None,
                 "fraction_of_best_solo": (
                     None if mine is None or not solo else min(mine, *solo.values()) / mine
