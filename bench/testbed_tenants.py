@@ -64,6 +64,9 @@ TENANTS = (
     ("one uplink, TCP unpaced", "rack1->rack2", ["--tenant-count", "2"]),
     ("on/off 2 s, TCP paced", "rack0->rack1",
      ["--tenant-count", "3", "--tenant-rate", "50mbit", "--tenant-on-off", "2,2"]),
+    # phases longer than a probe, each flow at its own: 0 to 3 flows on at a time
+    ("on/off 30 s, TCP paced", "rack0->rack1",
+     ["--tenant-count", "3", "--tenant-rate", "50mbit", "--tenant-on-off", "30,30"]),
 )  # fmt: skip
 
 
@@ -128,7 +131,7 @@ def _of_best(row: dict) -> str:
     """The user path's fraction of the best median, with its 90% interval over the calls."""
     text = f"{row['fraction_of_best']:.0%}"
     band = row.get("fraction_of_best_interval")
-    return text if not band else f"{text} ({band[0]:.0%}-{band[1]:.0%})"
+    return text if not band else f"{text} ({band[0] * 100:.0f}-{band[1]:.0%})"
 
 
 def _below_best(row: dict) -> bool:

@@ -388,6 +388,9 @@ def test_the_fraction_of_best_comes_with_the_spread_of_the_calls():
     lo, hi = s["fraction_of_best_interval"]
     assert lo <= s["fraction_of_best"] <= hi and hi >= 0.95 and lo < 0.95
     assert (lo, hi) == best_fraction_interval(same)
+    assert f"{s['fraction_of_best']:.0%} ({lo * 100:.0f}-{hi:.0%})" in format_report(
+        {"summary": [s]}
+    )
     # an order clearly faster than the user path's, with calls far steadier than the gap
     slow = {"user": calls(2.5, 0.02), "ideal": calls(2.0, 0.02), "launch": calls(7.0, 0.02)}
     lo, hi = best_fraction_interval(slow)

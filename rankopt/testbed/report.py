@@ -51,7 +51,7 @@ def summary_table(summary: list[dict[str, Any]], *, markdown: bool = False) -> l
                 _s(s.get("user_replay")),
                 "-" if ideal is None else f"{ideal:.3f} ({_x(base / ideal)})",
                 f"{s['best_label']} {s['best']:.3f} ({_x(s['speedup_best'])})",
-                "-" if frac is None else f"{frac:.0%}",
+                "-" if frac is None else f"{frac:.0%}" + _band(s.get("fraction_of_best_interval")),
                 _x(s.get("modelled_speedup"))
                 + ("" if not lo_hi else f" ({lo_hi[0]:.3g}-{lo_hi[1]:.3g})"),
                 ("-" if s.get("overhead_s") is None else f"{s['overhead_s']:.1f}")
@@ -68,6 +68,15 @@ def summary_table(summary: list[dict[str, Any]], *, markdown: bool = False) -> l
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows]]
 
 
+def _band(band: Any) -> str:
+    """`` (lo-hi%)``: a fraction's 90% interval, or nothing where there is none.
+
+    >>> _band([0.79, 0.97]), _band(None)
+    (' (79-97%)', '')
+    """
+    return "" if not band else f" ({band[0] * 100:.0f}-{band[1]:.0%})"
+
+
 def format_report(report: dict[str, Any]) -> str:
     """Speedup table, fidelity table and DDP line of :func:`run_experiment`'s report.
 
@@ -82,9 +91,10 @@ def format_report(report: dict[str, Any]) -> str:
         lines += ["", *summary_table(summary)]
         lines.append(
             "speedup = launch median / order median; of best = best median / user-path "
-            "median; replayed = the user path's order timed with the others; modelled = the "
-            "speedup the entry point printed (90% interval); overhead = probe + solve added "
-            "to the job start (solve: the solver's own time)"
+            "median (its 90% interval over the calls); replayed = the user path's order "
+            "timed with the others; modelled = the speedup the entry point printed (90% "
+            "interval); overhead = probe + solve added to the job start (solve: the "
+            "solver's own time)"
         )
     for row in summary:
         if row.get("solo"):
