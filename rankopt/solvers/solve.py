@@ -1008,8 +1008,11 @@ MIRROR_TIE = 0.02
 #: than :data:`MIRROR_TIE`, since the trial measures what the model cannot tell (on the
 #: emulated racks, on 8 of 27 launches beside a tenant, the model priced the cheapest
 #: arrangement with the other count of hops with the load 0.4-4.6% above the order,
-#: through the pair rates of the hosts at the blocks' ends; the load made 12-100%).
-TRIAL_TIE = 0.05
+#: through the pair rates of the hosts at the blocks' ends; the load made 12-100%;
+#: beside TCP flows whose number on changed every half minute, the rack-contiguous
+#: ring with their way was priced 7.8% above the order found, against it, and ran
+#: 10-11% faster in every phase of the load).
+TRIAL_TIE = 0.10
 #: Collectives whose ring algorithms :func:`_ring_step` knows.
 _RING_COLLECTIVES = frozenset({"allreduce", "allgather", "reduce_scatter"})
 #: Ring algorithms and where rank ``r`` sends: ``r + 1`` (Open MPI's and MPICH's
