@@ -688,3 +688,19 @@ def test_experiment_ci():
     assert s["speedup_best"] >= 2.5, format_report(report)
     assert s["speedup_user"] >= 2.5, format_report(report)
     assert s["fraction_of_best"] >= 0.8, format_report(report)
+
+
+def test_an_on_off_tenant_flow_starts_at_a_random_phase_of_its_cycle():
+    from rankopt.testbed._tenant_flow import cycle_start
+
+    def on_at(t, start, on, off):
+        return (t - start) % (on + off) < on
+
+    for on, off in ((30.0, 30.0), (2.0, 2.0), (1.0, 3.0)):
+        starts = [cycle_start(100.0, on, off, seed) for seed in range(2000)]
+        assert all(100.0 - (on + off) <= s <= 100.0 for s in starts)
+        # on at the start, and 10 s later, as often as the pattern is on
+        for t in (100.0, 110.0):
+            share = np.mean([on_at(t, s, on, off) for s in starts])
+            assert abs(share - on / (on + off)) < 0.04, (on, off, t, share)
+    assert cycle_start(100.0, 5.0, 0.0, 3) == 100.0  # always on: no pattern to enter

@@ -11,8 +11,8 @@ fast and imports nothing of rankopt.
 ``RATE`` is bytes/s (TCP 0: as fast as TCP goes: unfair, bursty; UDP needs a
 rate and does not back off when the link is full, as a media stream or
 another tenant's unresponsive traffic); ``ON``/``OFF``
-seconds give an on/off pattern (``OFF`` 0: always on). ``SEED`` jitters the
-first on-period's start so that flows do not switch in lockstep. A paced
+seconds give an on/off pattern (``OFF`` 0: always on). ``SEED`` draws the phase
+of the cycle each flow starts at, so that flows do not switch in lockstep. A paced
 source sends 16 KiB chunks on a fixed schedule: a token bucket ``_BURST_S``
 deep, so that a flow held back by a full link catches up by at most that much
 and does not burst to make up a whole slow period; its rate is reproducible
@@ -72,6 +72,14 @@ def _connect(addr: str, port: int) -> socket.socket:
     raise SystemExit(f"tenant source: cannot connect to {addr}:{port}")
 
 
+def cycle_start(now: float, on: float, off: float, seed: int) -> float:
+    """When a flow's on/off cycle began, drawn so that at ``now`` it is at a random phase
+    of it, on or off (``now`` with no pattern). A flow that sent until a random first
+    start and then began with an on-period was on through its first ``on`` seconds for
+    sure: all of a half-minute neighbour's flows through the first probe and job."""
+    return now - (random.Random(seed).uniform(0, on + off) if off > 0 else 0.0)
+
+
 def source(
     addr: str, port: int, rate: float, on: float, off: float, seed: int, udp: bool = False
 ) -> None:
@@ -83,8 +91,7 @@ def source(
         s = _connect(addr, port)
         chunk = _CHUNK
     data = bytes(chunk)
-    gen = random.Random(seed)
-    start = time.monotonic() + (gen.uniform(0, on + off) if off > 0 else 0.0)
+    start = cycle_start(time.monotonic(), on, off, seed)
     sent = 0.0
     epoch = time.monotonic()
     while True:
