@@ -8,8 +8,9 @@ testbed exec``, default flags) and reads each measurement as ``rankopt solve``
 does: the largest slowdown of a recheck on a way the bandwidth phase read unloaded
 (``measured_variability``), the uneven blocks, whether the load came and went
 (and so the costs are averaged over time and the robust objective is the
-default), the ways already loaded, and the modelled speedup of the default solve
-with its 90% interval. Writes only under a temporary folder it removes.
+default), the ways already loaded and how near the unloaded rate their fastest
+recheck came, and the modelled speedup of the default solve with its 90% interval.
+Writes only under a temporary folder it removes.
 
     python bench/testbed_recheck.py                    # every case, 2 probes each
     python bench/testbed_recheck.py --case "one way" --network 4,3,2
@@ -18,6 +19,7 @@ with its 90% interval. Writes only under a temporary folder it removes.
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import subprocess
 import sys
@@ -63,8 +65,8 @@ def read(path: Path, nbytes: float) -> dict:
 
 def lifted(net, loaded) -> float:
     """The fastest recheck of a way the bandwidth phase read loaded, over the fastest
-    way between sibling groups of its level (nan where no loaded way was rechecked):
-    near 1 where the load had gone by the recheck."""
+    way between two groups of its level (the testbed's racks share one pod; nan where
+    no loaded way was rechecked): near 1 where the load had gone by the recheck."""
     import numpy as np
 
     from rankopt.network.core import recheck_ways
@@ -77,7 +79,7 @@ def lifted(net, loaded) -> float:
         est = block_runner_up(net.bandwidth, np.asarray(net.groups[level]))
         top = float(np.nanmax(np.where(np.eye(est.shape[0], dtype=bool), np.nan, est)))
         got = before / min(slower) / top
-        best = got if not best == best else max(best, got)
+        best = got if math.isnan(best) else max(best, got)
     return best
 
 

@@ -19,12 +19,13 @@ with the others, and the best order measured (seconds, median of
 ``--repeats``, 6 by default, timed in visits of ``--block`` runs back to back,
 3 by default: the user path's own job runs its repeats back to back, and
 beside a TCP neighbour an order timed right after another order's traffic
-reads faster than in a run of its own), the fraction of the best of the user path and of its order
-replayed, the modelled speedup
+reads faster than in a run of its own), the fraction of the best of the user path
+(with its 90% bootstrap interval over the calls) and of its order replayed, the
+modelled speedup
 with its 90% interval as printed, the measured speedup, whether the interval
 holds it, and the modelled speedup's error against the measured one; then one
 line that counts the launches against the targets (interval holds, within ±25%,
-user path at least 95% of the best).
+user path at least 95% of the best, and under 95% beyond the calls' spread).
 
 The timing job's orders are timed in visits; the user path's job runs alone.
 ``--solo user-replay --solo best`` also times the user path's order and the
