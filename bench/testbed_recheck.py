@@ -73,12 +73,14 @@ def lifted(net, loaded) -> float:
     from rankopt.probe.hierarchy import block_runner_up
 
     best = float("nan")
+    top: dict[int, float] = {}  # the fastest way between two groups, per level
     for (level, g, h), (before, slower) in recheck_ways(net).items():
         if (level, g, h) not in loaded:
             continue
-        est = block_runner_up(net.bandwidth, np.asarray(net.groups[level]))
-        top = float(np.nanmax(np.where(np.eye(est.shape[0], dtype=bool), np.nan, est)))
-        got = before / min(slower) / top
+        if level not in top:
+            est = block_runner_up(net.bandwidth, np.asarray(net.groups[level]))
+            top[level] = float(np.nanmax(np.where(np.eye(len(est), dtype=bool), np.nan, est)))
+        got = before / min(slower) / top[level]
         best = got if math.isnan(best) else max(best, got)
     return best
 

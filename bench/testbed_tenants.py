@@ -130,9 +130,9 @@ def fmt(label: str, net: str, launch: int, row: dict) -> str:
 
 def _of_best(row: dict) -> str:
     """The user path's fraction of the best median, with its 90% interval over the calls."""
-    text = f"{row['fraction_of_best']:.0%}"
-    band = row.get("fraction_of_best_interval")
-    return text if not band else f"{text} ({band[0] * 100:.0f}-{band[1]:.0%})"
+    from rankopt.testbed.report import fraction_band
+
+    return f"{row['fraction_of_best']:.0%}" + fraction_band(row.get("fraction_of_best_interval"))
 
 
 def _below_best(row: dict) -> bool:

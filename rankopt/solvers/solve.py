@@ -802,10 +802,14 @@ def _robust(
 TIE_BREAK_MAX_N = 64
 
 
+def _cross(levels: Sequence[NDArray[np.int64]], a: Any, b: Any) -> Any:
+    """How many levels put processes ``a`` and ``b`` in different groups (elementwise)."""
+    return sum((lab[a] != lab[b]).astype(np.int64) for lab in levels)
+
+
 def _crossings(order: NDArray[np.int64], levels: Sequence[NDArray[np.int64]]) -> int:
     """Neighbours around the order's ring that sit in different groups, every level."""
-    nxt = np.roll(order, -1)
-    return int(sum(np.sum(lab[order] != lab[nxt]) for lab in levels))
+    return int(np.sum(_cross(levels, order, np.roll(order, -1))))
 
 
 def _fewer_crossings_at_equal_cost(
@@ -866,19 +870,14 @@ def _fewer_by_a_move(
     the crossings most at a cost within ``limit``, or None. The crossings each place
     adds are counted for every place at once; only the places that lower them are
     priced."""
-
-    def cross(a: Any, b: Any) -> Any:
-        return sum((lab[a] != lab[b]).astype(np.int64) for lab in levels)
-
     n = order.size
-    x = order[i]
+    x, before, after = order[i], order[i - 1], order[(i + 1) % n]
     rest = np.delete(order, i)
     # place k puts x between a[k] and b[k]; the last place closes the ring as the first
     a = np.append(np.roll(rest, 1), rest[-1])
     b = np.append(rest, rest[0])
-    out = int(cross(order[i - 1], x) + cross(x, order[(i + 1) % n]))
-    out -= int(cross(order[i - 1], order[(i + 1) % n]))
-    delta = cross(a, x) + cross(x, b) - cross(a, b) - out
+    out = int(_cross(levels, before, x) + _cross(levels, x, after) - _cross(levels, before, after))
+    delta = _cross(levels, a, x) + _cross(levels, x, b) - _cross(levels, a, b) - out
     places = np.flatnonzero(delta < 0)
     places = places[places >= first]
     for k in places[np.argsort(delta[places], kind="stable")].tolist():

@@ -608,7 +608,8 @@ def summarize(
             for r in rows
             if r["engine"] == engine and r["size"] == size and r.get("tenant") == tenant
         ]
-        sel = {r["label"]: r["median"] for r in here if not r["label"].endswith("/solo")}
+        visits = [r for r in here if not r["label"].endswith("/solo")]
+        sel = {r["label"]: r["median"] for r in visits}
         alone = [(r["label"][: -len("/solo")], r) for r in here if r["label"].endswith("/solo")]
         solo = {k: r["median"] for k, r in alone}
         solo_mean = {k: statistics.fmean(r["times"]) for k, r in alone if r["times"]}
@@ -636,9 +637,7 @@ def summarize(
                 "fraction_of_best_interval": (
                     None
                     if mine is None
-                    else best_fraction_interval(
-                        {r["label"]: r["times"] for r in here if not r["label"].endswith("/solo")}
-                    )
+                    else best_fraction_interval({r["label"]: r["times"] for r in visits})
                 ),
                 "solo": solo or None,
                 "fraction_of_best_solo": (

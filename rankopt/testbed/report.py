@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["format_report", "summary_table"]
+__all__ = ["format_report", "fraction_band", "summary_table"]
 
 
 def _mb(nbytes: int) -> str:
@@ -51,7 +51,9 @@ def summary_table(summary: list[dict[str, Any]], *, markdown: bool = False) -> l
                 _s(s.get("user_replay")),
                 "-" if ideal is None else f"{ideal:.3f} ({_x(base / ideal)})",
                 f"{s['best_label']} {s['best']:.3f} ({_x(s['speedup_best'])})",
-                "-" if frac is None else f"{frac:.0%}" + _band(s.get("fraction_of_best_interval")),
+                "-"
+                if frac is None
+                else f"{frac:.0%}" + fraction_band(s.get("fraction_of_best_interval")),
                 _x(s.get("modelled_speedup"))
                 + ("" if not lo_hi else f" ({lo_hi[0]:.3g}-{lo_hi[1]:.3g})"),
                 ("-" if s.get("overhead_s") is None else f"{s['overhead_s']:.1f}")
@@ -68,10 +70,10 @@ def summary_table(summary: list[dict[str, Any]], *, markdown: bool = False) -> l
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows]]
 
 
-def _band(band: Any) -> str:
+def fraction_band(band: Any) -> str:
     """`` (lo-hi%)``: a fraction's 90% interval, or nothing where there is none.
 
-    >>> _band([0.79, 0.97]), _band(None)
+    >>> fraction_band([0.79, 0.97]), fraction_band(None)
     (' (79-97%)', '')
     """
     return "" if not band else f" ({band[0] * 100:.0f}-{band[1]:.0%})"
