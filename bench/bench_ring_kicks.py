@@ -33,9 +33,10 @@ must: only the representation differs). The default switches at
 ``KOPT_VIRTUAL_N`` processes.
 
 ``quality``: ``rankopt.solve(lat)`` (the default: ``ils`` with its default
-kicks) against ``fast_tsp`` for 1 s and for the same time as rankopt, and
-``elkai`` (LKH-3, runs=1) up to ``--lkh-max``; also rankopt given fast-tsp's
-1 s (``time_limit=1`` and unbounded kicks). Each cell: length over the best
+kicks) against ``fast_tsp`` for ``--seconds`` (1 s) and for the same time as
+rankopt, ``elkai`` (LKH-3, runs=1) up to ``--lkh-max``, and LKH-3 with a
+``TOTAL_TIME_LIMIT`` of ``--seconds`` and of rankopt's time; also rankopt given
+``--seconds`` (``time_limit`` and unbounded kicks). Each cell: length over the best
 ring any solver found on that matrix, and CPU time (``time.process_time``;
 every solver here runs on one thread, and fast-tsp's own budget is CPU time
 too); median over the seeds.
@@ -57,10 +58,12 @@ from rankopt.solvers import _ring_search
 from rankopt.solvers._ring_search import KOPT_VIRTUAL_N
 from rankopt.solvers.ring import (
     ALPHA_MAX_N,
+    ALPHA_SPARSE,
     BRIDGE_SHARE,
     DEFAULT_NEIGHBORS,
     DEFAULT_WINDOW,
     KOPT_STEPS,
+    alpha_iterations,
     alpha_neighbors,
     candidate_lists,
     default_kicks,
@@ -69,6 +72,7 @@ from rankopt.solvers.ring import (
     kick_type,
     kick_walk,
     pass_every,
+    penalised_weights,
 )
 
 #: ``virtual_n`` that keeps every chain's flips on the array tour
@@ -129,16 +133,27 @@ MATRICES: dict[str, Callable[[int, int], np.ndarray]] = {
 }
 
 
-def kick_start(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """The default solve's candidates, its local optimum from the greedy start, its kick type."""
+def kick_start(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    """The default solve's candidates, its local optimum from the greedy start, its kick
+    type and the weights its kicks search: with candidate or mixed kicks (alpha
+    candidates) the penalised weights (``ring.penalised_weights``) and the candidates
+    sorted by them, the tour a local optimum on them too, else ``w``."""
     n = w.shape[0]
-    alpha = n <= ALPHA_MAX_N
-    nb = candidate_lists(
-        w, alpha_neighbors(n) if alpha else DEFAULT_NEIGHBORS, "alpha" if alpha else "nearest"
-    )
+    pi = None
+    if n <= ALPHA_MAX_N:
+        nb, pi, _ = _ring_search.alpha_candidates(
+            w, alpha_neighbors(n), alpha_iterations(n), ALPHA_SPARSE
+        )
+    else:
+        nb = candidate_lists(w, DEFAULT_NEIGHBORS, "nearest")
     tour = greedy_ring(w, nb)
     _ring_search.local_search(w, tour, nb)
-    return nb, tour, kick_type(w, tour, DEFAULT_WINDOW)
+    kick = kick_type(w, tour, DEFAULT_WINDOW)
+    ws = w
+    if kick and pi is not None and np.any(pi):
+        ws, nb = penalised_weights(w, pi, nb)
+        _ring_search.local_search(ws, tour, nb)
+    return nb, tour, kick, ws
 
 
 def kick_cost(
@@ -147,13 +162,13 @@ def kick_cost(
     """CPU microseconds per kick of the ILS kernel from a local optimum, and the kicks run
     (``start``: ``kick_start(w)``, computed here when not given; the tour is not changed)."""
     n = w.shape[0]
-    nb, tour, kick = kick_start(w) if start is None else start
+    nb, tour, kick, ws = kick_start(w) if start is None else start
     tour = tour.copy()
     kicks = min(kicks, default_kicks(n))
     t = time.process_time()
     accept = kick_walk(n, kick)
     done = _ring_search.iterated_local_search(
-        w,
+        ws,
         tour,
         nb,
         seed,
@@ -192,11 +207,11 @@ def flip_costs(w: np.ndarray, kicks: int, rounds: int, seed: int) -> tuple[float
 
 def _ring_after(w, kicks, seed, start, virtual_n):
     """The ring the timed kicks end at (run once more, untimed)."""
-    nb, tour, kick = start
+    nb, tour, kick, ws = start
     t = tour.copy()
     n = w.shape[0]
     _ring_search.iterated_local_search(
-        w, t, nb, seed, min(kicks, default_kicks(n)), 0.0, DEFAULT_WINDOW, None, 0, 0.0, kick,
+        ws, t, nb, seed, min(kicks, default_kicks(n)), 0.0, DEFAULT_WINDOW, None, 0, 0.0, kick,
         kick_walk(n, kick), BRIDGE_SHARE, pass_every(n, kick), 1, 1, kick_move(kick),
         KOPT_STEPS, virtual_n,
     )  # fmt: skip
@@ -219,20 +234,39 @@ def ext_fast_tsp(w: np.ndarray, seconds: float) -> tuple[np.ndarray, float] | No
     return np.array(tour), time.process_time() - t
 
 
-def ext_elkai(w: np.ndarray) -> tuple[np.ndarray, float] | None:
-    """LKH-3's ring (one run) and the CPU time of its call."""
+def ext_elkai(w: np.ndarray, seconds: float | None = None) -> tuple[np.ndarray, float] | None:
+    """LKH-3's ring (one run) and the CPU time of its call; with ``seconds``, LKH-3's
+    ``TOTAL_TIME_LIMIT`` (the whole run, its ascent included) through elkai's parameter
+    text (``elkai._elkai.solve_problem``, which ``elkai.DistanceMatrix`` calls with
+    ``RUNS`` only)."""
     try:
         import elkai
+        from elkai import _elkai
     except ImportError:
         return None
     d = _int_matrix(w, 10**7)
+    if seconds is None:
+        t = time.process_time()
+        tour = elkai.DistanceMatrix(d).solve_tsp(runs=1)
+        dt = time.process_time() - t
+        return np.array(tour[:-1] if len(tour) > w.shape[0] else tour), dt
+    n = w.shape[0]
+    problem = (
+        f"TYPE : TSP\nDIMENSION : {n}\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+        "EDGE_WEIGHT_FORMAT : FULL_MATRIX\nEDGE_WEIGHT_SECTION\n"
+        + "\n".join(" ".join(map(str, row)) for row in d)
+        + "\n"
+    )
+    params = f"RUNS = 1\nPROBLEM_FILE = :stdin:\nTOTAL_TIME_LIMIT = {seconds:.3f}\n"
     t = time.process_time()
-    tour = elkai.DistanceMatrix(d).solve_tsp(runs=1)
+    tour = _elkai.solve_problem(params, problem)
     dt = time.process_time() - t
-    return np.array(tour[:-1] if len(tour) > w.shape[0] else tour), dt
+    return np.array(tour) - 1, dt
 
 
-def quality(w: np.ndarray, seed: int, lkh_max: int) -> dict[str, tuple[float, float]]:
+def quality(
+    w: np.ndarray, seed: int, lkh_max: int, seconds: float = 1.0
+) -> dict[str, tuple[float, float]]:
     """Ring length and CPU time of each solver on ``w``."""
     model = make_model(w)
     out: dict[str, tuple[float, float]] = {}
@@ -247,12 +281,14 @@ def quality(w: np.ndarray, seed: int, lkh_max: int) -> dict[str, tuple[float, fl
     t_default = time.process_time() - t
     out["rankopt default"] = (r.cost, t_default)
     t = time.process_time()
-    r = rankopt.solve(w, method="ils", rng=seed, time_limit=1.0, max_iter=10**9)
-    out["rankopt 1s"] = (r.cost, time.process_time() - t)
-    ext("fast_tsp 1s", lambda: ext_fast_tsp(w, 1.0))
+    r = rankopt.solve(w, method="ils", rng=seed, time_limit=seconds, max_iter=10**9)
+    out[f"rankopt {seconds:g}s"] = (r.cost, time.process_time() - t)
+    ext(f"fast_tsp {seconds:g}s", lambda: ext_fast_tsp(w, seconds))
     ext("fast_tsp same time", lambda: ext_fast_tsp(w, t_default))
     if w.shape[0] <= lkh_max:
         ext("LKH-3 runs=1", lambda: ext_elkai(w))
+    ext(f"LKH-3 {seconds:g}s", lambda: ext_elkai(w, seconds))
+    ext("LKH-3 same time", lambda: ext_elkai(w, t_default))
     return out
 
 
@@ -264,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--kicks", type=int, default=3000, help="at most this many kicks timed")
     ap.add_argument("--lkh-max", type=int, default=1024, help="largest n given to LKH-3")
+    ap.add_argument("--seconds", type=float, default=1.0, help="the time limit of the 'Ns' columns")
     args = ap.parse_args(argv)
     sections = set(args.sections.split(","))
     kinds = args.kinds.split(",")
@@ -303,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
             for kind in kinds:
                 rows: dict[str, list[tuple[float, float]]] = {}
                 for s in range(args.seeds):
-                    res = quality(MATRICES[kind](n, 100 + s), s, args.lkh_max)
+                    res = quality(MATRICES[kind](n, 100 + s), s, args.lkh_max, args.seconds)
                     best = min(c for c, _ in res.values())
                     for k, (c, t) in res.items():
                         rows.setdefault(k, []).append((c / best, t))

@@ -218,3 +218,55 @@ def test_kick_type_tells_uniform_weights_from_points_in_the_plane(monkeypatch):
         assert kick_type(m, tour, 150) == min(want, 1)
         monkeypatch.undo()
     assert rs.window_link_ratio(np.zeros((8, 8)), np.arange(8, dtype=np.int64), 3, 0) == 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_penalised_weights_are_symmetric_and_shift_every_ring_alike(dtype):
+    from rankopt.solvers.ring import penalised_weights
+
+    n = 300
+    m = _uniform(n, 3, dtype)
+    nb, pi, _ = rs.alpha_candidates(m, 5, 100, 16)
+    assert np.ptp(pi) > 0
+    ws, nbs = penalised_weights(m, pi, nb)
+    assert ws.dtype == m.dtype and ws.flags.c_contiguous
+    # exactly symmetric: the kernels read a link from either end (a matrix rounded
+    # differently each way round let a 5-opt repair cycle)
+    assert np.array_equal(ws, ws.T) and not np.diag(ws).any()
+    off = ~np.eye(n, dtype=bool)
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose((ws - m)[off], (pi[:, None] + pi[None, :])[off], atol=tol)
+    # the same candidates, sorted by the penalised weights
+    assert all(set(a) == set(b) for a, b in zip(nb.tolist(), nbs.tolist(), strict=True))
+    assert (np.diff(np.take_along_axis(ws, nbs, 1), axis=1) >= 0).all()
+    # every ring is longer by the same 2 sum(pi): the shortest ring is the same
+    gen = np.random.default_rng(0)
+    for _ in range(5):
+        t = gen.permutation(n)
+        shift = ring_sum_reference(ws.astype(np.float64), t) - ring_sum_reference(
+            m.astype(np.float64), t
+        )
+        assert shift == pytest.approx(2 * pi.sum(), abs=n * tol)
+
+
+def test_kicks_search_the_penalised_weights_where_the_kicks_are_candidate_ones(monkeypatch):
+    import rankopt
+    from rankopt.solvers import ring
+
+    def solve(m, on):
+        monkeypatch.setattr(ring, "PENALISED_SEARCH", on)
+        return rankopt.solve(m, method="ils", rng=0)
+
+    # independent uniform weights (mixed kicks): a shorter ring on the penalised weights
+    # (at n = 1,024 within 0.02% of LKH-3's on 12 seeds of 12, the raw weights' 0.05-0.3%
+    # above it)
+    for seed in (1, 2):
+        m = _uniform(1024, seed, np.float32)
+        raw, pen = solve(m, False), solve(m, True)
+        assert _is_perm(pen.order, 1024)
+        assert pen.cost < raw.cost * (1 - 3e-4)
+        assert pen.cost == pytest.approx(ring_sum_reference(m.astype(np.float64), pen.order))
+    # points in the plane (window kicks): the raw weights, the same ring
+    pts = np.random.default_rng(0).random((300, 2))
+    plane = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    assert np.array_equal(solve(plane, False).order, solve(plane, True).order)
