@@ -63,7 +63,6 @@ from rankopt.solvers.ring import (
     DEFAULT_NEIGHBORS,
     DEFAULT_WINDOW,
     KOPT_STEPS,
-    alpha_iterations,
     alpha_neighbors,
     candidate_lists,
     default_kicks,
@@ -73,6 +72,7 @@ from rankopt.solvers.ring import (
     kick_walk,
     pass_every,
     penalised_weights,
+    penalty_iterations,
 )
 
 #: ``virtual_n`` that keeps every chain's flips on the array tour
@@ -139,20 +139,18 @@ def kick_start(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     candidates) the penalised weights (``ring.penalised_weights``) and the candidates
     sorted by them, the tour a local optimum on them too, else ``w``."""
     n = w.shape[0]
-    pi = None
-    if n <= ALPHA_MAX_N:
-        nb, pi, _ = _ring_search.alpha_candidates(
-            w, alpha_neighbors(n), alpha_iterations(n), ALPHA_SPARSE
-        )
-    else:
-        nb = candidate_lists(w, DEFAULT_NEIGHBORS, "nearest")
+    alpha = n <= ALPHA_MAX_N
+    k = alpha_neighbors(n) if alpha else DEFAULT_NEIGHBORS
+    nb = candidate_lists(w, k, "alpha" if alpha else "nearest")
     tour = greedy_ring(w, nb)
     _ring_search.local_search(w, tour, nb)
     kick = kick_type(w, tour, DEFAULT_WINDOW)
     ws = w
-    if kick and pi is not None and np.any(pi):
-        ws, nb = penalised_weights(w, pi, nb)
-        _ring_search.local_search(ws, tour, nb)
+    if kick and alpha:
+        nbp, pi, _ = _ring_search.alpha_candidates(w, k, penalty_iterations(n), ALPHA_SPARSE)
+        if np.any(pi):
+            ws, nb = penalised_weights(w, pi, nbp)
+            _ring_search.local_search(ws, tour, nb)
     return nb, tour, kick, ws
 
 
@@ -234,11 +232,13 @@ def ext_fast_tsp(w: np.ndarray, seconds: float) -> tuple[np.ndarray, float] | No
     return np.array(tour), time.process_time() - t
 
 
-def ext_elkai(w: np.ndarray, seconds: float | None = None) -> tuple[np.ndarray, float] | None:
+def ext_elkai(
+    w: np.ndarray, seconds: float | None = None
+) -> tuple[np.ndarray | None, float] | None:
     """LKH-3's ring (one run) and the CPU time of its call; with ``seconds``, LKH-3's
     ``TOTAL_TIME_LIMIT`` (the whole run, its ascent included) through elkai's parameter
     text (``elkai._elkai.solve_problem``, which ``elkai.DistanceMatrix`` calls with
-    ``RUNS`` only)."""
+    ``RUNS`` only); the ring is ``None`` when the limit ended before LKH-3 had one."""
     try:
         import elkai
         from elkai import _elkai
@@ -259,9 +259,10 @@ def ext_elkai(w: np.ndarray, seconds: float | None = None) -> tuple[np.ndarray, 
     )
     params = f"RUNS = 1\nPROBLEM_FILE = :stdin:\nTOTAL_TIME_LIMIT = {seconds:.3f}\n"
     t = time.process_time()
-    tour = _elkai.solve_problem(params, problem)
+    tour = np.array(_elkai.solve_problem(params, problem), dtype=np.int64) - 1
     dt = time.process_time() - t
-    return np.array(tour) - 1, dt
+    # a limit that ends before LKH-3's first ring (its ascent included) gives an empty tour
+    return (tour if np.array_equal(np.sort(tour), np.arange(n)) else None), dt
 
 
 def quality(
@@ -271,10 +272,10 @@ def quality(
     model = make_model(w)
     out: dict[str, tuple[float, float]] = {}
 
-    def ext(name: str, f: Callable[[], tuple[np.ndarray, float] | None]) -> None:
+    def ext(name: str, f: Callable[[], tuple[np.ndarray | None, float] | None]) -> None:
         got = f()
-        if got is not None:
-            out[name] = (model.cost(got[0]), got[1])
+        if got is not None:  # no ring within its limit: an infinite length
+            out[name] = (np.inf if got[0] is None else model.cost(got[0]), got[1])
 
     t = time.process_time()
     r = rankopt.solve(w, rng=seed)

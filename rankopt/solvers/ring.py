@@ -153,14 +153,25 @@ PENALISED_SEARCH = True
 
 
 def alpha_iterations(n: int) -> int:
-    """Subgradient steps for alpha-nearness: 100 up to n = 1024, else 200.
+    """Subgradient steps for alpha-nearness: 50 up to n = 1024, 20 up to 2048, else 0.
 
-    The first step and the final alpha values are dense O(n^2) spanning trees,
-    the steps between them sparse (``ALPHA_SPARSE``). The penalties they reach
-    are also what the search runs on (``penalised_weights``), and there the
-    ascent's progress shows: on independent uniform weights the 1-tree bound is
-    3% below LKH-3's ring after 50 steps at n = 1,024 and 29% below at 4,096,
-    0.1% and 0.5% after 100, 0.03% at 4,096 after 200 (0.6 s there).
+    The first step and the final alpha values are dense O(n^2) spanning trees, the
+    steps between them sparse (``ALPHA_SPARSE``); beyond n = 2048 the candidates
+    come from the unpenalised tree (alpha on the raw weights). Where the search then
+    runs on the penalised weights (``penalty_iterations``) the ascent goes further.
+    """
+    return 50 if n <= 1024 else 20 if n <= 2048 else 0
+
+
+def penalty_iterations(n: int) -> int:
+    """Subgradient steps for the penalties the search runs on (``penalised_weights``)
+    and the candidates that come with them: 100 up to n = 1024, else 200.
+
+    The ascent's progress shows there: on independent uniform weights the 1-tree
+    bound is 3% below LKH-3's ring after 50 steps at n = 1,024 and 29% below at
+    4,096, 0.1% and 0.5% after 100, 0.03% at 4,096 after 200 (0.6 s there); from
+    penalties of 50 steps at n = 4,096 the ring given 5 s was 1.0032x LKH-3's, from
+    100 steps 1.0003x, from 200 1.0001x.
     """
     return 100 if n <= 1024 else 200
 
@@ -347,9 +358,11 @@ class _Search:
         nb=None,
         threshold: float = LOCAL_PASS_GAIN,
         kopt: int = 0,
-    ) -> None:
+        passes: int = LOCAL_PASSES,
+    ) -> bool:
         """Local search passes (every process queued) while a pass shortens the ring by
-        more than ``threshold`` of its length, at most ``LOCAL_PASSES``.
+        more than ``threshold`` of its length, at most ``passes``; whether they stopped
+        before that many (a pass gained too little, or the time ran out).
 
         One pass stops when no queued process has an improving move, but a
         reversal changes the orientation of a run against the processes
@@ -364,7 +377,7 @@ class _Search:
         nb = _ring_search.knn_lists(w, self.k) if nb is None else nb
         length = float(w[tour, np.roll(tour, -1)].sum())
         eps = self.tolerance(w)
-        for _ in range(LOCAL_PASSES):
+        for _ in range(passes):
             gain, ev, mv, st = _ring_search.local_search(
                 w, tour, nb, True, self.ctx.remaining(), 0, eps, kopt=kopt, kopt_steps=KOPT_STEPS
             )
@@ -372,10 +385,11 @@ class _Search:
             self.iterations += mv
             if st == 1:
                 self.stop = "time_limit"
-                return
+                return True
             if -gain <= threshold * length or self.ctx.out_of_time():
-                return
+                return True
             length += gain  # the pass's delta: the ring's length before the next pass
+        return False
 
     def kicks(
         self,
@@ -560,24 +574,29 @@ def _run(
     if k is None:
         k = alpha_neighbors(w.shape[0]) if kind == "alpha" else DEFAULT_NEIGHBORS
         s.k = k
-    pi = None
-    if kind == "alpha":
-        nb, pi, _ = _ring_search.alpha_candidates(w, k, alpha_iterations(w.shape[0]), ALPHA_SPARSE)
-    else:
-        nb = candidate_lists(w, k, kind)
+    nb = candidate_lists(w, k, kind)
     tour = _start(w, ctx, nb)
     ctx.record(model.cost(tour), 0)
-    s.local(w, tour, nb)
+    # with alpha candidates and kicks the first pass's local optimum judges the kick type
+    # (PENALISED_SEARCH): only the window kicks go on with the raw weights' passes
+    penalise = kicks > 0 and kind == "alpha" and PENALISED_SEARCH
+    settled = s.local(w, tour, nb, passes=1 if penalise else LOCAL_PASSES)
+    kick = kick_type(w, tour, window) if kicks > 0 else 0
+    ws, nbs = w, nb
+    if penalise and kick:
+        # candidate and mixed kicks (matrices without locality) search the penalised
+        # weights of a longer ascent from here on, on its candidates
+        nbp, pi, _ = _ring_search.alpha_candidates(
+            w, k, penalty_iterations(w.shape[0]), ALPHA_SPARSE
+        )
+        if np.any(pi):
+            ws, nbs = penalised_weights(w, pi, nbp)
+        s.local(ws, tour, nbs)
+    elif penalise and not settled:  # the passes one call would have made
+        s.local(w, tour, nb, passes=LOCAL_PASSES - 1)
     ctx.record(best_direction(model, tour)[1], s.iterations)
     # the model checked symmetry when it symmetrised the matrix
     directed = caps.ring_matrix if caps.ring_sum_exact and caps.directed else None
-    kick = kick_type(w, tour, window) if kicks > 0 else 0
-    ws, nbs = w, nb
-    if kick and PENALISED_SEARCH and pi is not None and np.any(pi):
-        # candidate and mixed kicks (matrices without locality) search the penalised
-        # weights from here on; the window kicks keep the raw ones (PENALISED_SEARCH)
-        ws, nbs = penalised_weights(w, pi, nb)
-        s.local(ws, tour, nbs)
     if kick == 1 and w.shape[0] <= ALPHA_MAX_N:
         # candidate kicks alone: passes gain faster than kicks until they gain ~nothing
         # (above ALPHA_MAX_N a pass takes a tenth of a second and gains 0.01-0.05%)
