@@ -20,8 +20,11 @@ else the 10 nearest, and its kick type, walk and Lin-Kernighan move
 (``ring.kick_type``, ``ring.kick_walk``, ``ring.kick_move``): on uniform weights candidate
 kicks mixed with double bridges up to n = 2048, candidate kicks above, repaired
 by 5-opt steps, with full passes every n / 8 kicks, whose time counts in the
-kicks'),
-``min(default_kicks(n), --kicks)`` kicks, median over the seeds.
+kicks; those kicks search the weights penalised by the alpha-nearness ascent,
+``ring.penalised_weights``, unless ``--raw``),
+``min(default_kicks(n), --kicks)`` kicks, median over the seeds. ``--raw`` runs
+every section on the raw weights (``ring.PENALISED_SEARCH`` off), as before the
+penalised search.
 
 ``flips``: the same kicks (``kicks``' settings, the first seed's matrix and start)
 with the k-opt chain's moves made on the array tour (``virtual_n`` huge: every
@@ -54,7 +57,7 @@ import numpy as np
 
 import rankopt
 from rankopt.models import make_model
-from rankopt.solvers import _ring_search
+from rankopt.solvers import _ring_search, ring
 from rankopt.solvers._ring_search import KOPT_VIRTUAL_N
 from rankopt.solvers.ring import (
     ALPHA_MAX_N,
@@ -146,7 +149,7 @@ def kick_start(w: np.ndarray) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
     _ring_search.local_search(w, tour, nb)
     kick = kick_type(w, tour, DEFAULT_WINDOW)
     ws = w
-    if kick and alpha:
+    if kick and alpha and ring.PENALISED_SEARCH:
         nbp, pi, _ = _ring_search.alpha_candidates(w, k, penalty_iterations(n), ALPHA_SPARSE)
         if np.any(pi):
             ws, nb = penalised_weights(w, pi, nbp)
@@ -302,7 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kicks", type=int, default=3000, help="at most this many kicks timed")
     ap.add_argument("--lkh-max", type=int, default=1024, help="largest n given to LKH-3")
     ap.add_argument("--seconds", type=float, default=1.0, help="the time limit of the 'Ns' columns")
+    ap.add_argument(
+        "--raw", action="store_true", help="search the raw weights (PENALISED_SEARCH off)"
+    )
     args = ap.parse_args(argv)
+    if args.raw:
+        ring.PENALISED_SEARCH = False
     sections = set(args.sections.split(","))
     kinds = args.kinds.split(",")
     if "kicks" in sections:
