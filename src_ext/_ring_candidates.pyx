@@ -10,6 +10,7 @@ from libc.math cimport INFINITY, NAN, isnan
 from libc.stdlib cimport malloc, free
 
 from _heap cimport heap_pop, heap_push
+from _ring_common cimport now_s
 
 import numpy as np
 
@@ -184,7 +185,8 @@ cdef double sparse_prim(const floating[:, ::1] w, const double *pi, long long n,
     return close_one_tree(w, pi, n, par, deg, total, start, adj)
 
 
-def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int sparse=0):
+def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int sparse=0,
+                     double time_limit=0.0):
     """The k alpha-nearest processes of each process, sorted by weight.
 
     Alpha-nearness (Helsgaun, LKH): alpha(i, j) is how much the minimum
@@ -203,10 +205,15 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int spa
     O(n^2) (a step whose sparse graph spans no tree is dense). The bound
     returned is the larger of the first step's and the final penalties' dense
     1-trees, both true 1-trees; the alpha values are the final dense tree's.
+
+    ``time_limit`` > 0: no subgradient step after the first starts later than
+    that many seconds from the call (the final dense tree and the alpha values
+    are computed all the same).
     """
     cdef Py_ssize_t n = w.shape[0]
     cdef long long i, j, t, _it, u, cnt
     cdef double step, bound, best_bound = -INFINITY, true_bound = -INFINITY, c, mean_w = 0.0
+    cdef double deadline
     cdef bint dense
     if k > n - 1:
         k = n - 1
@@ -245,7 +252,10 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int spa
                 mean_w += w[i, j]
         mean_w /= <double>(n * n)
         step = 0.01 * mean_w
+        deadline = now_s() + time_limit if time_limit > 0.0 else 0.0
         for _it in range(iterations):
+            if deadline > 0.0 and _it > 0 and now_s() > deadline:
+                break
             bound = NAN
             if graph:
                 bound = sparse_prim(w, &pi[0], n, &start[0], &adj[0], &par[0], &deg[0],

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from _rings import is_perm as _is_perm
+from _rings import uniform as _uniform
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -450,3 +451,16 @@ def test_symmetrize_writes_every_entry(n, maximum):
         got = ev.symmetrize(a, maximum)
         assert got.dtype == dtype
         np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-15)
+
+
+def test_alpha_candidates_time_limit_stops_the_ascent():
+    m = _uniform(300, 4)
+    full = rs.alpha_candidates(m, 5, 60, 16)
+    # a limit already spent: only the first step runs, then the final tree as always
+    cut = rs.alpha_candidates(m, 5, 60, 16, 1e-12)
+    one = rs.alpha_candidates(m, 5, 1, 16)
+    assert np.array_equal(cut[0], one[0]) and np.array_equal(cut[1], one[1])
+    assert cut[2] == one[2] < full[2]
+    # a limit the ascent does not reach changes nothing
+    late = rs.alpha_candidates(m, 5, 60, 16, 60.0)
+    assert np.array_equal(late[0], full[0]) and np.array_equal(late[1], full[1])
