@@ -212,13 +212,16 @@ def penalised_weights(
     bound's structure rather than the raw weights (LKH searches on them too).
     The result is exactly symmetric (``w[i, j] + (pi[i] + pi[j])``: the kernels
     read a link from either end, and a ``w[i, j] + pi[i] + pi[j]`` rounded in
-    two orders lets a 5-opt repair cycle) and in ``w``'s dtype, built a block of
-    rows at a time (no n x n float64 temporary for a float32 matrix).
+    two orders lets a 5-opt repair cycle) and float64 whatever ``w``'s dtype: the
+    kernels add float32 weights in float32, and where ``w`` ties exactly (integer
+    weights) the penalties turn the ties into differences of a few float32 ulps,
+    which rounding reads as gains (a local search that never ended on a matrix of
+    integers 0-10 at n = 513); in float64 such differences stay below the kernels'
+    tolerance (``matrix_tolerance``).
     """
-    ws = np.array(w, copy=True)
-    p = pi.astype(ws.dtype)
+    ws = np.array(w, dtype=np.float64)
     for i in range(0, ws.shape[0], 512):
-        ws[i : i + 512] += p[i : i + 512, None] + p[None, :]
+        ws[i : i + 512] += pi[i : i + 512, None] + pi[None, :]
     np.fill_diagonal(ws, 0.0)
     order = np.argsort(np.take_along_axis(ws, nb, axis=1), axis=1, kind="stable")
     return ws, np.ascontiguousarray(np.take_along_axis(nb, order, axis=1))
@@ -599,9 +602,13 @@ def _run(
         # candidate and mixed kicks (matrices without locality) search the penalised
         # weights of a longer ascent from here on, on its candidates
         # under a time limit the ascent's steps take at most half of what is left
-        nbp, pi, _ = _ring_search.alpha_candidates(
+        nbp, pi, bound = _ring_search.alpha_candidates(
             w, k, penalty_iterations(w.shape[0]), ALPHA_SPARSE, 0.5 * ctx.remaining()
         )
+        if float(w[tour, np.roll(tour, -1)].sum()) <= bound + s.tolerance(w) * w.shape[0]:
+            # the ring is as short as the 1-tree bound: no ring is shorter
+            s.stop = "optimal"
+            return s.output(tour)
         if np.any(pi):
             ws, nbs = penalised_weights(w, pi, nbp)
         s.local(ws, tour, nbs)
