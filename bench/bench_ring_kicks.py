@@ -235,32 +235,35 @@ def ext_fast_tsp(w: np.ndarray, seconds: float) -> tuple[np.ndarray, float] | No
     return np.array(tour), time.process_time() - t
 
 
-def ext_elkai(
-    w: np.ndarray, seconds: float | None = None
-) -> tuple[np.ndarray | None, float] | None:
-    """LKH-3's ring (one run) and the CPU time of its call; with ``seconds``, LKH-3's
-    ``TOTAL_TIME_LIMIT`` (the whole run, its ascent included) through elkai's parameter
-    text (``elkai._elkai.solve_problem``, which ``elkai.DistanceMatrix`` calls with
-    ``RUNS`` only); the ring is ``None`` when the limit ended before LKH-3 had one."""
-    try:
-        import elkai
-        from elkai import _elkai
-    except ImportError:
-        return None
+def lkh_problem(w: np.ndarray) -> str:
+    """``w`` as LKH-3's problem text (integers, TSPLIB's full matrix): built once per
+    matrix, for every LKH-3 column."""
     d = _int_matrix(w, 10**7)
-    if seconds is None:
-        t = time.process_time()
-        tour = elkai.DistanceMatrix(d).solve_tsp(runs=1)
-        dt = time.process_time() - t
-        return np.array(tour[:-1] if len(tour) > w.shape[0] else tour), dt
-    n = w.shape[0]
-    problem = (
-        f"TYPE : TSP\nDIMENSION : {n}\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
+    return (
+        f"TYPE : TSP\nDIMENSION : {w.shape[0]}\nEDGE_WEIGHT_TYPE : EXPLICIT\n"
         "EDGE_WEIGHT_FORMAT : FULL_MATRIX\nEDGE_WEIGHT_SECTION\n"
         + "\n".join(" ".join(map(str, row)) for row in d)
         + "\n"
     )
-    params = f"RUNS = 1\nPROBLEM_FILE = :stdin:\nTOTAL_TIME_LIMIT = {seconds:.3f}\n"
+
+
+def ext_elkai(
+    w: np.ndarray, seconds: float | None = None, problem: str | None = None
+) -> tuple[np.ndarray | None, float] | None:
+    """LKH-3's ring (one run) and the CPU time of its call, through elkai's parameter text
+    (``elkai._elkai.solve_problem``, which ``elkai.DistanceMatrix`` calls with ``RUNS``
+    only); with ``seconds``, LKH-3's ``TOTAL_TIME_LIMIT`` (the whole run, its ascent
+    included), and the ring ``None`` when the limit ended before LKH-3 had one.
+    ``problem``: ``lkh_problem(w)`` if the caller has it."""
+    try:
+        from elkai import _elkai
+    except ImportError:
+        return None
+    n = w.shape[0]
+    problem = lkh_problem(w) if problem is None else problem
+    params = "RUNS = 1\nPROBLEM_FILE = :stdin:\n"
+    if seconds is not None:
+        params += f"TOTAL_TIME_LIMIT = {seconds:.3f}\n"
     t = time.process_time()
     tour = np.array(_elkai.solve_problem(params, problem), dtype=np.int64) - 1
     dt = time.process_time() - t
@@ -289,10 +292,15 @@ def quality(
     out[f"rankopt {seconds:g}s"] = (r.cost, time.process_time() - t)
     ext(f"fast_tsp {seconds:g}s", lambda: ext_fast_tsp(w, seconds))
     ext("fast_tsp same time", lambda: ext_fast_tsp(w, t_default))
+    try:
+        import elkai  # noqa: F401
+    except ImportError:
+        return out
+    problem = lkh_problem(w)
     if w.shape[0] <= lkh_max:
-        ext("LKH-3 runs=1", lambda: ext_elkai(w))
-    ext(f"LKH-3 {seconds:g}s", lambda: ext_elkai(w, seconds))
-    ext("LKH-3 same time", lambda: ext_elkai(w, t_default))
+        ext("LKH-3 runs=1", lambda: ext_elkai(w, problem=problem))
+    ext(f"LKH-3 {seconds:g}s", lambda: ext_elkai(w, seconds, problem))
+    ext("LKH-3 same time", lambda: ext_elkai(w, t_default, problem))
     return out
 
 

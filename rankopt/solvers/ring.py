@@ -78,6 +78,7 @@ from rankopt.solvers._base import MethodOutput, SolveContext, no_worse_than_star
 
 _ring_search = require_extension("rankopt.solvers._ring_search")
 _ring_directed = require_extension("rankopt.solvers._ring_directed")
+_ring_eval = require_extension("rankopt.models._ring_eval")
 
 __all__ = [
     "nearest_neighbor",
@@ -594,18 +595,19 @@ def _run(
     settled = s.local(w, tour, nb, passes=1 if penalise else LOCAL_PASSES)
     kick = kick_type(w, tour, window) if kicks > 0 else 0
     ws, nbs = w, nb
-    # under a time limit, only with time for it: the final dense tree and alpha values
-    # alone cost about what the first candidates did
-    if penalise and kick and ctx.time_limit is not None:
-        penalise = ctx.remaining() > PENALTY_TIME_FACTOR * t_cand
-    if penalise and kick:
-        # candidate and mixed kicks (matrices without locality) search the penalised
-        # weights of a longer ascent from here on, on its candidates
-        # under a time limit the ascent's steps take at most half of what is left
+    # candidate and mixed kicks (matrices without locality) search the penalised weights
+    # of a longer ascent from here on, on its candidates; under a time limit only with
+    # time for it (its final dense tree alone costs about what the first candidates
+    # did), its steps taking at most half of what is left
+    if (
+        penalise
+        and kick
+        and (ctx.time_limit is None or ctx.remaining() > PENALTY_TIME_FACTOR * t_cand)
+    ):
         nbp, pi, bound = _ring_search.alpha_candidates(
             w, k, penalty_iterations(w.shape[0]), ALPHA_SPARSE, 0.5 * ctx.remaining()
         )
-        if float(w[tour, np.roll(tour, -1)].sum()) <= bound + s.tolerance(w) * w.shape[0]:
+        if _ring_eval.ring_sum(w, tour) <= bound + s.tolerance(w) * w.shape[0]:
             # the ring is as short as the 1-tree bound: no ring is shorter
             s.stop = "optimal"
             return s.output(tour)
