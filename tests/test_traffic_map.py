@@ -292,3 +292,37 @@ def test_budget_stops_the_refinement():
     out = run(model, options={"max_evals": 50})
     assert out.stop_reason == "max_evals"
     assert model.cost(out.order) <= model.cost(np.arange(40))
+
+
+def test_a_spent_time_limit_stops_the_partitions_after_the_first(monkeypatch):
+    """Under ``time_limit`` the starts are made only while time is left: the first
+    partition always, no more once it is spent (each costs O(E) work: 60 ms for a
+    dense traffic at n = 256), and no greedy start; without a limit, all of them."""
+    import rankopt.solvers.mapping as mapping
+
+    calls = {"partition": 0, "greedy": 0}
+    partition, greedy = mapping.partition_order, mapping._k.greedy_place
+
+    def counted_partition(*a, **k):
+        calls["partition"] += 1
+        return partition(*a, **k)
+
+    class CountedKernels:
+        def __getattr__(self, name):
+            return getattr(kernels, name)
+
+        def greedy_place(self, *a, **k):
+            calls["greedy"] += 1
+            return greedy(*a, **k)
+
+    monkeypatch.setattr(mapping, "partition_order", counted_partition)
+    monkeypatch.setattr(mapping, "_k", CountedKernels())
+    model = _random_model(40, 2)
+    out = run(model, time_limit=1e-9)
+    assert calls == {"partition": 1, "greedy": 0}
+    assert out.stop_reason == "time_limit"
+    assert sorted(np.asarray(out.order).tolist()) == list(range(40))
+    assert model.cost(out.order) <= model.cost(np.arange(40))
+    calls.update(partition=0, greedy=0)
+    run(model)
+    assert calls == {"partition": mapping.RESTARTS, "greedy": 1}
