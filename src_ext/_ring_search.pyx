@@ -38,8 +38,8 @@ from rankopt.solvers._ring_construct import greedy_edge, nearest_neighbor
 KOPT_VIRTUAL_N = _KOPT_VIRTUAL_N
 
 __all__ = ["KOPT_VIRTUAL_N", "alpha_candidates", "greedy_edge", "iterated_local_search",
-           "knn_lists", "local_search", "matrix_tolerance", "nearest_neighbor",
-           "vtour_mismatches", "window_link_ratio"]
+           "knn_lists", "local_search", "long_link_exchanges", "matrix_tolerance",
+           "nearest_neighbor", "vtour_mismatches", "window_link_ratio"]
 
 # stop codes returned to Python
 cdef enum:
@@ -474,6 +474,126 @@ def iterated_local_search(const floating[:, ::1] w, long long[::1] tour,
     free(queue)
     free(inq)
     return total, evals, moves, kicks, stop
+
+
+cdef double _best_segment_exchange(const floating[:, ::1] w, const long long[::1] tour,
+                                   const long long *cand, long long m, long long n, double eps,
+                                   long long *out) noexcept nogil:
+    """The best exchange of two adjacent runs cut at three of the links ``cand``
+    (ring positions, ascending: the link from ``tour[p]`` to its successor), each run
+    kept or turned round (the four reconnections that change all three links); its
+    gain (0.0: none gains more than ``eps``) and ``out`` = (p, q, r, variant)."""
+    cdef long long x, y, z, p, q, r, a, a1, b, b1, c, c1
+    cdef double best = eps, old, ab, g
+    cdef int v
+    cdef double gains[4]
+    out[0] = -1
+    for x in range(m - 2):  # p < q < r: only r may be the last position
+        p = cand[x]
+        a = tour[p]
+        a1 = tour[p + 1]
+        for y in range(x + 1, m - 1):
+            q = cand[y]
+            b = tour[q]
+            b1 = tour[q + 1]
+            ab = w[a, a1] + w[b, b1]
+            for z in range(y + 1, m):
+                r = cand[z]
+                c = tour[r]
+                c1 = tour[r + 1 if r + 1 < n else 0]
+                old = ab + w[c, c1]
+                # runs S1 = a1 .. b and S2 = b1 .. c between a and c1
+                gains[0] = old - (w[a, b1] + w[c, a1] + w[b, c1])  # S2 S1
+                gains[1] = old - (w[a, b1] + w[c, b] + w[a1, c1])  # S2 S1'
+                gains[2] = old - (w[a, c] + w[b1, a1] + w[b, c1])  # S2' S1
+                gains[3] = old - (w[a, b] + w[a1, c] + w[b1, c1])  # S1' S2'
+                for v in range(4):
+                    g = gains[v]
+                    if g > best:
+                        best = g
+                        out[0] = p
+                        out[1] = q
+                        out[2] = r
+                        out[3] = v
+    return best if out[0] >= 0 else 0.0
+
+
+cdef void _exchange_runs(long long[::1] tour, long long *buf, long long p, long long q,
+                         long long r, long long v) noexcept nogil:
+    """Rewrite ``tour[p + 1 .. r]`` as the exchange ``v`` of ``_best_segment_exchange``."""
+    cdef long long k, at = 0
+    cdef long long len1 = q - p, len2 = r - q
+    if v == 3:
+        for k in range(len1):
+            buf[at] = tour[q - k]
+            at += 1
+    if v == 0 or v == 1:
+        for k in range(len2):
+            buf[at] = tour[q + 1 + k]
+            at += 1
+    else:
+        for k in range(len2):
+            buf[at] = tour[r - k]
+            at += 1
+    if v == 0 or v == 2:
+        for k in range(len1):
+            buf[at] = tour[p + 1 + k]
+            at += 1
+    elif v == 1:
+        for k in range(len1):
+            buf[at] = tour[q - k]
+            at += 1
+    for k in range(len1 + len2):
+        tour[p + 1 + k] = buf[k]
+
+
+def long_link_exchanges(const floating[:, ::1] w, long long[::1] tour, long long links,
+                        double eps=0.0, long long max_moves=0):
+    """Exchange adjacent runs of the ring cut at its ``links`` longest links while one
+    gains: each round the best of the four reconnections of every three of them
+    (``_best_segment_exchange``), until none gains or ``max_moves`` (0: ``links``)
+    were made; ``tour`` changed in place. Returns (delta, evaluations, moves).
+
+    On hierarchical matrices the ring's longest links are where it crosses
+    between groups, and a group the ring visits in two pieces far apart (an extra
+    crossing of the dearest kind) is joined by one such exchange, which no move
+    of the local search (its new links are candidates of their ends, close in
+    the ring) nor a kick within a window of the ring can make. O(links^3) per
+    round, O(n) to find the links.
+    """
+    cdef long long n = tour.shape[0], m, moves = 0, evals = 0
+    cdef long long out[4]
+    cdef double total = 0.0, g
+    cdef long long[::1] cand
+    cdef long long *buf
+    if n < 8 or links < 3:
+        return 0.0, 0, 0
+    if eps <= 0.0:
+        eps = tolerance(w)
+    m = min(links, n)
+    if max_moves <= 0:
+        max_moves = m
+    t = np.asarray(tour)
+    wn = np.asarray(w)
+    buf = <long long *>malloc(n * sizeof(long long))
+    if buf == NULL:
+        raise MemoryError()
+    try:
+        while moves < max_moves:
+            lengths = wn[t, np.roll(t, -1)]
+            cand = np.sort(np.argpartition(-lengths, m - 1)[:m]).astype(np.int64)
+            with nogil:
+                g = _best_segment_exchange(w, tour, &cand[0], m, n, eps, out)
+                evals += 4 * m * (m - 1) * (m - 2) // 6
+                if g > 0.0:
+                    _exchange_runs(tour, buf, out[0], out[1], out[2], out[3])
+            if g <= 0.0:
+                break
+            total -= g
+            moves += 1
+    finally:
+        free(buf)
+    return total, evals, moves
 
 
 def vtour_mismatches(long long[::1] tour, const long long[:, ::1] flips, long long reset_every=0):

@@ -464,3 +464,61 @@ def test_alpha_candidates_time_limit_stops_the_ascent():
     # a limit the ascent does not reach changes nothing
     late = rs.alpha_candidates(m, 5, 60, 16, 60.0)
     assert np.array_equal(late[0], full[0]) and np.array_equal(late[1], full[1])
+
+
+def _exchange_gains(w, tour, links):
+    """Every exchange ``long_link_exchanges`` weighs, by brute force: the gains of the
+    four reconnections of every three of the ``links`` longest ring links."""
+    n = len(tour)
+    lengths = w[tour, np.roll(tour, -1)]
+    cand = sorted(np.argsort(-lengths, kind="stable")[: min(links, n)].tolist())
+    gains = []
+    for x, p in enumerate(cand):
+        for y in range(x + 1, len(cand)):
+            for r in cand[y + 1 :]:
+                q = cand[y]
+                s1, s2, rest = tour[p + 1 : q + 1], tour[q + 1 : r + 1], tour[r + 1 :]
+                for block in (
+                    np.r_[s2, s1],
+                    np.r_[s2, s1[::-1]],
+                    np.r_[s2[::-1], s1],
+                    np.r_[s1[::-1], s2[::-1]],
+                ):
+                    t = np.r_[tour[: p + 1], block, rest]
+                    gains.append(lengths.sum() - w[t, np.roll(t, -1)].sum())
+    return gains
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_long_link_exchanges_leave_no_gaining_exchange_and_report_their_delta(dtype):
+    gen = np.random.default_rng(4)
+    for trial in range(40):
+        n = int(gen.integers(8, 28))
+        w = _uniform(n, 100 + trial, dtype)
+        tour = gen.permutation(n).astype(np.int64)
+        before = float(w[tour, np.roll(tour, -1)].astype(np.float64).sum())
+        links = int(gen.integers(3, n + 3))  # more links than the ring has: all of them
+        delta, evals, moves = rs.long_link_exchanges(w, tour, links)
+        assert _is_perm(tour, n)
+        after = float(w[tour, np.roll(tour, -1)].astype(np.float64).sum())
+        assert after - before == pytest.approx(delta, abs=1e-5 * n)
+        assert delta <= 0 and (moves > 0) == (delta < 0) and evals > 0
+        if moves < min(links, n):  # it stopped because none gained
+            eps = rs.matrix_tolerance(w)
+            assert max(_exchange_gains(w.astype(np.float64), tour, links)) <= eps + 1e-6, trial
+    tour = np.arange(7, dtype=np.int64)  # below 8 processes: nothing to do
+    assert rs.long_link_exchanges(_uniform(7, 0), tour, 64) == (0.0, 0, 0)
+
+
+def test_long_link_exchanges_join_a_group_visited_in_two_pieces():
+    # 4 groups of 10 (1 within, 100 across); the ring visits group 0 in two pieces of 5
+    # (longer than Or-opt's runs) with group 1 between them: 5 crossings, not 4
+    group = np.repeat(np.arange(4), 10)
+    w = np.where(group[:, None] == group[None, :], 1.0, 100.0)
+    np.fill_diagonal(w, 0.0)
+    tour = np.r_[0:5, 10:20, 5:10, 20:40].astype(np.int64)
+    crossings = lambda t: int((group[t] != group[np.roll(t, -1)]).sum())  # noqa: E731
+    assert crossings(tour) == 5
+    delta, _, moves = rs.long_link_exchanges(w, tour, 8)
+    assert _is_perm(tour, 40) and moves == 1
+    assert crossings(tour) == 4 and delta == pytest.approx(-99.0)

@@ -51,6 +51,9 @@ def iterated_local_search(
     kopt_steps: int = 5,
     virtual_n: int = -1,
 ) -> tuple[float, int, int, int, int]: ...
+def long_link_exchanges(
+    w: NDArray[_F], tour: NDArray[np.int64], links: int, eps: float = 0.0, max_moves: int = 0
+) -> tuple[float, int, int]: ...
 def window_link_ratio(
     w: NDArray[_F], tour: NDArray[np.int64], window: int, seed: int, samples: int = 256
 ) -> float: ...
