@@ -482,7 +482,9 @@ cdef double _best_segment_exchange(const floating[:, ::1] w, const long long[::1
     """The best exchange of two adjacent runs cut at three of the links ``cand``
     (ring positions, ascending: the link from ``tour[p]`` to its successor), each run
     kept or turned round (the four reconnections that change all three links); its
-    gain (0.0: none gains more than ``eps``) and ``out`` = (p, q, r, variant)."""
+    gain (0.0: none gains more than ``eps``) and ``out`` = (p, q, r, variant). Sums in
+    double whatever the weights' type: a float32 sum of three links rounds by more
+    than ``eps``, and an exchange of equal links would read as a gain."""
     cdef long long x, y, z, p, q, r, a, a1, b, b1, c, c1
     cdef double best = eps, old, ab, g
     cdef int v
@@ -496,17 +498,21 @@ cdef double _best_segment_exchange(const floating[:, ::1] w, const long long[::1
             q = cand[y]
             b = tour[q]
             b1 = tour[q + 1]
-            ab = w[a, a1] + w[b, b1]
+            ab = <double>w[a, a1] + <double>w[b, b1]
             for z in range(y + 1, m):
                 r = cand[z]
                 c = tour[r]
                 c1 = tour[r + 1 if r + 1 < n else 0]
-                old = ab + w[c, c1]
+                old = ab + <double>w[c, c1]
                 # runs S1 = a1 .. b and S2 = b1 .. c between a and c1
-                gains[0] = old - (w[a, b1] + w[c, a1] + w[b, c1])  # S2 S1
-                gains[1] = old - (w[a, b1] + w[c, b] + w[a1, c1])  # S2 S1'
-                gains[2] = old - (w[a, c] + w[b1, a1] + w[b, c1])  # S2' S1
-                gains[3] = old - (w[a, b] + w[a1, c] + w[b1, c1])  # S1' S2'
+                gains[0] = old - (<double>w[a, b1] + <double>w[c, a1]
+                                  + <double>w[b, c1])  # S2 S1
+                gains[1] = old - (<double>w[a, b1] + <double>w[c, b]
+                                  + <double>w[a1, c1])  # S2 S1'
+                gains[2] = old - (<double>w[a, c] + <double>w[b1, a1]
+                                  + <double>w[b, c1])  # S2' S1
+                gains[3] = old - (<double>w[a, b] + <double>w[a1, c]
+                                  + <double>w[b1, c1])  # S1' S2'
                 for v in range(4):
                     g = gains[v]
                     if g > best:

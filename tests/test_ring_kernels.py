@@ -522,3 +522,23 @@ def test_long_link_exchanges_join_a_group_visited_in_two_pieces():
     delta, _, moves = rs.long_link_exchanges(w, tour, 8)
     assert _is_perm(tour, 40) and moves == 1
     assert crossings(tour) == 4 and delta == pytest.approx(-99.0)
+
+
+def test_long_link_exchanges_see_no_gain_in_ties_of_float32_weights():
+    # few distinct float32 weights of mixed sizes: many exchanges put the same three
+    # weights back in another order, whose float32 sums round apart by an ulp of 1000
+    # (6e-5), far above the kernels' tolerance; summed in double they tie exactly, and
+    # the delta reported is the ring's change to the last digit
+    gen = np.random.default_rng(9)
+    values = np.array([0.1, 0.7, 2.9, 1000.3], dtype=np.float32)
+    for trial in range(30):
+        n = int(gen.integers(8, 60))
+        w = values[gen.integers(0, 4, (n, n))]
+        w = np.ascontiguousarray(np.triu(w, 1) + np.triu(w, 1).T)
+        tour = gen.permutation(n).astype(np.int64)
+        before = float(w[tour, np.roll(tour, -1)].astype(np.float64).sum())
+        delta, _, moves = rs.long_link_exchanges(w, tour, 16)
+        after = float(w[tour, np.roll(tour, -1)].astype(np.float64).sum())
+        assert _is_perm(tour, n)
+        assert after - before == pytest.approx(delta, abs=1e-9), trial
+        assert (moves > 0) == (after < before - 1e-3), trial  # every move a real gain
