@@ -19,7 +19,8 @@ asymmetric input), and a threshold search for ``bottleneck``.
     exchange of two adjacent runs -- and every candidate t5 with each valid
     t6, closes at the first that gains, else goes on from the best partial
     gain); every move is scored by an O(1) delta. Candidates: the ``neighbors``
-    (default 10) nearest processes.
+    (default 10) nearest processes. Then the exchanges at the ring's longest
+    links (as ``ils`` after its kicks, below).
 ``ils``
     The same, on the ``neighbors`` (default 5, as in LKH; 6 above n = 2048,
     ``alpha_neighbors``) alpha-nearest
@@ -653,8 +654,7 @@ def _run(
         kicks = int(kicks * (BRIDGE_KICK_FACTOR if kick == 2 else factor))
     # under a time limit the directed polish keeps a quarter of it
     s.kicks(ws, tour, kicks, nbs, time_share=0.75 if directed is not None else 1.0, kick=kick)
-    if kicks > 0:  # after the kicks: it only ever shortens their ring
-        s.exchanges(ws, tour, nbs)
+    s.exchanges(ws, tour, nbs)  # after the kicks: it only ever shortens their ring
     if directed is not None:
         polish = kicks // 2 if ctx.max_iter is not None else default_polish_kicks(model.n)
         return s.directed(directed, best_direction(model, tour)[0], nb, polish)
