@@ -524,32 +524,28 @@ cdef double _best_segment_exchange(const floating[:, ::1] w, const long long[::1
     return best if out[0] >= 0 else 0.0
 
 
+cdef inline long long _put_run(const long long[::1] tour, long long *buf, long long at,
+                               long long first, long long last, bint turned) noexcept nogil:
+    """Append ``tour[first .. last]`` to ``buf`` from ``at``, turned round if ``turned``;
+    the next free place."""
+    cdef long long k
+    for k in range(last - first + 1):
+        buf[at + k] = tour[last - k] if turned else tour[first + k]
+    return at + last - first + 1
+
+
 cdef void _exchange_runs(long long[::1] tour, long long *buf, long long p, long long q,
                          long long r, long long v) noexcept nogil:
-    """Rewrite ``tour[p + 1 .. r]`` as the exchange ``v`` of ``_best_segment_exchange``."""
+    """Rewrite ``tour[p + 1 .. r]`` as the exchange ``v`` of ``_best_segment_exchange``:
+    runs S1 = ``tour[p + 1 .. q]`` and S2 = ``tour[q + 1 .. r]`` as S2 S1, S2 S1', S2' S1
+    or S1' S2' (' turned round)."""
     cdef long long k, at = 0
-    cdef long long len1 = q - p, len2 = r - q
     if v == 3:
-        for k in range(len1):
-            buf[at] = tour[q - k]
-            at += 1
-    if v == 0 or v == 1:
-        for k in range(len2):
-            buf[at] = tour[q + 1 + k]
-            at += 1
-    else:
-        for k in range(len2):
-            buf[at] = tour[r - k]
-            at += 1
-    if v == 0 or v == 2:
-        for k in range(len1):
-            buf[at] = tour[p + 1 + k]
-            at += 1
-    elif v == 1:
-        for k in range(len1):
-            buf[at] = tour[q - k]
-            at += 1
-    for k in range(len1 + len2):
+        at = _put_run(tour, buf, at, p + 1, q, True)
+    at = _put_run(tour, buf, at, q + 1, r, v == 2 or v == 3)
+    if v != 3:
+        at = _put_run(tour, buf, at, p + 1, q, v == 1)
+    for k in range(at):
         tour[p + 1 + k] = buf[k]
 
 
