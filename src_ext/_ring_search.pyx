@@ -524,29 +524,21 @@ cdef double _best_segment_exchange(const floating[:, ::1] w, const long long[::1
     return best if out[0] >= 0 else 0.0
 
 
-cdef inline long long _put_run(const long long[::1] tour, long long *buf, long long at,
-                               long long first, long long last, bint turned) noexcept nogil:
-    """Append ``tour[first .. last]`` to ``buf`` from ``at``, turned round if ``turned``;
-    the next free place."""
-    cdef long long k
-    for k in range(last - first + 1):
-        buf[at + k] = tour[last - k] if turned else tour[first + k]
-    return at + last - first + 1
-
-
-cdef void _exchange_runs(long long[::1] tour, long long *buf, long long p, long long q,
-                         long long r, long long v) noexcept nogil:
-    """Rewrite ``tour[p + 1 .. r]`` as the exchange ``v`` of ``_best_segment_exchange``:
-    runs S1 = ``tour[p + 1 .. q]`` and S2 = ``tour[q + 1 .. r]`` as S2 S1, S2 S1', S2' S1
-    or S1' S2' (' turned round)."""
-    cdef long long k, at = 0
-    if v == 3:
-        at = _put_run(tour, buf, at, p + 1, q, True)
-    at = _put_run(tour, buf, at, q + 1, r, v == 2 or v == 3)
-    if v != 3:
-        at = _put_run(tour, buf, at, p + 1, q, v == 1)
-    for k in range(at):
-        tour[p + 1 + k] = buf[k]
+cdef void _exchange_runs(long long[::1] tour, long long[::1] pos, long long n, long long p,
+                         long long q, long long r, long long v, Log *log) noexcept nogil:
+    """Make the exchange ``v`` of ``_best_segment_exchange``: runs S1 = a1 .. b and
+    S2 = b1 .. c between a and c1 (a = ``tour[p]``, b = ``tour[q]``, c = ``tour[r]``)
+    become S2 S1, S2 S1', S2' S1 or S1' S2' (' turned round), by ``move_segment``
+    or two ``flip``."""
+    cdef long long a = tour[p], a1 = tour[p + 1], b = tour[q], b1 = tour[q + 1]
+    cdef long long c = tour[r], c1 = tour[r + 1 if r + 1 < n else 0]
+    if v == 0 or v == 1:  # S1 moved between c and c1
+        move_segment(tour, pos, n, a1, b, c, c1, v == 1, log)
+    elif v == 2:  # S2 moved, turned round, between a and a1
+        move_segment(tour, pos, n, b1, c, a, a1, True, log)
+    else:  # each run turned round in place
+        flip(tour, pos, n, a, a1, b, b1, log)
+        flip(tour, pos, n, a1, b1, c, c1, log)
 
 
 def long_link_exchanges(const floating[:, ::1] w, long long[::1] tour, long long links,
@@ -563,11 +555,12 @@ def long_link_exchanges(const floating[:, ::1] w, long long[::1] tour, long long
     the ring) nor a kick within a window of the ring can make. O(links^3) per
     round, O(n) to find the links.
     """
-    cdef long long n = tour.shape[0], m, moves = 0, evals = 0
+    cdef long long n = tour.shape[0], m, moves = 0, evals = 0, k
     cdef long long out[4]
     cdef double total = 0.0, g
     cdef long long[::1] cand
-    cdef long long *buf
+    cdef long long[::1] pos
+    cdef Log log
     if n < 8 or links < 3:
         return 0.0, 0, 0
     if eps <= 0.0:
@@ -575,26 +568,25 @@ def long_link_exchanges(const floating[:, ::1] w, long long[::1] tour, long long
     m = min(links, n)
     if max_moves <= 0:
         max_moves = m
+    log.enabled = False
+    log.size = 0
     t = np.asarray(tour)
     wn = np.asarray(w)
-    buf = <long long *>malloc(n * sizeof(long long))
-    if buf == NULL:
-        raise MemoryError()
-    try:
-        while moves < max_moves:
-            lengths = wn[t, np.roll(t, -1)]
-            cand = np.sort(np.argpartition(-lengths, m - 1)[:m]).astype(np.int64)
-            with nogil:
-                g = _best_segment_exchange(w, tour, &cand[0], m, n, eps, out)
-                evals += 4 * m * (m - 1) * (m - 2) // 6
-                if g > 0.0:
-                    _exchange_runs(tour, buf, out[0], out[1], out[2], out[3])
-            if g <= 0.0:
-                break
-            total -= g
-            moves += 1
-    finally:
-        free(buf)
+    pos = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        pos[tour[k]] = k  # kept by the flips of every exchange
+    while moves < max_moves:
+        lengths = wn[t, np.roll(t, -1)]
+        cand = np.sort(np.argpartition(-lengths, m - 1)[:m]).astype(np.int64)
+        with nogil:
+            g = _best_segment_exchange(w, tour, &cand[0], m, n, eps, out)
+            evals += 4 * m * (m - 1) * (m - 2) // 6
+            if g > 0.0:
+                _exchange_runs(tour, pos, n, out[0], out[1], out[2], out[3], &log)
+        if g <= 0.0:
+            break
+        total -= g
+        moves += 1
     return total, evals, moves
 
 

@@ -168,7 +168,7 @@ PENALTY_TIME_FACTOR = 4.0
 #: matrices a group the ring visits in two pieces far apart is joined, which neither the
 #: local search nor a kick within a window can do (a synthetic cloud of 1,024 VMs in 4
 #: pods: 3 of 8 seeds ended with a pod in two pieces, 1.004x the best known ring; joined,
-#: 1.0007-1.0010x). Before the kicks too was tried: rings 0.1% shorter or longer from
+#: 1.0007-1.0009x). Before the kicks too was tried: rings 0.1% shorter or longer from
 #: seed to seed (the kicks' path changes), 0.004% longer on average over 21 clouds
 LONG_LINKS = 64
 
@@ -231,7 +231,7 @@ def penalised_weights(
     kernels add float32 weights in float32, and where ``w`` ties exactly (integer
     weights) the penalties turn the ties into differences of a few float32 ulps,
     which rounding reads as gains (a local search that never ended on a matrix of
-    integers 0-10 at n = 513); in float64 such differences stay below the kernels'
+    integers 0-5 at n = 513); in float64 such differences stay below the kernels'
     tolerance (``matrix_tolerance``).
     """
     ws = np.array(w, dtype=np.float64)
