@@ -326,3 +326,102 @@ def test_a_spent_time_limit_stops_the_partitions_after_the_first(monkeypatch):
     calls.update(partition=0, greedy=0)
     run(model)
     assert calls == {"partition": mapping.RESTARTS, "greedy": 1}
+
+
+def _dense_qap(n, seed, symmetric=True):
+    gen = np.random.default_rng(seed)
+    a, b = gen.random((n, n)), gen.random((n, n))
+    if symmetric:
+        a, b = a + a.T, b + b.T
+    np.fill_diagonal(a, 0.0)
+    np.fill_diagonal(b, 0.0)
+    return a, b
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_the_relaxation_is_scipys_faq(symmetric):
+    """Frank–Wolfe from the barycentre with the exact line search, as SciPy's FAQ:
+    the same order on symmetric and asymmetric instances (its line search reads no
+    product of its own), and with rank 0 pinned the same as FAQ's ``partial_match``."""
+    import warnings
+
+    from scipy.optimize import quadratic_assignment
+
+    from rankopt.solvers._relax import relaxed_order
+
+    for seed in range(3):
+        a, b = _dense_qap(30, seed, symmetric)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            faq = quadratic_assignment(a, b, method="faq")
+        order, steps = relaxed_order([(a, b)], None, 30, 0.03)
+        assert sorted(order.tolist()) == list(range(30))
+        assert (a * b[np.ix_(order, order)]).sum() == pytest.approx(faq.fun, rel=1e-12)
+        assert steps == faq.nit
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            faq = quadratic_assignment(a, b, method="faq", options={"partial_match": [[0, 0]]})
+        linear = np.outer(a[0, 1:], b[0, 1:]) + np.outer(a[1:, 0], b[1:, 0])
+        order, steps = relaxed_order([(a[1:, 1:], b[1:, 1:])], linear, 30, 0.03)
+        order = np.concatenate([[0], order + 1])
+        assert (a * b[np.ix_(order, order)]).sum() == pytest.approx(faq.fun, rel=1e-12)
+        assert steps == faq.nit
+
+
+def test_the_relaxed_problem_prices_every_order_as_the_kernels():
+    """The quadratic form the relaxation minimises is the α-β time of the traffic
+    (messages by latency, bytes by inverse bandwidth), rank 0 pinned or not."""
+    from rankopt.solvers.mapping import _relaxed_problem
+
+    model = _random_model(9, 4, bandwidth=True)
+    t = _time_arrays(model.capabilities.traffic, model.latency, model.bandwidth)
+    gen = np.random.default_rng(1)
+    full, _ = _relaxed_problem(t, False)
+    own = sum(a[0, 0] * b[0, 0] for a, b in full)  # rank 0 with itself on process 0
+    for pinned in (False, True):
+        terms, linear = _relaxed_problem(t, pinned)
+        assert len(terms) == 2 and (linear is None) == (not pinned)
+        for _ in range(10):
+            order = gen.permutation(9)
+            if pinned:
+                order = np.concatenate([[0], 1 + gen.permutation(8)])
+            free = order[1:] - 1 if pinned else order
+            p = np.zeros((free.size, free.size))
+            p[np.arange(free.size), free] = 1.0
+            value = sum(np.vdot(a @ p @ b.T, p) for a, b in terms)
+            if pinned:
+                value += np.vdot(linear, p) + own
+            assert value == pytest.approx(t.cost(order), rel=1e-12)
+
+
+def test_a_dense_traffic_starts_from_the_relaxation_and_ends_below_faq(monkeypatch):
+    """Dense traffic (every pair talks) from ``RELAX_MIN_N`` processes: the first start
+    is FAQ's order and the swaps only lower it, so ``map`` never ends above FAQ; a
+    sparse traffic, or a smaller one, makes no such start."""
+    import warnings
+
+    from scipy.optimize import quadratic_assignment
+
+    import rankopt.solvers.mapping as mapping
+
+    n = mapping.RELAX_MIN_N
+    lat = rankopt.synthetic_cloud(2, 4, n // 32, 4, rng=2).latency
+    w, _ = _dense_qap(n, 5)
+    model = TrafficModel(lat, Traffic.from_weights(w))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        faq = quadratic_assignment(w, lat, method="faq")
+    out = run(model, options={"restarts": 1, "kicks": 0})
+    assert model.cost(out.order) <= faq.fun * (1 + 1e-12)
+    assert out.evaluations >= faq.nit  # the relaxation's steps are counted
+
+    import rankopt.solvers._relax as relax
+
+    def refused(*a, **k):
+        raise AssertionError("no relaxed start expected")
+
+    monkeypatch.setattr(relax, "relaxed_order", refused)
+    sparse = w * (np.random.default_rng(0).random((n, n)) < 0.3)
+    run(TrafficModel(lat, Traffic.from_weights(sparse)), options={"restarts": 1, "kicks": 0})
+    monkeypatch.setattr(mapping, "RELAX_MIN_N", n + 1)
+    run(model, options={"restarts": 1, "kicks": 0})

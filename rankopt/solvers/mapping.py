@@ -38,11 +38,22 @@
        above :data:`RESTARTS_MAX_N` processes), each with its own
        generator (``Generator.spawn``): the refined orders of all are
        candidates.
-    3. **Greedy start** up to :data:`GREEDY_MAX_N` processes: ranks placed
+    3. **Relaxed start** for a dense traffic (at least :data:`RELAX_DENSITY` of
+       the ordered pairs of ranks communicate) of :data:`RELAX_MIN_N` to
+       :data:`RELAX_MAX_N` processes, made and refined before the partitions:
+       the α-β time relaxed to doubly stochastic matrices and descended by
+       Frank–Wolfe from the barycentre, SciPy's FAQ
+       (:mod:`rankopt.solvers._relax`; 0.39 s at n = 256). On such a traffic
+       every rank talks to every other, the partitions have no structure to
+       find, and the swaps from them ended 0.1-0.5% above FAQ's order in
+       FAQ's time; from FAQ's order they end below it. Below
+       :data:`RELAX_MIN_N` the swaps alone ended below FAQ in FAQ's time and
+       the start is not made.
+    4. **Greedy start** up to :data:`GREEDY_MAX_N` processes: ranks placed
        one at a time, the most connected to those placed first, each on the
        free process where its traffic to them costs least; and the start
        (``init``, else the launch order).
-    4. **Swap refinement** of every start on the α-β time of the traffic
+    5. **Swap refinement** of every start on the α-β time of the traffic
        (``sum of messages * latency + bytes / bandwidth``: with
        :meth:`Traffic.from_weights <rankopt.models.traffic.Traffic.from_weights>`
        and no bandwidth, the classic ``sum of traffic * distance``), compiled
@@ -59,7 +70,7 @@
        and the result is kept when it costs no more than the best so far,
        else undone. Up to :data:`FULL_MAX_N` processes a last descent tries
        every pair, so the order is a local optimum of all swaps.
-    5. When the model's cost is not that time (``"contention"``, a workload
+    6. When the model's cost is not that time (``"contention"``, a workload
        that adds collectives), the cheapest order is refined on the model's
        own cost through :meth:`~rankopt.models.base.CostModel.swap_delta`,
        with the same partners and an evaluation budget
@@ -74,9 +85,10 @@ the iterated local search; default
 :data:`EVALS_PER_RANK` per process, between :data:`MIN_EVALS` and
 :data:`MAX_EVALS`) and ``max_iter`` (swaps applied per start) are
 reproducible; ``time_limit`` is a guard: each start is made and refined
-before the next is made, once the time is spent no further start is made
-(the first always is; a dense traffic's partition, n = 256, takes about
-60 ms), and every descent stops where it is. ``tries``, ``fm_passes``,
+before the next is made, no further start is made once the time left is
+less than the last start took to make (the first always is; a dense
+traffic's partition, n = 256, takes about 60 ms), and every descent stops
+where it is. ``tries``, ``fm_passes``,
 ``restarts``, ``coarsen_to`` (0: no multilevel bisection), ``cycles`` and
 ``kicks`` set the effort (the defaults: on the 4:8:k machines of
 ``bench/bench_traffic_map.py``, multilevel bisections priced up to 8% less
@@ -93,6 +105,7 @@ Complexity: a level of each partition costs :math:`O(\\text{cycles} \\cdot
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +172,17 @@ MAX_EVALS = 20_000_000
 GREEDY_MAX_N = 256
 #: Largest n whose last descent tries every pair of ranks.
 FULL_MAX_N = 128
+#: A traffic where at least this share of the ordered pairs of ranks communicate is
+#: dense: its first start is the Frank–Wolfe relaxation (:mod:`rankopt.solvers._relax`) ...
+RELAX_DENSITY = 0.5
+#: ... from this many processes (below it the swaps alone did better in FAQ's time) ...
+RELAX_MIN_N = 192
+#: ... up to this many (a step is two dense products and a linear assignment) ...
+RELAX_MAX_N = 512
+#: ... with at most this many steps, fewer once a step moves less than ``RELAX_TOL``
+#: (SciPy's FAQ defaults).
+RELAX_STEPS = 30
+RELAX_TOL = 0.03
 #: Partners per neighbour without (small enough) finest groups: the nearest processes.
 NEAR_K = 8
 #: Largest finest group whose processes are all partners of a rank near it.
@@ -458,7 +482,7 @@ def _refine_model(
     budget: int,
     pinned: bool,
 ) -> tuple[int, int, str]:
-    """Step 5: the same partners, priced by ``model.swap_delta``."""
+    """Step 6: the same partners, priced by ``model.swap_delta``."""
     n = order.size
     cost = float(model.cost(order))
     tol = _REL_TOL * cost
@@ -522,6 +546,67 @@ def _count(ctx: SolveContext, name: str, default: int) -> int:
     return int(check_positive(value, name, integer=True))
 
 
+def _relaxed_start(t: _Time, pinned: bool, ctx: SolveContext) -> tuple[_I, int] | None:
+    """The Frank–Wolfe start of a dense traffic (:mod:`rankopt.solvers._relax`), else None.
+
+    Made for :data:`RELAX_MIN_N` to :data:`RELAX_MAX_N` processes when at least
+    :data:`RELAX_DENSITY` of the ordered pairs communicate and every price
+    the traffic can meet is finite; ``(order, steps)``.
+    """
+    from rankopt.solvers._relax import relaxed_order
+
+    n = t.lat.shape[0]
+    if not RELAX_MIN_N <= n <= RELAX_MAX_N or t.dst.size < RELAX_DENSITY * n * (n - 1):
+        return None
+    problem = _relaxed_problem(t, pinned)
+    if problem is None:
+        return None
+    deadline = None
+    if ctx.time_limit is not None:
+        deadline = time.perf_counter() + ctx.remaining()
+    order, steps = relaxed_order(*problem, RELAX_STEPS, RELAX_TOL, deadline)
+    if pinned:
+        order = np.concatenate([[0], order + 1]).astype(np.int64)
+    return order, steps
+
+
+def _relaxed_problem(t: _Time, pinned: bool) -> tuple[list[tuple[_F, _F]], _F | None] | None:
+    """The α-β time as ``sum_k <A_k P B_k^T, P> + <C, P>``: ``([(A_k, B_k)], C)``.
+
+    One term for the messages (priced by latency), one for the bytes (by the
+    inverse bandwidth), each left out when the traffic has none; None when a
+    price the traffic can meet is not finite. With ``pinned`` (rank 0 on
+    process 0) the matrices are those of the other ranks and processes, and
+    rank 0's pairs with them the linear term ``C``; else ``C`` is None.
+    """
+    n = t.lat.shape[0]
+    src = np.repeat(np.arange(n), np.diff(t.out_ptr))
+    terms = []
+    prices = [(t.msgs, t.lat)]
+    if t.has_bw:
+        with np.errstate(divide="ignore"):
+            prices.append((t.nbytes, 1.0 / t.bw))
+    for weights, price in prices:
+        a = np.zeros((n, n))
+        a[src, t.dst] = weights
+        if not a.any():
+            continue
+        b = np.array(price, dtype=np.float64)
+        if not a.diagonal().any():
+            np.fill_diagonal(b, 0.0)  # no traffic stays on its process: its price is moot
+        if not np.isfinite(b).all():
+            return None
+        terms.append((a, b))
+    if not terms:
+        return None
+    if not pinned:
+        return terms, None
+    linear = np.zeros((n - 1, n - 1))
+    for a, b in terms:  # rank a on process j meets rank 0 on process 0 both ways
+        linear += np.outer(a[0, 1:], b[0, 1:]) + np.outer(a[1:, 0], b[1:, 0])
+    return [(a[1:, 1:], b[1:, 1:]) for a, b in terms], linear
+
+
 def _budget(ctx: SolveContext, n: int) -> int:
     m = ctx.options.get("max_evals")
     if m is not None:
@@ -563,6 +648,9 @@ def map_traffic(model: CostModel, ctx: SolveContext) -> MethodOutput:
     def starts() -> Iterator[tuple[NDArray[np.int64], int]]:
         """Each start as it is needed (and its bisections): under ``time_limit``
         the first is refined before the second is made."""
+        relaxed = _relaxed_start(t, pinned, ctx)
+        if relaxed is not None:
+            yield relaxed
         for gen in gens:
             part, count = partition_order(t, levels, gen, tries, passes, coarsen_to, cycles)
             yield (fix_first(part) if pinned else part), count
@@ -578,7 +666,9 @@ def map_traffic(model: CostModel, ctx: SolveContext) -> MethodOutput:
     evaluations, iterations, stop = 0, 0, "local_optimum"
     best: NDArray[np.int64] | None = None
     best_cost = np.inf
+    made = time.perf_counter()
     for s, (order, count) in enumerate(starts()):
+        took = time.perf_counter() - made  # to make this start
         evaluations += count
         if s == 0:
             exact = all(
@@ -595,9 +685,10 @@ def map_traffic(model: CostModel, ctx: SolveContext) -> MethodOutput:
         if c < best_cost:
             best, best_cost = order, c
             ctx.record(c, iterations)
-        if ctx.out_of_time():
+        if ctx.out_of_time() or (ctx.time_limit is not None and ctx.remaining() < took):
             stop = "time_limit"
-            break  # no further start is made
+            break  # no further start is made: the next would end past the limit
+        made = time.perf_counter()
     assert best is not None
     if kicks > 0 and not ctx.out_of_time():
         moves, evals, st = _refine(t, best, near, ctx, budget, pinned, kicks)
