@@ -43,12 +43,12 @@
        :data:`RELAX_MAX_N` processes, made and refined before the partitions:
        the α-β time relaxed to doubly stochastic matrices and descended by
        Frank–Wolfe from the barycentre, SciPy's FAQ
-       (:mod:`rankopt.solvers._relax`; 0.39 s at n = 256). On such a traffic
+       (:mod:`rankopt.solvers._relax`; 0.16 s at n = 256). On such a traffic
        every rank talks to every other, the partitions have no structure to
-       find, and the swaps from them ended 0.1-0.5% above FAQ's order in
-       FAQ's time; from FAQ's order they end below it. Below
-       :data:`RELAX_MIN_N` the swaps alone ended below FAQ in FAQ's time and
-       the start is not made.
+       find, and the swaps from them ended above FAQ's order in FAQ's time
+       (in 9 of 16 runs at 192 and 256 processes, 8 of 8 at 384); from
+       FAQ's order they end below it. Below :data:`RELAX_MIN_N` the swaps
+       alone did better in FAQ's time and the start is not made.
     4. **Greedy start** up to :data:`GREEDY_MAX_N` processes: ranks placed
        one at a time, the most connected to those placed first, each on the
        free process where its traffic to them costs least; and the start
