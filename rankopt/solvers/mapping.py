@@ -561,9 +561,7 @@ def _relaxed_start(t: _Time, pinned: bool, ctx: SolveContext) -> tuple[_I, int] 
     problem = _relaxed_problem(t, pinned)
     if problem is None:
         return None
-    deadline = None
-    if ctx.time_limit is not None:
-        deadline = time.perf_counter() + ctx.remaining()
+    deadline = None if ctx.time_limit is None else ctx.start + ctx.time_limit
     order, steps = relaxed_order(*problem, RELAX_STEPS, RELAX_TOL, deadline)
     if pinned:
         order = np.concatenate([[0], order + 1]).astype(np.int64)
