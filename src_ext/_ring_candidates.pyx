@@ -225,6 +225,7 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int spa
     cdef double[::1] prev_v = np.zeros(n, dtype=np.float64)
     cdef double[::1] key = np.empty(2 * n, dtype=np.float64)
     cdef double[::1] beta = np.empty(n, dtype=np.float64)
+    cdef double[::1] tw = np.empty(n, dtype=np.float64)
     cdef double[::1] best = np.empty(k + 1, dtype=np.float64)
     cdef double[::1] bw = np.empty(k + 1, dtype=np.float64)
     cdef long long[::1] par = np.empty(n, dtype=np.int64)
@@ -248,8 +249,9 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int spa
         for i in range(n):
             pi[i] = 0.0
             prev_v[i] = 0.0
-            for j in range(n):
-                mean_w += w[i, j]
+            if iterations > 0:  # the step size's scale: no pass over w without steps
+                for j in range(n):
+                    mean_w += w[i, j]
         mean_w /= <double>(n * n)
         step = 0.01 * mean_w
         deadline = now_s() + time_limit if time_limit > 0.0 else 0.0
@@ -317,6 +319,10 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int spa
             true_bound = bound
         if use_sparse:
             best_bound = true_bound
+        # each process's penalised link to its tree parent, read once: the loops below
+        # would otherwise read w[j, par[j]] for every i, a cache miss each on a large matrix
+        for j in range(n):
+            tw[j] = w[j, par[j]] + pi[j] + pi[par[j]] if par[j] >= 0 else 0.0
         for i in range(n):
             # beta[j]: heaviest tree link on the path i .. j
             for j in range(n):
@@ -325,7 +331,7 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int spa
             onpath[i] = 1
             u = i
             while par[u] >= 0:
-                c = w[u, par[u]] + pi[u] + pi[par[u]]
+                c = tw[u]
                 beta[par[u]] = beta[u] if beta[u] > c else c
                 onpath[par[u]] = 1
                 u = par[u]
@@ -333,7 +339,7 @@ def alpha_candidates(const floating[:, ::1] w, int k, int iterations=50, int spa
                 j = order[t]
                 if onpath[j]:
                     continue
-                c = w[j, par[j]] + pi[j] + pi[par[j]]
+                c = tw[j]
                 beta[j] = beta[par[j]] if beta[par[j]] > c else c
             # k smallest alpha, ties by weight
             cnt = 0
