@@ -68,6 +68,9 @@ TENANTS = (
     # phases longer than a probe, each flow at its own: 0 to 3 flows on at a time
     ("on/off 30 s, TCP paced", "rack0->rack1",
      ["--tenant-count", "3", "--tenant-rate", "50mbit", "--tenant-on-off", "30,30"]),
+    # on a quarter of the time: the load the probe meets is not on half of it
+    ("on 1 s / off 3 s, TCP paced", "rack0->rack1",
+     ["--tenant-count", "3", "--tenant-rate", "50mbit", "--tenant-on-off", "1,3"]),
 )  # fmt: skip
 
 

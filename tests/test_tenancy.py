@@ -607,3 +607,57 @@ def test_the_tie_break_moves_a_process_where_no_swap_helps(monkeypatch):
     # joins it to its rack, so the order is returned as it was
     kept = tie_break(model, split, cost, list(net.groups), True)
     assert kept[0] == split[0] and model.cost(kept) <= cost * (1 + 1e-9)
+
+
+def test_two_rechecks_of_a_way_far_apart_are_load_that_came_and_went(monkeypatch):
+    # the saved probe of a job beside TCP flows out of rack 0, on for 1 s and off for 3 s:
+    # no way read loaded, no recheck 1.5x below its groups' rate and no uneven block,
+    # but rack 0's ways out were rechecked at 23.8 and 24.6 MB/s, then at 30.0 and 30.1
+    import importlib
+    from pathlib import Path
+
+    from rankopt.network.core import (
+        RECHECK_DISAGREE,
+        UNEVEN_BELOW,
+        VARYING_SLOWDOWN,
+        load_came_and_went,
+        loaded_ways,
+        measured_variability,
+        network_from_record,
+        recheck_disagreement,
+        uneven_blocks,
+    )
+
+    solve_mod = importlib.import_module("rankopt.solvers.solve")
+    monkeypatch.setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1")
+    monkeypatch.setenv("OMPI_MCA_coll_tuned_allreduce_algorithm", "4")
+    rec = json.loads((Path(__file__).parent / "data/networks/quarter_duty.json").read_text())
+    net = network_from_record(rec["network"])
+    assert not loaded_ways(net) and uneven_blocks(net) >= UNEVEN_BELOW
+    assert measured_variability(net) < VARYING_SLOWDOWN
+    assert recheck_disagreement(net) == pytest.approx(1.26, abs=0.005)
+    assert recheck_disagreement(net) >= RECHECK_DISAGREE
+    assert load_came_and_went(net)
+    lab = np.asarray(net.groups[-1])
+    blocks = solve_mod._block_sequence
+    for rng in (0, 1, 2, 3):
+        res = rankopt.solve(net, nbytes=2**24, engine="openmpi", rng=rng)
+        assert any("rates 1.26x apart" in note for note in res.notes)
+        assert "load_phases" in res.extra  # priced over time, the load on and off
+        # the trial times the ring the other way round: the same racks in reverse
+        alt = res.extra["ring_alternative"]
+        assert alt["varying"] is True and alt["cost"] <= res.cost * (1 + solve_mod.TRIAL_TIE)
+        turned = blocks(lab[np.r_[res.order[:1], res.order[:0:-1]]])
+        assert solve_mod._same_cycle(blocks(lab[np.asarray(alt["order"])]), turned)
+    # rechecks that agree are no such sign, nor are two of a way whose load was read
+    rows = [[0, 1, 30e6, 30e6], [0, 5, 30e6, 30e6], [0, 1, 29.5e6, 30e6], [0, 5, 30.1e6, 30e6]]
+    agreed = network_from_record({**rec["network"], "recheck": rows})
+    assert recheck_disagreement(agreed) < 1.02 and not load_came_and_went(agreed)
+    rack = np.repeat([0, 1, 2], 3)
+    bw = np.where(rack[:, None] == rack[None, :], 100e6, 30e6)
+    bw[:3, 3:] = 12e6  # rack 0's way out loaded in the bandwidth phase
+    rows = [[0, 3, 7e6, 30e6], [0, 3, 11e6, 30e6]]
+    steady = rankopt.Network.from_matrices(
+        np.full((9, 9), 30e-6), bw, provenance={"probe": {"recheck": rows}}
+    )
+    assert recheck_disagreement(steady) == 1.0

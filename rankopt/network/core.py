@@ -61,6 +61,8 @@ __all__ = [
     "loaded_phase",
     "recheck_rows",
     "VARYING_SLOWDOWN",
+    "recheck_disagreement",
+    "RECHECK_DISAGREE",
     "UNEVEN_BELOW",
     "UNEVEN_SIGMAS",
     "as_network",
@@ -1213,6 +1215,48 @@ def measured_variability(network: Network) -> float:
     return worst
 
 
+#: Two rechecks of one way this many times apart in rate mark load that changed between
+#: them (see :func:`recheck_disagreement`).
+RECHECK_DISAGREE = 1.15
+
+
+def recheck_disagreement(network: Network) -> float:
+    """How far apart the rechecks of one way ran: the largest ratio of the faster to the
+    slower recheck of a way, over the ways rechecked more than once.
+
+    Each recheck is one transfer alone in its slot, so two of them across the same
+    way meet the same path and nothing of the probe's own: on a quiet network they
+    agree within a few percent (0.96-1.02 of the bandwidth phase's rate on the
+    emulated racks, six passes on three networks). A way rechecked at two rates
+    met load that changed between the passes, even where neither is
+    :data:`VARYING_SLOWDOWN` times below the rate before: beside three paced TCP
+    flows out of one rack, on for 1 s and off for 3 s, that rack's two ways out were
+    rechecked at 23.8 and 24.6 MB/s, then 30.0 and 30.1 (1.26x and 1.22x apart), no
+    way read loaded in the bandwidth phase, and a ring run the wrong way round beside
+    the load took 14% longer. The ways whose load the bandwidth phase already read
+    are left out (:func:`loaded_ways`: a steady TCP neighbour's way is rechecked at
+    whatever share it yields that moment). 1.0 without two rechecks of a way.
+
+    Examples
+    --------
+    >>> import numpy as np, rankopt
+    >>> rack = np.repeat([0, 1, 2], 3)
+    >>> bw = np.where(rack[:, None] == rack[None, :], 100e6, 30e6)
+    >>> rows = [[0, 3, 24e6, 30e6], [0, 3, 30e6, 30e6]]  # rack 0 -> 1, then as fast as before
+    >>> net = rankopt.Network.from_matrices(np.full((9, 9), 30e-6), bw,
+    ...                                     provenance={"probe": {"recheck": rows}})
+    >>> round(recheck_disagreement(net), 2), round(measured_variability(net), 2)
+    (1.25, 1.25)
+    """
+    ways = recheck_ways(network)
+    loaded = loaded_ways(network) if ways else set()
+    worst = 1.0
+    for way, (_, slower) in ways.items():
+        if way not in loaded and len(slower) > 1:
+            worst = max(worst, max(slower) / min(slower))
+    return worst
+
+
 def recheck_ways(network: Network) -> dict[tuple[int, int, int], tuple[float, list[float]]]:
     """The probe's recheck per way: ``(level, group out, group in)`` to ``(rate before,
     slowdowns)``.
@@ -1380,11 +1424,15 @@ def uneven_blocks(network: Network) -> float:
 def load_came_and_went(network: Network) -> bool:
     """Whether the probe saw another tenant's load come and go: its recheck ran
     :data:`VARYING_SLOWDOWN` times slower than its groups had
-    (:func:`measured_variability`), or, on a network with uplinks, a pair between two
-    sibling groups read well below the others of its block (:func:`uneven_blocks`
-    below :data:`UNEVEN_BELOW`). The solve then times the ring both ways round, and
-    the interval takes the loaded model error."""
+    (:func:`measured_variability`), two rechecks of one way ran
+    :data:`RECHECK_DISAGREE` times apart (:func:`recheck_disagreement`), or, on a
+    network with uplinks, a pair between two sibling groups read well below the
+    others of its block (:func:`uneven_blocks` below :data:`UNEVEN_BELOW`). The solve
+    then times the ring both ways round, and the interval takes the loaded model
+    error."""
     if measured_variability(network) >= VARYING_SLOWDOWN:
+        return True
+    if recheck_disagreement(network) >= RECHECK_DISAGREE:
         return True
     return network.has_uplinks and uneven_blocks(network) < UNEVEN_BELOW
 
