@@ -62,6 +62,7 @@ __all__ = [
     "recheck_rows",
     "VARYING_SLOWDOWN",
     "recheck_disagreement",
+    "recheck_readings",
     "RECHECK_DISAGREE",
     "UNEVEN_BELOW",
     "UNEVEN_SIGMAS",
@@ -1206,13 +1207,21 @@ def measured_variability(network: Network) -> float:
     >>> round(measured_variability(net), 2)
     2.5
     """
+    return recheck_readings(network)[0]
+
+
+def recheck_readings(network: Network) -> tuple[float, float]:
+    """``(measured_variability(network), recheck_disagreement(network))`` from one
+    reading of the recheck per way (:func:`recheck_ways`) and of the loaded ways
+    (:func:`loaded_ways`), both O(n^2) on the bandwidth."""
     ways = recheck_ways(network)
     loaded = loaded_ways(network) if ways else set()
-    worst = 1.0
+    slowest, apart = 1.0, 1.0
     for way, (_, slower) in ways.items():
         if way not in loaded:
-            worst = max(worst, *slower)
-    return worst
+            slowest = max(slowest, *slower)
+            apart = max(apart, max(slower) / min(slower))
+    return slowest, apart
 
 
 #: Two rechecks of one way this many times apart in rate mark load that changed between
@@ -1248,13 +1257,7 @@ def recheck_disagreement(network: Network) -> float:
     >>> round(recheck_disagreement(net), 2), round(measured_variability(net), 2)
     (1.25, 1.25)
     """
-    ways = recheck_ways(network)
-    loaded = loaded_ways(network) if ways else set()
-    worst = 1.0
-    for way, (_, slower) in ways.items():
-        if way not in loaded and len(slower) > 1:
-            worst = max(worst, max(slower) / min(slower))
-    return worst
+    return recheck_readings(network)[1]
 
 
 def recheck_ways(network: Network) -> dict[tuple[int, int, int], tuple[float, list[float]]]:
@@ -1430,9 +1433,8 @@ def load_came_and_went(network: Network) -> bool:
     others of its block (:func:`uneven_blocks` below :data:`UNEVEN_BELOW`). The solve
     then times the ring both ways round, and the interval takes the loaded model
     error."""
-    if measured_variability(network) >= VARYING_SLOWDOWN:
-        return True
-    if recheck_disagreement(network) >= RECHECK_DISAGREE:
+    slowest, apart = recheck_readings(network)
+    if slowest >= VARYING_SLOWDOWN or apart >= RECHECK_DISAGREE:
         return True
     return network.has_uplinks and uneven_blocks(network) < UNEVEN_BELOW
 

@@ -6,7 +6,7 @@ import dataclasses
 import itertools
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -621,12 +621,7 @@ def _time_averaged(
     ``(cost, baseline)`` unchanged where there is no such phase.
     """
     from rankopt.models.robust import LOAD_ON_SHARE, loaded_phase_model, over_time
-    from rankopt.network.core import (
-        RECHECK_DISAGREE,
-        VARYING_SLOWDOWN,
-        measured_variability,
-        recheck_disagreement,
-    )
+    from rankopt.network.core import RECHECK_DISAGREE, VARYING_SLOWDOWN, recheck_readings
 
     network = prob.network
     if prob.custom or not (cost > 0 and baseline > 0):
@@ -640,8 +635,7 @@ def _time_averaged(
         "off": {"cost": float(cost), "baseline_cost": float(baseline)},
         "on": {"cost": cost_on, "baseline_cost": baseline_on},
     }
-    slower = measured_variability(network)
-    apart = recheck_disagreement(network)
+    slower, apart = recheck_readings(network)
     if slower >= VARYING_SLOWDOWN:
         seen = f"a transfer measured again alone ran {slower:.2f}x slower than before"
     elif apart >= RECHECK_DISAGREE:
@@ -1136,6 +1130,19 @@ def _ring_step(prob: _Problem) -> int:
     return _RING_STEP.get(prob.algorithm, 0)
 
 
+def _rolled_arrangements(
+    prob: _Problem, order: NDArray[np.int64]
+) -> Iterator[tuple[NDArray[np.int64], list[NDArray[np.int64]]]]:
+    """``(labels, rings)`` per level of the network's groups, coarsest first, where
+    ``order``'s blocks have other arrangements (:func:`_arrangements`), each ring rolled
+    so that rank ``order[0]`` is first."""
+    for lab in reversed(prob.network.groups):
+        lab = np.asarray(lab, dtype=np.int64)
+        cands = _arrangements(order, lab)
+        if cands:
+            yield lab, [np.roll(c, -int(np.flatnonzero(c == order[0])[0])) for c in cands]
+
+
 def _tied_arrangements(
     prob: _Problem,
     order: NDArray[np.int64],
@@ -1148,10 +1155,9 @@ def _tied_arrangements(
     blocks (:func:`_arrangements`, rank ``order[0]`` kept first) whose count of hops is
     ``wanted`` and whose cost is within ``tie`` of ``cost``, at the coarsest level of
     the network's groups that has one; ``[]`` where none has."""
-    for lab in reversed(prob.network.groups):
+    for _, cands in _rolled_arrangements(prob, order):
         found = []
-        for cand in _arrangements(order, np.asarray(lab, dtype=np.int64)):
-            cand = np.roll(cand, -int(np.flatnonzero(cand == order[0])[0]))
+        for cand in cands:
             hops = _hops_with(ways, cand, _ring_step(prob))
             if not wanted(hops):
                 continue
@@ -1294,16 +1300,11 @@ def _reversed_alternative(
     turned end to end was priced 22% above it, its blocks walked the other way 0.2%."""
     back = np.r_[order[:1], order[:0:-1]]
     c = float(prob.model.cost(back))
-    for lab in reversed(prob.network.groups):
-        lab = np.asarray(lab, dtype=np.int64)
-        cands = _arrangements(order, lab)
-        if not cands:
-            continue
+    for lab, cands in _rolled_arrangements(prob, order):
         turned = _block_sequence(lab[back])
         for cand in cands:
             if not _same_cycle(_block_sequence(lab[cand]), turned):
                 continue
-            cand = np.roll(cand, -int(np.flatnonzero(cand == order[0])[0]))
             cc = float(prob.model.cost(cand))
             if cc < c * (1.0 - 1e-9):  # the order turned end to end, unless this gains
                 back, c = cand, cc
