@@ -309,6 +309,27 @@ def test_the_test_runs_across_the_least_loaded_uplinks():
     assert {int(rack[a]) for a, _ in quiet} == {0}  # quiet: the first groups, as before
 
 
+def test_the_test_runs_where_the_answers_come_back_unloaded_too():
+    # racks of 3, 2, 2 and 2 hosts; a neighbour sends from rack 1 into rack 3, loading
+    # rack 1's way out and rack 3's way in. Rack 0 -> rack 1 is quiet, but its answers
+    # come back across rack 1's loaded way out: the test goes where both ways are quiet
+    rack = np.array([0, 0, 1, 2, 3, 3, 1, 2, 1])
+    levels = [np.arange(9), rack]
+    rates = np.where(rack[:, None] == rack[None, :], 120.0, 30.0)
+    rates[rack == 1, :] = np.where(rack[None, :] == 1, 120.0, 11.0)  # out of rack 1
+    rates[:, rack == 3] = np.where(rack[:, None] == 3, 120.0, 11.0)  # into rack 3
+    pairs = sharing_pairs(levels, rates=rates)
+    ga, gb = {int(rack[a]) for a, _ in pairs}, {int(rack[b]) for _, b in pairs}
+    assert len(pairs) == 2 and len(ga) == len(gb) == 1
+    ga, gb = ga.pop(), gb.pop()
+    assert rates[np.ix_(rack == ga, rack == gb)].min() == 30.0  # quiet there
+    assert rates[np.ix_(rack == gb, rack == ga)].min() == 30.0  # and back
+    # one reading above what the uplink carries does not make a loaded way the quietest
+    rates[0, 4] = 38.6  # rack 0 -> rack 3, whose way in is loaded
+    again = sharing_pairs(levels, rates=rates)
+    assert {int(rack[b]) for _, b in again} != {3}
+
+
 # ------------------------------------------------ other tenants: does the load yield?
 def test_the_second_test_runs_out_of_the_most_loaded_group():
     rack = np.repeat([0, 1, 2], 3)
