@@ -36,7 +36,9 @@ path's fraction of the faster, the same protocol on both sides. ``--solo-rounds 
 those jobs in three rounds, the orders in turn, and adds the user path's order
 against the best, both alone, by total time (beside a neighbour that comes and
 goes, one job's median depends on the phase it met). ``--keep DIR``
-keeps every launch's report (the network the user path saved, every call's time).
+keeps every launch's report (the network the user path saved, every call's time)
+and its probe cache (``TAG-cache/``: the whole measurement, the sharing test's steps
+included).
 """
 
 from __future__ import annotations
@@ -86,6 +88,11 @@ def run_case(racks, rates, seed, tenant, opts, args, work: Path, tag: str) -> di
         cmd += ["--solo-rounds", str(args.solo_rounds)]
     if tenant is not None:
         cmd += ["--tenant", tenant, *opts, "--tenant-only"]
+    if args.keep:
+        # the user path's probe cache, in a folder of its own (still a first launch): the
+        # whole measurement, the sharing test's steps included, which the saved network
+        # leaves out
+        cmd += ["--cache-dir", str(work / f"{tag}-cache")]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     report = json.loads(out.read_text())
     row = [r for r in report["summary"] if (r["tenant"] is None) == (tenant is None)][0]
@@ -190,8 +197,8 @@ def main() -> None:
     p.add_argument("-o", "--output", help="also write the rows as JSON here")
     p.add_argument(
         "--keep", metavar="DIR",
-        help="keep every launch's whole report (the saved network, per-call times) in DIR "
-        "(default: a temporary folder, removed)",
+        help="keep every launch's whole report (the saved network, per-call times) and its "
+        "probe cache in DIR (default: a temporary folder, removed)",
     )  # fmt: skip
     args = p.parse_args()
     nets = NETWORKS[:1] if args.quick else NETWORKS
