@@ -182,17 +182,18 @@ def sharing_pairs(
     hosts under one parent: of the :data:`MAX_SHARING_GROUPS` largest such
     groups, the two (and the direction) whose uplinks are least loaded --
     the median rate ``rates`` (the probe's, bytes/s) shows from one to the
-    other, within 10% of the quietest way's (:data:`QUIET_TIE`) -- then,
-    where some of those are as quiet the other way (within 10%), one of them,
-    and
+    other, within 10% of the quietest way's (:data:`QUIET_TIE`) -- then, where
+    some of those are as quiet the other way (within 10%), one of them, and
     among those the most pairs oriented alike, one process per host. Another
-    tenant's load on the tested uplink would read as uneven sharing; on the
-    way back it slows the answers every transfer of the test waits for (on
-    emulated racks of 3, 2, 2 and 2 hosts beside a steady TCP neighbour, two
-    of the three tests whose way back crossed its load read no shared limit
-    at all: of 46 probes of four networks, the only two that did). Where every
-    way between two groups is loaded one way or the other, as on three racks
-    with one neighbour, the choice is as before. Pairs are ``(low, high)`` ranks, every one
+    tenant's load on the tested uplink would read as uneven sharing, and on
+    the way back it delays the answers the test's transfers wait for. Where
+    every way between two groups is loaded one way or the other, as on three
+    racks beside one neighbour, the choice is the quietest way as before.
+    (On emulated racks of 3, 2, 2 and 2 hosts beside a steady TCP neighbour,
+    the test read no shared limit on two of four probes, once with its
+    answers crossing the loaded way and once between two racks quiet both
+    ways; on 38 probes of three-rack networks it read one every time.)
+    Pairs are ``(low, high)`` ranks, every one
     with its low rank in the same group, so the first transfer of every pair
     leaves that group and the answers enter it. Empty when no level has such
     groups or fewer than two pairs can be oriented alike.
