@@ -661,3 +661,31 @@ def test_two_rechecks_of_a_way_far_apart_are_load_that_came_and_went(monkeypatch
         np.full((9, 9), 30e-6), bw, provenance={"probe": {"recheck": rows}}
     )
     assert recheck_disagreement(steady) == 1.0
+
+
+def test_a_sharing_test_that_read_no_limit_widens_the_interval_not_the_price():
+    # the probe's sharing test ran and its flows showed no shared limit: priced as an
+    # even split, and the draws behind the interval take the unread exponents too
+    from rankopt.network.core import network_from_record, network_record
+    from rankopt.probe.sharing import UNREAD_STRAGGLE_RANGE
+
+    m, _ = _tenant_probe((3, 2, 2, 2), seed=11)
+    read = Measurement(
+        m.latency, m.bandwidth, m.hosts, latency_spread=m.latency_spread,
+        bandwidth_spread=m.bandwidth_spread, pair_counts=m.pair_counts,
+        bandwidth_counts=m.bandwidth_counts, backend="mpi",
+        parameters={**m.parameters, "straggle_range": list(UNREAD_STRAGGLE_RANGE)},
+    )  # fmt: skip
+    before, after = Network.from_measurement(m), Network.from_measurement(read)
+    assert after.straggle == before.straggle == 1.0
+    assert after.straggle_range == UNREAD_STRAGGLE_RANGE and before.straggle_range == (1, 1)
+    # an order file's network keeps it
+    back = network_from_record(json.loads(json.dumps(network_record(after))))
+    assert back.straggle_range == UNREAD_STRAGGLE_RANGE
+    a, b = rankopt.solve(before, rng=0), rankopt.solve(after, rng=0)
+    assert b.baseline_cost == pytest.approx(a.baseline_cost)  # the same price
+    assert "uplink sharing    : not read" in b.summary()
+    assert "uplink sharing" not in a.summary()
+    lo_a, hi_a = a.speedup_interval
+    lo_b, hi_b = b.speedup_interval
+    assert hi_b - lo_b > hi_a - lo_a  # a wider interval

@@ -455,8 +455,9 @@ class Network:
 
         ``provenance["straggle_range"]``: the exponents the sharing test's
         quartile steps read (:func:`rankopt.probe.sharing.straggle_span`),
-        widened to hold :attr:`straggle`; ``(straggle, straggle)`` when the
-        probe gave none. Another tenant's load that came and went during the
+        widened to hold :attr:`straggle`; where the test ran but read no shared
+        limit (:attr:`straggle` 1), :data:`~rankopt.probe.sharing.UNREAD_STRAGGLE_RANGE`;
+        ``(straggle, straggle)`` when the probe gave none. Another tenant's load that came and went during the
         test makes it wide. The draws behind a modelled speedup's interval
         (and the robust objective) take every value in it.
         """
@@ -1813,9 +1814,9 @@ def network_record(network: Network, *, matrices: bool = True) -> dict[str, Any]
     }
     if network.straggle != 1.0:
         rec["straggle"] = network.straggle
-        lo, hi = network.straggle_range
-        if hi > lo:
-            rec["straggle_range"] = [lo, hi]
+    lo, hi = network.straggle_range
+    if hi > lo:  # also where the test read no limit (an even split, drawn over a range)
+        rec["straggle_range"] = [lo, hi]
     if network.elastic_reading is not None:
         rec["elastic"] = network.elastic_reading
     rows = recheck_rows(network)
@@ -1861,16 +1862,18 @@ def network_from_record(record: Mapping[str, Any]) -> Network:
 def _sharing_readings(source: Mapping[str, Any]) -> dict[str, Any]:
     """What the sharing test read, from a probe's parameters or an order file's record.
 
-    ``straggle`` (and its ``straggle_range``) when an exponent was read, and
-    ``elastic`` when the loaded-uplink test read one: the provenance keys
+    ``straggle`` when an exponent was read, ``straggle_range`` when the test gave
+    one (the exponents of its quartile steps, or where it read no shared limit
+    :data:`~rankopt.probe.sharing.UNREAD_STRAGGLE_RANGE`), and ``elastic`` when
+    the loaded-uplink test read one: the provenance keys
     :attr:`Network.straggle`, :attr:`Network.straggle_range` and
     :attr:`Network.elastic_reading` read back.
     """
     out: dict[str, Any] = {}
     if source.get("straggle"):
         out["straggle"] = source["straggle"]
-        if source.get("straggle_range"):
-            out["straggle_range"] = source["straggle_range"]
+    if source.get("straggle_range"):
+        out["straggle_range"] = source["straggle_range"]
     if source.get("elastic") is not None:
         out["elastic"] = source["elastic"]
     return out

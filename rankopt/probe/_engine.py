@@ -848,15 +848,17 @@ class _Probe:
         (``refs`` of :func:`~rankopt.probe.sharing.straggle_exponent`).
         Returns ``{"sharing": [[a, b, rate a -> b per step...], ...],
         "sharing_alone": [[a, b, rate a -> b] per step], "straggle": s,
-        "straggle_range": [lo, hi]}`` (no
-        ``straggle`` when the flows showed no shared limit; the range from the
-        test's quartile steps, :func:`~rankopt.probe.sharing.straggle_span`),
+        "straggle_range": [lo, hi]}`` (the range from the test's quartile
+        steps, :func:`~rankopt.probe.sharing.straggle_span`; no ``straggle``
+        when the flows showed no shared limit, and the range then
+        :data:`~rankopt.probe.sharing.UNREAD_STRAGGLE_RANGE`),
         or ``{}`` when no two groups can hold the test. When one way between two groups is much slower than the others
         (:func:`~rankopt.probe.sharing.loaded_pairs`) the test runs across it
         too: ``"sharing_loaded"`` rows and ``"elastic"``, how much of the load
         there yielded (:func:`~rankopt.probe.sharing.elastic_share`).
         """
         from rankopt.probe.sharing import (
+            UNREAD_STRAGGLE_RANGE,
             elastic_share,
             flow_groups,
             loaded_pairs,
@@ -895,6 +897,8 @@ class _Probe:
             span = straggle_span(steps, alone, pairs, ends, refs)
             if span is not None and span[1] > span[0]:
                 out["straggle_range"] = list(span)
+        else:  # the test ran and read no limit: priced as an even split, drawn over a range
+            out["straggle_range"] = list(UNREAD_STRAGGLE_RANGE)
         # again across the most loaded way out of a group: does its load yield?
         loaded, rate, quiet = loaded_pairs(levels, alone)
         if loaded:

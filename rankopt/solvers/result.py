@@ -258,6 +258,12 @@ class SolveResult:
                     f"  uplink sharing    : K transfers from one group into one group get "
                     f"1/K^{straggle:.2f} of an uplink each{span} (measured)"
                 )
+            elif levels and self.objective == "contention" and s_hi > s_lo:
+                lines.append(
+                    "  uplink sharing    : not read (the probe's test of it showed no shared "
+                    "limit): priced as an even split, 1/K of an uplink each, the interval "
+                    f"1/K^{s_lo:.2f}-1/K^{s_hi:.2f}"
+                )
             elastic = float(self.network.get("elastic") or 0.0)
             lo, hi = self.network.get("elastic_range") or (elastic, elastic)
             if levels and self.objective == "contention" and hi > lo:
