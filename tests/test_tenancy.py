@@ -689,3 +689,12 @@ def test_a_sharing_test_that_read_no_limit_widens_the_interval_not_the_price():
     lo_a, hi_a = a.speedup_interval
     lo_b, hi_b = b.speedup_interval
     assert hi_b - lo_b > hi_a - lo_a  # a wider interval
+    # an even split the test did read (its quartile steps up to 1.13) says so
+    even = Measurement(
+        m.latency, m.bandwidth, m.hosts, latency_spread=m.latency_spread,
+        bandwidth_spread=m.bandwidth_spread, pair_counts=m.pair_counts,
+        bandwidth_counts=m.bandwidth_counts, backend="mpi",
+        parameters={**m.parameters, "straggle": 1.0, "straggle_range": [1.0, 1.13]},
+    )  # fmt: skip
+    text = rankopt.solve(Network.from_measurement(even), rng=0).summary()
+    assert "uplink sharing    : an even split (measured)" in text and "not read" not in text

@@ -259,9 +259,16 @@ class SolveResult:
                     f"1/K^{straggle:.2f} of an uplink each{span} (measured)"
                 )
             elif levels and self.objective == "contention" and s_hi > s_lo:
+                from rankopt.probe.sharing import UNREAD_STRAGGLE_RANGE
+
+                how = (
+                    "not read (the probe's test of it showed no shared limit): priced as "
+                    "an even split"
+                    if (s_lo, s_hi) == tuple(UNREAD_STRAGGLE_RANGE)
+                    else "an even split (measured)"
+                )
                 lines.append(
-                    "  uplink sharing    : not read (the probe's test of it showed no shared "
-                    "limit): priced as an even split, 1/K of an uplink each, the interval "
+                    f"  uplink sharing    : {how}, 1/K of an uplink each, the interval "
                     f"1/K^{s_lo:.2f}-1/K^{s_hi:.2f}"
                 )
             elastic = float(self.network.get("elastic") or 0.0)
