@@ -666,8 +666,8 @@ def test_two_rechecks_of_a_way_far_apart_are_load_that_came_and_went(monkeypatch
 def test_a_sharing_test_that_read_no_limit_widens_the_interval_not_the_price():
     # the probe's sharing test ran and its flows showed no shared limit: priced as an
     # even split, and the draws behind the interval take the unread exponents too
+    from rankopt._validation import UNREAD_STRAGGLE_RANGE
     from rankopt.network.core import network_from_record, network_record
-    from rankopt.probe.sharing import UNREAD_STRAGGLE_RANGE
 
     m, _ = _tenant_probe((3, 2, 2, 2), seed=11)
     read = Measurement(

@@ -456,7 +456,7 @@ class Network:
         ``provenance["straggle_range"]``: the exponents the sharing test's
         quartile steps read (:func:`rankopt.probe.sharing.straggle_span`),
         widened to hold :attr:`straggle`; where the test ran but read no shared
-        limit (:attr:`straggle` 1), :data:`~rankopt.probe.sharing.UNREAD_STRAGGLE_RANGE`;
+        limit (:attr:`straggle` 1), :data:`~rankopt._validation.UNREAD_STRAGGLE_RANGE`;
         ``(straggle, straggle)`` when the probe gave none. Another tenant's load that came and went during the
         test makes it wide. The draws behind a modelled speedup's interval
         (and the robust objective) take every value in it.
@@ -1864,7 +1864,7 @@ def _sharing_readings(source: Mapping[str, Any]) -> dict[str, Any]:
 
     ``straggle`` when an exponent was read, ``straggle_range`` when the test gave
     one (the exponents of its quartile steps, or where it read no shared limit
-    :data:`~rankopt.probe.sharing.UNREAD_STRAGGLE_RANGE`), and ``elastic`` when
+    :data:`~rankopt._validation.UNREAD_STRAGGLE_RANGE`), and ``elastic`` when
     the loaded-uplink test read one: the provenance keys
     :attr:`Network.straggle`, :attr:`Network.straggle_range` and
     :attr:`Network.elastic_reading` read back.

@@ -851,14 +851,14 @@ class _Probe:
         "straggle_range": [lo, hi]}`` (the range from the test's quartile
         steps, :func:`~rankopt.probe.sharing.straggle_span`; no ``straggle``
         when the flows showed no shared limit, and the range then
-        :data:`~rankopt.probe.sharing.UNREAD_STRAGGLE_RANGE`),
+        :data:`~rankopt._validation.UNREAD_STRAGGLE_RANGE`),
         or ``{}`` when no two groups can hold the test. When one way between two groups is much slower than the others
         (:func:`~rankopt.probe.sharing.loaded_pairs`) the test runs across it
         too: ``"sharing_loaded"`` rows and ``"elastic"``, how much of the load
         there yielded (:func:`~rankopt.probe.sharing.elastic_share`).
         """
+        from rankopt._validation import UNREAD_STRAGGLE_RANGE
         from rankopt.probe.sharing import (
-            UNREAD_STRAGGLE_RANGE,
             elastic_share,
             flow_groups,
             loaded_pairs,

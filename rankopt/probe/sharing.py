@@ -111,13 +111,6 @@ MAX_SHARING_GROUPS = 8
 #: Ways between two groups whose typical rates lie within this factor of the quietest
 #: one's are alike for the sharing test's choice.
 QUIET_TIE = 1.1
-#: Where the sharing test ran but its flows showed no shared limit, the exponents the
-#: network is drawn over (its point estimate stays an even split): an even split up to
-#: the largest exponent read on the emulated racks (1.02-1.44 over 43 probes beside
-#: every tenant case), since a failed reading does not show that the uplinks split
-#: evenly (on racks of 3, 2, 2 and 2 hosts it failed on two probes of six beside a
-#: steady neighbour, where the others read 1.04-1.30).
-UNREAD_STRAGGLE_RANGE = (1.0, 1.44)
 #: The typical flow of the test slowed more than this against alone: the
 #: flows shared a limit (an even split of two already halves each).
 SHARED_SLOWDOWN = 1.5

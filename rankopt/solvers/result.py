@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rankopt._validation import UNREAD_STRAGGLE_RANGE
 from rankopt.solvers._base import STOP_REASONS
 from rankopt.solvers.spec import ModelSpec
 from rankopt.units import format_size
@@ -259,8 +260,6 @@ class SolveResult:
                     f"1/K^{straggle:.2f} of an uplink each{span} (measured)"
                 )
             elif levels and self.objective == "contention" and s_hi > s_lo:
-                from rankopt.probe.sharing import UNREAD_STRAGGLE_RANGE
-
                 how = (
                     "not read (the probe's test of it showed no shared limit): priced as "
                     "an even split"
