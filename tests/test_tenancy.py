@@ -480,7 +480,7 @@ def test_pairs_the_probe_slowed_itself_take_their_path_rate_a_loaded_uplink_stay
     np.testing.assert_allclose(back.bandwidth, net.bandwidth)
 
 
-def test_a_lucky_pair_of_a_loaded_way_is_taken_at_the_ways_typical_rate():
+def test_a_lucky_pair_of_a_loaded_way_comes_down_to_the_ways_upper_quartile():
     m, rack = _tenant_probe((3, 3, 3), seed=12)  # rack 0's way out loaded to 0.35
     bw = m.bandwidth.copy()
     out0, in1 = np.flatnonzero(rack == 0), np.flatnonzero(rack == 1)
@@ -491,26 +491,33 @@ def test_a_lucky_pair_of_a_loaded_way_is_taken_at_the_ways_typical_rate():
     m2 = Measurement(m.latency, bw, m.hosts, bandwidth_spread=0.03 * bw)
     net = Network.from_measurement(m2)
     assert net.provenance["pairs_lowered"] == 2
-    way = np.ix_(out0, in1)
-    typical = np.median(bw[way])
+    way = bw[np.ix_(out0, in1)]
+    top = np.percentile(way, 75)  # of nine pairs: the fastest of the seven unlucky ones
     changed = net.bandwidth != bw
     assert sorted((int(a), int(b)) for a, b in np.argwhere(changed)) == sorted(lucky)
     for a, b in lucky:
-        assert net.bandwidth[a, b] == pytest.approx(typical)
-        assert net.bandwidth_spread[a, b] == pytest.approx(0.03 * typical)
+        assert net.bandwidth[a, b] == pytest.approx(top)
+        assert net.bandwidth_spread[a, b] == pytest.approx(0.03 * top)
+    best = np.unravel_index(np.argmax(np.where(changed[np.ix_(out0, in1)], 0, way)), way.shape)
+    plain = (int(out0[best[0]]), int(in1[best[1]]))
+    assert bw[plain] == pytest.approx(top)
 
     def ring(a, b):  # rack by rack, its hop from rack 0 into rack 1 on the pair a -> b
         r0 = [x for x in out0 if x != a] + [a]
         r1 = [b] + [x for x in in1 if x != b]
         return np.array(r0 + r1 + list(np.flatnonzero(rack == 2)))
 
-    # priced alike whichever pair of the way the hop runs on
-    on_lucky = rankopt.cost(net, ring(*lucky[0]))
-    assert on_lucky == pytest.approx(rankopt.cost(net, ring(out0[2], in1[2])), rel=0.05)
-    # the search no longer finds a ring that runs its loaded hop on a lucky pair
-    res = rankopt.solve(net, rng=0)
-    hops = {(int(a), int(b)) for a, b in zip(res.order, np.roll(res.order, -1), strict=True)}
-    assert not set(lucky) & hops
+    # the hop on a lucky pair is priced as on the fastest of the others (latency apart)
+    on_plain = rankopt.cost(net, ring(*plain))
+    assert rankopt.cost(net, ring(*lucky[0])) == pytest.approx(on_plain, rel=1e-4)
+    # and the search finds no ring much cheaper than that through one lucky reading
+    assert rankopt.solve(net, rng=0).cost == pytest.approx(on_plain, rel=0.05)
+    # the same through a probe file: the stored hierarchy gives the same network
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        back = rankopt.load_network(m2.save(f"{d}/m.npz"))
+    np.testing.assert_array_equal(back.bandwidth, net.bandwidth)
     # a quiet network keeps every pair
     quiet, _ = _tenant_probe((3, 3, 3), seed=12, factor=1.0)
     assert "pairs_lowered" not in Network.from_measurement(quiet).provenance
