@@ -687,9 +687,9 @@ class Network:
         long and back to back, ran across such ways at the upper part of the
         probe's readings (9.9 MB/s on a way whose pairs read 6.8-10.1, median
         8.1; 12-14 MB/s from a loaded rack on ways whose pairs read about
-        10.5), and over the 26 kept launches whose networks have such pairs
-        the modelled speedup came within ±25% of the measured one on 23 (20
-        with every reading kept, 22 with the median).
+        10.5), and over the 29 kept launches whose networks have such pairs
+        the modelled speedup came within ±25% of the measured one on 25 (22
+        with every reading kept, 24 with the median).
         ``provenance["pairs_lowered"]`` counts them.
         """
         if self.bandwidth is None or not self.groups:
