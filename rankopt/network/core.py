@@ -657,9 +657,16 @@ class Network:
         raised = np.where(slowed, cap, bw)
         factor = np.ones(bw.shape)
         factor[slowed] = cap[slowed] / bw[slowed]
+        return self._with_pairs_moved(raised, factor, "pairs_raised")
+
+    def _with_pairs_moved(
+        self, bandwidth: NDArray[np.float64], factor: NDArray[np.float64], key: str
+    ) -> Network:
+        """This network with ``bandwidth``, whose pairs ``factor`` moves from the old one;
+        their spreads scaled by it, and ``provenance[key]`` counting them."""
         spread = None if self.bandwidth_spread is None else self.bandwidth_spread * factor
-        prov = {**self.provenance, "pairs_raised": int(slowed.sum())}
-        return replace(self, bandwidth=raised, bandwidth_spread=spread, provenance=prov)
+        prov = {**self.provenance, key: int(np.count_nonzero(factor != 1.0))}
+        return replace(self, bandwidth=bandwidth, bandwidth_spread=spread, provenance=prov)
 
     def _with_typical_ways(self) -> Network:
         """Pairs of a loaded way that read well above the way's median, brought down to its
@@ -697,12 +704,15 @@ class Network:
         ways = loaded_ways(self)
         if not ways:
             return self
+        from rankopt.probe.linear import _members
+
         bw = np.array(self.bandwidth, dtype=np.float64)
         factor = np.ones(bw.shape)
+        members: dict[int, dict[int, list[int]]] = {}
         for level, g, h in sorted(ways):
-            lab = np.asarray(self.groups[level])
-            rows, cols = np.flatnonzero(lab == g), np.flatnonzero(lab == h)
-            block = bw[np.ix_(rows, cols)]
+            if level not in members:  # each level's groups split once, not once per way
+                members[level] = dict(zip(*_members(np.asarray(self.groups[level])), strict=True))
+            block = bw[np.ix_(members[level][g], members[level][h])]
             read = np.isfinite(block) & (block > 0)
             if np.count_nonzero(read) < 3:
                 continue
@@ -712,14 +722,12 @@ class Network:
             if lucky.any():
                 f = np.ones(block.shape)
                 f[lucky] = top / block[lucky]
-                factor[np.ix_(rows, cols)] = f
-                bw[np.ix_(rows, cols)] = block * f
-        lowered = factor < 1.0
-        if not lowered.any():
+                way = np.ix_(members[level][g], members[level][h])
+                factor[way] = f
+                bw[way] = block * f
+        if not (factor < 1.0).any():
             return self
-        spread = None if self.bandwidth_spread is None else self.bandwidth_spread * factor
-        prov = {**self.provenance, "pairs_lowered": int(lowered.sum())}
-        return replace(self, bandwidth=bw, bandwidth_spread=spread, provenance=prov)
+        return self._with_pairs_moved(bw, factor, "pairs_lowered")
 
     def _with_recheck(self) -> Network:
         """Uplinks raised to what the probe's recheck measured alone across them.

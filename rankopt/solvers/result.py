@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rankopt._validation import UNREAD_STRAGGLE_RANGE
 from rankopt.solvers._base import STOP_REASONS
 from rankopt.solvers.spec import ModelSpec
 from rankopt.units import format_size
@@ -137,7 +136,9 @@ class SolveResult:
         (group sizes per level, finest first), ``uplinks`` (bytes/s per group
         per level), ``has_bandwidth``, ``hierarchy`` (how it was found),
         ``straggle`` and ``straggle_range`` (how transfers share an uplink,
-        and what the probe cannot tell apart), ``elastic`` and
+        and what the probe cannot tell apart), ``straggle_read`` (whether the
+        probe's sharing test read an exponent; where it did not, ``straggle``
+        is an even split drawn over a range), ``elastic`` and
         ``elastic_range`` (how much of other tenants' load yields to more
         transfers, and what the probe cannot tell apart).
     notes : tuple of str
@@ -261,10 +262,10 @@ class SolveResult:
                 )
             elif levels and self.objective == "contention" and s_hi > s_lo:
                 how = (
-                    "not read (the probe's test of it showed no shared limit): priced as "
+                    "an even split (measured)"
+                    if self.network.get("straggle_read", True)
+                    else "not read (the probe's test of it showed no shared limit): priced as "
                     "an even split"
-                    if (s_lo, s_hi) == tuple(UNREAD_STRAGGLE_RANGE)
-                    else "an even split (measured)"
                 )
                 lines.append(
                     f"  uplink sharing    : {how}, 1/K of an uplink each, the interval "

@@ -1439,6 +1439,7 @@ def _network_info(network: Any) -> dict[str, Any]:
         "has_bandwidth": network.bandwidth is not None,
         "hierarchy": network.provenance.get("hierarchy", "given"),
         "straggle": network.straggle,
+        "straggle_read": network.provenance.get("straggle") is not None,
         "straggle_range": list(network.straggle_range),
         "elastic": network.elastic,
         "elastic_range": list(network.elastic_range),
